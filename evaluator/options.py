@@ -1,0 +1,22 @@
+"""Knobs of one evaluation, with defaults that follow DESIGN.md section 5."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """How hard to look at a candidate. The defaults are the protocol; tests may shrink them."""
+
+    seeds: int = 5  # correctness seeds per case (at least 5 for an accepted verdict)
+    timeout_s: float = 300.0  # wall clock per phase (import+compile, correctness, timing)
+    memory_mb: int = 16384  # host memory cap of a candidate process
+    static_checks: bool = True  # off only in tests that prove the runtime layer on its own
+    small_cases: bool | None = None  # None: small cases on CPU, scored cases on CUDA
+    timing_trials: int = 100
+    warmup_ms: float = 25.0
+    timing_input_sets: int = 8  # rotating input sets for timing (plus L2 flush)
+    baselines: tuple[str, ...] = ("eager", "compile_default", "compile_max_autotune")
+    max_slowdown: float = 25.0  # slower than this many times the best baseline: too_slow
+    allow_torch_ops: tuple[str, ...] = field(default_factory=tuple)  # extra to the task's own list

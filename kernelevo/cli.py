@@ -1,0 +1,41 @@
+"""The ``kernelevo`` command line.
+
+Each subcommand lives in its own module under ``kernelevo.commands`` and registers itself on the
+app; heavy imports (torch, triton, the evaluator) happen inside the commands, so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="kernelevo",
+    help="Turn annotated PyTorch ops into verified, faster Triton and CUDA kernels.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# One module per subcommand; each defines ``register(app)``.
+COMMAND_MODULES = [
+    "kernelevo.commands.eval_cmd",
+]
+
+
+def _register_all() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(app)
+
+
+_register_all()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""One settings object for the whole tool, read lazily from the environment.
+
+Nothing here runs at import time: call :func:`get_settings` where a value is needed.
+Secrets are ``SecretStr`` so that they never appear in logs, reprs or error messages, and
+:func:`candidate_environment` (in ``evaluator.sandbox``) never passes them to candidate processes.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_cache_dir() -> Path:
+    return Path.home() / ".cache" / "kernelevo"
+
+
+class Settings(BaseSettings):
+    """Process-wide configuration; every field can be set as ``KERNELEVO_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="KERNELEVO_", extra="ignore", populate_by_name=True)
+
+    # General
+    cache_dir: Path = Field(default_factory=_default_cache_dir, description="compile caches and runs")
+    disable: bool = Field(default=False, description="turn off runtime dispatch to accepted kernels")
+
+    # Evaluator
+    eval_timeout_s: float = Field(default=300.0, description="wall-clock limit per candidate phase")
+    eval_memory_mb: int = Field(default=16384, description="host memory cap per candidate process")
+
+    # LLM proposer (any OpenAI-compatible endpoint)
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: SecretStr | None = None
+
+    # GitHub App
+    github_api_url: str = "https://api.github.com"
+    github_app_id: int | None = None
+    github_private_key: SecretStr | None = None
+    github_private_key_path: Path | None = None
+    webhook_secret: SecretStr | None = None
+    bot_login: str = "kernelevo[bot]"
+
+    # Queue
+    redis_url: str = "redis://127.0.0.1:6379/0"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Return the settings, reading the environment on first use only."""
+    return Settings()
+
+
+def reset_settings_cache() -> None:
+    """Forget the cached settings (tests change the environment between cases)."""
+    get_settings.cache_clear()
