@@ -1,0 +1,1 @@
+"""The search engine: population, proposers, prompts, budgets, durable runs."""
