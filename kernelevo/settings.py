@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
 
+    # Search
+    price_table: Path | None = Field(default=None, description="JSON price table overriding the built-in one")
+    runs_dir: Path = Field(default=Path("runs"), description="where `kernelevo optimize` writes run directories")
+
     # GitHub App
     github_api_url: str = "https://api.github.com"
     github_app_id: int | None = None
