@@ -5,3 +5,14 @@ that only decorates ops pays nothing until a kernel is actually dispatched.
 """
 
 __version__ = "0.1.0"
+
+__all__ = ["__version__", "optimize"]
+
+
+def __getattr__(name: str):
+    # Lazy so that ``import kernelevo`` stays cheap; ``kernelevo.op`` itself imports nothing heavy.
+    if name == "optimize":
+        from kernelevo.op import optimize
+
+        return optimize
+    raise AttributeError(f"module 'kernelevo' has no attribute {name!r}")
