@@ -1,0 +1,91 @@
+"""Who may make the bot spend GPU time: permission levels, bots, forks and SHA-bound approvals.
+
+Decisions are pure functions over facts fetched elsewhere (the collaborator-permission API, the
+PR's head and base repos); approvals live in an :class:`ApprovalStore` keyed by (repo, PR) and hold
+the head SHA they were given for, so a new push silently voids them.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Protocol
+
+LEVELS = ("none", "read", "triage", "write", "maintain", "admin")
+
+
+def rank(permission: str | None) -> int:
+    """Order of a permission name (GitHub's ``role_name`` or legacy ``permission``); unknown is 0."""
+    return LEVELS.index(permission) if permission in LEVELS else 0
+
+
+def meets(permission: str | None, minimum: str) -> bool:
+    """True if ``permission`` is at least ``minimum``."""
+    return rank(permission) >= rank(minimum)
+
+
+def is_bot(user: dict, bot_login: str) -> bool:
+    """Bots (any App, including this one) never trigger anything."""
+    login = (user or {}).get("login", "")
+    return (user or {}).get("type") == "Bot" or login == bot_login or login.endswith("[bot]")
+
+
+def is_fork(pull: dict) -> bool:
+    """A PR whose head lives in another repository (or a deleted one)."""
+    head_repo = (pull.get("head") or {}).get("repo")
+    base_repo = (pull.get("base") or {}).get("repo") or {}
+    return head_repo is None or head_repo.get("full_name") != base_repo.get("full_name")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether a job may run now, and if not, what the user should do."""
+
+    allowed: bool
+    reason: str = ""
+
+
+def may_run(*, fork: bool, author_permission: str, commenter_permission: str, minimum: str,
+            approved_sha: str | None, head_sha: str) -> Decision:
+    """Decide whether a requested job may start on ``head_sha``.
+
+    The commenter must have ``minimum`` permission. Fork PRs, and PRs whose author is below the
+    minimum, additionally need a maintainer's approval bound to exactly this head SHA.
+    """
+    if not meets(commenter_permission, minimum):
+        return Decision(False, f"needs `{minimum}` permission on the repository "
+                               f"(you have `{commenter_permission}`)")
+    if fork or not meets(author_permission, minimum):
+        if approved_sha != head_sha:
+            why = "comes from a fork" if fork else "was opened by an author without write access"
+            stale = " (the approval was for an older commit)" if approved_sha else ""
+            return Decision(False, f"this PR {why}; a maintainer must comment `/kernelevo approve` "
+                                   f"for commit {head_sha[:12]}{stale}")
+    return Decision(True)
+
+
+class ApprovalStore(Protocol):
+    """Approvals bound to a head SHA, per (repo, PR)."""
+
+    def approve(self, repo: str, pr_number: int, sha: str, by: str) -> None: ...
+
+    def approved_sha(self, repo: str, pr_number: int) -> str | None: ...
+
+
+class MemoryApprovalStore:
+    """In-process approvals (the Redis-backed store comes with the Celery queue)."""
+
+    def __init__(self) -> None:
+        self._approvals: dict[tuple[str, int], tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def approve(self, repo: str, pr_number: int, sha: str, by: str) -> None:
+        """Record that ``by`` approved ``sha`` of the PR (replacing any older approval)."""
+        with self._lock:
+            self._approvals[(repo, pr_number)] = (sha, by)
+
+    def approved_sha(self, repo: str, pr_number: int) -> str | None:
+        """The SHA the PR was last approved for, if any."""
+        with self._lock:
+            entry = self._approvals.get((repo, pr_number))
+            return entry[0] if entry else None
