@@ -1,0 +1,146 @@
+"""The stable seam of the search for the CLI, the bot and the Celery workers: :func:`run_search`.
+
+A Celery chunk calls ``run_search(..., resume=True)`` on the same run directory until the result's
+``stop_reason`` is not ``"cancelled"``; each call continues exactly where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kernelevo.search.budget import Budget
+from kernelevo.search.engine import Evaluator, SearchConfig, SearchLoop
+from kernelevo.search.fitness import is_timed
+from kernelevo.search.pricing import load_price_table
+from kernelevo.search.proposer import Proposer
+from kernelevo.search.result import Progress, SearchResult
+from kernelevo.search.rundir import RunDir
+
+CPU_NOTE = (
+    "Nothing was timed: this run checked candidates on the CPU (Triton interpreter), so a fitness of 1.0"
+    " means 'accepted and correct', not a speedup. Speedups need a GPU: rerun with --device cuda there."
+)
+
+
+def hardware_facts(device: str) -> dict[str, Any]:
+    """Facts about the device for the proposer's prompt (GPU name, memory, driver) without touching CUDA."""
+    facts: dict[str, Any] = {"device": device}
+    if device != "cuda" or shutil.which("nvidia-smi") is None:
+        return facts
+    query = "name,memory.total,driver_version,compute_cap"
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout.splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return facts
+    fields = [f.strip() for f in out.split(",")]
+    facts.update(zip(("gpu", "memory_total", "driver", "compute_capability"), fields, strict=False))
+    return facts
+
+
+@contextlib.contextmanager
+def _evaluation_session(task_path: Path, device: str, options: Any) -> Iterator[Evaluator]:
+    from evaluator import EvalOptions, EvaluationSession
+
+    with EvaluationSession(task_path, device=device, options=options or EvalOptions()) as session:
+        yield session
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def run_search(
+    task_path: Path,
+    *,
+    op_id: str,
+    backend: str,
+    proposer: Proposer,
+    budget: Budget,
+    device: str,
+    run_dir: Path,
+    seed: int = 0,
+    on_progress: Callable[[Progress], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+    resume: bool = False,
+    config: SearchConfig | None = None,
+    evaluator: Evaluator | None = None,
+    eval_options: Any = None,
+) -> SearchResult:
+    """Search for a faster verified kernel for one op; durable in ``run_dir`` and resumable.
+
+    ``evaluator`` defaults to an ``EvaluationSession`` on ``task_path`` (tests pass a double);
+    ``config`` defaults to :class:`SearchConfig`. On resume the seed and config recorded in the run
+    directory win, so that the replayed plan is the one that was interrupted. Raises
+    ``evaluator.EvalSetupError`` when the task itself cannot be evaluated.
+    """
+    task_path = Path(task_path)
+    run = RunDir(Path(run_dir))
+    started = _now()
+    if resume:
+        meta = run.read_meta()
+        run.prepare_resume()
+        seed = int(meta.get("seed", seed))
+        config = SearchConfig.from_dict(meta.get("config") or {})
+    else:
+        config = config or SearchConfig()
+        run.create({
+            "op_id": op_id, "task_path": str(task_path), "backend": backend, "device": device, "seed": seed,
+            "proposer": getattr(proposer, "name", type(proposer).__name__), "budget": budget.to_dict(),
+            "config": config.to_dict(), "created": started,
+        })
+    try:
+        task_source = task_path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FileNotFoundError(f"task file {task_path}: cannot read it ({exc.strerror})") from exc
+    previous = []
+    if run.summary_path.exists():
+        previous = SearchResult.from_dict(json.loads(run.summary_path.read_text(encoding="utf-8"))).stop_reasons
+
+    context = contextlib.nullcontext(evaluator) if evaluator is not None else _evaluation_session(
+        task_path, device, eval_options
+    )
+    with context as session:
+        loop = SearchLoop(
+            op_id=op_id, task_source=task_source, proposer=proposer, evaluator=session, run=run, budget=budget,
+            config=config, seed=seed, backend=backend, hardware=hardware_facts(device),
+            prices=load_price_table(), on_progress=on_progress, should_cancel=should_cancel,
+        )
+        reason = loop.run()
+        baselines = getattr(session, "baselines", None)
+    result = _result(loop, run, op_id, device, reason, baselines, started, previous)
+    run.write_summary({**result.to_dict(), "budget": budget.to_dict(), "config": config.to_dict(), "seed": seed})
+    return result
+
+
+def _result(
+    loop: SearchLoop, run: RunDir, op_id: str, device: str, reason: str, baselines: Any, started: str,
+    previous: list[dict[str, Any]],
+) -> SearchResult:
+    state, best = loop.state, loop.population.best
+    elapsed = loop.elapsed()
+    timed = is_timed(best.verdict if best else None)
+    ended = _now()
+    return SearchResult(
+        op_id=op_id, run_dir=str(run.path), stop_reason=reason,
+        best={"id": best.id, "source": best.source, "verdict": best.verdict, "fitness": best.fitness} if best else None,
+        candidates_evaluated=state.usage.candidates, candidates_accepted=state.accepted,
+        tokens_in=state.tokens_in, tokens_out=state.tokens_out, cost_usd=round(state.usage.cost_usd, 6),
+        gpu_busy_fraction=round(state.eval_s / elapsed, 4) if elapsed > 0 else None,
+        baselines=baselines, started=started, ended=ended, time_to_first_accepted_s=state.first_accepted_s,
+        device=device, timed=timed, note="" if (timed or device == "cuda") else CPU_NOTE,
+        generations=state.generations, elapsed_s=round(elapsed, 3),
+        candidates_per_minute=round(60 * state.usage.candidates / elapsed, 3) if elapsed > 0 else None,
+        duplicates=state.duplicates, proposal_errors=state.proposal_errors, unpriced_models=sorted(state.unpriced),
+        stop_reasons=[*previous, {"reason": reason, "started": started, "ended": ended,
+                                  "replay_mismatches": state.replay_mismatches}],
+    )

@@ -1,0 +1,366 @@
+"""The evolutionary loop: plan slots, gather proposals in a thread pool, judge candidates in order.
+
+Determinism: the loop draws every random choice from one ``random.Random(seed)`` and consumes
+proposals in slot order, whatever order the proposer threads finish in; the next generation is
+planned (and its proposals requested) while the current one is being evaluated, from the state
+that is complete at that point. Durability: proposer replies and verdicts go to the run directory
+as they happen; on resume the same plan is replayed and slots/candidates already on disk are
+reused instead of asking the proposer or the evaluator again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from kernelevo.search.budget import Budget, Usage, eta_s, stop_reason
+from kernelevo.search.feedback import render_feedback
+from kernelevo.search.fitness import fitness_of, is_timed, speedups
+from kernelevo.search.population import Individual, Population
+from kernelevo.search.pricing import Price, cost_usd
+from kernelevo.search.proposer import Parent, ProposalRequest, Proposer
+from kernelevo.search.result import Progress
+from kernelevo.search.rundir import RunDir
+
+MAX_RAW_REPLY = 20_000
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Shape of the search (not its budget)."""
+
+    islands: int = 4
+    generation_size: int = 8
+    island_capacity: int = 16
+    migration_interval: int = 3  # generations between ring migrations
+    lookahead: bool = True  # request generation g+1 while generation g is evaluated
+    proposal_workers: int = 4  # proposer calls in flight
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchConfig:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+class Evaluator(Protocol):
+    """What the loop needs from the verifier (an ``EvaluationSession`` or a test double)."""
+
+    def evaluate_source(self, source: str, name: str) -> Any:
+        """Judge one candidate module; returns a Verdict (or anything with ``to_dict()``)."""
+        ...
+
+
+@dataclass
+class Slot:
+    """One proposal request of a generation, and where its reply comes from."""
+
+    id: str
+    generation: int
+    index: int
+    island: int
+    operator: str
+    backend: str
+    parent_ids: list[str]
+    future: Future | None = None
+    logged: dict[str, Any] | None = None
+
+    def reply(self) -> dict[str, Any]:
+        return self.logged if self.logged is not None else self.future.result()
+
+
+def source_sha(source: str) -> str:
+    """Content hash identifying a candidate's source (duplicates are judged once)."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class LoopState:
+    """Counters of the run, rebuilt identically on replay."""
+
+    usage: Usage = field(default_factory=Usage)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    proposal_errors: int = 0
+    generations: int = 0
+    eval_s: float = 0.0
+    first_accepted_s: float | None = None
+    unpriced: set[str] = field(default_factory=set)
+    replay_mismatches: int = 0
+
+
+class SearchLoop:
+    """One search over one op; :meth:`run` returns the stop reason."""
+
+    def __init__(
+        self,
+        *,
+        op_id: str,
+        task_source: str,
+        proposer: Proposer,
+        evaluator: Evaluator,
+        run: RunDir,
+        budget: Budget,
+        config: SearchConfig,
+        seed: int,
+        backend: str,
+        hardware: dict[str, Any],
+        prices: dict[str, Price],
+        on_progress: Callable[[Progress], None] | None = None,
+        should_cancel: Callable[[], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.op_id, self.task_source, self.proposer, self.evaluator = op_id, task_source, proposer, evaluator
+        self.run_dir, self.budget, self.config, self.seed = run, budget, config, seed
+        self.backend, self.hardware, self.prices = backend, hardware, prices
+        self.on_progress, self.should_cancel = on_progress, should_cancel or (lambda: False)
+        self.clock, self.wall = clock, wall
+        self.rng = random.Random(seed)
+        self.population = Population(config.islands, config.island_capacity)
+        self.state = LoopState()
+        self.by_id: dict[str, Individual] = {}
+        self.seen: dict[str, dict[str, Any]] = {}  # source sha -> first candidate record
+        self.logged_slots = {r["slot"]: r for r in run.proposals()}
+        self.logged_candidates = {r["id"]: r for r in run.candidates()}
+        records = [*self.logged_slots.values(), *self.logged_candidates.values()]
+        self.prior_elapsed = max((float(r.get("run_elapsed_s") or 0) for r in records), default=0.0)
+        self.session_start = clock()
+        self.planned_pending = 0  # slots planned whose replies have not been consumed yet
+
+    # -- time and stopping -------------------------------------------------------------------
+    def elapsed(self) -> float:
+        return self.prior_elapsed + (self.clock() - self.session_start)
+
+    def _stop(self) -> str | None:
+        self.state.usage.elapsed_s = self.elapsed()
+        return stop_reason(self.budget, self.state.usage, cancelled=bool(self.should_cancel()))
+
+    # -- planning and proposing ------------------------------------------------------------------
+    def _slot_backend(self, island: int) -> str:
+        if self.backend == "any":
+            return ("triton", "cuda")[island % 2]
+        return self.backend
+
+    def _parent(self, ind: Individual) -> Parent:
+        return Parent(ind.source, ind.fitness, ind.feedback, ind.verdict, ind.strategy, ind.backend)
+
+    def _plan_generation(self, gen: int, pool: ThreadPoolExecutor) -> list[Slot] | None:
+        size = self.config.generation_size
+        if self.budget.candidates is not None:
+            size = min(size, self.budget.candidates - self.state.usage.candidates - self.planned_pending)
+        if size <= 0:
+            return None
+        slots = []
+        for index in range(size):
+            island = index % self.config.islands
+            plan = self.population.plan_slot(island, self.rng)
+            slot = Slot(
+                f"g{gen}-{index}", gen, index, island, plan.operator, self._slot_backend(island),
+                [p.id for p in plan.parents],
+            )
+            slot.logged = self.logged_slots.get(slot.id)
+            if slot.logged is not None:
+                if slot.logged.get("parent_ids") != slot.parent_ids or slot.logged.get("operator") != slot.operator:
+                    self.state.replay_mismatches += 1
+            else:
+                request = ProposalRequest(
+                    op_name=self.op_id, task_source=self.task_source, operator=plan.operator,
+                    parents=[self._parent(p) for p in plan.parents], backend=slot.backend,
+                    hardware=dict(self.hardware), seed=self.rng.randrange(2**31), count=1,
+                )
+                slot.future = pool.submit(self._propose, slot, request)
+            slots.append(slot)
+        self.planned_pending += len(slots)
+        return slots
+
+    def _propose(self, slot: Slot, request: ProposalRequest) -> dict[str, Any]:
+        """Runs in a pool thread: ask the proposer, price the reply, log it durably."""
+        t_requested = self.wall()
+        error = None
+        try:
+            proposals = list(self.proposer.propose(request))
+        except Exception as exc:  # a proposer must not raise; if it does, the slot is recorded as failed
+            proposals, error = [], f"{type(exc).__name__}: {exc}"
+        replies = []
+        for proposal in proposals:
+            reply = asdict(proposal)
+            reply["raw_reply"] = (reply.get("raw_reply") or "")[:MAX_RAW_REPLY]
+            if not reply.get("cost_usd"):
+                priced = cost_usd(proposal.model, proposal.tokens_in, proposal.tokens_out, self.prices)
+                reply["cost_usd"] = priced or 0.0
+                reply["unpriced"] = priced is None and bool(proposal.tokens_in or proposal.tokens_out)
+            replies.append(reply)
+        record = {
+            "slot": slot.id, "generation": slot.generation, "island": slot.island, "operator": slot.operator,
+            "backend": slot.backend, "parent_ids": slot.parent_ids, "proposer": getattr(self.proposer, "name", ""),
+            "proposals": replies, "error": error, "t_requested": t_requested, "t_received": self.wall(),
+            "run_elapsed_s": self.elapsed(),
+        }
+        self.run_dir.append_proposal(record)
+        return record
+
+    # -- judging ---------------------------------------------------------------------------------
+    def _account_slot(self, reply: dict[str, Any]) -> None:
+        for proposal in reply.get("proposals") or []:
+            self.state.tokens_in += int(proposal.get("tokens_in") or 0)
+            self.state.tokens_out += int(proposal.get("tokens_out") or 0)
+            self.state.usage.cost_usd += float(proposal.get("cost_usd") or 0.0)
+            if proposal.get("unpriced"):
+                self.state.unpriced.add(proposal.get("model") or "?")
+        self.state.usage.tokens = self.state.tokens_in + self.state.tokens_out
+
+    def _judge(self, slot: Slot, k: int, proposal: dict[str, Any]) -> dict[str, Any]:
+        cid = slot.id if k == 0 else f"{slot.id}.{k}"
+        source = proposal.get("source") or ""
+        record = {
+            "id": cid, "slot": slot.id, "generation": slot.generation, "island": slot.island,
+            "operator": slot.operator, "parent_ids": slot.parent_ids,
+            "backend": proposal.get("backend") or slot.backend, "strategy": proposal.get("strategy") or "",
+            "model": proposal.get("model", ""), "tokens_in": proposal.get("tokens_in", 0),
+            "tokens_out": proposal.get("tokens_out", 0), "cost_usd": proposal.get("cost_usd", 0.0),
+            "source": source, "source_sha": source_sha(source) if source else None,
+        }
+        record["cell"] = [record["backend"], record["strategy"] or "default"]
+        logged = self.logged_candidates.get(cid)
+        if logged is not None and logged.get("source_sha") == record["source_sha"]:
+            return logged
+        if logged is not None:
+            self.state.replay_mismatches += 1
+        if proposal.get("error") or not source.strip():
+            record.update(kind="proposal_error", verdict=None, fitness=0.0, accepted=False,
+                          detail=proposal.get("error") or "the proposer returned no code")
+        elif record["source_sha"] in self.seen:
+            first = self.seen[record["source_sha"]]
+            record.update(kind="duplicate", duplicate_of=first["id"], verdict=first.get("verdict"),
+                          fitness=first.get("fitness", 0.0), accepted=first.get("accepted", False))
+        else:
+            t0, w0 = self.clock(), self.wall()
+            verdict = self.evaluator.evaluate_source(source, name=f"{self.op_id}-{cid}")
+            verdict = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
+            eval_s = self.clock() - t0
+            if verdict.get("backend") in ("triton", "cuda", "load_inline"):  # what the evaluator saw wins
+                record["backend"] = verdict["backend"]
+                record["cell"] = [record["backend"], record["strategy"] or "default"]
+            record.update(kind="evaluated", verdict=verdict, fitness=fitness_of(verdict),
+                          accepted=verdict.get("verdict") == "accepted", t_eval_start=w0,
+                          t_eval_end=self.wall(), eval_s=eval_s)
+        record["run_elapsed_s"] = self.elapsed()
+        self.run_dir.append_candidate(record)
+        return record
+
+    def _absorb(self, record: dict[str, Any]) -> bool:
+        """Fold one candidate record into the state; True when it is the new best."""
+        kind = record.get("kind")
+        if kind == "proposal_error":
+            self.state.proposal_errors += 1
+            return False
+        if kind == "duplicate":
+            self.state.duplicates += 1
+            return False
+        self.seen.setdefault(record["source_sha"], record)
+        self.state.usage.candidates += 1
+        self.state.eval_s += float(record.get("eval_s") or 0.0)
+        if record.get("accepted"):
+            self.state.accepted += 1
+            if self.state.first_accepted_s is None:
+                self.state.first_accepted_s = float(record.get("run_elapsed_s") or 0.0)
+        ind = Individual(
+            id=record["id"], generation=record["generation"], island=record["island"], source=record["source"],
+            fitness=float(record.get("fitness") or 0.0), accepted=bool(record.get("accepted")),
+            backend=record["backend"], strategy=record.get("strategy") or "default", operator=record["operator"],
+            parent_ids=list(record.get("parent_ids") or []), feedback=render_feedback(record.get("verdict")),
+            verdict=record.get("verdict"),
+        )
+        self.by_id[ind.id] = ind
+        improved = self.population.add(ind)
+        if improved:
+            info = {k: record.get(k) for k in ("id", "generation", "operator", "parent_ids", "fitness", "model")}
+            self.run_dir.write_best(ind.source, ind.verdict, info)
+        return improved
+
+    # -- progress --------------------------------------------------------------------------------
+    def progress(self, event: str, gen: int, last: dict[str, Any] | None = None, stop: str | None = None) -> Progress:
+        best = self.population.best
+        vs_eager, vs_compile = speedups(best.verdict if best else None)
+        usage = self.state.usage
+        usage.elapsed_s = self.elapsed()
+        return Progress(
+            generation=gen, evaluated=usage.candidates, accepted=self.state.accepted,
+            best_fitness=best.fitness if best else 0.0, best_speedup_vs_eager=vs_eager,
+            best_speedup_vs_compile=vs_compile, tokens=usage.tokens, cost_usd=usage.cost_usd,
+            elapsed_s=usage.elapsed_s, eta_s=eta_s(self.budget, usage), event=event,
+            timed=is_timed(best.verdict if best else None), last=last, stop_reason=stop,
+        )
+
+    def _emit(self, *args: Any, **kwargs: Any) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.progress(*args, **kwargs))
+
+    # -- the loop --------------------------------------------------------------------------------
+    def run(self) -> str:
+        """Search until a budget, a plateau or cancellation stops it; returns the stop reason."""
+        pool = ThreadPoolExecutor(max_workers=max(1, self.config.proposal_workers), thread_name_prefix="propose")
+        pending: deque[list[Slot]] = deque()
+        next_gen, reason = 0, None
+        try:
+            while reason is None:
+                reason = self._stop()
+                if reason is not None:
+                    break
+                if not pending:
+                    planned = self._plan_generation(next_gen, pool)
+                    if planned is None:  # nothing left to plan within the candidate budget
+                        reason = stop_reason(self.budget, self.state.usage) or "budget_candidates"
+                        break
+                    pending.append(planned)
+                    next_gen += 1
+                slots = pending.popleft()
+                if self.config.lookahead:
+                    planned = self._plan_generation(next_gen, pool)
+                    if planned is not None:
+                        pending.append(planned)
+                        next_gen += 1
+                reason = self._run_generation(slots)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        self._emit("done", self.state.generations, stop=reason)
+        return reason
+
+    def _run_generation(self, slots: list[Slot]) -> str | None:
+        gen = slots[0].generation
+        best_before = self.population.best.fitness if self.population.best else 0.0
+        new_candidates = 0
+        for slot in slots:
+            reply = slot.reply()
+            self.planned_pending -= 1
+            self._account_slot(reply)
+            proposals = reply.get("proposals") or [{"error": reply.get("error") or "the proposer returned nothing"}]
+            for k, proposal in enumerate(proposals):
+                reason = self._stop()
+                if reason is not None:
+                    return reason
+                record = self._judge(slot, k, proposal)
+                self._absorb(record)
+                new_candidates += record.get("kind") == "evaluated"
+                last = {k2: record.get(k2) for k2 in ("id", "operator", "kind", "fitness", "accepted")}
+                last["reason"] = (record.get("verdict") or {}).get("reason")
+                self._emit("candidate", gen, last=last)
+        self.state.generations = gen + 1
+        usage = self.state.usage
+        best_after = self.population.best.fitness if self.population.best else 0.0
+        usage.generations_without_improvement = 0 if best_after > best_before else usage.generations_without_improvement + 1
+        usage.generations_without_candidates = 0 if new_candidates else usage.generations_without_candidates + 1
+        if self.config.migration_interval and (gen + 1) % self.config.migration_interval == 0:
+            self.population.migrate()
+        self._emit("generation", gen + 1)
+        return None

@@ -1,0 +1,66 @@
+"""Plain data the search hands back: progress snapshots and the final result (both JSON-able)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Progress:
+    """A snapshot sent to ``on_progress`` after every candidate and every generation."""
+
+    generation: int
+    evaluated: int
+    accepted: int
+    best_fitness: float
+    best_speedup_vs_eager: float | None
+    best_speedup_vs_compile: float | None
+    tokens: int
+    cost_usd: float
+    elapsed_s: float
+    eta_s: float | None
+    event: str = "candidate"  # "candidate" | "generation" | "done"
+    timed: bool = False  # False on CPU: fitness 1.0 means "accepted", not a speedup
+    last: dict[str, Any] | None = None  # the candidate just judged: id, operator, reason, fitness
+    stop_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SearchResult:
+    """What a search produced; also the body of ``summary.json``."""
+
+    op_id: str
+    run_dir: str
+    stop_reason: str
+    best: dict[str, Any] | None  # {"id", "source", "verdict", "fitness"}
+    candidates_evaluated: int
+    candidates_accepted: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    gpu_busy_fraction: float | None
+    baselines: dict[str, Any] | None
+    started: str
+    ended: str
+    time_to_first_accepted_s: float | None
+    device: str = "cpu"
+    timed: bool = False
+    note: str = ""
+    generations: int = 0
+    elapsed_s: float = 0.0
+    candidates_per_minute: float | None = None
+    duplicates: int = 0
+    proposal_errors: int = 0
+    unpriced_models: list[str] = field(default_factory=list)
+    stop_reasons: list[dict[str, Any]] = field(default_factory=list)  # one per session of the run
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})

@@ -1,0 +1,62 @@
+"""Feedback rendering: a verdict becomes specific, trimmed text for the proposer."""
+
+from kernelevo.search.feedback import render_feedback, trim_log
+
+
+def test_compile_error_shows_first_and_last_lines_of_the_output():
+    logs = "\n".join(["CompilationError at 12:8:"] + [f"frame {i}" for i in range(40)] + ["NameError: tl.foo"])
+    text = render_feedback({"verdict": "rejected", "reason": "compile_error", "detail": "kernel failed to compile",
+                            "logs": logs})
+    assert "Verdict: rejected (compile_error): kernel failed to compile" in text
+    assert "CompilationError at 12:8:" in text
+    assert "NameError: tl.foo" in text
+    assert "frame 20" not in text and "lines omitted" in text
+
+
+def test_incorrect_names_failing_case_seed_and_error_sizes():
+    verdict = {"verdict": "rejected", "reason": "incorrect", "detail": "case 1 seed 3 differs",
+               "correctness": {"cases": [
+                   {"case": 0, "inputs": [{"shape": [4, 8], "dtype": "float32"}],
+                    "seeds": [{"seed": 0, "distribution": "normal", "max_abs_err": 1e-7, "max_rel_err": 1e-6,
+                               "rel_l2_err": 1e-7, "ok": True}]},
+                   {"case": 1, "inputs": [{"shape": [97, 1025], "dtype": "float16"}],
+                    "seeds": [{"seed": 3, "distribution": "uniform", "max_abs_err": 0.5, "max_rel_err": 2.0,
+                               "rel_l2_err": 0.25, "ok": False}]}]}}
+    text = render_feedback(verdict)
+    assert "case 1 (inputs (97, 1025) float16), seed 3 (uniform): max_abs_err=0.5" in text
+    assert "rel_l2_err=0.25" in text
+    assert "case 0" not in text.split("Failing correctness runs:")[1]
+
+
+def test_static_violations_list_rule_and_line():
+    verdict = {"verdict": "rejected", "reason": "static_violation", "detail": "torch op in forward",
+               "static": {"violations": [{"rule": "torch-compute", "line": 31, "col": 15,
+                                          "message": "torch.softmax computes the answer"}]}}
+    assert "line 31:15 [torch-compute] torch.softmax computes the answer" in render_feedback(verdict)
+
+
+def test_timings_per_case_against_baselines_and_roofline():
+    verdict = {"verdict": "accepted", "reason": "ok", "detail": "ok", "timing": {
+        "cases": [{"case": 0, "candidate": {"median_ms": 0.08, "p25_ms": 0.079, "p75_ms": 0.081},
+                   "eager": {"median_ms": 1.04}, "compile_default": {"median_ms": 0.07},
+                   "compile_max_autotune": {"median_ms": 0.068}, "speedup_vs_best": 0.85, "floor_ms": 0.063,
+                   "roofline_fraction": 0.79}],
+        "geomean_speedup_vs_eager": 13.0, "geomean_speedup_vs_compile": 0.85, "geomean_speedup_vs_best": 0.85},
+        "resources": {"registers": 40, "spills": 0}}
+    text = render_feedback(verdict)
+    assert "case 0: candidate 0.08 ms [p25 0.079, p75 0.081]; eager 1.04 ms" in text
+    assert "max-autotune 0.068 ms -> x0.85 vs best; HBM floor 0.063 ms (79% of roofline)" in text
+    assert "x13 vs eager" in text and "registers=40" in text
+
+
+def test_untimed_verdict_says_so_and_long_feedback_is_trimmed():
+    text = render_feedback({"verdict": "accepted", "reason": "ok", "detail": "ok",
+                            "timing_note": "CPU run: nothing was timed"})
+    assert "Timing: CPU run: nothing was timed" in text
+    long = {"verdict": "rejected", "reason": "crashed", "detail": "x" * 5000}
+    assert len(render_feedback(long, max_chars=500)) <= 500
+    assert render_feedback(None) == ""
+
+
+def test_trim_log_keeps_short_logs_whole():
+    assert trim_log("a\n\nb\n") == ["a", "b"]
