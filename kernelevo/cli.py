@@ -21,6 +21,8 @@ app = typer.Typer(
 # One module per subcommand; each defines ``register(app)``.
 COMMAND_MODULES = [
     "kernelevo.commands.eval_cmd",
+    "kernelevo.commands.discover_cmd",
+    "kernelevo.commands.verify_cmd",
 ]
 
 

@@ -1,0 +1,134 @@
+"""``kernelevo verify``: re-check every accepted kernel of a repository (the user's CI runs this).
+
+A kernel fails when its op's source changed since it was verified (stale), when the op is gone, or
+when the verifier rejects it now. Exit 0 when all pass, 1 on any failure, 2 when nothing could run.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import typer
+
+from kernelevo.kernel_store import StoredKernel
+
+
+@dataclass
+class VerifyResult:
+    """The outcome for one stored kernel: ``status`` is ok, stale, missing_op, rejected or error."""
+
+    name: str
+    op_id: str
+    status: str
+    message: str
+    verdict: dict | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_staleness(stored: StoredKernel) -> VerifyResult | None:
+    """A failing result when the op's current source hash differs from the manifest's (or the op is
+    gone); None when the kernel still belongs to the op as it is now."""
+    from kernelevo.op import source_hash, split_op_id
+
+    rel_path, qualname = split_op_id(stored.op_id)
+    file = stored.repo_root / rel_path
+    if not file.is_file():
+        return VerifyResult(stored.name, stored.op_id, "missing_op",
+                            f"{rel_path} no longer exists; delete kernels/{stored.name} or restore the op")
+    current = source_hash(file.read_text(encoding="utf-8"), None if stored.kind == "task" else qualname)
+    if current is None:
+        return VerifyResult(stored.name, stored.op_id, "missing_op",
+                            f"{qualname} is no longer defined in {rel_path}; delete kernels/{stored.name}")
+    if current != stored.source_hash:
+        return VerifyResult(stored.name, stored.op_id, "stale",
+                            f"{stored.op_id} changed since kernels/{stored.name} was verified; re-run the "
+                            f"search (/kernelevo optimize) or delete the kernel")
+    return None
+
+
+def default_device() -> str:
+    """``cuda`` when a GPU is usable, else ``cpu`` (Triton then runs in the interpreter)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def verify_kernel(stored: StoredKernel, device: str | None = None, options=None) -> VerifyResult:
+    """Check staleness, then re-run the verifier on the stored kernel against the op as it is now."""
+    stale = check_staleness(stored)
+    if stale is not None:
+        return stale
+    try:
+        from evaluator import EvalSetupError, evaluate
+    except ImportError as exc:
+        return VerifyResult(stored.name, stored.op_id, "error", f"the evaluator is not available: {exc}")
+    from kernelevo.op import split_op_id
+    from kernelevo.op_task import write_task
+
+    device = device or default_device()
+    kwargs = {} if options is None else {"options": options}
+    with tempfile.TemporaryDirectory(prefix="kernelevo-verify-") as tmp:
+        if stored.kind == "task":
+            task = stored.repo_root / split_op_id(stored.op_id)[0]
+        else:
+            task = write_task(stored.repo_root, stored.op_id, Path(tmp) / f"task_{stored.name}.py")
+        try:
+            verdict = evaluate(str(task), str(stored.kernel_path), device=device, **kwargs)
+        except EvalSetupError as exc:
+            return VerifyResult(stored.name, stored.op_id, "error", str(exc))
+    if verdict.accepted:
+        return VerifyResult(stored.name, stored.op_id, "ok", verdict.detail, verdict.to_dict())
+    return VerifyResult(stored.name, stored.op_id, "rejected", f"{verdict.reason}: {verdict.detail}",
+                        verdict.to_dict())
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``verify`` command to the CLI."""
+    app.command("verify")(verify_command)
+
+
+def verify_command(
+    path: Path = typer.Argument(Path("."), help="repository root (holding kernels/)"),
+    device: str | None = typer.Option(None, "--device", help="cpu or cuda (default: cuda if available)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """Re-verify every kernel under PATH/kernels; exit 1 on any stale, missing or rejected kernel."""
+    from kernelevo.kernel_store import find_kernels_with_errors
+
+    if device not in (None, "cpu", "cuda"):
+        typer.echo(f"kernelevo verify: --device must be cpu or cuda, not {device!r}", err=True)
+        raise typer.Exit(2)
+    kernels, errors = find_kernels_with_errors(path)
+    results = [verify_kernel(k, device) for k in kernels]
+    results += [VerifyResult("?", "?", "error", str(e)) for e in errors]
+    if as_json:
+        typer.echo(json.dumps({"ok": all(r.ok for r in results), "kernels": [r.to_dict() for r in results]},
+                              indent=2, default=str))
+    else:
+        _print_table(path, results)
+    if any(not r.ok for r in results):
+        raise typer.Exit(1)
+
+
+def _print_table(path: Path, results: list[VerifyResult]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not results:
+        console.print(f"no kernels under {path / 'kernels'}")
+        return
+    table = Table("kernel", "op", "status", "detail", title="kernelevo verify")
+    for r in results:
+        colour = "green" if r.ok else "red"
+        table.add_row(r.name, r.op_id, f"[{colour}]{r.status}[/{colour}]", r.message)
+    console.print(table)

@@ -1,0 +1,274 @@
+"""Runtime dispatch: a decorated op calls its accepted kernel when that is known to be safe.
+
+Safe means: dispatch is not disabled (``KERNELEVO_DISABLE=1``), a kernel is stored for this op id in
+``kernels/`` of an ancestor directory of the op's file, the op's source hash (computed from the file
+with :func:`kernelevo.op.source_hash`, like discovery does) equals the manifest's, and the call is inside
+the verified envelope (device type and capability, dtypes, ranks, dimension ranges, non-tensor
+values; no autograd, since kernels are forward-only). Otherwise the original code runs, with one
+warning per op and reason. Loaded on an op's first call, never at import or decoration.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+from kernelevo.kernel_store import KERNEL_MODULE, KERNELS_DIR, StoredKernel, find_kernels
+from kernelevo.op import op_id, source_hash
+from kernelevo.settings import get_settings
+
+
+class KernelEvoWarning(UserWarning):
+    """An accepted kernel was not used (stale source, call outside its envelope, kernel unloadable)."""
+
+
+# ------------------------------------------------------------------------------ envelope checking
+
+_capabilities: dict[int, tuple[int, int]] = {}
+
+
+def _capability(index: int) -> tuple[int, int]:
+    cap = _capabilities.get(index)
+    if cap is None:
+        import torch
+
+        cap = _capabilities[index] = tuple(torch.cuda.get_device_capability(index))
+    return cap
+
+
+class EnvelopeCheck:
+    """A compiled envelope: ``check(args)`` returns None when inside, else why not (a sentence)."""
+
+    def __init__(self, envelope: dict):
+        import torch
+
+        self._torch = torch
+        self.device_type = envelope.get("device_type", "cuda")
+        caps = envelope.get("capabilities")
+        self.capabilities = None if caps is None else {tuple(c) for c in caps}
+        self.specs = []
+        for i, arg in enumerate(envelope.get("args", [])):
+            if arg["kind"] == "tensor":
+                dtypes = frozenset(getattr(torch, name) for name in arg["dtypes"])
+                dims = tuple((d.get("min", 0), d.get("max")) for d in arg["dims"])
+                self.specs.append((i, True, dtypes, arg["rank"], dims, None))
+            else:
+                values = arg.get("values")
+                self.specs.append((i, False, arg["type"], None, None, None if values is None else list(values)))
+        self.n_args = len(self.specs)
+
+    def check(self, args: tuple) -> str | None:
+        if len(args) != self.n_args:
+            return f"called with {len(args)} arguments, verified with {self.n_args}"
+        device_type = self.device_type
+        grad = self._torch.is_grad_enabled()
+        for i, is_tensor, allowed, rank, dims, values in self.specs:
+            x = args[i]
+            if is_tensor:
+                if x.dtype not in allowed:
+                    return f"argument {i} has dtype {x.dtype}, verified {sorted(map(str, allowed))}"
+                shape = x.shape
+                if len(shape) != rank:
+                    return f"argument {i} has rank {len(shape)}, verified rank {rank}"
+                for d, (lo, hi) in enumerate(dims):
+                    n = shape[d]
+                    if n < lo or (hi is not None and n > hi):
+                        return f"argument {i} dim {d} is {n}, verified {lo}..{hi}"
+                device = x.device
+                if device.type != device_type:
+                    return f"argument {i} is on {device.type}, verified on {device_type}"
+                if self.capabilities is not None and _capability(device.index or 0) not in self.capabilities:
+                    return f"device capability {_capability(device.index or 0)} was not verified"
+                if grad and x.requires_grad:
+                    return "autograd is recording and the kernel is forward-only"
+            else:
+                if type(x).__name__ != allowed:
+                    return f"argument {i} is a {type(x).__name__}, verified {allowed}"
+                if values is not None and x not in values:
+                    return f"argument {i} = {x!r}, verified only {values}"
+        return None
+
+
+# ------------------------------------------------------------------------------------- locating
+
+
+def _source_file(obj) -> Path | None:
+    code = getattr(obj, "__code__", None)
+    if code is not None:
+        return Path(code.co_filename)
+    module = sys.modules.get(getattr(obj, "__module__", ""), None)
+    file = getattr(module, "__file__", None)
+    return Path(file) if file else None
+
+
+_index_cache: dict[Path, dict[str, StoredKernel]] = {}
+
+
+def locate_kernel(file: Path, qualname: str) -> tuple[str, StoredKernel] | None:
+    """The op id and stored kernel of ``qualname`` in ``file``: the nearest ancestor directory with a
+    ``kernels/`` entry for that id (the op id's path is relative to that directory)."""
+    file = file.resolve()
+    for root in file.parents:
+        if (root / KERNELS_DIR).is_dir():
+            index = _index_cache.get(root)
+            if index is None:
+                index = _index_cache[root] = {k.op_id: k for k in find_kernels(root)}
+            identifier = op_id(file.relative_to(root).as_posix(), qualname)
+            if identifier in index:
+                return identifier, index[identifier]
+    return None
+
+
+def _load_kernel_class(stored: StoredKernel):
+    name = f"kernelevo_kernels.{stored.name}"
+    spec = importlib.util.spec_from_file_location(name, stored.directory / KERNEL_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ModelNew
+
+
+class _Resolved:
+    """What the first (non-disabled) call found out: a kernel to use, or why the original runs."""
+
+    def __init__(self, target, qualname: str, warn):
+        self.kernel_class = None
+        self.check = None
+        file = _source_file(target)
+        found = locate_kernel(file, qualname) if file is not None and file.exists() else None
+        if found is None:
+            return  # no accepted kernel: the original runs, silently
+        identifier, stored = found
+        current = source_hash(file.read_text(encoding="utf-8"), qualname)
+        if current != stored.source_hash:
+            warn("stale", f"{identifier}: the op's source changed since kernels/{stored.name} was verified; "
+                          f"running the original (re-run the search or `kernelevo verify`)")
+            return
+        try:
+            self.check = EnvelopeCheck(stored.envelope)
+            self.kernel_class = _load_kernel_class(stored)
+        except Exception as exc:  # a broken kernel module must not break the user's program
+            self.kernel_class = None
+            warn("load", f"{identifier}: kernels/{stored.name}/{KERNEL_MODULE} could not be loaded "
+                         f"({type(exc).__name__}: {exc}); running the original")
+
+
+class _Dispatcher:
+    def __init__(self, target, original, qualname: str):
+        self.target = target
+        self.original = original
+        self.qualname = qualname
+        self.resolved: _Resolved | None = None
+        self.warned: set[str] = set()
+        self._signature = None
+
+    def warn(self, key: str, message: str) -> None:
+        if key not in self.warned:
+            self.warned.add(key)
+            warnings.warn(message, KernelEvoWarning, stacklevel=4)
+
+    def resolve(self) -> _Resolved:
+        if self.resolved is None:
+            self.resolved = _Resolved(self.target, self.qualname, self.warn)
+        return self.resolved
+
+    def normalise(self, args: tuple, kwargs: dict, n_args: int, skip_self: bool) -> tuple | None:
+        """Keyword and defaulted arguments as the positional tuple the envelope describes; None when
+        an argument beyond the verified ones differs from its default."""
+        import inspect
+
+        if self._signature is None:
+            self._signature = inspect.signature(self.original)
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = list(bound.arguments.values())[1 if skip_self else 0:]
+        params = list(self._signature.parameters.values())[1 if skip_self else 0:]
+        for value, param in zip(values[n_args:], params[n_args:]):
+            if value is not param.default:
+                return None
+        return tuple(values[:n_args])
+
+    def outside(self, args: tuple, kwargs: dict, bound_self=None) -> str | None:
+        """None when the call is inside the envelope, else the reason (``bound_self``: the module)."""
+        check = self.resolved.check
+        if kwargs or len(args) != check.n_args:
+            full = args if bound_self is None else (bound_self, *args)
+            normal = self.normalise(full, kwargs, check.n_args, bound_self is not None)
+            if normal is None:
+                return "an argument not covered by the verified cases was given"
+            args = normal
+        return check.check(args)
+
+
+class FunctionDispatcher(_Dispatcher):
+    kernel = None  # the kernel's ModelNew instance, made on the first call inside the envelope
+
+    def __call__(self, args: tuple, kwargs: dict):
+        if get_settings().disable:
+            return self.original(*args, **kwargs)
+        resolved = self.resolved or self.resolve()
+        if resolved.kernel_class is None:
+            return self.original(*args, **kwargs)
+        reason = self.outside(args, kwargs)
+        if reason is None:
+            kernel = self.kernel
+            if kernel is None:
+                kernel = self.kernel = resolved.kernel_class()
+            return kernel.forward(*args, **kwargs)
+        self.warn("outside:" + reason.split(" ")[0], f"{self.qualname}: {reason}; running the original")
+        return self.original(*args, **kwargs)
+
+
+def dispatcher_for_function(wrapper) -> FunctionDispatcher:
+    """The dispatcher of a decorated function (called by :class:`kernelevo.op.OptimizedFunction`)."""
+    original = wrapper.__wrapped__
+    return FunctionDispatcher(original, original, original.__qualname__)
+
+
+def _share_state(kernel, module) -> None:
+    """Make the kernel module use the original module's parameters and buffers (same dicts, so they
+    stay live through ``.to()``, ``load_state_dict`` and training) wherever the names agree."""
+    for path, sub in module.named_modules():
+        try:
+            ksub = kernel.get_submodule(path) if path else kernel
+        except AttributeError:
+            continue
+        if set(ksub._parameters) == set(sub._parameters):
+            ksub._parameters = sub._parameters
+        if set(ksub._buffers) == set(sub._buffers):
+            ksub._buffers = sub._buffers
+
+
+class ModuleDispatcher(_Dispatcher):
+    def __call__(self, module, args: tuple, kwargs: dict):
+        if get_settings().disable or type(module) is not self.target:
+            return self.original(module, *args, **kwargs)
+        resolved = self.resolved or self.resolve()
+        if resolved.kernel_class is None:
+            return self.original(module, *args, **kwargs)
+        reason = self.outside(args, kwargs, module)
+        if reason is None and resolved.check._torch.is_grad_enabled() and any(
+                p.requires_grad for p in module._parameters.values()):
+            reason = "autograd is recording (parameters require grad) and the kernel is forward-only"
+        if reason is None:
+            kernel = module.__dict__.get("_kernelevo_kernel")
+            if kernel is None:
+                init_args, init_kwargs = module.__dict__.get("_kernelevo_init", ((), {}))
+                kernel = resolved.kernel_class(*init_args, **init_kwargs)
+                _share_state(kernel, module)
+                module.__dict__["_kernelevo_kernel"] = kernel
+            return kernel.forward(*args, **kwargs)
+        self.warn("outside:" + reason.split(" ")[0], f"{self.qualname}: {reason}; running the original")
+        return self.original(module, *args, **kwargs)
+
+
+def dispatcher_for_module(cls) -> ModuleDispatcher:
+    """The dispatcher of a decorated ``nn.Module`` subclass (called from its wrapped ``forward``)."""
+    return ModuleDispatcher(cls, cls.__dict__["_kernelevo_original_forward"], cls.__qualname__)
+
+
+def clear_caches() -> None:
+    """Forget located kernels and device capabilities (tests write kernels between calls)."""
+    _index_cache.clear()
+    _capabilities.clear()

@@ -1,0 +1,233 @@
+"""Accepted kernels in a user's repository: ``kernels/<op-name>/``. The one module that reads and
+writes that layout.
+
+Each directory holds ``kernel.py`` (a candidate module: ``class ModelNew`` with the op's forward
+signature), ``manifest.json`` (op id, source hash, the envelope that was verified, results summary,
+versions) and ``test_<op-name>.py`` (a generated pytest that re-runs the verifier on it).
+
+The envelope says where the kernel was verified and so where dispatch may use it::
+
+    {"device_type": "cuda", "capabilities": [[9, 0]],          # null: any capability
+     "backend": "triton", "versions": {"torch": "...", "triton": "..."},
+     "args": [{"kind": "tensor", "dtypes": ["bfloat16"], "rank": 2,
+               "dims": [{"min": 8, "max": 16384}, {"min": 4096, "max": 4096}]},
+              {"kind": "value", "type": "float"},               # floats: any value of that type
+              {"kind": "value", "type": "int", "values": [1]}]} # ints/bools/str/None: those values
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kernelevo.op import split_op_id
+
+KERNELS_DIR = "kernels"
+MANIFEST = "manifest.json"
+KERNEL_MODULE = "kernel.py"
+FORMAT_VERSION = 1
+
+
+class KernelStoreError(ValueError):
+    """A kernel directory that cannot be read (missing file, bad manifest): names the file and fix."""
+
+
+@dataclass(frozen=True)
+class StoredKernel:
+    """One accepted kernel as found on disk."""
+
+    directory: Path
+    name: str
+    op_id: str
+    source_hash: str
+    kind: str
+    envelope: dict
+    results: dict
+    manifest: dict
+
+    @property
+    def kernel_path(self) -> Path:
+        return self.directory / KERNEL_MODULE
+
+    @property
+    def test_path(self) -> Path:
+        return self.directory / f"test_{self.name}.py"
+
+    @property
+    def repo_root(self) -> Path:
+        return self.directory.parent.parent
+
+
+def op_name(op_id: str) -> str:
+    """Directory name for an op: its qualname as a Python identifier (``Attention.forward`` ->
+    ``attention_forward``); task files use the file stem instead of ``Model``."""
+    path, qualname = split_op_id(op_id)
+    base = Path(path).stem if qualname == "Model" else qualname.replace(".<locals>.", "_")
+    return re.sub(r"[^0-9a-zA-Z]+", "_", base).strip("_").lower() or "op"
+
+
+def _long_name(op_id: str) -> str:
+    path, qualname = split_op_id(op_id)
+    return re.sub(r"[^0-9a-zA-Z]+", "_", f"{path.removesuffix('.py')}__{qualname}").strip("_").lower()
+
+
+def kernel_dir_for(repo_root: Path, op_id: str) -> Path:
+    """Where the kernel of ``op_id`` lives (or will): the short name unless another op holds it."""
+    kernels = Path(repo_root) / KERNELS_DIR
+    for name in (op_name(op_id), _long_name(op_id)):
+        manifest = kernels / name / MANIFEST
+        if not manifest.exists():
+            return kernels / name
+        try:
+            if json.loads(manifest.read_text(encoding="utf-8")).get("op_id") == op_id:
+                return kernels / name
+        except ValueError:
+            return kernels / name  # unreadable manifest: overwrite it
+    raise KernelStoreError(f"{kernels}: both {op_name(op_id)!r} and {_long_name(op_id)!r} hold other ops")
+
+
+def _verdict_dict(verdict) -> dict:
+    return verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict or {})
+
+
+def results_summary(verdict) -> dict:
+    """The part of a verdict worth keeping next to the kernel (the full verdict is in the report)."""
+    v = _verdict_dict(verdict)
+    timing = v.get("timing") or {}
+    cases = (v.get("correctness") or {}).get("cases") or []
+    return {
+        "verdict": v.get("verdict"),
+        "reason": v.get("reason"),
+        "detail": v.get("detail"),
+        "device": v.get("device"),
+        "backend": v.get("backend"),
+        "cases_checked": len(cases),
+        "seeds_per_case": max((len(c.get("seeds") or []) for c in cases), default=0),
+        "geomean_speedup_vs_eager": timing.get("geomean_speedup_vs_eager"),
+        "geomean_speedup_vs_compile": timing.get("geomean_speedup_vs_compile"),
+        "geomean_speedup_vs_best": timing.get("geomean_speedup_vs_best"),
+        "environment": v.get("environment") or {},
+    }
+
+
+def envelope_from_cases(cases: list[tuple], *, device_type: str, capabilities: list | None,
+                        backend: str, versions: dict | None = None) -> dict:
+    """The tightest envelope covering the verified cases: per argument, the dtypes and rank seen and
+    the range of each dimension; ints/bools/strings must be one of the values seen."""
+    if not cases:
+        raise ValueError("envelope_from_cases: no cases")
+    arity = {len(c) for c in cases}
+    if len(arity) != 1:
+        raise ValueError(f"envelope_from_cases: cases have different numbers of arguments {sorted(arity)}")
+    args = []
+    for i in range(arity.pop()):
+        column = [c[i] for c in cases]
+        if all(hasattr(x, "dtype") and hasattr(x, "shape") for x in column):
+            ranks = {len(x.shape) for x in column}
+            if len(ranks) != 1:
+                raise ValueError(f"envelope_from_cases: argument {i} has ranks {sorted(ranks)}; split the op")
+            rank = ranks.pop()
+            dims = [{"min": min(int(x.shape[d]) for x in column), "max": max(int(x.shape[d]) for x in column)}
+                    for d in range(rank)]
+            dtypes = sorted({str(x.dtype).removeprefix("torch.") for x in column})
+            args.append({"kind": "tensor", "dtypes": dtypes, "rank": rank, "dims": dims})
+        else:
+            types = {type(x).__name__ for x in column}
+            if len(types) != 1:
+                raise ValueError(f"envelope_from_cases: argument {i} mixes types {sorted(types)}")
+            type_name = types.pop()
+            entry = {"kind": "value", "type": type_name}
+            if type_name != "float":
+                entry["values"] = sorted({x for x in column}, key=repr)
+            args.append(entry)
+    return {"device_type": device_type, "capabilities": capabilities, "backend": backend,
+            "versions": versions or {}, "args": args}
+
+
+def write_kernel(repo_root: Path | str, op, candidate_source: str, verdict, envelope: dict) -> Path:
+    """Store an accepted kernel for ``op`` (anything with ``op_id``, ``source_hash``, ``kind``, e.g. a
+    :class:`kernelevo.discovery.DiscoveredOp`); returns its directory. Overwrites the previous kernel
+    of the same op."""
+    from kernelevo import __version__
+
+    directory = kernel_dir_for(Path(repo_root), op.op_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    name = directory.name
+    manifest = {
+        "format": FORMAT_VERSION,
+        "op_id": op.op_id,
+        "source_hash": op.source_hash,
+        "kind": op.kind,
+        "envelope": envelope,
+        "results": results_summary(verdict),
+        "kernelevo_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    (directory / KERNEL_MODULE).write_text(candidate_source, encoding="utf-8")
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (directory / f"test_{name}.py").write_text(_generated_test(name, op.op_id), encoding="utf-8")
+    return directory
+
+
+def _generated_test(name: str, op_id: str) -> str:
+    return f'''"""Generated by KernelEvo: re-checks kernels/{name}/kernel.py against {op_id}.
+
+Fails when the op's source changed since the kernel was verified (stale) or when the verifier
+rejects the kernel. Run: pytest kernels/{name}   (or: kernelevo verify)
+"""
+
+from pathlib import Path
+
+KERNEL_DIR = Path(__file__).resolve().parent
+
+
+def test_{name}_is_verified():
+    from kernelevo.commands.verify_cmd import verify_kernel
+    from kernelevo.kernel_store import read_kernel
+
+    result = verify_kernel(read_kernel(KERNEL_DIR))
+    assert result.ok, result.message
+'''
+
+
+def read_kernel(directory: Path | str) -> StoredKernel:
+    """Read one ``kernels/<op-name>/`` directory; raises :class:`KernelStoreError` naming the problem."""
+    directory = Path(directory)
+    manifest_path = directory / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise KernelStoreError(f"{manifest_path}: missing; every kernels/<op>/ directory needs one") from None
+    except ValueError as exc:
+        raise KernelStoreError(f"{manifest_path}: not valid JSON ({exc})") from None
+    missing = [k for k in ("op_id", "source_hash", "envelope") if k not in manifest]
+    if missing:
+        raise KernelStoreError(f"{manifest_path}: missing keys {missing}")
+    if not (directory / KERNEL_MODULE).is_file():
+        raise KernelStoreError(f"{directory / KERNEL_MODULE}: missing (the manifest has no kernel)")
+    return StoredKernel(directory=directory, name=directory.name, op_id=manifest["op_id"],
+                        source_hash=manifest["source_hash"], kind=manifest.get("kind", "function"),
+                        envelope=manifest["envelope"], results=manifest.get("results", {}), manifest=manifest)
+
+
+def find_kernels(repo_root: Path | str) -> list[StoredKernel]:
+    """Every readable kernel under ``<repo_root>/kernels`` (sorted by name); see
+    :func:`find_kernels_with_errors` for the unreadable ones."""
+    return find_kernels_with_errors(repo_root)[0]
+
+
+def find_kernels_with_errors(repo_root: Path | str) -> tuple[list[StoredKernel], list[KernelStoreError]]:
+    """Kernels under ``<repo_root>/kernels`` and the directories that could not be read."""
+    kernels, errors = [], []
+    base = Path(repo_root) / KERNELS_DIR
+    if not base.is_dir():
+        return [], []
+    for directory in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        try:
+            kernels.append(read_kernel(directory))
+        except KernelStoreError as exc:
+            errors.append(exc)
+    return kernels, errors
