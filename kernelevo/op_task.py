@@ -64,6 +64,16 @@ class LoadedOp:
                               f"{_user_frames(exc)}") from None
         return validate_cases(self.op_id, name, value, device)
 
+    def tolerance(self) -> dict:
+        """``tolerance=`` as the evaluator's TOLERANCE dict (a number sets both atol and rtol)."""
+        value = self.spec.tolerance
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return {"atol": float(value), "rtol": float(value)}
+        if isinstance(value, dict) and set(value) <= {"atol", "rtol", "rel"}:
+            return {k: float(v) for k, v in value.items()}
+        raise OpLoadError(f"{self.op_id}: tolerance= must be a number or a dict with keys atol, rtol, rel; "
+                          f"got {value!r}")
+
     def init_inputs(self) -> list:
         try:
             return self.spec.init_args()
@@ -181,7 +191,7 @@ if _op.spec.small_inputs is not None:
 
 
 if _op.spec.tolerance is not None:
-    TOLERANCE = _op.spec.tolerance
+    TOLERANCE = _op.tolerance()
 
 ALLOW_TORCH_OPS = tuple(_op.spec.allow)
 '''
