@@ -34,8 +34,7 @@ def _dim3(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
     )
     if not ok:
         raise ValueError(
-            f"kernel {kernel!r}: {what} must be a positive int or a tuple of 1 to 3 positive ints, "
-            f"got {value!r}"
+            f"kernel {kernel!r}: {what} must be a positive int or a tuple of 1 to 3 positive ints, got {value!r}"
         )
     return (*dims, *(1,) * (3 - len(dims)))
 

@@ -112,9 +112,7 @@ def _file_lock(path: Path):
 _headers_ready: set[Path] = set()
 
 
-def compile_cubin(
-    source: str, name: str, options: list[str], arch: str, headers_dir: Path
-) -> tuple[bool, bytes, str]:
+def compile_cubin(source: str, name: str, options: list[str], arch: str, headers_dir: Path) -> tuple[bool, bytes, str]:
     """Compile ``source`` for ``arch`` and return (ok, cubin, log).
 
     CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``...) come from NVRTC's own bundled copy, installed

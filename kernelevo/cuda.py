@@ -46,6 +46,8 @@ __all__ = [
 _CACHE_FORMAT = 1
 _ARCH = re.compile(r"sm_\d+[af]?")
 _memory: dict[str, Kernel] = {}
+_gpu_torch: Any = None  # torch, once a GPU was seen (launchers skip the check afterwards)
+_devices: dict[int, Any] = {}
 NO_GPU = "no CUDA device: kernelevo.cuda kernels need a GPU; use compile_check for CPU-only checks"
 
 
@@ -88,14 +90,13 @@ class Kernel:
         def launcher(*args: Any) -> None:
             torch = _torch_with_gpu()
             device = torch.cuda.current_device()
-            packed = pack_args(args, device=torch.device("cuda", device), kernel=self.name)
+            packed = pack_args(args, device=_torch_device(torch, device), kernel=self.name)
             function = self._function(device)
             if shared_mem > 48 * 1024 and self._shared_allowed.get(device, 0) < shared_mem:
                 _cuda_driver.set_max_dynamic_shared(function, shared_mem)
                 self._shared_allowed[device] = shared_mem
             _cuda_driver.ensure_context(device)
-            stream = torch.cuda.current_stream(device).cuda_stream
-            _cuda_driver.launch(function, grid, block, shared_mem, stream, packed, self.name)
+            _cuda_driver.launch(function, grid, block, shared_mem, _current_stream(torch, device), packed, self.name)
 
         return launcher
 
@@ -111,11 +112,26 @@ class Kernel:
 
 
 def _torch_with_gpu() -> Any:
-    import torch
+    global _gpu_torch
+    if _gpu_torch is None:
+        import torch
 
-    if not torch.cuda.is_available():
-        raise CudaLaunchError(NO_GPU)
-    return torch
+        if not torch.cuda.is_available():
+            raise CudaLaunchError(NO_GPU)
+        _gpu_torch = torch
+    return _gpu_torch
+
+
+def _torch_device(torch: Any, index: int) -> Any:
+    if index not in _devices:
+        _devices[index] = torch.device("cuda", index)
+    return _devices[index]
+
+
+def _current_stream(torch: Any, device: int) -> int:
+    """Raw handle of torch's current stream on ``device`` (the cheap private call when it exists)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
 
 
 def default_arch() -> str:
@@ -226,9 +242,7 @@ def compile(source: str, name: str, *, options: Sequence[str] = (), arch: str | 
     return kernel
 
 
-def compile_check(
-    source: str, name: str, *, options: Sequence[str] = (), arch: str = "sm_90"
-) -> CompileCheck:
+def compile_check(source: str, name: str, *, options: Sequence[str] = (), arch: str = "sm_90") -> CompileCheck:
     """Compile without needing a GPU and report instead of raising; for CI and the verifier."""
     start = time.perf_counter()
     try:

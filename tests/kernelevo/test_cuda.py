@@ -168,8 +168,7 @@ CPU = torch.device("cpu")
 def test_pack_args_types_and_values():
     t = torch.zeros(3)
     packed = cuda.pack_args(
-        [t, 7, -2.5, True, np.int64(2**40), np.uint64(2**64 - 1), np.float64(0.1)]
-        + [np.float16(1.0), np.int8(-3)],
+        [t, 7, -2.5, True, np.int64(2**40), np.uint64(2**64 - 1), np.float64(0.1)] + [np.float16(1.0), np.int8(-3)],
         device=CPU,
     )
     expected = [
