@@ -118,7 +118,7 @@ def _glob_regex(pattern: str) -> re.Pattern:
 
 def path_matches(rel_path: str, patterns: list[str] | tuple[str, ...]) -> bool:
     """Whether a relative path (forward slashes) matches any glob; a directory glob covers its files."""
-    return any(_glob_regex(p).match(rel_path) or _glob_regex(p.rstrip("/") + "/**").match(rel_path)
+    return any(bool(_glob_regex(p).match(rel_path) or _glob_regex(p.rstrip("/") + "/**").match(rel_path))
                for p in patterns)
 
 
