@@ -185,7 +185,8 @@ class GitHubAPI:
     def create_tree(self, repo: str, base_tree: str, files: dict[str, str]) -> str:
         """A tree = ``base_tree`` plus ``{path: blob_sha}``; returns the tree SHA."""
         entries = [{"path": p, "mode": "100644", "type": "blob", "sha": s} for p, s in sorted(files.items())]
-        return self.call("POST", f"/repos/{repo}/git/trees", body={"base_tree": base_tree, "tree": entries})["sha"]
+        data = self.call("POST", f"/repos/{repo}/git/trees", body={"base_tree": base_tree, "tree": entries})
+        return data["sha"]
 
     def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str:
         """A commit object; returns its SHA."""
@@ -198,6 +199,10 @@ class GitHubAPI:
             self.call("PATCH", f"/repos/{repo}/git/refs/heads/{branch}", body={"sha": sha, "force": True})
         else:
             self.call("POST", f"/repos/{repo}/git/refs", body={"ref": f"refs/heads/{branch}", "sha": sha})
+
+    def delete_branch(self, repo: str, branch: str) -> None:
+        """Delete a branch (used to undo a half-finished publish)."""
+        self.call("DELETE", f"/repos/{repo}/git/refs/heads/{branch}")
 
     def _pages(self, path: str, params: dict) -> list[dict]:
         out: list[dict] = []

@@ -43,24 +43,32 @@ class Decision:
 
     allowed: bool
     reason: str = ""
+    pending_approval: bool = False  # True: a maintainer's approve would let it run
 
 
-def may_run(*, fork: bool, author_permission: str, commenter_permission: str, minimum: str,
-            approved_sha: str | None, head_sha: str) -> Decision:
-    """Decide whether a requested job may start on ``head_sha``.
+def needs_approval(*, fork: bool, author_permission: str, minimum: str) -> bool:
+    """Fork PRs and PRs by authors below ``minimum`` run only on an approved head SHA."""
+    return fork or not meets(author_permission, minimum)
 
-    The commenter must have ``minimum`` permission. Fork PRs, and PRs whose author is below the
-    minimum, additionally need a maintainer's approval bound to exactly this head SHA.
+
+def may_run(*, fork: bool, author_permission: str, commenter_permission: str, commenter_is_author: bool,
+            minimum: str, approved_sha: str | None, head_sha: str) -> Decision:
+    """Decide whether a job requested by a comment may start on ``head_sha``.
+
+    Commenters with ``minimum`` permission may request jobs; so may the PR's own author. Fork PRs,
+    PRs whose author is below the minimum, and requests by such authors additionally need a
+    maintainer's approval bound to exactly this head SHA (a new push voids it).
     """
-    if not meets(commenter_permission, minimum):
+    trusted = meets(commenter_permission, minimum)
+    if not trusted and not commenter_is_author:
         return Decision(False, f"needs `{minimum}` permission on the repository "
-                               f"(you have `{commenter_permission}`)")
-    if fork or not meets(author_permission, minimum):
+                               f"(the commenter has `{commenter_permission}`)")
+    if not trusted or needs_approval(fork=fork, author_permission=author_permission, minimum=minimum):
         if approved_sha != head_sha:
             why = "comes from a fork" if fork else "was opened by an author without write access"
-            stale = " (the approval was for an older commit)" if approved_sha else ""
+            stale = " (the last approval was for an older commit)" if approved_sha else ""
             return Decision(False, f"this PR {why}; a maintainer must comment `/kernelevo approve` "
-                                   f"for commit {head_sha[:12]}{stale}")
+                                   f"for commit {head_sha[:12]}{stale}", pending_approval=True)
     return Decision(True)
 
 

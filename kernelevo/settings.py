@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     github_private_key_path: Path | None = None
     webhook_secret: SecretStr | None = None
     bot_login: str = "kernelevo[bot]"
+    bot_workers: int = Field(default=4, ge=1, description="threads making GitHub API calls for the bot")
+    bot_delivery_store: str = Field(default="redis", description="'redis' (shared, for deploys) or 'memory'")
+    bot_progress_interval_s: float = Field(default=60.0, gt=0, description="min seconds between check updates")
+    bot_max_rate_limit_wait_s: float = Field(default=10.0, ge=0, description="longer waits defer the work")
 
     # Queue
     redis_url: str = "redis://127.0.0.1:6379/0"

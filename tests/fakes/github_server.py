@@ -323,6 +323,7 @@ ROUTES: list[tuple[str, str]] = [
     ("GET", "/repos/{owner}/{repo}/git/ref/{ref}"),
     ("POST", "/repos/{owner}/{repo}/git/refs"),
     ("PATCH", "/repos/{owner}/{repo}/git/refs/{ref}"),
+    ("DELETE", "/repos/{owner}/{repo}/git/refs/{ref}"),
     ("POST", "/repos/{owner}/{repo}/check-runs"),
     ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}"),
 ]
@@ -354,6 +355,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self) -> None:
         self._dispatch("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
 
     def _send(self, status: int, body: object, headers: dict | None = None) -> None:
         data = json.dumps(body).encode() if body is not None else b""
@@ -595,6 +599,14 @@ class _Api:
             raise HTTPError(422, "Update is not a fast forward")
         fake.move_branch(full, branch, body["sha"])
         return 200, fake._ref_obj(full, branch)
+
+    @staticmethod
+    def delete_repos_x_x_git_refs_x(fake, p, q, body):
+        full, branch = f"{p['owner']}/{p['repo']}", p["ref"].removeprefix("heads/")
+        if branch not in fake.refs[full]:
+            raise HTTPError(422, "Reference does not exist")
+        del fake.refs[full][branch]
+        return 204, None
 
     @staticmethod
     def post_repos_x_x_check_runs(fake, p, q, body):

@@ -1,0 +1,79 @@
+"""Follow-up PRs through the Git Data API, all-or-nothing, updated in place.
+
+The branch ``kernelevo/<op-slug>/<base-slug>`` identifies (op, base): a newer result force-updates
+the same branch and edits the same PR instead of opening another. Objects (blobs, tree, commit) are
+created first and the ref is moved last; if anything after the ref move fails, the ref is put back
+(deleted if new, restored if it existed), so a failure never leaves a half-published result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.github_api import GitHubAPI
+
+BRANCH_PREFIX = "kernelevo/"
+
+
+def slug(text: str, limit: int = 60) -> str:
+    """A branch-name-safe slug (lowercase letters, digits, dashes)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-") or "x"
+
+
+def branch_name(op_name: str, base_branch: str) -> str:
+    """The follow-up branch for an op against a base branch."""
+    return f"{BRANCH_PREFIX}{slug(op_name)}/{slug(base_branch)}"
+
+
+def count_open_kernel_prs(pulls: list[dict], repo: str) -> int:
+    """Open PRs the bot made in ``repo`` (head branch under ``kernelevo/`` in the same repo)."""
+    return sum(1 for p in pulls if p.get("state") == "open" and p["head"]["ref"].startswith(BRANCH_PREFIX)
+               and (p["head"].get("repo") or {}).get("full_name") == repo)
+
+
+@dataclass(frozen=True)
+class Published:
+    """Outcome of one publish: ``action`` is "created", "updated" or "limited" (PR limit reached)."""
+
+    action: str
+    branch: str
+    number: int | None = None
+    url: str | None = None
+
+
+def publish(gh: GitHubAPI, repo: str, *, base_branch: str, branch: str, files: dict[str, bytes],
+            title: str, body: str, message: str, max_open_prs: int) -> Published:
+    """Commit ``files`` on top of ``base_branch`` into ``branch`` and open or update its PR."""
+    owner = repo.split("/")[0]
+    existing_pr = gh.list_pulls(repo, state="open", head=f"{owner}:{branch}")
+    if not existing_pr:
+        if count_open_kernel_prs(gh.list_pulls(repo, state="open"), repo) >= max_open_prs:
+            return Published("limited", branch)
+    parent = gh.branch_sha(repo, base_branch)
+    if parent is None:
+        raise LookupError(f"{repo}: base branch {base_branch!r} does not exist (deleted or renamed?)")
+    base_tree = gh.get_commit(repo, parent)["tree"]["sha"]
+    blobs = {path: gh.create_blob(repo, data) for path, data in sorted(files.items())}
+    tree = gh.create_tree(repo, base_tree, blobs)
+    commit = gh.create_commit(repo, message, tree, [parent])
+    previous = gh.branch_sha(repo, branch)
+    gh.set_branch(repo, branch, commit, exists=previous is not None)
+    try:
+        if existing_pr:
+            pull = gh.edit_pull(repo, existing_pr[0]["number"], title=title, body=body)
+            action = "updated"
+        else:
+            pull = gh.create_pull(repo, title=title, head=branch, base=base_branch, body=body)
+            action = "created"
+    except Exception:
+        _restore(gh, repo, branch, previous)
+        raise
+    return Published(action, branch, pull["number"], pull.get("html_url"))
+
+
+def _restore(gh: GitHubAPI, repo: str, branch: str, previous: str | None) -> None:
+    if previous is None:
+        gh.delete_branch(repo, branch)
+    else:
+        gh.set_branch(repo, branch, previous, exists=True)

@@ -1,0 +1,62 @@
+"""Events and routers (gidgethub style): each feature module owns a :class:`Router`.
+
+A handler is ``handler(event, gh, ctx)``: the event, the installation's GitHub client and the
+:class:`bot.context.BotContext` (job queue, clock, stores). Routers only *select* handlers; the web
+app puts each selected call on the work queue, so no handler ever runs inside the HTTP request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Event:
+    """One webhook delivery: ``X-GitHub-Event`` name, ``X-GitHub-Delivery`` id and the payload."""
+
+    name: str
+    delivery_id: str
+    payload: dict
+
+    @property
+    def action(self) -> str | None:
+        return self.payload.get("action")
+
+    @property
+    def installation_id(self) -> int | None:
+        return (self.payload.get("installation") or {}).get("id")
+
+    @property
+    def repo(self) -> str:
+        return (self.payload.get("repository") or {}).get("full_name", "")
+
+
+Handler = Callable[[Event, Any, Any], None]
+
+
+class Router:
+    """Maps (event name, action) to handlers; ``Router(a, b)`` merges sub-routers."""
+
+    def __init__(self, *others: Router) -> None:
+        self._routes: dict[tuple[str, str | None], list[Handler]] = {}
+        for other in others:
+            for key, handlers in other._routes.items():
+                self._routes.setdefault(key, []).extend(handlers)
+
+    def register(self, event: str, action: str | None = None) -> Callable[[Handler], Handler]:
+        """Decorator: call the handler for ``event`` (only for ``action`` when given)."""
+
+        def decorate(handler: Handler) -> Handler:
+            self._routes.setdefault((event, action), []).append(handler)
+            return handler
+
+        return decorate
+
+    def handlers_for(self, event: Event) -> list[Handler]:
+        """Handlers for this event: those for any action, then those for its action."""
+        found = list(self._routes.get((event.name, None), []))
+        if event.action is not None:
+            found += self._routes.get((event.name, event.action), [])
+        return found

@@ -1,0 +1,94 @@
+"""An in-process work queue with worker threads, for everything that calls GitHub.
+
+Items that raise :class:`bot.ratelimit.Deferred` are re-scheduled after the wait GitHub asked for
+(bounded number of times), so a rate limit never blocks a request or a worker for minutes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from bot.ratelimit import Deferred
+
+log = logging.getLogger(__name__)
+
+
+class WorkQueue:
+    """``submit(fn)`` runs ``fn()`` on one of ``workers`` threads, after ``delay_s`` if given."""
+
+    def __init__(self, workers: int = 4, *, max_deferrals: int = 5,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock, self._max_deferrals = clock, max_deferrals
+        self._heap: list[tuple[float, int, Callable[[], None], str, int]] = []
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._active = 0
+        self._stopped = False
+        self.failures: list[tuple[str, BaseException]] = []
+        self._threads = [threading.Thread(target=self._loop, daemon=True, name=f"kernelevo-work-{i}")
+                         for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[[], None], *, name: str = "work", delay_s: float = 0.0,
+               deferrals: int = 0) -> None:
+        """Queue ``fn``; ``name`` appears in logs."""
+        with self._cond:
+            heapq.heappush(self._heap, (self._clock() + delay_s, next(self._seq), fn, name, deferrals))
+            self._cond.notify()
+
+    def pending(self) -> int:
+        """Items queued or running."""
+        with self._cond:
+            return len(self._heap) + self._active
+
+    def join(self, timeout: float = 30.0) -> bool:
+        """Wait until nothing is queued or running (True) or ``timeout`` passes (False)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._heap or self._active:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.05))
+            return True
+
+    def stop(self) -> None:
+        """Stop the workers (queued items are dropped)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(5)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped and (not self._heap or self._heap[0][0] > self._clock()):
+                    wait = self._heap[0][0] - self._clock() if self._heap else None
+                    self._cond.wait(wait if wait is None else max(0.001, min(wait, 0.5)))
+                if self._stopped:
+                    return
+                _, _, fn, name, deferrals = heapq.heappop(self._heap)
+                self._active += 1
+            try:
+                fn()
+            except Deferred as exc:
+                if deferrals < self._max_deferrals:
+                    log.warning("%s deferred: %s", name, exc)
+                    self.submit(fn, name=name, delay_s=exc.wait_s, deferrals=deferrals + 1)
+                else:
+                    log.error("%s dropped after %d deferrals: %s", name, deferrals, exc)
+                    self.failures.append((name, exc))
+            except Exception as exc:  # a failing item must not kill the worker
+                log.exception("%s failed", name)
+                self.failures.append((name, exc))
+            finally:
+                with self._cond:
+                    self._active -= 1
+                    self._cond.notify_all()
