@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "kernelevo.commands.eval_cmd",
     "kernelevo.commands.discover_cmd",
     "kernelevo.commands.verify_cmd",
+    "kernelevo.commands.serve_cmd",
 ]
 
 
