@@ -10,25 +10,23 @@ reused instead of asking the proposer or the evaluator again.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from kernelevo.search.budget import Budget, Usage, eta_s, stop_reason
 from kernelevo.search.feedback import render_feedback
 from kernelevo.search.fitness import fitness_of, is_timed, speedups
 from kernelevo.search.population import Individual, Population
-from kernelevo.search.pricing import Price, cost_usd
+from kernelevo.search.pricing import Price
 from kernelevo.search.proposer import Parent, ProposalRequest, Proposer
 from kernelevo.search.result import Progress
 from kernelevo.search.rundir import RunDir
-
-MAX_RAW_REPLY = 20_000
+from kernelevo.search.slots import Slot, candidate_record, reply_record
 
 
 @dataclass(frozen=True)
@@ -56,29 +54,6 @@ class Evaluator(Protocol):
     def evaluate_source(self, source: str, name: str) -> Any:
         """Judge one candidate module; returns a Verdict (or anything with ``to_dict()``)."""
         ...
-
-
-@dataclass
-class Slot:
-    """One proposal request of a generation, and where its reply comes from."""
-
-    id: str
-    generation: int
-    index: int
-    island: int
-    operator: str
-    backend: str
-    parent_ids: list[str]
-    future: Future | None = None
-    logged: dict[str, Any] | None = None
-
-    def reply(self) -> dict[str, Any]:
-        return self.logged if self.logged is not None else self.future.result()
-
-
-def source_sha(source: str) -> str:
-    """Content hash identifying a candidate's source (duplicates are judged once)."""
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -141,9 +116,11 @@ class SearchLoop:
     def elapsed(self) -> float:
         return self.prior_elapsed + (self.clock() - self.session_start)
 
-    def _stop(self) -> str | None:
+    def _stop(self, spend: bool = True) -> str | None:
+        """Why to stop now; ``spend=False`` ignores tokens and money (already paid for the reply at hand)."""
         self.state.usage.elapsed_s = self.elapsed()
-        return stop_reason(self.budget, self.state.usage, cancelled=bool(self.should_cancel()))
+        budget = self.budget if spend else replace(self.budget, tokens=None, usd=None)
+        return stop_reason(budget, self.state.usage, cancelled=bool(self.should_cancel()))
 
     # -- planning and proposing ------------------------------------------------------------------
     def _slot_backend(self, island: int) -> str:
@@ -168,6 +145,7 @@ class SearchLoop:
                 f"g{gen}-{index}", gen, index, island, plan.operator, self._slot_backend(island),
                 [p.id for p in plan.parents],
             )
+            seed = self.rng.randrange(2**31)  # drawn even when replaying, so the stream stays aligned
             slot.logged = self.logged_slots.get(slot.id)
             if slot.logged is not None:
                 if slot.logged.get("parent_ids") != slot.parent_ids or slot.logged.get("operator") != slot.operator:
@@ -176,7 +154,7 @@ class SearchLoop:
                 request = ProposalRequest(
                     op_name=self.op_id, task_source=self.task_source, operator=plan.operator,
                     parents=[self._parent(p) for p in plan.parents], backend=slot.backend,
-                    hardware=dict(self.hardware), seed=self.rng.randrange(2**31), count=1,
+                    hardware=dict(self.hardware), seed=seed, count=1,
                 )
                 slot.future = pool.submit(self._propose, slot, request)
             slots.append(slot)
@@ -191,21 +169,9 @@ class SearchLoop:
             proposals = list(self.proposer.propose(request))
         except Exception as exc:  # a proposer must not raise; if it does, the slot is recorded as failed
             proposals, error = [], f"{type(exc).__name__}: {exc}"
-        replies = []
-        for proposal in proposals:
-            reply = asdict(proposal)
-            reply["raw_reply"] = (reply.get("raw_reply") or "")[:MAX_RAW_REPLY]
-            if not reply.get("cost_usd"):
-                priced = cost_usd(proposal.model, proposal.tokens_in, proposal.tokens_out, self.prices)
-                reply["cost_usd"] = priced or 0.0
-                reply["unpriced"] = priced is None and bool(proposal.tokens_in or proposal.tokens_out)
-            replies.append(reply)
-        record = {
-            "slot": slot.id, "generation": slot.generation, "island": slot.island, "operator": slot.operator,
-            "backend": slot.backend, "parent_ids": slot.parent_ids, "proposer": getattr(self.proposer, "name", ""),
-            "proposals": replies, "error": error, "t_requested": t_requested, "t_received": self.wall(),
-            "run_elapsed_s": self.elapsed(),
-        }
+        record = reply_record(slot, proposals, error, self.prices)
+        record.update(proposer=getattr(self.proposer, "name", ""), t_requested=t_requested, t_received=self.wall(),
+                      run_elapsed_s=self.elapsed())
         self.run_dir.append_proposal(record)
         return record
 
@@ -220,17 +186,8 @@ class SearchLoop:
         self.state.usage.tokens = self.state.tokens_in + self.state.tokens_out
 
     def _judge(self, slot: Slot, k: int, proposal: dict[str, Any]) -> dict[str, Any]:
-        cid = slot.id if k == 0 else f"{slot.id}.{k}"
-        source = proposal.get("source") or ""
-        record = {
-            "id": cid, "slot": slot.id, "generation": slot.generation, "island": slot.island,
-            "operator": slot.operator, "parent_ids": slot.parent_ids,
-            "backend": proposal.get("backend") or slot.backend, "strategy": proposal.get("strategy") or "",
-            "model": proposal.get("model", ""), "tokens_in": proposal.get("tokens_in", 0),
-            "tokens_out": proposal.get("tokens_out", 0), "cost_usd": proposal.get("cost_usd", 0.0),
-            "source": source, "source_sha": source_sha(source) if source else None,
-        }
-        record["cell"] = [record["backend"], record["strategy"] or "default"]
+        record = candidate_record(slot, k, proposal)
+        cid, source = record["id"], record["source"]
         logged = self.logged_candidates.get(cid)
         if logged is not None and logged.get("source_sha") == record["source_sha"]:
             return logged
@@ -341,12 +298,15 @@ class SearchLoop:
         best_before = self.population.best.fitness if self.population.best else 0.0
         new_candidates = 0
         for slot in slots:
+            reason = self._stop()
+            if reason is not None:
+                return reason
             reply = slot.reply()
             self.planned_pending -= 1
-            self._account_slot(reply)
+            self._account_slot(reply)  # paid for: its candidates are judged even if that crosses a budget
             proposals = reply.get("proposals") or [{"error": reply.get("error") or "the proposer returned nothing"}]
             for k, proposal in enumerate(proposals):
-                reason = self._stop()
+                reason = self._stop(spend=False) if k else None
                 if reason is not None:
                     return reason
                 record = self._judge(slot, k, proposal)
@@ -358,7 +318,8 @@ class SearchLoop:
         self.state.generations = gen + 1
         usage = self.state.usage
         best_after = self.population.best.fitness if self.population.best else 0.0
-        usage.generations_without_improvement = 0 if best_after > best_before else usage.generations_without_improvement + 1
+        improved = best_after > best_before
+        usage.generations_without_improvement = 0 if improved else usage.generations_without_improvement + 1
         usage.generations_without_candidates = 0 if new_candidates else usage.generations_without_candidates + 1
         if self.config.migration_interval and (gen + 1) % self.config.migration_interval == 0:
             self.population.migrate()
