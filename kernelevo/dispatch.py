@@ -19,6 +19,8 @@ from kernelevo.kernel_store import KERNEL_MODULE, KERNELS_DIR, StoredKernel, fin
 from kernelevo.op import op_id, source_hash
 from kernelevo.settings import get_settings
 
+_SCALARS = (bool, int, float, str, type(None))
+
 
 class KernelEvoWarning(UserWarning):
     """An accepted kernel was not used (stale source, call outside its envelope, kernel unloadable)."""
@@ -180,12 +182,17 @@ class _Dispatcher:
 
         if self._signature is None:
             self._signature = inspect.signature(self.original)
-        bound = self._signature.bind(*args, **kwargs)
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError:
+            return None  # the original raises the proper error
         bound.apply_defaults()
         values = list(bound.arguments.values())[1 if skip_self else 0:]
         params = list(self._signature.parameters.values())[1 if skip_self else 0:]
         for value, param in zip(values[n_args:], params[n_args:]):
-            if value is not param.default:
+            if value is param.default:
+                continue
+            if not (isinstance(value, _SCALARS) and type(value) is type(param.default) and value == param.default):
                 return None
         return tuple(values[:n_args])
 

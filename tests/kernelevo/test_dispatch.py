@@ -1,0 +1,216 @@
+"""Runtime dispatch: the accepted kernel runs inside its envelope with a matching source hash; the
+original runs (warning once) when stale or outside; KERNELEVO_DISABLE=1 turns everything off."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelevo import dispatch
+from kernelevo.discovery import discover
+from kernelevo.dispatch import KernelEvoWarning
+from kernelevo.kernel_store import envelope_from_cases, write_kernel
+from kernelevo.settings import reset_settings_cache
+
+USER_MODULE = '''
+import torch
+import kernelevo
+
+
+@kernelevo.optimize(inputs=lambda device: [
+    (torch.randn(4, 8, device=device), torch.randn(8, device=device)),
+    (torch.randn(2, 8, device=device), torch.randn(8, device=device)),
+])
+def scale(x, w, eps=1e-6):
+    return x * w + eps
+
+
+@kernelevo.optimize(inputs=lambda device: [(torch.randn(4, 8, device=device),)], init=(8,))
+class Scale(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(n))
+
+    def forward(self, x):
+        return x * self.w
+'''
+
+# Test doubles for accepted kernels: they add 100 so that a test can see which path ran.
+FUNCTION_KERNEL = '''
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, w, eps=1e-6):
+        return x * w + eps + 100
+'''
+MODULE_KERNEL = '''
+import torch
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(n))
+
+    def forward(self, x):
+        return x * self.w + 100
+'''
+
+_counter = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    monkeypatch.delenv("KERNELEVO_DISABLE", raising=False)
+    reset_settings_cache()
+    dispatch.clear_caches()
+    yield
+    reset_settings_cache()
+    dispatch.clear_caches()
+
+
+def _import(path: Path):
+    name = f"kernelevo_dispatch_user_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _repo(tmp_path, *, function_kernel=FUNCTION_KERNEL, stale=False, device_type="cpu", kernels=True):
+    root = tmp_path / "repo"
+    (root / "models").mkdir(parents=True)
+    (root / "models" / "ops.py").write_text(USER_MODULE)
+    ops = {op.qualname: op for op in discover(root).ops}
+    if kernels:
+        cases = [(torch.randn(4, 8), torch.randn(8)), (torch.randn(2, 8), torch.randn(8))]
+        envelope = envelope_from_cases(cases, device_type=device_type, capabilities=None, backend="triton")
+        op = ops["scale"]
+        if stale:
+            op = type(op)(**{**op.to_dict(), "source_hash": "sha256:" + "0" * 64})
+        write_kernel(root, op, function_kernel, {"verdict": "accepted"}, envelope)
+        module_env = envelope_from_cases([(torch.randn(4, 8),)], device_type=device_type, capabilities=None,
+                                         backend="triton")
+        write_kernel(root, ops["Scale"], MODULE_KERNEL, {"verdict": "accepted"}, module_env)
+    return _import(root / "models" / "ops.py")
+
+
+def _kernel_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if issubclass(w.category, KernelEvoWarning)]
+
+
+def test_inside_the_envelope_the_kernel_runs(tmp_path):
+    ops = _repo(tmp_path)
+    x, w = torch.randn(3, 8), torch.randn(8)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert torch.allclose(ops.scale(x, w), x * w + 1e-6 + 100)
+        assert torch.allclose(ops.scale(x, w=w), x * w + 1e-6 + 100)  # keywords are bound first
+        assert torch.allclose(ops.scale(x, w, 1e-6), x * w + 1e-6 + 100)  # the verified default
+    assert _kernel_warnings(record) == []
+
+
+@pytest.mark.parametrize(
+    "make_args, words",
+    [
+        (lambda: (torch.randn(3, 8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)), "dtype"),
+        (lambda: (torch.randn(100, 8), torch.randn(8)), "dim 0 is 100"),
+        (lambda: (torch.randn(3, 8, 1), torch.randn(8)), "rank 3"),
+        (lambda: (torch.randn(3, 8), torch.randn(8), 0.5), "not covered"),
+        (lambda: (torch.randn(3, 8, requires_grad=True), torch.randn(8)), "autograd"),
+    ],
+)
+def test_outside_the_envelope_the_original_runs_and_warns_once(tmp_path, make_args, words):
+    ops = _repo(tmp_path)
+    args = make_args()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            out = ops.scale(*args)
+            expected = args[0] * args[1] + (args[2] if len(args) > 2 else 1e-6)
+            assert torch.allclose(out, expected)
+    messages = _kernel_warnings(record)
+    assert len(messages) == 1 and words in messages[0] and "running the original" in messages[0]
+    assert torch.allclose(ops.scale(torch.ones(2, 8), torch.ones(8)), torch.full((2, 8), 101 + 1e-6))
+
+
+def test_a_stale_kernel_is_not_used(tmp_path):
+    ops = _repo(tmp_path, stale=True)
+    x, w = torch.randn(3, 8), torch.randn(8)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
+        assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
+    messages = _kernel_warnings(record)
+    assert len(messages) == 1 and "source changed" in messages[0] and "models/ops.py::scale" in messages[0]
+
+
+def test_editing_the_op_after_acceptance_makes_it_stale(tmp_path):
+    _repo(tmp_path)
+    source = tmp_path / "repo" / "models" / "ops.py"
+    source.write_text(source.read_text().replace("return x * w + eps", "return x * w - eps"))
+    ops = _import(source)
+    x, w = torch.randn(3, 8), torch.randn(8)
+    with pytest.warns(KernelEvoWarning, match="source changed"):
+        assert torch.allclose(ops.scale(x, w), x * w - 1e-6)
+
+
+def test_disabled_dispatch_runs_the_original_silently(tmp_path, monkeypatch):
+    ops = _repo(tmp_path)
+    monkeypatch.setenv("KERNELEVO_DISABLE", "1")
+    reset_settings_cache()
+    x, w = torch.randn(3, 8), torch.randn(8)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
+        with torch.no_grad():
+            assert torch.equal(ops.Scale(8)(x), x)
+    assert _kernel_warnings(record) == []
+    monkeypatch.delenv("KERNELEVO_DISABLE")
+    reset_settings_cache()
+    assert torch.allclose(ops.scale(x, w), x * w + 1e-6 + 100)  # read per call, not frozen
+
+
+def test_without_kernels_the_original_runs_silently(tmp_path):
+    ops = _repo(tmp_path, kernels=False)
+    x, w = torch.randn(3, 8), torch.randn(8)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
+    assert _kernel_warnings(record) == []
+
+
+def test_a_kernel_that_fails_to_load_falls_back(tmp_path):
+    ops = _repo(tmp_path, function_kernel="raise ImportError('no triton here')\n")
+    x, w = torch.randn(3, 8), torch.randn(8)
+    with pytest.warns(KernelEvoWarning, match="could not be loaded .*no triton here"):
+        assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
+
+
+def test_device_type_is_part_of_the_envelope(tmp_path):
+    ops = _repo(tmp_path, device_type="cuda")
+    x, w = torch.randn(3, 8), torch.randn(8)
+    with pytest.warns(KernelEvoWarning, match="on cpu, verified on cuda"):
+        assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
+
+
+def test_module_ops_dispatch_with_shared_parameters(tmp_path):
+    ops = _repo(tmp_path)
+    model = ops.Scale(8)
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        assert torch.allclose(model(x), x + 100)
+        model.w.fill_(3.0)  # the kernel sees the module's live parameters
+        assert torch.allclose(model(x), 3 * x + 100)
+    with pytest.warns(KernelEvoWarning, match="autograd"):
+        out = model(x)  # parameters require grad: the forward-only kernel must not run
+    assert torch.allclose(out, 3 * x) and out.requires_grad
