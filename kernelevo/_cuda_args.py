@@ -98,3 +98,22 @@ def pack_args(args: Sequence[Any], *, device: Any, kernel: str = "") -> list[Any
 
     torch = sys.modules.get("torch")
     return [_pack_one(i, a, device, kernel, torch) for i, a in enumerate(args)]
+
+
+def check_param_sizes(packed: Sequence[Any], sizes: Sequence[int] | None, kernel: str = "") -> None:
+    """Reject a launch whose arguments do not match the kernel's parameters in number or byte size.
+
+    ``sizes`` comes from the loaded kernel (None when the driver cannot report it). Without this
+    check a missing argument or an int32 passed for a 64-bit parameter reads garbage on the GPU.
+    """
+    if sizes is None:
+        return
+    if len(packed) != len(sizes):
+        raise ValueError(f"kernel {kernel!r} takes {len(sizes)} arguments, got {len(packed)}")
+    for index, (value, size) in enumerate(zip(packed, sizes)):
+        if ctypes.sizeof(value) != size:
+            raise ValueError(
+                f"kernel {kernel!r}, args[{index}]: passed a {ctypes.sizeof(value)}-byte value "
+                f"but the kernel's parameter {index} is {size} bytes; pass a numpy scalar of that type "
+                "(np.int64, np.uint64, np.float64, np.int16, ...)"
+            )

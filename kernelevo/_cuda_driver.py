@@ -80,6 +80,23 @@ def load_function(cubin: bytes, name: str, device_index: int) -> tuple[Any, Any]
     return module, function
 
 
+def param_sizes(function: Any, limit: int = 4096) -> list[int] | None:
+    """Byte size of each kernel parameter (``cuFuncGetParamInfo``, CUDA 12.4+); None where unsupported."""
+    driver = driver_module()
+    get = getattr(driver, "cuFuncGetParamInfo", None)
+    if get is None:
+        return None
+    sizes: list[int] = []
+    for index in range(limit):
+        err, _offset, size = get(function, index)
+        if int(err) != 0:
+            # INVALID_VALUE past the last parameter; anything else means the driver cannot say.
+            invalid = driver.CUresult.CUDA_ERROR_INVALID_VALUE
+            return sizes if int(err) == int(invalid) else None
+        sizes.append(int(size))
+    return None
+
+
 def function_attributes(function: Any) -> dict[str, int]:
     """Registers, static shared/local/constant bytes and thread limits of a loaded kernel."""
     driver = driver_module()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo import _cuda_driver, _cuda_nvrtc
-from kernelevo._cuda_args import normalize_launch, pack_args
+from kernelevo._cuda_args import check_param_sizes, normalize_launch, pack_args
 from kernelevo._cuda_driver import CudaLaunchError
 
 __all__ = [
@@ -80,7 +80,7 @@ class Kernel:
     cubin: bytes
     log: str = ""
     key: str = ""
-    _loaded: dict[int, tuple[Any, Any]] = field(default_factory=dict, repr=False)
+    _loaded: dict[int, tuple[Any, Any, list[int] | None]] = field(default_factory=dict, repr=False)
     _shared_allowed: dict[int, int] = field(default_factory=dict, repr=False)
 
     def __getitem__(self, launch: tuple) -> Callable[..., None]:
@@ -91,7 +91,8 @@ class Kernel:
             torch = _torch_with_gpu()
             device = torch.cuda.current_device()
             packed = pack_args(args, device=_torch_device(torch, device), kernel=self.name)
-            function = self._function(device)
+            _module, function, sizes = self._load(device)
+            check_param_sizes(packed, sizes, self.name)
             if shared_mem > 48 * 1024 and self._shared_allowed.get(device, 0) < shared_mem:
                 _cuda_driver.set_max_dynamic_shared(function, shared_mem)
                 self._shared_allowed[device] = shared_mem
@@ -103,12 +104,14 @@ class Kernel:
     def resources(self) -> dict[str, int]:
         """Registers per thread, static shared, local (spill) and constant bytes, thread limits (GPU only)."""
         torch = _torch_with_gpu()
-        return _cuda_driver.function_attributes(self._function(torch.cuda.current_device()))
+        return _cuda_driver.function_attributes(self._load(torch.cuda.current_device())[1])
 
-    def _function(self, device: int) -> Any:
+    def _load(self, device: int) -> tuple[Any, Any, list[int] | None]:
+        """(module, function, parameter byte sizes) on ``device``, loading the cubin the first time."""
         if device not in self._loaded:
-            self._loaded[device] = _cuda_driver.load_function(self.cubin, self.name, device)
-        return self._loaded[device][1]
+            module, function = _cuda_driver.load_function(self.cubin, self.name, device)
+            self._loaded[device] = (module, function, _cuda_driver.param_sizes(function))
+        return self._loaded[device]
 
 
 def _torch_with_gpu() -> Any:

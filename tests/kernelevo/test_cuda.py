@@ -43,9 +43,19 @@ BROKEN = """extern "C" __global__ void broken(float* out) {
 """
 
 
+@pytest.fixture(scope="session")
+def shared_headers(tmp_path_factory):
+    """One install of NVRTC's bundled headers for the whole session (it is not what the tests test)."""
+    return tmp_path_factory.mktemp("nvrtc-headers")
+
+
 @pytest.fixture(autouse=True)
-def cache_dir(tmp_path, monkeypatch):
+def cache_dir(tmp_path, monkeypatch, shared_headers):
     """Every test compiles into its own empty cache, in memory and on disk."""
+    from kernelevo._cuda_nvrtc import nvrtc_version
+
+    (tmp_path / "cuda").mkdir()
+    (tmp_path / "cuda" / f"headers-nvrtc{nvrtc_version()}").symlink_to(shared_headers, target_is_directory=True)
     monkeypatch.setenv("KERNELEVO_CACHE_DIR", str(tmp_path))
     reset_settings_cache()
     cuda.clear_memory_cache()
@@ -202,6 +212,18 @@ def test_pack_args_rejects_other_types(bad):
         cuda.pack_args([bad], device=CPU)
 
 
+def test_param_sizes_checked_against_kernel_signature():
+    from kernelevo._cuda_args import check_param_sizes
+
+    packed = cuda.pack_args([torch.zeros(1), 3, np.int64(4)], device=CPU)
+    check_param_sizes(packed, [8, 4, 8], "k")
+    check_param_sizes(packed, None, "k")  # driver cannot tell: no check
+    with pytest.raises(ValueError, match="'k' takes 4 arguments, got 3"):
+        check_param_sizes(packed, [8, 4, 8, 4], "k")
+    with pytest.raises(ValueError, match=r"args\[1\]: passed a 4-byte value.*parameter 1 is 8 bytes.*np\.int64"):
+        check_param_sizes(packed, [8, 8, 8], "k")
+
+
 @pytest.mark.parametrize(
     ("launch", "expected"),
     [
@@ -323,6 +345,24 @@ def test_resources_report_registers_and_limits():
 def test_default_arch_is_current_gpu():
     major, minor = torch.cuda.get_device_capability()
     assert cuda.compile(VECTOR_ADD, "vector_add").arch == f"sm_{major}{minor}"
+
+
+@pytest.mark.gpu
+def test_wrong_argument_count_or_width_is_caught_before_launch():
+    source = r"""
+    extern "C" __global__ void scale(float* out, long long n, double factor) {
+        long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+        if (i < n) out[i] = (float)(out[i] * factor);
+    }
+    """
+    kernel = cuda.compile(source, "scale")
+    out = torch.ones(8, device="cuda")
+    with pytest.raises(ValueError, match="takes 3 arguments, got 2"):
+        kernel[1, 8](out, np.int64(8))
+    with pytest.raises(ValueError, match=r"args\[1\]: passed a 4-byte value"):
+        kernel[1, 8](out, 8, np.float64(2.0))
+    kernel[1, 8](out, np.int64(8), np.float64(2.5))
+    torch.testing.assert_close(out, torch.full((8,), 2.5, device="cuda"))
 
 
 @pytest.mark.gpu
