@@ -1,0 +1,273 @@
+"""The candidate process: imports one candidate under guard and runs it on the verifier's inputs.
+
+Inputs are generated (and the reference model's weights taken) *before* the candidate is imported,
+so nothing the candidate does at import time can influence them. Every call then runs under the
+runtime guards; outputs go to disk for the reference process to judge. This process never sees a
+reference output.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from evaluator import guards, taskspec
+from evaluator.reference_runner import as_output_list
+
+# Modules a candidate may import itself (the static checker enforces the same list on the source).
+ALLOWED_IMPORT_ROOTS = frozenset({
+    "torch", "triton", "math", "typing", "dataclasses", "functools", "itertools", "collections", "enum",
+    "operator", "__future__", "kernelevo",
+})
+
+
+class Rejection(Exception):
+    """The candidate broke a rule at run time; ``reason`` is a verdict reason."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class CandidateRunner:
+    def __init__(self) -> None:
+        self.model: torch.nn.Module | None = None
+        self.inputs: dict[int, list[list[Any]]] = {}  # seed -> cases (CPU copies)
+        self.live: dict[int, list[Any]] = {}  # case -> the device tensors every seed is written into
+        self.kept_outputs: list[torch.Tensor] = []
+
+    # -- load -------------------------------------------------------------------------------------
+    def load(self, req: dict[str, Any]) -> dict[str, Any]:
+        self.device, self.small = req["device"], req["small"]
+        self.seeds = list(req["seeds"])
+        self.task = task = taskspec.load_task(req["task"])
+        for si, seed in enumerate(self.seeds):
+            self.inputs[seed] = taskspec.generate_cases(task, self.small, seed, taskspec.distribution_for(task, si))
+        for ci, case in enumerate(self.inputs[self.seeds[0]]):
+            self.live[ci] = [taskspec.guarded_copy(v, self.device) for v in case]
+        torch.manual_seed(int(req["init_seed"]))
+        reference_state = {k: v.detach().clone() for k, v in task.model_cls(*task.init_inputs()).state_dict().items()}
+        self.allow_ops = tuple(req.get("allow_ops", ())) + task.allow_ops
+        self.expected = {int(c["case"]): c["outputs"] for c in req.get("expected", [])}
+
+        self.launches = guards.LaunchCounter()
+        self.launches.install()
+        self.audit = guards.AuditGuard(Path(req["candidate"]), ALLOWED_IMPORT_ROOTS)
+        if req.get("runtime_guards", True):
+            self.audit.install()
+        self.attrs_before = guards.snapshot_attributes()
+        self.threads_before = guards.live_threads()
+
+        candidate_path = Path(req["candidate"])
+        self.audit.active = True
+        try:
+            module = taskspec.import_file(candidate_path, "candidate")
+        except SyntaxError as exc:
+            raise Rejection("compile_error", f"{candidate_path.name}:{exc.lineno}: syntax error: {exc.msg}") from exc
+        except Exception as exc:
+            raise Rejection("compile_error", f"importing the candidate raised {type(exc).__name__}: "
+                                             f"{_first_line(exc)}{_line_in(exc, candidate_path)}") from exc
+        finally:
+            self.audit.active = False
+        self._check_guards("import")
+        cls = getattr(module, "ModelNew", None)
+        if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
+            raise Rejection("compile_error", "the candidate defines no `class ModelNew(nn.Module)`; define it with the "
+                                             "same constructor arguments and forward signature as the task's Model")
+        _check_signature(task.model_cls, cls)
+        torch.manual_seed(int(req["init_seed"]))
+        self.audit.active = True
+        try:
+            model = cls(*task.init_inputs())
+        except Exception as exc:
+            raise Rejection("compile_error", f"ModelNew(*get_init_inputs()) raised {type(exc).__name__}: "
+                                             f"{_first_line(exc)}{_line_in(exc, candidate_path)}") from exc
+        finally:
+            self.audit.active = False
+        own = model.state_dict()
+        with torch.no_grad():
+            for name, tensor in own.items():
+                src = reference_state.get(name)
+                if src is not None and src.shape == tensor.shape:
+                    tensor.copy_(src.to(tensor.dtype))
+        self.model = model.to(self.device)
+        self._check_guards("construction")
+        return {"ok": True}
+
+    # -- correctness calls ------------------------------------------------------------------------
+    def check(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Run every (case, seed); the first seed three times on identical inputs (races)."""
+        outdir = Path(req["outdir"])
+        outdir.mkdir(parents=True, exist_ok=True)
+        nondeterministic_ok = bool(req.get("nondeterministic_ok"))
+        written = []
+        for si, seed in enumerate(self.seeds):
+            for ci, fresh in enumerate(self.inputs[seed]):
+                live = self.live[ci]
+                if si > 0:  # same storage, new values: a cache keyed by pointer now returns stale answers
+                    for dst, src in zip(live, fresh):
+                        if isinstance(dst, torch.Tensor):
+                            dst.copy_(src)
+                outs = self._guarded_call(live, ci, where=f"case {ci}, seed {seed}")
+                if si == 0:
+                    for repeat in (2, 3):
+                        again = self._guarded_call(live, ci, where=f"case {ci}, seed {seed} (run {repeat})")
+                        _require_same(outs, again, nondeterministic_ok, f"case {ci}, seed {seed}")
+                path = outdir / f"out-{ci}-{seed}.pt"
+                torch.save([o.detach().cpu().clone() for o in outs], path)
+                written.append({"case": ci, "seed": seed, "file": str(path),
+                                "distribution": taskspec.distribution_for(self.task, si)})
+        return {"ok": True, "outputs": written}
+
+    def replay(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Calls that look like a benchmark (no poisoning, fresh seeds); their outputs are judged too."""
+        outdir = Path(req["outdir"])
+        written = []
+        for seed in req["seeds"]:
+            cases = taskspec.generate_cases(self.task, self.small, int(seed), "task")
+            for ci, case in enumerate(cases):
+                live = [taskspec.guarded_copy(v, self.device) for v in case]
+                outs = self._guarded_call(live, ci, where=f"case {ci}, replay seed {seed}", poison=False)
+                path = outdir / f"replay-{ci}-{seed}.pt"
+                torch.save([o.detach().cpu().clone() for o in outs], path)
+                written.append({"case": ci, "seed": int(seed), "file": str(path), "distribution": "task"})
+        return {"ok": True, "outputs": written}
+
+    def _guarded_call(self, inputs: list[Any], case: int, where: str, poison: bool = True) -> list[torch.Tensor]:
+        assert self.model is not None
+        before = [x.clone() if isinstance(x, torch.Tensor) else None for x in inputs]
+        if poison:
+            guards.poison_allocator(self.device, sum(x.numel() * x.element_size() for x in inputs
+                                                     if isinstance(x, torch.Tensor)))
+        launches = self.launches.count
+        recorder = guards.OpRecorder(self.allow_ops)
+        deterministic = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(poison, warn_only=True)  # poison: torch.empty returns NaN-filled memory
+        self.audit.active = True
+        try:
+            with torch.no_grad(), recorder:
+                raw = self.model(*inputs)
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+        except PermissionError as exc:
+            raise Rejection("cheat_suspected", f"{where}: {exc}") from exc
+        except Exception as exc:
+            raise Rejection("crashed", f"forward raised {type(exc).__name__} on {where}: {_first_line(exc)}"
+                                       f"{_line_in(exc, Path(self.audit.candidate_file))}") from exc
+        finally:
+            self.audit.active = False
+            torch.use_deterministic_algorithms(deterministic)
+        self._check_guards(where)
+        if recorder.violations:
+            raise Rejection("cheat_suspected", f"{where}: forward ran torch ops {', '.join(recorder.violations)}; "
+                                               "the candidate's own kernels must do the math (allocation, views and "
+                                               "dtype casts are fine)")
+        if self.launches.count == launches:
+            raise Rejection("cheat_suspected", f"{where}: forward launched no kernel")
+        outs = as_output_list(raw)
+        for k, out in enumerate(outs):
+            if type(out) is not torch.Tensor:
+                raise Rejection("cheat_suspected", f"{where}: output {k} is a {type(out).__name__}, not a plain "
+                                                   "torch.Tensor (tensor subclasses and lazy values are refused)")
+            if out.device.type != self.device:
+                raise Rejection("incorrect", f"{where}: output {k} is on {out.device}, expected {self.device}")
+        self._require_expected_outputs(outs, case, where)
+        _require_no_alias(outs, inputs, self.kept_outputs, where)
+        for k, (x, old) in enumerate(zip(inputs, before)):
+            if old is not None and not _bitwise_equal(x, old):
+                raise Rejection("cheat_suspected", f"{where}: the candidate modified input {k} in place")
+            if not taskspec.guards_intact(x):
+                raise Rejection("incorrect", f"{where}: the candidate wrote outside input {k} (out-of-bounds store)")
+        self.kept_outputs.extend(outs)
+        return outs
+
+    def time(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Time the candidate on the rotating timing input sets (CUDA only)."""
+        from evaluator.timing_ops import candidate_time
+
+        return candidate_time(self, req)
+
+    def _require_expected_outputs(self, outs: list[torch.Tensor], case: int, where: str) -> None:
+        expected = self.expected.get(case)
+        if expected is None:
+            return
+        if len(outs) != len(expected):
+            raise Rejection("incorrect", f"{where}: forward returned {len(outs)} outputs, the reference {len(expected)}")
+        for k, (out, want) in enumerate(zip(outs, expected)):
+            if list(out.shape) != want["shape"] or str(out.dtype) != want["dtype"]:
+                raise Rejection("incorrect", f"{where}: output {k} is {str(out.dtype)} {list(out.shape)}, expected "
+                                             f"{want['dtype']} {want['shape']}")
+
+    def _check_guards(self, where: str) -> None:
+        if self.audit.violations:
+            raise Rejection("cheat_suspected", f"during {where}: refused {self.audit.violations[0]}")
+        changed = guards.changed_attributes(self.attrs_before, guards.snapshot_attributes())
+        if changed:
+            raise Rejection("cheat_suspected", f"during {where}: the candidate changed {', '.join(changed[:5])}")
+        if guards.live_threads() - self.threads_before:
+            raise Rejection("cheat_suspected", f"during {where}: the candidate started a thread")
+
+
+def _check_signature(model_cls: type, new_cls: type) -> None:
+    ref = list(inspect.signature(model_cls.forward).parameters)[1:]
+    try:
+        got = list(inspect.signature(new_cls.forward).parameters)[1:]
+    except (TypeError, ValueError):
+        return
+    def positional(names: list[str], cls: type) -> int:
+        params = inspect.signature(cls.forward).parameters
+        return sum(1 for n in names if params[n].kind in (params[n].POSITIONAL_ONLY, params[n].POSITIONAL_OR_KEYWORD))
+    if positional(got, new_cls) != positional(ref, model_cls) and not any(
+            inspect.signature(new_cls.forward).parameters[n].kind == inspect.Parameter.VAR_POSITIONAL for n in got):
+        raise Rejection("compile_error", f"ModelNew.forward({', '.join(got)}) does not match the task's "
+                                         f"Model.forward({', '.join(ref)}); keep the same arguments")
+
+
+def _require_same(a: list[torch.Tensor], b: list[torch.Tensor], tolerant: bool, where: str) -> None:
+    for k, (x, y) in enumerate(zip(a, b)):
+        same = torch.allclose(x, y, rtol=1e-3, atol=1e-5, equal_nan=True) if tolerant else _bitwise_equal(x, y)
+        if x.shape != y.shape or not same:
+            raise Rejection("incorrect", f"{where}: output {k} differs between runs on identical inputs (a race or "
+                                         "uninitialised memory); set NONDETERMINISTIC_OK in the task if atomics "
+                                         "make this expected")
+
+
+def _bitwise_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    return torch.equal(x.reshape(-1).view(torch.uint8) if x.numel() else x,
+                       y.reshape(-1).view(torch.uint8) if y.numel() else y)
+
+
+def _require_no_alias(outs: list[torch.Tensor], inputs: list[Any], kept: list[torch.Tensor], where: str) -> None:
+    def span(t: torch.Tensor) -> tuple[int, int]:
+        start = t.untyped_storage().data_ptr()
+        return start, start + t.untyped_storage().nbytes()
+
+    input_spans = [span(x) for x in inputs if isinstance(x, torch.Tensor) and x.numel()]
+    kept_ptrs = {t.untyped_storage().data_ptr() for t in kept if t.numel()}
+    seen: set[int] = set()
+    for k, out in enumerate(outs):
+        if not out.numel():
+            continue
+        lo, hi = span(out)
+        if any(lo < b and a < hi for a, b in input_spans):
+            raise Rejection("cheat_suspected", f"{where}: output {k} shares memory with an input")
+        if lo in kept_ptrs or lo in seen:
+            raise Rejection("cheat_suspected", f"{where}: output {k} reuses the memory of an earlier output")
+        seen.add(lo)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:400] if text else type(exc).__name__
+
+
+def _line_in(exc: BaseException, path: Path) -> str:
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == path.resolve()]
+    return f" (at {path.name}:{frames[-1].lineno})" if frames else ""

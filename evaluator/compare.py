@@ -1,0 +1,126 @@
+"""Comparing a candidate's output with the reference: tolerances and the checks on top of them.
+
+Per-dtype ``allclose`` tolerances alone are not enough (an all-zero output passes ``atol=1e-4`` when
+the true values are tiny, and NaN can act as a wildcard in careless comparisons), so every output must
+also pass a norm-wise relative error bound, a not-near-constant check, and exact agreement of the
+NaN/+Inf/-Inf positions with the reference rounded to the output's dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+# dtype -> (atol, rtol, rel): allclose bounds as KernelBench uses them, plus ||out-ref|| / ||ref||.
+_DEFAULTS: dict[torch.dtype, tuple[float, float, float]] = {
+    torch.float64: (1e-7, 1e-7, 1e-9),
+    torch.float32: (1e-4, 1e-4, 1e-5),
+    torch.float16: (1e-2, 1e-2, 2e-3),
+    torch.bfloat16: (1e-2, 1e-2, 1e-2),
+}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Bounds an output must meet: elementwise ``|out-ref| <= atol + rtol*|ref|`` and
+    ``||out-ref|| / ||ref|| <= rel``."""
+
+    atol: float
+    rtol: float
+    rel: float
+
+
+def tolerance_for(dtype: torch.dtype, override: dict[str, float] | None = None,
+                  eager_rel_err: float | None = None) -> Tolerance:
+    """The tolerance for an output dtype.
+
+    The task's own ``TOLERANCE`` wins. Otherwise the defaults above, with the relative bound widened to
+    twice the error of eager PyTorch in the same dtype when that is larger (long low-precision
+    reductions), so a kernel must be at least nearly as accurate as the op it replaces.
+    """
+    if dtype.is_floating_point:
+        atol, rtol, rel = _DEFAULTS.get(dtype, _DEFAULTS[torch.float32])
+    else:
+        atol, rtol, rel = 0.0, 0.0, 0.0
+    if eager_rel_err is not None and eager_rel_err == eager_rel_err:  # not NaN
+        rel = max(rel, 2.0 * eager_rel_err)
+    override = override or {}
+    return Tolerance(
+        atol=float(override.get("atol", atol)),
+        rtol=float(override.get("rtol", rtol)),
+        rel=float(override.get("rel", rel)),
+    )
+
+
+@dataclass
+class Comparison:
+    """The outcome of comparing one output tensor with its reference."""
+
+    ok: bool
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    rel_l2_err: float = 0.0
+    mismatched: int = 0
+    problem: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def relative_l2(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """``||out - ref|| / ||ref||`` in float64 over finite reference entries (0 when both are zero)."""
+    finite = torch.isfinite(ref)
+    diff = (out.double() - ref.double())[finite]
+    denom = ref.double()[finite].norm()
+    num = diff.norm()
+    if denom == 0:
+        return 0.0 if num == 0 else float("inf")
+    return float(num / denom)
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
+    """Compare a candidate output with a high-precision reference of the same shape."""
+    if tuple(out.shape) != tuple(ref.shape):
+        return Comparison(False, problem=f"shape {tuple(out.shape)} but the reference has {tuple(ref.shape)}")
+    expected = ref.to(out.dtype) if out.dtype.is_floating_point else ref
+    if out.dtype.is_floating_point:
+        for name, fn in (("NaN", torch.isnan), ("+Inf", torch.isposinf), ("-Inf", torch.isneginf)):
+            got, want = fn(out), fn(expected)
+            if not torch.equal(got, want):
+                where = int((got != want).sum())
+                return Comparison(False, mismatched=where,
+                                  problem=f"{name} at {where} positions where the reference has none (or vice versa)")
+    finite = torch.isfinite(expected) if out.dtype.is_floating_point else torch.ones_like(out, dtype=torch.bool)
+    o = out.double()[finite]
+    r = ref.double()[finite]
+    if o.numel() == 0:
+        return Comparison(True)
+    abs_err = (o - r).abs()
+    bound = tol.atol + tol.rtol * r.abs()
+    bad = abs_err > bound
+    max_abs = float(abs_err.max())
+    max_rel = float((abs_err / r.abs().clamp_min(1e-12)).max())
+    rel_l2 = relative_l2(out, ref) if out.dtype.is_floating_point else 0.0
+    result = Comparison(True, max_abs, max_rel, rel_l2, int(bad.sum()))
+    if result.mismatched:
+        idx = int(torch.argmax(abs_err - bound).item())
+        result.ok = False
+        result.problem = (f"{result.mismatched} of {o.numel()} elements outside atol={tol.atol:g}, rtol={tol.rtol:g} "
+                          f"(worst: got {float(o[idx]):.6g}, expected {float(r[idx]):.6g})")
+    elif out.dtype.is_floating_point and rel_l2 > tol.rel:
+        result.ok = False
+        result.problem = f"relative error ||out-ref||/||ref|| = {rel_l2:.3g} exceeds {tol.rel:g}"
+    elif _near_constant(o) and not _near_constant(r):
+        result.ok = False
+        result.problem = "output is constant but the reference is not"
+    return result
+
+
+def _near_constant(values: torch.Tensor) -> bool:
+    if values.numel() < 2:
+        return False
+    spread = float(values.max() - values.min())
+    scale = float(values.abs().max())
+    return spread <= 1e-12 * max(scale, 1e-30) or spread == 0.0

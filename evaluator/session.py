@@ -1,0 +1,154 @@
+"""Evaluating candidates against one task: the orchestrator (runs in the parent, never imports torch).
+
+A session starts a reference process (the task only) that computes references and baselines once, and
+keeps a candidate process pre-started. Each candidate is checked statically here, then imported,
+run, compared and (on CUDA) timed in its own fresh process; whatever the candidate does, the session
+records a verdict and goes on to the next one.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from evaluator import sandbox
+from evaluator.options import EvalOptions
+from evaluator.verdict import EvalSetupError, Reason, Verdict
+
+_CHECKS_CPU = [
+    "static AST checks", "runtime guards (audit hook, torch-op recorder, launch counter, patch and thread detection)",
+    "inputs generated before the candidate is imported", "candidate runs first on fresh inputs",
+    "NaN-poisoned allocations", "sentinel guard regions around inputs", "inputs unchanged after each call",
+    "outputs are plain tensors that alias no input or earlier output", "three identical runs agree bitwise",
+    "new values in the same input storage give new answers", "float64 reference in a separate process",
+    "per-dtype tolerance + relative error + not-constant + NaN/Inf positions", "benchmark-like replay calls judged",
+]
+
+
+class EvaluationSession:
+    """Evaluates many candidates for one task; references (and GPU baselines) are computed once."""
+
+    def __init__(self, task: str | Path, device: str = "cpu", options: EvalOptions | None = None,
+                 cache_dir: Path | None = None):
+        if device not in ("cpu", "cuda"):
+            raise EvalSetupError(f"unknown device {device!r}: use cpu or cuda")
+        self.task_path = Path(task).resolve()
+        if not self.task_path.is_file():
+            raise EvalSetupError(f"{task}: task file not found")
+        self.device = device
+        self.options = options or EvalOptions()
+        self.small = self.options.small_cases if self.options.small_cases is not None else device == "cpu"
+        self.seeds = [secrets.randbits(31) for _ in range(max(self.options.seeds, 1))]
+        self.init_seed = secrets.randbits(31)
+        self.timing_seeds = [secrets.randbits(31) for _ in range(max(self.options.timing_input_sets, 1))]
+        self.workdir = Path(tempfile.mkdtemp(prefix="kernelevo-eval-"))
+        if cache_dir is None:
+            from kernelevo.settings import get_settings
+
+            cache_dir = get_settings().cache_dir
+        self.cache_dir = Path(cache_dir)
+        self._counter = 0
+        self.baselines: dict[str, Any] | None = None
+        self.pool = sandbox.WorkerPool("candidate", device, self.workdir / "procs", self.cache_dir,
+                                       self.options.memory_mb)
+        try:
+            self._start_reference()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- reference side ---------------------------------------------------------------------------
+    def _start_reference(self) -> None:
+        self.reference = sandbox.spawn_worker("reference", self.device, self.workdir / "procs", self.cache_dir,
+                                              max(self.options.memory_mb, 4096))
+        ready = self._ref({"op": "ready"}, wait_ready=True)
+        self.reference_startup_s = float(ready.get("startup_s", 0.0))
+        self.plan = self._ref({"op": "load", "task": str(self.task_path), "device": self.device, "small": self.small,
+                               "seeds": self.seeds, "init_seed": self.init_seed})
+        self.environment = self.plan.get("environment", {})
+        if self.device == "cuda":
+            self.baselines = self._ref({"op": "baselines", "seeds": self.timing_seeds,
+                                        "trials": self.options.timing_trials, "warmup_ms": self.options.warmup_ms,
+                                        "modes": list(self.options.baselines)}, timeout=1800)
+
+    def _ref(self, request: dict[str, Any], timeout: float | None = None, wait_ready: bool = False) -> dict[str, Any]:
+        timeout = timeout or max(self.options.timeout_s, 600)
+        try:
+            reply = self.reference.wait_ready(timeout) if wait_ready else self.reference.request(request, timeout)
+        except (sandbox.WorkerDied, sandbox.WorkerTimeout, sandbox.WorkerMemoryExceeded) as exc:
+            raise EvalSetupError(f"{self.task_path}: the reference process failed ({exc}). Last output:\n"
+                                 f"{self.reference.log_tail(1500)}") from exc
+        if reply.get("ok", True) is False:
+            raise EvalSetupError(reply.get("message", "the reference process failed"))
+        return reply
+
+    # -- candidates -------------------------------------------------------------------------------
+    def evaluate(self, candidate: str | Path) -> Verdict:
+        """Evaluate a candidate file."""
+        path = Path(candidate)
+        try:
+            source = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise EvalSetupError(f"{candidate}: cannot read the candidate file ({exc})") from exc
+        return self.evaluate_source(source, name=path.stem, display=str(candidate))
+
+    def evaluate_source(self, source: str, name: str | None = None, display: str | None = None) -> Verdict:
+        """Evaluate candidate source text (the search hands generated modules straight in)."""
+        from evaluator.static_check import check_source
+
+        self._counter += 1
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in (name or "candidate"))[:60]
+        folder = self.workdir / "candidates" / f"{self._counter:05d}-{safe}"
+        folder.mkdir(parents=True)
+        path = folder / "candidate.py"
+        path.write_text(source)
+        started = time.perf_counter()
+        report = check_source(source, path.name, allow_torch=self.plan.get("allow_ops", []))
+        evidence: dict[str, Any] = {
+            "task": str(self.task_path), "candidate": display or name or "candidate", "device": self.device,
+            "backend": report.backend, "environment": self.environment,
+            "static": {"violations": [v.__dict__ for v in report.violations], "kernels": report.kernels,
+                       "launched": report.launched, "enforced": self.options.static_checks},
+        }
+        if self.device == "cpu":
+            evidence["timing_note"] = ("not timed: no GPU. On CPU, accepted means verified correct and clean "
+                                       "(Triton kernels run in the interpreter); timings need --device cuda.")
+        if report.syntax_error is not None:
+            err = report.syntax_error
+            return Verdict.reject(Reason.COMPILE_ERROR, f"{evidence['candidate']}:{err.line}: {err.message}",
+                                  **evidence)
+        if self.options.static_checks and report.violations:
+            first = report.violations[0]
+            more = f" (and {len(report.violations) - 1} more)" if len(report.violations) > 1 else ""
+            return Verdict.reject(Reason.STATIC_VIOLATION,
+                                  f"{evidence['candidate']}:{first.line}: [{first.rule}] {first.message}{more}",
+                                  **evidence)
+        from evaluator.run_candidate import run_candidate
+
+        verdict = run_candidate(self, path, folder, evidence)
+        verdict.overhead["total_s"] = round(time.perf_counter() - started, 3)
+        return verdict
+
+    def close(self) -> None:
+        """Stop the processes and remove the session's scratch files."""
+        self.pool.close()
+        if getattr(self, "reference", None) is not None:
+            self.reference.kill()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> EvaluationSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def evaluate(task: str | Path, candidate: str | Path, device: str = "cpu",
+             options: EvalOptions | None = None) -> Verdict:
+    """Evaluate one candidate file against one task file (see :class:`EvaluationSession`)."""
+    with EvaluationSession(task, device=device, options=options) as session:
+        return session.evaluate(candidate)

@@ -1,0 +1,216 @@
+"""Task files (extended KernelBench format) and the inputs the verifier feeds them.
+
+A task module defines ``class Model(nn.Module)`` (the reference), ``get_inputs()`` and
+``get_init_inputs()``. Optional extensions: ``get_cases()`` (several scored input lists),
+``get_small_cases()`` (sizes the Triton CPU interpreter can run), ``TOLERANCE``, ``ALLOW_TORCH_OPS``,
+``hbm_bytes(*inputs)``, ``flops(*inputs)``, ``NONDETERMINISTIC_OK`` and ``INPUT_DISTRIBUTIONS``.
+
+Inputs are produced on the CPU under ``torch.manual_seed(seed)`` so that the reference process and the
+candidate process build bit-identical inputs independently, then moved to the device.
+This module runs only inside worker processes (it imports user code).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+DEFAULT_DISTRIBUTIONS = ("task", "scaled", "shifted")
+GUARD_ELEMENTS = 4096  # sentinel-filled elements before and after every input (catches out-of-bounds access)
+
+
+class TaskError(Exception):
+    """The task file is unusable; the message names the file, the line and what to fix."""
+
+
+class CandidateLoadError(Exception):
+    """The candidate module could not be imported or instantiated (a compile_error verdict)."""
+
+
+@dataclass
+class LoadedTask:
+    """A task module plus its validated hooks."""
+
+    path: Path
+    module: ModuleType
+    tolerance: dict[str, float] = field(default_factory=dict)
+    allow_ops: tuple[str, ...] = ()
+    nondeterministic_ok: bool = False
+    distributions: tuple[str, ...] = DEFAULT_DISTRIBUTIONS
+
+    @property
+    def model_cls(self) -> type:
+        return self.module.Model
+
+    def init_inputs(self) -> list[Any]:
+        return list(_call_hook(self, "get_init_inputs"))
+
+    def raw_cases(self, small: bool) -> list[list[Any]]:
+        """Every input list of the chosen size class, drawn from the current RNG state."""
+        mod = self.module
+        if small and hasattr(mod, "get_small_cases"):
+            cases = _call_hook(self, "get_small_cases")
+        elif hasattr(mod, "get_cases"):
+            cases = _call_hook(self, "get_cases")
+        else:
+            cases = [_call_hook(self, "get_inputs")]
+        cases = [list(c) if isinstance(c, (list, tuple)) else [c] for c in cases]
+        if not cases:
+            raise TaskError(f"{self.path}: the task declares no input cases (get_cases() returned nothing)")
+        for i, case in enumerate(cases):
+            for j, value in enumerate(case):
+                if isinstance(value, torch.Tensor) and value.device.type != "cpu":
+                    raise TaskError(
+                        f"{self.path}: case {i} input {j} is on {value.device}; input functions must return CPU "
+                        "tensors (the verifier moves them to the device under test)"
+                    )
+        return cases
+
+
+def _call_hook(task: LoadedTask, name: str) -> Any:
+    try:
+        return getattr(task.module, name)()
+    except Exception as exc:  # the task's own code failed: name the file and line
+        raise TaskError(f"{task.path}: {name}() raised {type(exc).__name__}: {exc}{_where(exc, task.path)}") from exc
+
+
+def _where(exc: BaseException, path: Path) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == path.resolve()]
+    return f" (line {frames[-1].lineno})" if frames else ""
+
+
+def import_file(path: Path, module_prefix: str) -> ModuleType:
+    """Import a Python file under a private module name (not importable by name from other code)."""
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    name = f"_kernelevo_{module_prefix}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # triton.jit needs the module registered to find kernel sources
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_task(path: str | Path) -> LoadedTask:
+    """Import and validate a task file, raising :class:`TaskError` with an actionable message."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise TaskError(f"{path}: task file not found")
+    try:
+        module = import_file(path, "task")
+    except SyntaxError as exc:
+        raise TaskError(f"{path}:{exc.lineno}: syntax error in the task file: {exc.msg}") from exc
+    except Exception as exc:
+        raise TaskError(f"{path}: the task file raised {type(exc).__name__} on import: {exc}{_where(exc, path)}") from exc
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
+    if missing:
+        raise TaskError(
+            f"{path}: not a KernelBench-format task: missing {', '.join(missing)} "
+            "(a task defines class Model(nn.Module), get_inputs() and get_init_inputs())"
+        )
+    if not (isinstance(module.Model, type) and issubclass(module.Model, torch.nn.Module)):
+        raise TaskError(f"{path}: Model must be a torch.nn.Module subclass")
+    tolerance = dict(getattr(module, "TOLERANCE", {}) or {})
+    unknown = set(tolerance) - {"atol", "rtol", "rel"}
+    if unknown:
+        raise TaskError(f"{path}: TOLERANCE has unknown keys {sorted(unknown)}; use atol, rtol and rel")
+    return LoadedTask(
+        path=path,
+        module=module,
+        tolerance={k: float(v) for k, v in tolerance.items()},
+        allow_ops=tuple(getattr(module, "ALLOW_TORCH_OPS", ()) or ()),
+        nondeterministic_ok=bool(getattr(module, "NONDETERMINISTIC_OK", False)),
+        distributions=tuple(getattr(module, "INPUT_DISTRIBUTIONS", DEFAULT_DISTRIBUTIONS)),
+    )
+
+
+def distribution_for(task: LoadedTask, seed_index: int) -> str:
+    """Which input distribution seed number ``seed_index`` uses (cycling through the task's list)."""
+    return task.distributions[seed_index % len(task.distributions)]
+
+
+def apply_distribution(value: Any, distribution: str, seed: int) -> Any:
+    """Reshape the values of a floating-point input: large magnitudes and shifted means catch
+    formulas that are only accurate near zero (softmax without max-subtraction, say)."""
+    if not (isinstance(value, torch.Tensor) and value.is_floating_point()) or distribution == "task":
+        return value
+    gen = torch.Generator().manual_seed(seed + 7919)
+    if distribution == "scaled":
+        return (value.float() * 8.0).to(value.dtype)
+    if distribution == "shifted":
+        noise = torch.rand(value.shape, generator=gen) * 2 - 1
+        return (value.float() * 0.5 + noise + 1.5).to(value.dtype)
+    if distribution == "uniform":
+        return (torch.rand(value.shape, generator=gen) * 6 - 3).to(value.dtype)
+    raise TaskError(f"unknown input distribution {distribution!r}; use task, scaled, shifted or uniform")
+
+
+def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str) -> list[list[Any]]:
+    """All cases for one seed, on the CPU, deterministically."""
+    torch.manual_seed(seed)
+    cases = task.raw_cases(small)
+    return [[apply_distribution(v, distribution, seed) for v in case] for case in cases]
+
+
+def describe(value: Any) -> dict[str, Any]:
+    """Shape and dtype of a tensor (or the type and value of anything else), for reports."""
+    if isinstance(value, torch.Tensor):
+        return {"shape": list(value.shape), "dtype": str(value.dtype)}
+    return {"type": type(value).__name__, "value": value if isinstance(value, (int, float, bool, str)) else None}
+
+
+def sentinel_for(dtype: torch.dtype) -> Any:
+    """A value that poisons any computation that reads it: NaN for floats, the maximum for integers."""
+    if dtype.is_floating_point or dtype.is_complex:
+        return float("nan")
+    if dtype == torch.bool:
+        return True
+    return torch.iinfo(dtype).max
+
+
+def guarded_copy(value: Any, device: str) -> Any:
+    """Copy a tensor to ``device`` inside a larger sentinel-filled buffer.
+
+    Out-of-bounds reads then pull in NaN (or huge integers) and out-of-bounds writes change the
+    guard regions, which the verifier checks. Other values are returned unchanged.
+    """
+    if not isinstance(value, torch.Tensor) or value.numel() == 0 or not value.is_contiguous():
+        return value.to(device) if isinstance(value, torch.Tensor) else value
+    n = value.numel()
+    buffer = torch.full((n + 2 * GUARD_ELEMENTS,), sentinel_for(value.dtype), dtype=value.dtype, device=device)
+    inner = buffer[GUARD_ELEMENTS:GUARD_ELEMENTS + n].view(value.shape)
+    inner.copy_(value)
+    return inner
+
+
+def guards_intact(value: Any) -> bool:
+    """True when the sentinel regions around a guarded tensor were not written."""
+    if not isinstance(value, torch.Tensor) or value.numel() == 0 or value.storage_offset() != GUARD_ELEMENTS:
+        return True
+    storage = torch.empty(0, dtype=value.dtype, device=value.device).set_(value.untyped_storage())
+    if storage.numel() != value.numel() + 2 * GUARD_ELEMENTS:
+        return True
+    head, tail = storage[:GUARD_ELEMENTS], storage[GUARD_ELEMENTS + value.numel():]
+    sentinel = sentinel_for(value.dtype)
+    if value.dtype.is_floating_point:
+        return bool(torch.isnan(head).all() and torch.isnan(tail).all())
+    return bool((head == sentinel).all() and (tail == sentinel).all())
+
+
+def hbm_bytes(task: LoadedTask, inputs: list[Any], outputs: list[torch.Tensor]) -> int:
+    """Bytes that must cross device memory: the task's own count, else each input read once and
+    each output written once."""
+    fn = getattr(task.module, "hbm_bytes", None)
+    if fn is not None:
+        return int(fn(*inputs))
+    tensors = [v for v in inputs if isinstance(v, torch.Tensor)] + list(outputs)
+    return sum(t.numel() * t.element_size() for t in tensors)

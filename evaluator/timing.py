@@ -1,0 +1,125 @@
+"""GPU timing shared by candidate and baseline measurements (DESIGN.md section 5, step 4).
+
+Every trial: flush L2 by zeroing a 256 MB buffer, record a start event, call, synchronise the whole
+device (so work a cheat pushes onto another stream is inside the interval), record the end event.
+Inputs rotate through several sets generated outside the timed region. Results are the median of
+at least ``trials`` calls with their spread; a host-clock measurement of the same loop is kept as a
+cross-check. Tiny ops are also timed by CUDA-graph replay, where launch overhead no longer dominates.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024
+GRAPH_BELOW_MS = 0.020
+
+
+def flush_buffer() -> torch.Tensor:
+    return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+
+
+def summarize(samples_ms: Sequence[float]) -> dict[str, float]:
+    """Median, quartiles, min and count of a list of times (ms)."""
+    ordered = sorted(samples_ms)
+    q = statistics.quantiles(ordered, n=4) if len(ordered) >= 2 else [ordered[0]] * 3
+    return {"median_ms": statistics.median(ordered), "p25_ms": q[0], "p75_ms": q[2], "min_ms": ordered[0],
+            "mean_ms": statistics.fmean(ordered), "n": len(ordered)}
+
+
+def time_calls(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], trials: int, warmup_ms: float,
+               flush: torch.Tensor) -> dict[str, float]:
+    """Time ``fn`` over rotating input sets (median and spread of per-call event times)."""
+    torch.cuda.synchronize()
+    warm_start = time.perf_counter()
+    calls = 0
+    while calls < 3 or (time.perf_counter() - warm_start) * 1e3 < warmup_ms:
+        fn(*input_sets[calls % len(input_sets)])
+        torch.cuda.synchronize()
+        calls += 1
+    samples = []
+    host_start = time.perf_counter()
+    for i in range(trials):
+        inputs = input_sets[i % len(input_sets)]
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*inputs)
+        torch.cuda.synchronize()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    host_ms = (time.perf_counter() - host_start) * 1e3
+    stats = summarize(samples)
+    stats["host_loop_ms"] = host_ms
+    return stats
+
+
+def time_graph_replay(fn: Callable[..., Any], inputs: Sequence[Any], replays: int = 200) -> dict[str, Any]:
+    """Per-call time of ``fn`` replayed from a CUDA graph (launch overhead removed).
+
+    An empty graph means the work did not go to the capturing stream (e.g. legacy default-stream
+    launches): reported as ``empty_graph`` so the caller can refuse the candidate.
+    """
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn(*inputs)  # warm-up on the side stream before capture
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.cuda.graph(graph):
+            fn(*inputs)
+    empty = any("empty" in str(w.message).lower() for w in caught)
+    if empty:
+        return {"empty_graph": True}
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    return {"empty_graph": False, "per_call_ms": start.elapsed_time(end) / replays, "replays": replays}
+
+
+def measure_copy_bandwidth(nbytes: int = 2 * 1024**3, repeats: int = 10) -> float:
+    """Device-to-device copy bandwidth in bytes/s, counting bytes read plus bytes written (best run)."""
+    src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    best = float("inf")
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) / 1e3)
+    del src, dst
+    return nbytes / best
+
+
+def measure_matmul_flops(n: int = 8192, repeats: int = 5) -> float:
+    """Dense fp16 matrix-product rate in FLOP/s on random data (the compute ceiling)."""
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        a @ b
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) / 1e3)
+    return 2 * n**3 / best

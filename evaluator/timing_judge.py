@@ -1,0 +1,106 @@
+"""Judging a candidate's timings (parent side): speedups, the physical floor, re-validation.
+
+A time below the floor (bytes that must move over measured copy bandwidth, or FLOPs over the measured
+matrix rate) with more than 25% headroom is physically implausible: ``cheat_suspected``. Outputs of a
+secret sample of timed calls are re-validated against the reference. A candidate far slower than the
+best baseline is ``too_slow``.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evaluator.run_candidate import _call, _judge, _Stop, geomean
+from evaluator.verdict import Reason, Verdict
+
+if TYPE_CHECKING:
+    from evaluator import sandbox
+    from evaluator.session import EvaluationSession
+
+FLOOR_HEADROOM = 1.25  # roofline fraction above this is beyond the datasheet peak: refused
+
+
+def time_candidate(session: EvaluationSession, worker: sandbox.Worker, folder: Path,
+                   evidence: dict[str, Any]) -> Verdict:
+    options = session.options
+    rng = random.Random()
+    sample = sorted(rng.sample(range(options.timing_trials), k=min(3, options.timing_trials)))
+    timed = _call(worker, {"op": "time", "seeds": session.timing_seeds, "trials": options.timing_trials,
+                           "warmup_ms": options.warmup_ms, "sample": sample, "outdir": str(folder / "timed")},
+                  max(options.timeout_s, 600), evidence)
+    evidence["overhead"]["peak_gpu_memory_mb"] = round(timed.get("peak_gpu_memory_mb", 0.0), 1)
+    try:
+        _judge(session, timed["outputs"], evidence, "timed-call re-validation")
+    except _Stop as stop:
+        stop.verdict.reason = Reason.CHEAT_SUSPECTED.value
+        stop.verdict.detail = ("outputs of timed calls are wrong although the checked calls were right (behaves "
+                               "well only during checks?): " + stop.verdict.detail)
+        raise
+    baselines = session.baselines or {"cases": []}
+    by_case = {c["case"]: c for c in baselines["cases"]}
+    rows = []
+    for entry in timed["cases"]:
+        rows.append(_row(entry, by_case.get(entry["case"], {})))
+    evidence["timing"] = {
+        "cases": rows,
+        "geomean_speedup_vs_eager": geomean([r["speedup_vs_eager"] for r in rows]),
+        "geomean_speedup_vs_compile": geomean([r["speedup_vs_compile"] for r in rows]),
+        "geomean_speedup_vs_best": geomean([r["speedup_vs_best"] for r in rows]),
+        "copy_bandwidth_gbps": baselines.get("copy_bandwidth_gbps"),
+        "matmul_tflops": baselines.get("matmul_tflops"),
+        "baseline_notes": baselines.get("notes", {}),
+        "method": (f"CUDA events around each call with a device-wide sync, 256 MB L2 flush before every call, "
+                   f"{options.timing_input_sets} rotating input sets, {options.timing_trials} trials after "
+                   f">= {options.warmup_ms:g} ms warm-up; median with quartiles; CUDA-graph replay below 20 us"),
+    }
+    for row in rows:
+        if row.get("empty_graph"):
+            return Verdict.reject(Reason.CHEAT_SUSPECTED, f"case {row['case']}: the kernel's work was not captured "
+                                  "by a CUDA graph on the current stream (launch on torch.cuda.current_stream())",
+                                  **evidence)
+        fraction = row.get("roofline_fraction")
+        if fraction and fraction > FLOOR_HEADROOM:
+            return Verdict.reject(Reason.CHEAT_SUSPECTED, f"case {row['case']}: {row['candidate']['median_ms']:.4f} ms "
+                                  f"is {fraction:.2f}x faster than the physical floor ({row['floor_ms']:.4f} ms): "
+                                  "the work cannot all have been done", **evidence)
+        best = row.get("best_baseline_ms")
+        if best and row["candidate"]["median_ms"] > options.max_slowdown * best:
+            return Verdict.reject(Reason.TOO_SLOW, f"case {row['case']}: {row['candidate']['median_ms']:.3f} ms is "
+                                  f"more than {options.max_slowdown:g}x the best baseline ({best:.3f} ms)", **evidence)
+    g = evidence["timing"]
+    detail = (f"correct on {len(rows)} case(s) x {len(session.seeds)} seeds and clean; geomean speedup "
+              f"{_fmt(g['geomean_speedup_vs_eager'])} over eager, {_fmt(g['geomean_speedup_vs_compile'])} over "
+              f"torch.compile, {_fmt(g['geomean_speedup_vs_best'])} over the better of the two")
+    return Verdict.accept(detail, **evidence)
+
+
+def _row(entry: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    cand = entry["candidate"]["median_ms"]
+    graph = entry.get("graph") or {}
+    row: dict[str, Any] = {"case": entry["case"], "candidate": entry["candidate"]}
+    if graph.get("empty_graph"):
+        row["empty_graph"] = True
+    elif graph:
+        row["candidate_graph_ms"] = graph["per_call_ms"]
+    for mode in ("eager", "compile_default", "compile_max_autotune"):
+        if mode in base:
+            row[mode] = base[mode]
+    eager = base.get("eager", {}).get("median_ms")
+    compiled = [base[m]["median_ms"] for m in ("compile_default", "compile_max_autotune") if m in base]
+    best_compile = min(compiled) if compiled else None
+    best = min([x for x in (eager, best_compile) if x]) if (eager or best_compile) else None
+    row["speedup_vs_eager"] = eager / cand if eager else None
+    row["speedup_vs_compile"] = best_compile / cand if best_compile else None
+    row["speedup_vs_best"] = best / cand if best else None
+    row["best_baseline_ms"] = best
+    row["floor_ms"] = base.get("floor_ms")
+    row["roofline_fraction"] = base["floor_ms"] / cand if base.get("floor_ms") else None
+    if base.get("eager_graph"):
+        row["eager_graph_ms"] = base["eager_graph"].get("per_call_ms")
+    return row
+
+
+def _fmt(x: float | None) -> str:
+    return f"{x:.2f}x" if x else "n/a"

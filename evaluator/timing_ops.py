@@ -1,0 +1,117 @@
+"""The timing requests of the two worker roles: a candidate's timing, and the task's baselines.
+
+Both sides build the same rotating input sets from the same seeds, so the candidate and eager /
+torch.compile are timed on identical inputs. A secret random sample of the candidate's timed calls is
+run under the op recorder, excluded from the statistics, and written to disk for the reference process
+to re-validate: a kernel that behaves well only while it is being checked is caught there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from evaluator import guards, taskspec, timing
+
+if TYPE_CHECKING:
+    from evaluator.candidate_runner import CandidateRunner
+    from evaluator.reference_runner import ReferenceRunner
+
+
+def _input_sets(task: taskspec.LoadedTask, small: bool, seeds: list[int], device: str) -> list[list[list[Any]]]:
+    """input_sets[case][k]: the k-th timing input set of each case, on the device."""
+    per_seed = [taskspec.generate_cases(task, small, int(s), "task") for s in seeds]
+    n_cases = len(per_seed[0])
+    return [[[v.to(device) if isinstance(v, torch.Tensor) else v for v in per_seed[k][ci]]
+             for k in range(len(seeds))] for ci in range(n_cases)]
+
+
+def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, Any]:
+    from evaluator.candidate_runner import Rejection
+
+    assert runner.model is not None
+    model = runner.model
+    sets_per_case = _input_sets(runner.task, runner.small, req["seeds"], "cuda")
+    flush = timing.flush_buffer()
+    sample = set(int(i) for i in req["sample"])
+    outdir = Path(req["outdir"])
+    outdir.mkdir(parents=True, exist_ok=True)
+    recorded: list[str] = []
+
+    def call(*inputs: Any) -> Any:
+        return model(*inputs)
+
+    results, written = [], []
+    runner.audit.active = True
+    try:
+        for ci, sets in enumerate(sets_per_case):
+            launches = runner.launches.count
+            with torch.no_grad():
+                stats = timing.time_calls(call, sets, int(req["trials"]), float(req["warmup_ms"]), flush)
+                if runner.launches.count - launches < int(req["trials"]):
+                    raise Rejection("cheat_suspected", f"case {ci}: some timed calls launched no kernel")
+                for i in sorted(sample):
+                    recorder = guards.OpRecorder(runner.allow_ops)
+                    with recorder:
+                        out = model(*sets[i % len(sets)])
+                    torch.cuda.synchronize()
+                    recorded += recorder.violations
+                    path = outdir / f"timed-{ci}-{i}.pt"
+                    torch.save([o.detach().cpu().clone() for o in _as_list(out)], path)
+                    written.append({"case": ci, "seed": int(req["seeds"][i % len(sets)]), "file": str(path),
+                                    "distribution": "task"})
+                entry: dict[str, Any] = {"case": ci, "candidate": stats}
+                if stats["median_ms"] < timing.GRAPH_BELOW_MS:
+                    entry["graph"] = timing.time_graph_replay(call, sets[0])
+            results.append(entry)
+    finally:
+        runner.audit.active = False
+    runner._check_guards("timing")
+    if recorded:
+        raise Rejection("cheat_suspected", f"timed calls ran torch ops {', '.join(sorted(set(recorded)))} that the "
+                                           "checked calls did not: the kernels must do the math every time")
+    return {"ok": True, "cases": results, "outputs": written,
+            "peak_gpu_memory_mb": torch.cuda.max_memory_allocated() / 2**20}
+
+
+def reference_baselines(runner: ReferenceRunner, req: dict[str, Any]) -> dict[str, Any]:
+    assert runner.task is not None
+    sets_per_case = _input_sets(runner.task, runner.small, req["seeds"], "cuda")
+    flush = timing.flush_buffer()
+    bandwidth = timing.measure_copy_bandwidth()
+    peak_flops = timing.measure_matmul_flops()
+    eager = runner.model_native
+    compiled: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+    for mode in req["modes"]:
+        if mode == "eager":
+            continue
+        inductor_mode = {"compile_default": "default", "compile_max_autotune": "max-autotune-no-cudagraphs"}[mode]
+        torch._dynamo.reset()
+        compiled[mode] = torch.compile(runner._build_model(), mode=inductor_mode)
+    cases = []
+    for ci, sets in enumerate(sets_per_case):
+        entry: dict[str, Any] = {"case": ci}
+        with torch.no_grad():
+            entry["eager"] = timing.time_calls(eager, sets, int(req["trials"]), float(req["warmup_ms"]), flush)
+            for mode, fn in compiled.items():
+                try:
+                    entry[mode] = timing.time_calls(fn, sets, int(req["trials"]), float(req["warmup_ms"]), flush)
+                except Exception as exc:  # a compile failure is a missing baseline, not a failed evaluation
+                    notes[f"case {ci} {mode}"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if entry["eager"]["median_ms"] < timing.GRAPH_BELOW_MS:
+                entry["eager_graph"] = timing.time_graph_replay(eager, sets[0])
+            outputs = _as_list(eager(*sets[0]))
+        entry["hbm_bytes"] = taskspec.hbm_bytes(runner.task, sets[0], outputs)
+        flops_fn = getattr(runner.task.module, "flops", None)
+        entry["flops"] = int(flops_fn(*sets[0])) if flops_fn else None
+        entry["floor_ms"] = max(entry["hbm_bytes"] / bandwidth, (entry["flops"] or 0) / peak_flops) * 1e3
+        cases.append(entry)
+    return {"ok": True, "cases": cases, "copy_bandwidth_gbps": bandwidth / 1e9, "matmul_tflops": peak_flops / 1e12,
+            "notes": notes}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (tuple, list)) else [value]

@@ -1,0 +1,75 @@
+"""Entry point of a worker process (started by :mod:`evaluator.sandbox`, never imported by the parent).
+
+Start-up (interpreter, torch, triton, CUDA context) happens before the first request arrives, so a
+pre-started worker is ready the moment a candidate needs it. Replies go to a private pipe; stdout and
+stderr are a log file that candidate prints cannot escape from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+from typing import Any
+
+
+def _limit_resources(device: str, memory_mb: int) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if device == "cpu":  # CUDA reserves huge virtual ranges, so RLIMIT_AS is for CPU workers only;
+        limit = memory_mb * 1024 * 1024  # the parent's RSS watchdog covers both
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def main(argv: list[str]) -> None:
+    role, device, result_fd, memory_mb, nonce = argv
+    del sys.argv[1:]
+    started = time.perf_counter()
+    _limit_resources(device, int(memory_mb))
+    out = os.fdopen(int(result_fd), "wb", buffering=0)
+
+    def send(payload: dict[str, Any]) -> None:
+        out.write((json.dumps({**payload, "nonce": nonce}, default=str) + "\n").encode())
+
+    import torch  # noqa: F401  (start-up cost paid before the first request)
+
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        pass
+    if device == "cuda":
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+    from evaluator.candidate_runner import CandidateRunner, Rejection
+    from evaluator.reference_runner import ReferenceRunner
+    from evaluator.taskspec import TaskError
+
+    if role == "candidate":
+        from evaluator.guards import warm_up_guards
+
+        warm_up_guards()
+    runner: Any = ReferenceRunner() if role == "reference" else CandidateRunner()
+    send({"ready": True, "pid": os.getpid(), "startup_s": time.perf_counter() - started})
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request.get("nonce") != nonce:
+            send({"ok": False, "kind": "protocol", "message": "request without the session nonce"})
+            continue
+        op = request["op"]
+        t0 = time.perf_counter()
+        try:
+            reply = getattr(runner, op)(request)
+        except TaskError as exc:
+            reply = {"ok": False, "kind": "task_error", "message": str(exc)}
+        except Rejection as exc:
+            reply = {"ok": False, "kind": "rejected", "reason": exc.reason, "message": str(exc)}
+        except MemoryError:
+            reply = {"ok": False, "kind": "rejected", "reason": "crashed",
+                     "message": f"ran out of memory (cap {memory_mb} MB) during {op}"}
+        except BaseException as exc:  # SystemExit from a candidate too: report, never exit quietly
+            reply = {"ok": False, "kind": "rejected", "reason": "crashed",
+                     "message": f"{type(exc).__name__} during {op}: {exc}", "trace": traceback.format_exc()[-2000:]}
+        reply["seconds"] = time.perf_counter() - t0
+        send(reply)
