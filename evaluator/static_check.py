@@ -1,0 +1,189 @@
+"""Step 1 of the verifier: static checks of a candidate's source, before anything of it runs.
+
+``check_source`` parses the candidate (never imports it) and reports, as values a person can act on,
+everything that disqualifies it on sight: no entry point, no kernel or none launched from the forward
+path, imports outside the allowlist, dangerous builtins and introspection, private APIs, patching of
+torch/triton/time attributes, side streams and device-state changes (also inside CUDA source strings),
+PyTorch compute or the reference ``Model`` on the forward path, and ``try`` fallbacks. Rule ids:
+
+=====================  ==========================================================================
+``syntax-error``       the file does not parse (``StaticReport.syntax_error``)
+``missing-entry``      no ``class ModelNew`` with ``forward`` (or no function named ``entry``)
+``no-kernel``          no @triton.jit kernel, ``kernelevo.cuda.compile`` kernel or load_inline module
+``kernel-not-launched`` kernels exist but no launch site is reachable from the forward path
+``banned-import``      import (or use) of a module outside the allowlist: threads, I/O, introspection
+``dangerous-builtin``  eval/exec/open/setattr/id/... or getattr with a computed or private name
+``introspection``      dunder access (``__class__``, ``__dict__``, ``__builtins__``...) or dunder methods
+``private-api``        ``torch._C``, ``torch.ops``, ``torch.library``, ``triton.runtime``, ``._x`` names
+``patching``           assignment or ``del`` of an attribute of an imported module
+``stream-or-state``    streams, CUDA graphs, seeds, default dtype, memory fraction, determinism...
+``cuda-source``        CUDA source that creates streams, allocates, touches persisting L2, launches
+                       without a stream, or is built at run time so it cannot be checked
+``torch-compute``      PyTorch compute on the forward path (torch.*, F.*, tensor methods, ``@``)
+``reference``          uses ``Model`` or makes ``ModelNew`` inherit anything but nn.Module
+``tensor-subclass``    a class derived from torch.Tensor (lazy or fake outputs)
+``try-fallback``       a ``try`` statement on the forward path (fallback to PyTorch)
+``too-complex``        the file nests too deeply to analyse (rejected rather than skipped)
+``internal-error``     the checker itself failed on this file (rejected; a checker bug to report)
+=====================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from evaluator.static_cuda import scan_source, source_pieces
+from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model, launch_sites, reachable
+from evaluator.static_model import resolve as _resolve
+from evaluator.static_rules import normalise_allow
+from evaluator.static_visitor import RuleVisitor
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: where (1-based line, 0-based column) and what to do instead."""
+
+    rule: str
+    line: int
+    col: int
+    message: str
+
+
+@dataclass
+class StaticReport:
+    """Everything the static step learned about a candidate; ``ok`` when it may go on to compile."""
+
+    syntax_error: Violation | None
+    violations: list[Violation] = field(default_factory=list)
+    backend: str = "unknown"  # "triton" | "cuda" | "load_inline" | "unknown"
+    kernels: list[str] = field(default_factory=list)
+    launched: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the file parsed and broke no rule."""
+        return self.syntax_error is None and not self.violations
+
+
+class _Collector:
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self.violations: list[Violation] = []
+
+    def add(self, rule: str, line: int, col: int, message: str) -> None:
+        self.violations.append(Violation(rule, line, col, f"{self.filename}:{line}: {message}"))
+
+    def report(self, rule: str, node: ast.AST, message: str) -> None:
+        self.add(rule, getattr(node, "lineno", 1), getattr(node, "col_offset", 0), message)
+
+    def sorted(self) -> list[Violation]:
+        return sorted(set(self.violations), key=lambda v: (v.line, v.col, v.rule, v.message))
+
+
+def _entry_roots(tree: ast.Module, model: ModuleModel, entry: str, out: _Collector) -> tuple[list[str], ast.AST | None]:
+    """Forward-path roots of the entry point and its definition; reports ``missing-entry``."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef) and stmt.name == entry:
+            roots = [f"{entry}.{m}" for m in ("forward", "__call__") if f"{entry}.{m}" in model.functions]
+            if f"{entry}.forward" not in model.functions:
+                out.report("missing-entry", stmt, f"class {entry} has no forward method; define "
+                           f"`def forward(self, ...)` with the same signature as the task's Model.forward")
+            return roots, stmt
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == entry:
+            if entry in model.jit_kernels:
+                break
+            return [entry], stmt
+    kind = "class ModelNew(nn.Module) with a forward method" if entry == "ModelNew" else f"a function `{entry}`"
+    out.add("missing-entry", 1, 0, f"no entry point: define {kind} at module level")
+    return [], None
+
+
+def _check_cuda_sources(tree: ast.Module, model: ModuleModel, out: _Collector) -> None:
+    """Run ``cuda-source`` checks on every CUDA/C++ source string the candidate compiles or defines."""
+    sources: list[tuple[ast.AST, ast.AST]] = []  # (call or constant, source expression)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called = _resolve(node.func, model.aliases)
+            if called == CUDA_COMPILE:
+                exprs = [kw.value for kw in node.keywords if kw.arg in ("source", "src", "code")]
+                sources.extend((node, e) for e in (exprs or node.args[:1]))
+            elif called == LOAD_INLINE:
+                kws = {kw.arg: kw.value for kw in node.keywords}
+                for i, name in ((1, "cpp_sources"), (2, "cuda_sources")):
+                    expr = kws.get(name, node.args[i] if len(node.args) > i else None)
+                    if expr is not None:
+                        sources.append((node, expr))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "__global__" in node.value:
+            sources.append((node, node))
+    scanned: set[int] = set()
+    for site, expr in sources:
+        for piece in source_pieces(expr, model.constants):
+            if piece is None:
+                out.report("cuda-source", site, "CUDA/C++ source is built at run time, so it cannot be "
+                           "checked; pass a string constant (a literal or a module-level name)")
+                continue
+            if id(piece) in scanned:
+                continue
+            scanned.add(id(piece))
+            for finding in scan_source(piece.value):
+                line = piece.lineno + finding.line
+                col = piece.col_offset if finding.line == 0 else finding.col
+                out.add("cuda-source", line, col, finding.message)
+
+
+def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collector) -> StaticReport:
+    model = build_model(tree)
+    roots, entry_node = _entry_roots(tree, model, entry, out)
+    path = reachable(model, roots)
+    launched: list[str] = []
+    for key in path:
+        for name, _call in launch_sites(model, model.functions[key]):
+            if name not in launched:
+                launched.append(name)
+    kernels = list(model.kernel_order)
+    line = getattr(entry_node, "lineno", 1)
+    if not kernels:
+        out.add("no-kernel", line, 0, "no kernel found: write a @triton.jit kernel, compile CUDA with "
+                "`kernelevo.cuda.compile(SOURCE, name)`, or build a load_inline extension, and launch it "
+                "from forward")
+    elif roots and not launched:
+        names = ", ".join(kernels)
+        forward = model.functions.get(roots[0])
+        out.add("kernel-not-launched", getattr(forward, "lineno", line), 0, f"kernels ({names}) are defined "
+                "but nothing reachable from the forward path launches one; call `kernel[grid](...)`, "
+                "`kernel[grid, block](...)` or `ext.fn(...)` from forward or a function it calls")
+    RuleVisitor(model, set(path), entry, allow, out.report).visit(tree)
+    _check_cuda_sources(tree, model, out)
+    first = launched[0] if launched else kernels[0] if kernels else None
+    backend = model.kernel_backend.get(first, "unknown") if first else "unknown"
+    return StaticReport(None, out.sorted(), backend, kernels, launched)
+
+
+def check_source(
+    source: str, filename: str = "<candidate>", *, entry: str = "ModelNew", allow_torch: Sequence[str] = ()
+) -> StaticReport:
+    """Statically check a candidate's source; never raises, whatever the input.
+
+    ``entry`` names the entry point: ``"ModelNew"`` (a class whose ``forward`` starts the forward path)
+    or a function name (decorated-op candidates). ``allow_torch`` lists PyTorch ops the op spec allows
+    on the forward path (``"torch.matmul"``, ``"matmul"`` or ``"aten.mm"``).
+    """
+    out = _Collector(filename)
+    try:
+        tree = ast.parse(source, filename=filename)
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as exc:
+        line = getattr(exc, "lineno", None) or 1
+        col = max((getattr(exc, "offset", None) or 1) - 1, 0)
+        msg = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+        return StaticReport(Violation("syntax-error", line, col, f"{filename}:{line}: {msg}; fix the syntax"))
+    try:
+        return _analyse(tree, entry, normalise_allow(allow_torch), out)
+    except RecursionError:
+        out.add("too-complex", 1, 0, "the file nests expressions too deeply to check; split long or deeply "
+                "nested expressions into smaller statements")
+    except Exception as exc:  # noqa: BLE001 - never crash the evaluator; reject instead
+        out.add("internal-error", 1, 0, f"the static checker failed on this file ({type(exc).__name__}: "
+                f"{exc}); the candidate is rejected, please report this checker bug")
+    return StaticReport(None, out.sorted())

@@ -1,0 +1,283 @@
+"""What a candidate module defines, read from its AST: import aliases, kernels, and its call graph.
+
+The static checker (``evaluator.static_check``) asks three questions of a candidate that this module
+answers without importing it: which dotted name does an expression stand for (``F.relu`` is
+``torch.nn.functional.relu``), which kernels exist (``@triton.jit`` functions, ``kernelevo.cuda.compile``
+results, ``load_inline`` extensions), and which functions run when the entry point runs (the forward
+path: module-level functions, methods of the entry class, ``SomeFunction.apply`` -> its ``forward``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+CUDA_COMPILE = "kernelevo.cuda.compile"
+LOAD_INLINE = "torch.utils.cpp_extension.load_inline"
+TRITON_JIT = "triton.jit"
+AUTOGRAD_FUNCTION = "torch.autograd.Function"
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+# Python containers: ``self.seen = set()`` then ``self.seen.add(k)`` is not torch's ``add``.
+_CONTAINERS = frozenset({"set", "list", "dict", "frozenset"})
+_CONTAINER_LITERALS = (ast.Set, ast.List, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
+
+
+@dataclass
+class ModuleModel:
+    """The facts about one candidate module that the rules need (all keyed by source names)."""
+
+    aliases: dict[str, str] = field(default_factory=dict)  # local name -> dotted path ("F" -> torch.nn.f..)
+    functions: dict[str, FunctionNode] = field(default_factory=dict)  # "fn" or "Cls.meth" -> def
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
+    autograd_functions: set[str] = field(default_factory=set)  # torch.autograd.Function subclasses
+    jit_kernels: dict[str, ast.AST] = field(default_factory=dict)  # triton kernel name -> def/assign
+    cuda_kernels: dict[str, str] = field(default_factory=dict)  # binding ("k", "self.k") -> kernel name
+    extensions: dict[str, str] = field(default_factory=dict)  # binding ("ext", "self.ext") -> ext name
+    instances: dict[str, str] = field(default_factory=dict)  # binding -> torch.nn.X, class:C, builtin:set
+    constants: dict[str, list[ast.expr]] = field(default_factory=dict)  # module-level name -> values
+    kernel_order: list[str] = field(default_factory=list)  # kernel names in source order, by backend
+    kernel_backend: dict[str, str] = field(default_factory=dict)  # kernel name -> backend
+
+
+def resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The dotted name an expression stands for (``F.relu`` -> ``torch.nn.functional.relu``), or None.
+
+    Follows import aliases, attribute chains and ``getattr(x, "const")``; anything computed at run
+    time (a call result, a subscript, a local variable) resolves to None.
+    """
+    parts: list[str] = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif is_const_getattr(node):
+            parts.append(node.args[1].value)  # type: ignore[attr-defined]
+            node = node.args[0]  # type: ignore[attr-defined]
+        elif isinstance(node, ast.Name):
+            base = aliases.get(node.id)
+            if base is None:
+                return None
+            return ".".join([base, *reversed(parts)])
+        else:
+            return None
+
+
+def is_const_getattr(node: ast.AST) -> bool:
+    """True for ``getattr(obj, "name")`` (two arguments, a constant string name)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) == 2
+        and not node.keywords
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    )
+
+
+def binding_key(node: ast.AST) -> str | None:
+    """The key a kernel or extension is stored under: ``k`` for a name, ``self.k`` for an attribute."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return f"self.{node.attr}"
+    return None
+
+
+def _import_aliases(tree: ast.Module) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    root = a.name.split(".")[0]
+                    aliases[root] = root
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                if a.name != "*":
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    return aliases
+
+
+def _simple_assignments(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.expr]]:
+    """(target, value) for every plain assignment in the module, at any depth."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Tuple | ast.List) and isinstance(node.value, ast.Tuple | ast.List):
+                    if len(target.elts) == len(node.value.elts):
+                        yield from zip(target.elts, node.value.elts, strict=True)
+                else:
+                    yield target, node.value
+        elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+            yield node.target, node.value
+
+
+def _call_name(value: ast.expr, aliases: dict[str, str]) -> str | None:
+    return resolve(value.func, aliases) if isinstance(value, ast.Call) else None
+
+
+def _const_arg(call: ast.Call, index: int, names: tuple[str, ...]) -> str | None:
+    for kw in call.keywords:
+        if kw.arg in names and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+            return kw.value.value
+    if len(call.args) > index:
+        arg = call.args[index]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            return arg.value
+    return None
+
+
+def decorator_names(fn: FunctionNode | ast.ClassDef, aliases: dict[str, str]) -> list[str]:
+    """Dotted names of a definition's decorators (``@triton.autotune(...)`` -> ``triton.autotune``)."""
+    out = []
+    for dec in fn.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        out.append(resolve(target, aliases) or "")
+    return out
+
+
+def _add_kernel(model: ModuleModel, name: str, backend: str) -> None:
+    if name not in model.kernel_backend:
+        model.kernel_order.append(name)
+        model.kernel_backend[name] = backend
+
+
+def build_model(tree: ast.Module) -> ModuleModel:
+    """Collect aliases, definitions, kernels and bindings of a parsed candidate module."""
+    model = ModuleModel(aliases=_import_aliases(tree))
+    assignments = list(_simple_assignments(tree))
+    # Aliases made by assignment (``mm = torch.matmul``, ``Event = torch.cuda.Event``), to a fixpoint.
+    for _ in range(4):
+        changed = False
+        for target, value in assignments:
+            if isinstance(target, ast.Name) and target.id not in model.aliases:
+                dotted = resolve(value, model.aliases)
+                if dotted is not None:
+                    model.aliases[target.id] = dotted
+                    changed = True
+        if not changed:
+            break
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            if TRITON_JIT in decorator_names(stmt, model.aliases):
+                model.jit_kernels[stmt.name] = stmt
+                _add_kernel(model, stmt.name, "triton")
+            else:
+                model.functions[stmt.name] = stmt
+        elif isinstance(stmt, ast.ClassDef):
+            model.classes[stmt.name] = stmt
+            if any(resolve(b, model.aliases) == AUTOGRAD_FUNCTION for b in stmt.bases):
+                model.autograd_functions.add(stmt.name)
+            for item in stmt.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    model.functions[f"{stmt.name}.{item.name}"] = item
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and stmt.value is not None:
+                    model.constants.setdefault(target.id, []).append(stmt.value)
+    for target, value in assignments:
+        key = binding_key(target)
+        called = _call_name(value, model.aliases)
+        if key is None or called is None:
+            continue
+        if called == TRITON_JIT:
+            model.jit_kernels[key] = value
+            _add_kernel(model, key, "triton")
+        elif called == CUDA_COMPILE:
+            name = _const_arg(value, 1, ("name", "kernel_name")) or key  # type: ignore[arg-type]
+            model.cuda_kernels[key] = name
+            _add_kernel(model, name, "cuda")
+        elif called == LOAD_INLINE:
+            name = _const_arg(value, 0, ("name",)) or key  # type: ignore[arg-type]
+            model.extensions[key] = name
+            _add_kernel(model, name, "load_inline")
+        elif called.startswith("torch.nn.") and called.rsplit(".", 1)[1][:1].isupper():
+            model.instances[key] = called
+    for target, value in assignments:
+        key = binding_key(target)
+        if key is None or key in model.instances:
+            continue
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            if value.func.id in model.classes and value.func.id not in model.autograd_functions:
+                model.instances[key] = f"class:{value.func.id}"
+            elif value.func.id in _CONTAINERS and value.func.id not in model.classes:
+                model.instances[key] = f"builtin:{value.func.id}"
+        elif isinstance(value, _CONTAINER_LITERALS):
+            model.instances[key] = f"builtin:{type(value).__name__}"
+    return model
+
+
+def _class_methods(model: ModuleModel, cls: str) -> list[str]:
+    if cls in model.autograd_functions:
+        wanted = ("forward",)  # backward is not on the forward path
+        return [f"{cls}.{m}" for m in wanted if f"{cls}.{m}" in model.functions]
+    prefix = f"{cls}."
+    return [k for k in model.functions if k.startswith(prefix)]
+
+
+def callees(model: ModuleModel, key: str) -> set[str]:
+    """Function keys that the function ``key`` may run: calls and references, conservatively."""
+    fn = model.functions[key]
+    cls = key.split(".")[0] if "." in key else None
+    out: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in model.functions:
+                out.add(node.id)
+            elif node.id in model.classes:
+                out.update(_class_methods(model, node.id))
+            instance = model.instances.get(node.id, "")
+            if instance.startswith("class:"):
+                out.update(_class_methods(model, instance[6:]))
+        elif isinstance(node, ast.Attribute) and cls is not None:
+            key_ = binding_key(node)
+            if key_ is None:
+                continue
+            if f"{cls}.{node.attr}" in model.functions:
+                out.add(f"{cls}.{node.attr}")
+            instance = model.instances.get(key_, "")
+            if instance.startswith("class:"):
+                out.update(_class_methods(model, instance[6:]))
+    out.discard(key)
+    return out
+
+
+def reachable(model: ModuleModel, roots: list[str]) -> list[str]:
+    """Function keys reachable from ``roots`` through :func:`callees` (roots first, source order)."""
+    seen: list[str] = []
+    todo = [r for r in roots if r in model.functions]
+    while todo:
+        key = todo.pop()
+        if key in seen:
+            continue
+        seen.append(key)
+        todo.extend(sorted(callees(model, key) - set(seen)))
+    return seen
+
+
+def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, ast.Call]]:
+    """(kernel name, call) for each kernel launch inside ``fn``.
+
+    A launch is ``jitfn[grid](...)``, ``cudakernel[grid, block](...)`` or ``ext.fn(...)`` on a
+    ``load_inline`` module, where the kernel or module is one this module defines.
+    """
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Subscript):
+            key = binding_key(func.value)
+            if key in model.cuda_kernels:
+                yield model.cuda_kernels[key], node
+            elif key in model.jit_kernels:
+                yield key, node
+        elif isinstance(func, ast.Attribute):
+            key = binding_key(func.value)
+            if key in model.extensions:
+                yield model.extensions[key], node

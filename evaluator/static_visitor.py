@@ -1,0 +1,312 @@
+"""The AST walk of the static checker: one pass over a candidate that reports rule violations.
+
+Rules checked everywhere in the file: imports (allowlist), dangerous builtins, introspection (dunders),
+private APIs, patching of imported modules, stream/graph/device-state calls, tensor subclasses, and use
+of the reference ``Model``. Rules checked only on the forward path (the functions the entry point can
+reach, outside ``@triton.jit`` kernels): PyTorch compute ops and ``try`` fallbacks.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from evaluator.static_model import ModuleModel, binding_key, is_const_getattr, resolve
+from evaluator.static_rules import (
+    ALLOWED_SUMMARY,
+    classify_name,
+    method_computes,
+    module_allowed,
+    torch_computes,
+    why_module,
+)
+
+DANGEROUS_BUILTINS = {
+    "eval": "runs code built at run time", "exec": "runs code built at run time",
+    "compile": "builds code at run time", "open": "does file I/O", "input": "reads standard input",
+    "breakpoint": "stops in a debugger", "globals": "introspects module state",
+    "locals": "introspects frames", "vars": "introspects objects and modules", "dir": "introspects objects",
+    "setattr": "patches attributes by name", "delattr": "deletes attributes by name",
+    "exit": "ends the process (a success code would hide a failure)",
+    "quit": "ends the process (a success code would hide a failure)",
+    "SystemExit": "ends the process (a success code would hide a failure)",
+    "id": "keys caches on object identity", "memoryview": "reads raw memory",
+}  # fmt: skip
+ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__name__"})
+ALLOWED_DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__repr__"})
+_COMPUTE_HINT = (
+    "do this math inside your kernel; PyTorch may only allocate (torch.empty/empty_like), view, "
+    "reshape and cast on the forward path"
+)
+
+Report = Callable[[str, ast.AST, str], None]
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def bound_names(scope: ast.AST) -> set[str]:
+    """Names a function, lambda, class or module binds in its own scope (not in nested scopes)."""
+    out: set[str] = set()
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        a = scope.args
+        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+            if arg is not None:
+                out.add(arg.arg)
+        todo = list(scope.body) if isinstance(scope.body, list) else [scope.body]
+    elif isinstance(scope, ast.ClassDef | ast.Module):
+        todo = list(scope.body)
+    else:  # comprehension
+        todo = [gen.target for gen in scope.generators]  # type: ignore[attr-defined]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(node.name)
+            todo.extend(node.decorator_list)
+            continue
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            out.update(node.names)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            out.add(node.name)
+        if isinstance(node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def is_import_only_try(node: ast.Try) -> bool:
+    """True for ``try: import x`` with only ``except ImportError`` handlers (an optional dependency)."""
+    if not node.body or not all(isinstance(s, ast.Import | ast.ImportFrom) for s in node.body):
+        return False
+    for handler in node.handlers:
+        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if not all(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError") for n in names):
+            return False
+    return bool(node.handlers) and not node.finalbody
+
+
+class RuleVisitor(ast.NodeVisitor):
+    """Walks a parsed candidate and calls ``report(rule, node, message)`` for each violation."""
+
+    def __init__(self, model: ModuleModel, forward_path: set[str], entry: str, allow: frozenset[str],
+                 report: Report) -> None:  # fmt: skip
+        self.model, self.forward_path, self.entry, self.allow, self.report = (
+            model, forward_path, entry, allow, report
+        )  # fmt: skip
+        self.scopes: list[set[str]] = []
+        self.in_forward = False
+        self.in_jit = False
+        self.cls: str | None = None  # enclosing module-level class
+        self.depth = 0  # 0 at module level
+        self._inner: set[int] = set()  # ids of nodes inside an attribute chain already checked
+        self._called: set[int] = set()  # ids of expressions that are called
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _bound(self, name: str) -> bool:
+        return any(name in scope for scope in self.scopes)
+
+    def _compute_rules(self) -> bool:
+        return self.in_forward and not self.in_jit
+
+    def _scoped(self, node: ast.AST, children: list[ast.AST]) -> None:
+        self.scopes.append(bound_names(node))
+        for child in children:
+            self.visit(child)
+        self.scopes.pop()
+
+    def _check_dotted(self, node: ast.AST, dotted: str, ctx: ast.expr_context) -> None:
+        chain = node.value if isinstance(node, ast.Attribute) else node.args[0] if isinstance(node, ast.Call) else None  # noqa: E501
+        while chain is not None:
+            self._inner.add(id(chain))
+            chain = (chain.value if isinstance(chain, ast.Attribute)
+                     else chain.args[0] if is_const_getattr(chain) else None)  # fmt: skip
+        if not isinstance(ctx, ast.Load):
+            self.report("patching", node, f"assigns or deletes `{dotted}`, an attribute of an imported "
+                        "module; never patch torch/triton/time attributes, keep state on `self` instead")
+            return
+        hit = classify_name(dotted)
+        if hit is not None:
+            rule, why = hit
+            self.report(rule, node, f"`{dotted}` {why}; remove it" + (
+                " (use kernelevo.cuda / load_inline launches on PyTorch's current stream)"
+                if rule == "stream-or-state" else ""))  # fmt: skip
+        elif self._compute_rules() and torch_computes(dotted, called=id(node) in self._called, allow=self.allow):
+            self.report("torch-compute", node, f"forward path uses PyTorch op `{dotted}`; {_COMPUTE_HINT}")
+
+    # -- definitions -----------------------------------------------------------------------------
+    def visit_Module(self, node: ast.Module) -> None:
+        self._scoped(node, node.body)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for child in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.visit(child)
+        for base in node.bases:
+            dotted = resolve(base, self.model.aliases) or ""
+            if dotted == "torch.Tensor" or (dotted.startswith("torch.") and dotted.endswith("Tensor")):
+                self.report("tensor-subclass", base, f"class {node.name} subclasses {dotted}; return plain "
+                            "torch.Tensor outputs (subclasses can defer or fake the work)")
+        if self.depth == 0 and node.name == self.entry:
+            bases = [resolve(b, self.model.aliases) for b in node.bases]
+            if bases != ["torch.nn.Module"] or node.keywords:
+                self.report("reference", node, f"class {node.name} must subclass nn.Module only (found "
+                            f"{', '.join(ast.unparse(b) for b in node.bases) or 'no base'}); do not inherit "
+                            "from the reference Model or anything else")
+        outer = self.cls
+        if self.depth == 0:
+            self.cls = node.name
+        self.depth += 1
+        self._scoped(node, node.body)
+        self.depth -= 1
+        self.cls = outer
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        if not isinstance(node, ast.Lambda):
+            for child in node.decorator_list:
+                self.visit(child)
+            if _is_dunder(node.name) and node.name not in ALLOWED_DUNDER_DEFS:
+                self.report("introspection", node, f"defines special method {node.name}; candidates may "
+                            "define only __init__, forward and plain helpers (no operator or hook overrides)")
+        for child in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+            self.visit(child)
+        saved = (self.in_forward, self.in_jit)
+        if self.depth == 0 or (self.depth == 1 and self.cls is not None):
+            name = getattr(node, "name", "")
+            key = name if self.depth == 0 else f"{self.cls}.{name}"
+            self.in_forward = key in self.forward_path
+            self.in_jit = key in self.model.jit_kernels
+        self.depth += 1
+        body = node.body if isinstance(node.body, list) else [node.body]
+        self._scoped(node, list(body))
+        self.depth -= 1
+        self.in_forward, self.in_jit = saved
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_function
+
+    def _visit_comprehension(self, node: ast.AST) -> None:
+        self._scoped(node, list(ast.iter_child_nodes(node)))
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _visit_comprehension
+
+    # -- imports ---------------------------------------------------------------------------------
+    def _check_module(self, node: ast.AST, module: str) -> bool:
+        hit = classify_name(module)
+        if hit is not None:
+            self.report(hit[0], node, f"import of `{module}`: it {hit[1]}; remove it")
+            return False
+        if not module_allowed(module):
+            self.report("banned-import", node, f"import of `{module}` is not allowed: it {why_module(module)}. "
+                        f"Candidates may import only {ALLOWED_SUMMARY}")
+            return False
+        return True
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._check_module(node, alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module:
+            self.report("banned-import", node, "relative import: a candidate is a single file; import only "
+                        f"{ALLOWED_SUMMARY}")
+            return
+        for alias in node.names:
+            full = f"{node.module}.{alias.name}"
+            if alias.name == "*":
+                self.report("banned-import", node, f"`from {node.module} import *` hides which names are "
+                            "used; import the names you need explicitly")
+            elif module_allowed(full):
+                continue
+            elif self._check_module(node, node.module):
+                hit = classify_name(full)
+                if hit is not None:
+                    self.report(hit[0], node, f"import of `{full}`: it {hit[1]}; remove it")
+
+    # -- names and attributes --------------------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            return
+        name = node.id
+        if _is_dunder(name) and name not in ALLOWED_DUNDERS:
+            self.report("introspection", node, f"uses `{name}`, which introspects the module or the "
+                        "interpreter; candidates must not look at the harness")
+        elif name in DANGEROUS_BUILTINS and not self._bound(name) and name not in self.model.aliases:
+            self.report("dangerous-builtin", node, f"uses builtin `{name}`, which {DANGEROUS_BUILTINS[name]}; "
+                        "remove it")
+        elif name == "Model":
+            self.report("reference", node, "uses `Model`, the task's reference implementation; compute the "
+                        "result with your own kernels instead")
+        elif id(node) not in self._inner and name in self.model.aliases:
+            self._check_dotted(node, self.model.aliases[name], node.ctx)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
+            self.report("introspection", node, f"accesses `{node.attr}`, which introspects objects or "
+                        "modules; candidates must not look at the harness or rewire objects")
+        if id(node) not in self._inner:
+            dotted = resolve(node, self.model.aliases)
+            if dotted is not None:
+                self._check_dotted(node, dotted, node.ctx)
+        self.generic_visit(node)
+
+    # -- calls and operators ---------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        self._called.add(id(node.func))
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "getattr" and not self._bound("getattr"):
+            name_arg = node.args[1] if len(node.args) > 1 else None
+            if not is_const_getattr(node) or name_arg.value.startswith("_"):  # type: ignore[union-attr]
+                self.report("dangerous-builtin", node, "getattr with a computed or private attribute name "
+                            "hides what the code touches; use plain attribute access")
+            elif id(node) not in self._inner:
+                dotted = resolve(node, self.model.aliases)
+                if dotted is not None:
+                    self._check_dotted(node, dotted, ast.Load())
+        if self._compute_rules():
+            self._check_call_compute(node)
+        self.generic_visit(node)
+
+    def _check_call_compute(self, node: ast.Call) -> None:
+        func = node.func
+        key = binding_key(func)
+        instance = self.model.instances.get(key or "", "")
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            instance = self.model.instances.get(binding_key(func.value) or "", "") or instance
+        if instance.startswith("torch."):
+            self.report("torch-compute", node, f"forward path calls `{ast.unparse(func)}`, a PyTorch module "
+                        f"({instance}); use its parameters in your kernel instead of calling it")
+            return
+        if not isinstance(func, ast.Attribute) or resolve(func, self.model.aliases) is not None:
+            return
+        owner = binding_key(func.value)
+        if owner in self.model.extensions or owner in self.model.cuda_kernels:
+            return
+        if self.model.instances.get(owner or "", "").startswith("builtin:"):
+            return  # a Python container method (set.add, list.sort)
+        if owner == "self" and self.cls is not None and f"{self.cls}.{func.attr}" in self.model.functions:
+            return
+        if method_computes(func.attr, self.allow):
+            self.report("torch-compute", node, f"forward path calls tensor method `.{func.attr}()`; "
+                        f"{_COMPUTE_HINT}")
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult) and self._compute_rules() and "matmul" not in self.allow:
+            self.report("torch-compute", node, f"forward path uses the `@` operator (torch.matmul); {_COMPUTE_HINT}")
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if isinstance(node.op, ast.MatMult) and self._compute_rules() and "matmul" not in self.allow:
+            self.report("torch-compute", node, f"forward path uses `@=` (torch.matmul); {_COMPUTE_HINT}")
+        self.generic_visit(node)
+
+    # -- control flow ----------------------------------------------------------------------------
+    def visit_Try(self, node: ast.Try) -> None:
+        if self._compute_rules() and not is_import_only_try(node):
+            self.report("try-fallback", node, "try statement on the forward path: a failing kernel must fail "
+                        "loudly, not fall back to another implementation; remove the try/except")
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try
