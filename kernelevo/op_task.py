@@ -11,6 +11,7 @@ for task files: a module with ``class ModelNew(nn.Module)`` whose ``forward`` ha
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 import traceback
 from pathlib import Path
@@ -154,9 +155,13 @@ def load_op(repo_root: str | Path, op_id: str) -> LoadedOp:
     class Model(torch.nn.Module):
         """The op as a KernelBench model (no parameters; forward calls the original function)."""
 
-        def forward(self, *args):
-            return fn(*args)
+        def forward(self, *args, **kwargs):
+            return fn(*args, **kwargs)
 
+    # forward shows the op's own signature, so candidates are checked against (x, w, eps=...).
+    signature = inspect.signature(fn)
+    this = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    Model.forward.__signature__ = signature.replace(parameters=[this, *signature.parameters.values()])
     Model.__qualname__ = Model.__name__ = "Model"
     return LoadedOp(op_id, obj, spec, Model, "function")
 
