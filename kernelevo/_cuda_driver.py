@@ -12,6 +12,7 @@ import ctypes
 from typing import Any
 
 _contexts: dict[int, Any] = {}
+_driver: Any = None  # the binding module, imported on first use (launchers call this per launch)
 
 #: ``resources()`` keys and the CUfunction attributes they come from.
 RESOURCE_ATTRIBUTES = {
@@ -30,11 +31,14 @@ class CudaLaunchError(RuntimeError):
 
 def driver_module() -> Any:
     """Import the CUDA driver binding (``cuda.bindings.driver``, or the pre-12.6 ``cuda.cuda``)."""
-    try:
-        from cuda.bindings import driver
-    except ImportError:
-        from cuda import cuda as driver  # cuda-python < 12.6
-    return driver
+    global _driver
+    if _driver is None:
+        try:
+            from cuda.bindings import driver
+        except ImportError:
+            from cuda import cuda as driver  # cuda-python < 12.6
+        _driver = driver
+    return _driver
 
 
 def check(err: Any, what: str) -> None:

@@ -54,9 +54,9 @@ def _include_dirs() -> list[str]:
     with contextlib.suppress(Exception):
         from cuda.pathfinder import find_nvidia_header_directory
 
-        found = find_nvidia_header_directory("cudart")
-        if found:
-            return [found]
+        found = [find_nvidia_header_directory(lib) for lib in ("cudart", "cccl")]
+        if found[0]:
+            return [d for d in found if d]
     import os
 
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):

@@ -83,6 +83,15 @@ def test_bundled_headers_are_available():
     assert cuda.compile_check(ROW_SUM, "row_sum").ok
 
 
+def test_toolkit_headers_used_when_nvrtc_cannot_bundle_its_own(monkeypatch):
+    from kernelevo import _cuda_nvrtc
+
+    if not _cuda_nvrtc._include_dirs():
+        pytest.skip("no CUDA toolkit headers on this machine")
+    monkeypatch.setattr(_cuda_nvrtc, "_bundled_headers_supported", False)  # as with NVRTC 13.0
+    assert cuda.compile_check(ROW_SUM, "row_sum").ok
+
+
 def test_compile_error_names_kernel_and_line():
     with pytest.raises(cuda.CudaCompileError) as info:
         cuda.compile(BROKEN, "broken", arch="sm_90")
