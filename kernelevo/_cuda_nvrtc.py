@@ -51,12 +51,14 @@ def _check(err: Any, what: str) -> None:
 
 def _include_dirs() -> list[str]:
     """CUDA header directories for NVRTC builds that cannot install their own bundled headers."""
-    with contextlib.suppress(Exception):
-        from cuda.pathfinder import find_nvidia_header_directory
+    found: list[str] = []
+    for lib in ("cudart", "cccl"):  # cuda.pathfinder knows pip wheels and toolkits; older ones lack "cccl"
+        with contextlib.suppress(Exception):
+            from cuda.pathfinder import find_nvidia_header_directory
 
-        found = [find_nvidia_header_directory(lib) for lib in ("cudart", "cccl")]
-        if found[0]:
-            return [d for d in found if d]
+            found += [d for d in [find_nvidia_header_directory(lib)] if d]
+    if found:
+        return found
     import os
 
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
