@@ -77,8 +77,8 @@ class Kernel:
 
     name: str
     arch: str
-    cubin: bytes
-    log: str = ""
+    cubin: bytes = field(repr=False)
+    log: str = field(default="", repr=False)
     key: str = ""
     _loaded: dict[int, tuple[Any, Any, list[int] | None]] = field(default_factory=dict, repr=False)
     _shared_allowed: dict[int, int] = field(default_factory=dict, repr=False)
