@@ -56,6 +56,12 @@ class BotContext:
     def __post_init__(self) -> None:
         if self.throttle is None:
             self.throttle = checks.Throttle(self.progress_interval_s, self.clock)
+        self._pr_locks: dict[tuple[str, int], threading.Lock] = {}
+
+    def pr_lock(self, repo: str, number: int) -> threading.Lock:
+        """Serialises updates of one PR's status comment within this process."""
+        with self.lock:
+            return self._pr_locks.setdefault((repo, number), threading.Lock())
 
 
 def load_config(gh: GitHubAPI, repo: str, ref: str) -> tuple[RepoConfig, str | None]:
@@ -123,4 +129,5 @@ def refresh_status(ctx: BotContext, gh: GitHubAPI, repo: str, number: int, notic
     jobs = ctx.jobs.find(repo, number)
     with ctx.lock:
         outcomes = {j.job_id: dict(ctx.links[j.job_id].outcomes) for j in jobs if j.job_id in ctx.links}
-    comments.upsert_status(gh, repo, number, comments.render_status(notice, jobs, outcomes), ctx.bot_login)
+    with ctx.pr_lock(repo, number):
+        comments.upsert_status(gh, repo, number, comments.render_status(notice, jobs, outcomes), ctx.bot_login)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from bot import checks, context, publish, report, trust
-from bot.github_api import GitHubAPI
+from bot.github_api import GitHubAPI, GitHubError
 from bot.ratelimit import Deferred
 from kernelevo.jobs import JobHooks, JobRequest, JobStatus
 
@@ -103,13 +103,22 @@ def finish_job(ctx: context.BotContext, job_id: str, request: JobRequest, status
         if not assessment.publish:
             link.outcomes[op_id] = f"no PR: {assessment.reason}"
             continue
-        outcome = publish_result(ctx, gh, request, op_id, result, config.max_open_prs, fork=link.fork)
+        try:
+            outcome = publish_result(ctx, gh, request, op_id, result, config.max_open_prs, fork=link.fork)
+        except (GitHubError, LookupError, OSError, ValueError) as exc:
+            log.exception("publishing %s of %s failed", op_id, job_id)
+            link.outcomes[op_id] = (f"publishing failed, nothing was pushed ({report.escape_md(exc)}); "
+                                    "comment `/kernelevo optimize` to retry")
+            continue
         published_any |= outcome.action in ("created", "updated")
         link.outcomes[op_id] = (f"#{outcome.number} ({outcome.action}): {assessment.reason}"
                                 if outcome.number else
                                 f"not published: the repo already has {config.max_open_prs} open kernel PRs "
                                 "(max_open_prs); merge or close some")
+    failed = any(text.startswith("publishing failed") for text in link.outcomes.values())
     conclusion, title = _conclusion(status, published_any)
+    if failed:
+        conclusion, title = "failure", "Publishing failed"
     summary = "\n".join(f"- `{op}`: {text}" for op, text in link.outcomes.items()) or (status.error or "")
     if link.check_run_id is not None:
         checks.finish_job_run(gh, request.repo, link.check_run_id, conclusion=conclusion, title=title,

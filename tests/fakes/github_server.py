@@ -343,6 +343,7 @@ _COMPILED = [(method, template, _compile(template)) for method, template in ROUT
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeGitHub
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: object) -> None:  # quiet
         pass
