@@ -9,6 +9,7 @@ so they are installed before the candidate is imported and checked after every c
 
 from __future__ import annotations
 
+import inspect
 import sys
 import sysconfig
 import threading
@@ -211,16 +212,22 @@ def snapshot_attributes() -> dict[str, Any]:
     targets: list[tuple[str, Any]] = [(m, sys.modules[m]) for m in _WATCHED_MODULES if m in sys.modules]
     targets += [("torch.Tensor", torch.Tensor), ("torch.nn.Module", torch.nn.Module)]
     if torch.cuda.is_available():
-        targets += [("torch.cuda.Event", torch.cuda.Event), ("torch.backends.cuda.matmul", torch.backends.cuda.matmul)]
+        targets += [("torch.cuda.Event", torch.cuda.Event)]
     for prefix, obj in targets:
         for name in dir(obj):
             if name.startswith("__"):
                 continue
             try:
-                value = getattr(obj, name)
+                raw = inspect.getattr_static(obj, name)  # unbound: a classmethod is the same object each time
+                value = getattr(obj, name) if isinstance(raw, property) else raw
             except Exception:
                 continue
             snap[f"{prefix}.{name}"] = repr(value) if isinstance(value, (bool, int, float, str)) else id(value)
+    # Numerics switches a candidate could flip to buy speed with precision.
+    snap["torch.float32_matmul_precision"] = torch.get_float32_matmul_precision()
+    for flag in ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        snap[f"torch.backends.cuda.matmul.{flag}"] = repr(getattr(torch.backends.cuda.matmul, flag, None))
+    snap["torch.backends.cudnn.allow_tf32"] = repr(torch.backends.cudnn.allow_tf32)
     return snap
 
 

@@ -228,12 +228,15 @@ def spawn_worker(role: str, device: str, workdir: Path, cache_dir: Path, memory_
     read_fd, write_fd = os.pipe()
     nonce = secrets.token_hex(16)
     log_path = workdir / f"{role}-{nonce[:8]}.log"
+    # -I: no user site, no PYTHON* variables; the parent's import path is passed explicitly instead
+    # (wheels unpacked to a folder on PYTHONPATH must still be importable by the worker).
     bootstrap = (
-        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); "
         "from evaluator.worker import main; main(sys.argv[2:])"
     )
-    args = [sys.executable, "-I", "-c", bootstrap, str(PROJECT_ROOT), role, device, str(write_fd), str(memory_mb),
-            nonce]
+    search_path = [str(PROJECT_ROOT)] + [p for p in sys.path if p and Path(p).is_dir() and p not in (str(PROJECT_ROOT),)]
+    args = [sys.executable, "-I", "-c", bootstrap, json.dumps(search_path), role, device, str(write_fd),
+            str(memory_mb), nonce]
     env = candidate_environment(device, workdir, cache_dir)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(

@@ -107,9 +107,10 @@ class EvaluationSession:
         path = folder / "candidate.py"
         path.write_text(source)
         started = time.perf_counter()
-        report = check_source(source, path.name, allow_torch=self.plan.get("allow_ops", []))
+        shown = display or name or "candidate"
+        report = check_source(source, shown, allow_torch=self.plan.get("allow_ops", []))
         evidence: dict[str, Any] = {
-            "task": str(self.task_path), "candidate": display or name or "candidate", "device": self.device,
+            "task": str(self.task_path), "candidate": shown, "device": self.device,
             "backend": report.backend, "environment": self.environment,
             "static": {"violations": [v.__dict__ for v in report.violations], "kernels": report.kernels,
                        "launched": report.launched, "enforced": self.options.static_checks},
@@ -124,9 +125,7 @@ class EvaluationSession:
         if self.options.static_checks and report.violations:
             first = report.violations[0]
             more = f" (and {len(report.violations) - 1} more)" if len(report.violations) > 1 else ""
-            return Verdict.reject(Reason.STATIC_VIOLATION,
-                                  f"{evidence['candidate']}:{first.line}: [{first.rule}] {first.message}{more}",
-                                  **evidence)
+            return Verdict.reject(Reason.STATIC_VIOLATION, f"[{first.rule}] {first.message}{more}", **evidence)
         from evaluator.run_candidate import run_candidate
 
         verdict = run_candidate(self, path, folder, evidence)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: install carried wheels, run the GPU tests, run the benchmarks.
+# Usage (device tool): bash bench/device_run.sh [smoke|verifier|all]   — results under $OUT.
+set -uo pipefail
+mode=${1:-all}
+OUT=${OUT:-/tmp/kernelevo-out}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:$PWD || exit 3
+else
+  export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1 KERNELEVO_CACHE_DIR=/tmp/kernelevo-cache
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
+case "$mode" in
+  smoke)
+    python3 -m pytest -q -x -m gpu tests/kernelevo/test_cuda.py 2>&1 | tail -15 | tee "$OUT/pytest_cuda.txt"
+    python3 -m kernelevo.cli eval --task tests/tasks/axpy.py --candidate tests/candidates/honest/axpy_launcher.py \
+      --device cuda --json > "$OUT/smoke_axpy.json"; echo "exit=$?"
+    python3 -c "import json; v=json.load(open('$OUT/smoke_axpy.json')); print(v['verdict'], v['reason'], v['detail']); print(json.dumps(v['timing'], indent=1)[:3000]); print(v.get('logs','')[-2000:])"
+    ;;
+  verifier)
+    python3 -m pytest -q -m gpu tests 2>&1 | tail -40 | tee "$OUT/pytest_gpu.txt"
+    python3 bench/verifier_bench.py --out /tmp/verifier 2>&1 | tail -60
+    tar czf "$OUT/verifier.tgz" -C /tmp verifier
+    ;;
+esac

@@ -1,0 +1,90 @@
+"""Measure the verifier on a GPU: verdicts of honest Triton and CUDA candidates, throughput, overhead,
+and the spread of timing across two evaluations of the same candidate.
+
+    python bench/verifier_bench.py --out bench/results/verifier --device cuda
+
+Writes one verdict JSON per evaluation and ``summary.json`` (date, GPU, driver, torch, triton) to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# (task, [candidates]) — honest kernels of three styles per op: Triton, kernelevo.cuda (NVRTC), load_inline.
+PLAN = [
+    ("tests/tasks/axpy.py", ["tests/candidates/honest/axpy_launcher.py", "tests/candidates/honest/axpy_cuda.py"]),
+    ("tests/tasks/rmsnorm.py", ["tests/candidates/honest/rmsnorm_multirow.py",
+                                "tests/candidates/honest/rmsnorm_cuda.py"]),
+    ("tests/tasks/softmax.py", ["tests/candidates/honest/softmax_online.py",
+                                "tests/candidates/honest/softmax_load_inline.py"]),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "verifier")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--repeats", type=int, default=2, help="evaluations of each candidate (timing spread)")
+    parser.add_argument("--only", default="", help="substring filter on task paths")
+    args = parser.parse_args()
+
+    from evaluator import EvalOptions, EvaluationSession
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows, environment = [], {}
+    wall_start = time.perf_counter()
+    evaluations = 0
+    for task, candidates in PLAN:
+        if args.only and args.only not in task:
+            continue
+        t0 = time.perf_counter()
+        with EvaluationSession(ROOT / task, device=args.device, options=EvalOptions()) as session:
+            session_setup_s = time.perf_counter() - t0
+            environment = session.environment
+            for cand in candidates:
+                medians = []
+                for rep in range(args.repeats):
+                    verdict = session.evaluate(ROOT / cand)
+                    evaluations += 1
+                    name = f"{Path(task).stem}--{Path(cand).stem}--{rep}"
+                    (args.out / f"{name}.json").write_text(verdict.to_json())
+                    timing = verdict.timing or {}
+                    medians.append([c["candidate"]["median_ms"] for c in timing.get("cases", [])])
+                    rows.append({
+                        "task": task, "candidate": cand, "repeat": rep, "verdict": verdict.verdict,
+                        "reason": verdict.reason, "detail": verdict.detail[:300], "backend": verdict.backend,
+                        "speedup_vs_eager": timing.get("geomean_speedup_vs_eager"),
+                        "speedup_vs_compile": timing.get("geomean_speedup_vs_compile"),
+                        "overhead": verdict.overhead, "session_setup_s": round(session_setup_s, 2),
+                    })
+                    print(f"{name}: {verdict.verdict} {verdict.reason} {verdict.detail[:160]}", flush=True)
+                if len(medians) == 2 and medians[0] and len(medians[0]) == len(medians[1]):
+                    spread = [abs(a - b) / min(a, b) for a, b in zip(medians[0], medians[1])]
+                    rows[-1]["repeat_spread_pct"] = [round(100 * s, 2) for s in spread]
+    wall = time.perf_counter() - wall_start
+    overheads = [r["overhead"].get("waited_for_process_s", 0) + r["overhead"].get("load_s", 0) for r in rows]
+    totals = [r["overhead"].get("total_s", 0) for r in rows]
+    summary = {
+        "environment": environment,
+        "evaluations": evaluations,
+        "wall_s": round(wall, 1),
+        "evaluations_per_minute_including_session_setup": round(60 * evaluations / wall, 2),
+        "evaluations_per_minute_steady": round(60 / statistics.mean(totals), 2) if totals else None,
+        "per_candidate_overhead_s_median": round(statistics.median(overheads), 3) if overheads else None,
+        "per_candidate_total_s_median": round(statistics.median(totals), 3) if totals else None,
+        "rows": rows,
+    }
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
