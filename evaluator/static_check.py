@@ -176,8 +176,11 @@ def check_source(
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as exc:
         line = getattr(exc, "lineno", None) or 1
         col = max((getattr(exc, "offset", None) or 1) - 1, 0)
-        msg = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
-        return StaticReport(Violation("syntax-error", line, col, f"{filename}:{line}: {msg}; fix the syntax"))
+        if isinstance(exc, SyntaxError):
+            msg = f"{exc.msg}; fix the syntax"
+        else:
+            msg = f"cannot parse ({type(exc).__name__}: {exc}); keep the file plain UTF-8 text with shallow nesting"
+        return StaticReport(Violation("syntax-error", line, col, f"{filename}:{line}: {msg}"))
     try:
         return _analyse(tree, entry, normalise_allow(allow_torch), out)
     except RecursionError:

@@ -10,6 +10,7 @@ path: module-level functions, methods of the entry class, ``SomeFunction.apply``
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -33,8 +34,10 @@ class ModuleModel:
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
     autograd_functions: set[str] = field(default_factory=set)  # torch.autograd.Function subclasses
     jit_kernels: dict[str, ast.AST] = field(default_factory=dict)  # triton kernel name -> def/assign
-    cuda_kernels: dict[str, str] = field(default_factory=dict)  # binding ("k", "self.k") -> kernel name
-    extensions: dict[str, str] = field(default_factory=dict)  # binding ("ext", "self.ext") -> ext name
+    # binding ("k", "self.k", "self.ks[]") -> kernel names, for kernel[grid](...) / k[grid, block](...)
+    launchables: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    extensions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # binding -> load_inline module
+    factories: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # fn -> (kind, names)
     instances: dict[str, str] = field(default_factory=dict)  # binding -> torch.nn.X, class:C, builtin:set
     constants: dict[str, list[ast.expr]] = field(default_factory=dict)  # module-level name -> values
     kernel_order: list[str] = field(default_factory=list)  # kernel names in source order, by backend
@@ -78,11 +81,14 @@ def is_const_getattr(node: ast.AST) -> bool:
 
 
 def binding_key(node: ast.AST) -> str | None:
-    """The key a kernel or extension is stored under: ``k`` for a name, ``self.k`` for an attribute."""
+    """The key a value is stored under: ``k``, ``self.k``, and ``k[]`` / ``self.k[]`` for containers."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         return f"self.{node.attr}"
+    if isinstance(node, ast.Subscript):
+        inner = binding_key(node.value)
+        return None if inner is None or inner.endswith("[]") else f"{inner}[]"
     return None
 
 
@@ -147,25 +153,67 @@ def _add_kernel(model: ModuleModel, name: str, backend: str) -> None:
         model.kernel_backend[name] = backend
 
 
+def _assignment_aliases(tree: ast.Module, model: ModuleModel, assignments: list[tuple[ast.expr, ast.expr]]) -> None:
+    """Add aliases made by assignment (``mm = torch.matmul``), only for names bound no other way."""
+    binds: Counter[str] = Counter()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            binds[node.id] += 1
+        elif isinstance(node, ast.arg):
+            binds[node.arg] += 1
+    imported = set(model.aliases)
+    for _ in range(4):  # chains such as ``a = torch.cuda; b = a.Event`` settle in a few rounds
+        values: dict[str, list[str | None]] = {}
+        for target, value in assignments:
+            if isinstance(target, ast.Name) and target.id not in imported:
+                values.setdefault(target.id, []).append(resolve(value, model.aliases))
+        changed = False
+        for name, dotted in values.items():
+            if len(set(dotted)) == 1 and dotted[0] is not None and len(dotted) == binds[name]:
+                changed |= model.aliases.get(name) != dotted[0]
+                model.aliases[name] = dotted[0]
+        if not changed:
+            break
+
+
+def _kernel_of(model: ModuleModel, value: ast.expr, key: str) -> tuple[str, tuple[str, ...]] | None:
+    """("launchable" | "extension", kernel names) when ``value`` builds or names a kernel."""
+    called = _call_name(value, model.aliases)
+    if called == TRITON_JIT:
+        _add_kernel(model, key, "triton")
+        return "launchable", (key,)
+    if called == CUDA_COMPILE:
+        name = _const_arg(value, 1, ("name", "kernel_name")) or key  # type: ignore[arg-type]
+        _add_kernel(model, name, "cuda")
+        return "launchable", (name,)
+    if called == LOAD_INLINE:
+        name = _const_arg(value, 0, ("name",)) or key  # type: ignore[arg-type]
+        _add_kernel(model, name, "load_inline")
+        return "extension", (name,)
+    if isinstance(value, ast.IfExp):
+        parts = [_kernel_of(model, v, key) for v in (value.body, value.orelse)]
+        kinds = {p[0] for p in parts if p is not None}
+        if len(kinds) == 1:
+            return kinds.pop(), tuple(n for p in parts if p is not None for n in p[1])
+        return None
+    ref = binding_key(value)
+    if ref in model.launchables:
+        return "launchable", model.launchables[ref]
+    if ref in model.extensions:
+        return "extension", model.extensions[ref]
+    return None
+
+
 def build_model(tree: ast.Module) -> ModuleModel:
     """Collect aliases, definitions, kernels and bindings of a parsed candidate module."""
     model = ModuleModel(aliases=_import_aliases(tree))
     assignments = list(_simple_assignments(tree))
-    # Aliases made by assignment (``mm = torch.matmul``, ``Event = torch.cuda.Event``), to a fixpoint.
-    for _ in range(4):
-        changed = False
-        for target, value in assignments:
-            if isinstance(target, ast.Name) and target.id not in model.aliases:
-                dotted = resolve(value, model.aliases)
-                if dotted is not None:
-                    model.aliases[target.id] = dotted
-                    changed = True
-        if not changed:
-            break
+    _assignment_aliases(tree, model, assignments)
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             if TRITON_JIT in decorator_names(stmt, model.aliases):
                 model.jit_kernels[stmt.name] = stmt
+                model.launchables[stmt.name] = (stmt.name,)
                 _add_kernel(model, stmt.name, "triton")
             else:
                 model.functions[stmt.name] = stmt
@@ -181,29 +229,31 @@ def build_model(tree: ast.Module) -> ModuleModel:
             for target in targets:
                 if isinstance(target, ast.Name) and stmt.value is not None:
                     model.constants.setdefault(target.id, []).append(stmt.value)
-    for target, value in assignments:
-        key = binding_key(target)
-        called = _call_name(value, model.aliases)
-        if key is None or called is None:
-            continue
-        if called == TRITON_JIT:
-            model.jit_kernels[key] = value
-            _add_kernel(model, key, "triton")
-        elif called == CUDA_COMPILE:
-            name = _const_arg(value, 1, ("name", "kernel_name")) or key  # type: ignore[arg-type]
-            model.cuda_kernels[key] = name
-            _add_kernel(model, name, "cuda")
-        elif called == LOAD_INLINE:
-            name = _const_arg(value, 0, ("name",)) or key  # type: ignore[arg-type]
-            model.extensions[key] = name
-            _add_kernel(model, name, "load_inline")
-        elif called.startswith("torch.nn.") and called.rsplit(".", 1)[1][:1].isupper():
-            model.instances[key] = called
+    for _ in range(2):  # twice, so that aliases of kernels bound later in the file are seen
+        for target, value in assignments:
+            key = binding_key(target)
+            found = _kernel_of(model, value, key) if key is not None else None
+            if found is not None:
+                kind, names = found
+                (model.launchables if kind == "launchable" else model.extensions)[key] = names  # type: ignore[index]
+                if isinstance(value, ast.Call) and resolve(value.func, model.aliases) == TRITON_JIT:
+                    model.jit_kernels[key] = value  # type: ignore[index]
+        for name, fn in model.functions.items():
+            if "." in name:
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    found = _kernel_of(model, node.value, name)
+                    if found is not None:
+                        model.factories[name] = found
     for target, value in assignments:
         key = binding_key(target)
         if key is None or key in model.instances:
             continue
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        called = _call_name(value, model.aliases) or ""
+        if called.startswith("torch.nn.") and called.rsplit(".", 1)[1][:1].isupper():
+            model.instances[key] = called
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             if value.func.id in model.classes and value.func.id not in model.autograd_functions:
                 model.instances[key] = f"class:{value.func.id}"
             elif value.func.id in _CONTAINERS and value.func.id not in model.classes:
@@ -265,19 +315,24 @@ def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, as
     """(kernel name, call) for each kernel launch inside ``fn``.
 
     A launch is ``jitfn[grid](...)``, ``cudakernel[grid, block](...)`` or ``ext.fn(...)`` on a
-    ``load_inline`` module, where the kernel or module is one this module defines.
+    ``load_inline`` module, where the kernel or module is one this module defines (directly, through
+    an alias or container such as ``self.kernels[dtype]``, or returned by a factory function).
     """
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
         if isinstance(func, ast.Subscript):
-            key = binding_key(func.value)
-            if key in model.cuda_kernels:
-                yield model.cuda_kernels[key], node
-            elif key in model.jit_kernels:
-                yield key, node
+            kind, table = "launchable", model.launchables
         elif isinstance(func, ast.Attribute):
-            key = binding_key(func.value)
-            if key in model.extensions:
-                yield model.extensions[key], node
+            kind, table = "extension", model.extensions
+        else:
+            continue
+        owner = func.value
+        names: tuple[str, ...] = table.get(binding_key(owner) or "", ())
+        if not names and isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name):
+            factory = model.factories.get(owner.func.id)
+            if factory is not None and factory[0] == kind:
+                names = factory[1]
+        for name in names:
+            yield name, node

@@ -138,7 +138,7 @@ ALLOWED_TORCH_FUNCTIONS = frozenset(
 _EXTRA_COMPUTE_METHODS = frozenset({"repeat", "apply_", "map_", "map2_", "sum_to_size", "backward"})
 # torch namespaces whose members are not compute (state is covered by _NAME_RULES).
 _TORCH_NON_COMPUTE = ("cuda", "backends", "version", "types", "Tensor", "nn.Parameter", "nn.Buffer",
-                      "nn.Module", "autograd.Function", "autograd.function")  # fmt: skip
+                      "nn.Module", "autograd.Function", "autograd.function", "utils.cpp_extension")  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1)
@@ -194,6 +194,8 @@ def torch_computes(dotted: str, *, called: bool, allow: frozenset[str]) -> bool:
     last = parts[-1]
     if last in allow:
         return False
+    if last in ("forward", "__call__") and len(parts) > 2:
+        return called  # torch.nn.Linear.forward(m, x), nn.Module.__call__(m, x): running a torch module
     rest = ".".join(parts[1:])
     if any(rest == p or rest.startswith(p + ".") for p in _TORCH_NON_COMPUTE):
         return parts[1] == "Tensor" and len(parts) == 3 and method_computes(last, allow)

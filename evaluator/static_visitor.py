@@ -23,6 +23,7 @@ from evaluator.static_rules import (
 
 DANGEROUS_BUILTINS = {
     "eval": "runs code built at run time", "exec": "runs code built at run time",
+    "__import__": "imports modules dynamically",
     "compile": "builds code at run time", "open": "does file I/O", "input": "reads standard input",
     "breakpoint": "stops in a debugger", "globals": "introspects module state",
     "locals": "introspects frames", "vars": "introspects objects and modules", "dir": "introspects objects",
@@ -135,8 +136,13 @@ class RuleVisitor(ast.NodeVisitor):
             self.report(rule, node, f"`{dotted}` {why}; remove it" + (
                 " (use kernelevo.cuda / load_inline launches on PyTorch's current stream)"
                 if rule == "stream-or-state" else ""))  # fmt: skip
-        elif self._compute_rules() and torch_computes(dotted, called=id(node) in self._called, allow=self.allow):
-            self.report("torch-compute", node, f"forward path uses PyTorch op `{dotted}`; {_COMPUTE_HINT}")
+        elif self.in_jit:
+            return
+        elif id(node) not in self._called and torch_computes(dotted, called=False, allow=self.allow):
+            self.report("torch-compute", node, f"keeps a reference to PyTorch op `{dotted}` (to call it "
+                        f"later); {_COMPUTE_HINT}")
+        elif self.in_forward and torch_computes(dotted, called=True, allow=self.allow):
+            self.report("torch-compute", node, f"forward path calls PyTorch op `{dotted}`; {_COMPUTE_HINT}")
 
     # -- definitions -----------------------------------------------------------------------------
     def visit_Module(self, node: ast.Module) -> None:
@@ -148,8 +154,8 @@ class RuleVisitor(ast.NodeVisitor):
         for base in node.bases:
             dotted = resolve(base, self.model.aliases) or ""
             if dotted == "torch.Tensor" or (dotted.startswith("torch.") and dotted.endswith("Tensor")):
-                self.report("tensor-subclass", base, f"class {node.name} subclasses {dotted}; return plain "
-                            "torch.Tensor outputs (subclasses can defer or fake the work)")
+                self.report("tensor-subclass", base, f"class {node.name} subclasses {dotted}; remove it and "
+                            "return plain torch.Tensor outputs (subclasses can defer or fake the work)")
         if self.depth == 0 and node.name == self.entry:
             bases = [resolve(b, self.model.aliases) for b in node.bases]
             if bases != ["torch.nn.Module"] or node.keywords:
@@ -169,16 +175,17 @@ class RuleVisitor(ast.NodeVisitor):
             for child in node.decorator_list:
                 self.visit(child)
             if _is_dunder(node.name) and node.name not in ALLOWED_DUNDER_DEFS:
-                self.report("introspection", node, f"defines special method {node.name}; candidates may "
-                            "define only __init__, forward and plain helpers (no operator or hook overrides)")
-        for child in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
-            self.visit(child)
+                self.report("introspection", node, f"defines special method {node.name}; remove it: candidates "
+                            "may define only __init__, forward and plain helpers (no operator or hook overrides)")
         saved = (self.in_forward, self.in_jit)
         if self.depth == 0 or (self.depth == 1 and self.cls is not None):
             name = getattr(node, "name", "")
             key = name if self.depth == 0 else f"{self.cls}.{name}"
             self.in_forward = key in self.forward_path
             self.in_jit = key in self.model.jit_kernels
+        # Defaults are evaluated once, but the function body uses them: check them as part of it.
+        for child in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+            self.visit(child)
         self.depth += 1
         body = node.body if isinstance(node.body, list) else [node.body]
         self._scoped(node, list(body))
@@ -230,12 +237,12 @@ class RuleVisitor(ast.NodeVisitor):
         if not isinstance(node.ctx, ast.Load):
             return
         name = node.id
-        if _is_dunder(name) and name not in ALLOWED_DUNDERS:
-            self.report("introspection", node, f"uses `{name}`, which introspects the module or the "
-                        "interpreter; candidates must not look at the harness")
-        elif name in DANGEROUS_BUILTINS and not self._bound(name) and name not in self.model.aliases:
+        if name in DANGEROUS_BUILTINS and not self._bound(name) and name not in self.model.aliases:
             self.report("dangerous-builtin", node, f"uses builtin `{name}`, which {DANGEROUS_BUILTINS[name]}; "
                         "remove it")
+        elif _is_dunder(name) and name not in ALLOWED_DUNDERS:
+            self.report("introspection", node, f"uses `{name}`, which introspects the module or the "
+                        "interpreter; remove it (candidates must not look at the harness)")
         elif name == "Model":
             self.report("reference", node, "uses `Model`, the task's reference implementation; compute the "
                         "result with your own kernels instead")
@@ -245,7 +252,7 @@ class RuleVisitor(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
             self.report("introspection", node, f"accesses `{node.attr}`, which introspects objects or "
-                        "modules; candidates must not look at the harness or rewire objects")
+                        "modules; remove it (candidates must not look at the harness or rewire objects)")
         if id(node) not in self._inner:
             dotted = resolve(node, self.model.aliases)
             if dotted is not None:
@@ -279,17 +286,26 @@ class RuleVisitor(ast.NodeVisitor):
             self.report("torch-compute", node, f"forward path calls `{ast.unparse(func)}`, a PyTorch module "
                         f"({instance}); use its parameters in your kernel instead of calling it")
             return
-        if not isinstance(func, ast.Attribute) or resolve(func, self.model.aliases) is not None:
+        if isinstance(func, ast.Attribute):
+            owner_node, method = func.value, func.attr
+        elif is_const_getattr(func):
+            owner_node, method = func.args[0], func.args[1].value  # type: ignore[attr-defined]
+        else:
             return
-        owner = binding_key(func.value)
-        if owner in self.model.extensions or owner in self.model.cuda_kernels:
+        if resolve(func, self.model.aliases) is not None:
+            return  # a module function: judged by its dotted name
+        owner = binding_key(owner_node) or ""
+        if owner in self.model.extensions or owner in self.model.launchables:
             return
-        if self.model.instances.get(owner or "", "").startswith("builtin:"):
+        if isinstance(owner_node, ast.Call) and isinstance(owner_node.func, ast.Name):
+            if owner_node.func.id in self.model.factories:
+                return  # ext_factory().fn(...): a launch
+        if self.model.instances.get(owner, "").startswith("builtin:"):
             return  # a Python container method (set.add, list.sort)
-        if owner == "self" and self.cls is not None and f"{self.cls}.{func.attr}" in self.model.functions:
+        if owner == "self" and self.cls is not None and f"{self.cls}.{method}" in self.model.functions:
             return
-        if method_computes(func.attr, self.allow):
-            self.report("torch-compute", node, f"forward path calls tensor method `.{func.attr}()`; "
+        if method_computes(method, self.allow):
+            self.report("torch-compute", node, f"forward path calls tensor method `.{method}()`; "
                         f"{_COMPUTE_HINT}")
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
