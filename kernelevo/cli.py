@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "kernelevo.commands.discover_cmd",
     "kernelevo.commands.verify_cmd",
     "kernelevo.commands.serve_cmd",
+    "kernelevo.commands.optimize_cmd",
 ]
 
 

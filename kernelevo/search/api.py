@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,21 +27,13 @@ CPU_NOTE = (
 )
 
 
-def hardware_facts(device: str) -> dict[str, Any]:
-    """Facts about the device for the proposer's prompt (GPU name, memory, driver) without touching CUDA."""
+HARDWARE_FIELDS = ("gpu", "capability", "sm_count", "gpu_memory_gb", "l2_cache_mb", "cuda_runtime", "driver")
+
+
+def hardware_facts(device: str, environment: dict[str, Any] | None) -> dict[str, Any]:
+    """Facts about the device for the proposer's prompt, as the evaluator measured them."""
     facts: dict[str, Any] = {"device": device}
-    if device != "cuda" or shutil.which("nvidia-smi") is None:
-        return facts
-    query = "name,memory.total,driver_version,compute_cap"
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout.splitlines()[0]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return facts
-    fields = [f.strip() for f in out.split(",")]
-    facts.update(zip(("gpu", "memory_total", "driver", "compute_capability"), fields, strict=False))
+    facts.update({k: v for k, v in (environment or {}).items() if k in HARDWARE_FIELDS and v is not None})
     return facts
 
 
@@ -112,8 +102,9 @@ def run_search(
     with context as session:
         loop = SearchLoop(
             op_id=op_id, task_source=task_source, proposer=proposer, evaluator=session, run=run, budget=budget,
-            config=config, seed=seed, backend=backend, hardware=hardware_facts(device),
-            prices=load_price_table(), on_progress=on_progress, should_cancel=should_cancel,
+            config=config, seed=seed, backend=backend, prices=load_price_table(),
+            hardware=hardware_facts(device, getattr(session, "environment", None)),
+            on_progress=on_progress, should_cancel=should_cancel,
         )
         reason = loop.run()
         baselines = getattr(session, "baselines", None)

@@ -11,6 +11,7 @@ reused instead of asking the proposer or the evaluator again.
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -101,6 +102,7 @@ class SearchLoop:
         self.on_progress, self.should_cancel = on_progress, should_cancel or (lambda: False)
         self.clock, self.wall = clock, wall
         self.rng = random.Random(seed)
+        self.slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", op_id).strip("._") or "op"  # candidate names in files
         self.population = Population(config.islands, config.island_capacity)
         self.state = LoopState()
         self.by_id: dict[str, Individual] = {}
@@ -202,7 +204,7 @@ class SearchLoop:
                           fitness=first.get("fitness", 0.0), accepted=first.get("accepted", False))
         else:
             t0, w0 = self.clock(), self.wall()
-            verdict = self.evaluator.evaluate_source(source, name=f"{self.op_id}-{cid}")
+            verdict = self.evaluator.evaluate_source(source, name=f"{self.slug}-{cid}")
             verdict = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
             eval_s = self.clock() - t0
             if verdict.get("backend") in ("triton", "cuda", "load_inline"):  # what the evaluator saw wins

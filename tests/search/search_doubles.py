@@ -11,6 +11,7 @@ import random
 import re
 import threading
 import time
+from pathlib import Path
 
 from evaluator.verdict import Verdict
 from kernelevo.search.proposer import Proposal, ProposalRequest
@@ -77,3 +78,18 @@ class ScriptedEvaluator:
             timing = {"cases": [], "geomean_speedup_vs_best": quality,
                       "geomean_speedup_vs_eager": quality * 4, "geomean_speedup_vs_compile": quality * 1.1}
         return Verdict(verdict="accepted", reason="ok", detail="correct", timing=timing, backend="triton")
+
+
+class KnownGoodProposer:
+    """For end-to-end runs on ``data/scale_add.py``: a correct Triton kernel at a few block sizes,
+    and (for ``repair`` and every third fresh request) a kernel with the wrong math."""
+
+    name = "known-good"
+    GOOD = (Path(__file__).parent / "data" / "scale_add_good.py").read_text()
+
+    def propose(self, request: ProposalRequest) -> list[Proposal]:
+        block = (256, 512, 1024, 2048)[request.seed % 4]
+        source = self.GOOD.replace("BLOCK = 1024", f"BLOCK = {block}")
+        if request.seed % 3 == 0:
+            source = source.replace("alpha * x + y", "alpha * x - y")  # wrong: the verifier must reject it
+        return [Proposal(source=source, strategy=f"block{block}", operator=request.operator)]

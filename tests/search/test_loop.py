@@ -76,7 +76,8 @@ def test_token_and_money_budgets(task, tmp_path):
 
 
 def test_wall_time_budget(task, tmp_path):
-    result = search(task, tmp_path / "run", Budget(minutes=0.002, **UNLIMITED), evaluator=ScriptedEvaluator(delay_s=0.01))
+    result = search(task, tmp_path / "run", Budget(minutes=0.002, **UNLIMITED),
+                    evaluator=ScriptedEvaluator(delay_s=0.01))
     assert result.stop_reason == "budget_time" and result.candidates_evaluated > 0
 
 

@@ -1,0 +1,56 @@
+"""Choosing a proposer by name: ``offline`` (default without an endpoint), ``llm``, or ``module:factory``.
+
+The ``module:factory`` form loads any callable returning a :class:`Proposer` (a plug-in seam, and how
+tests drive the CLI with a scripted proposer).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from kernelevo.search.proposer import Proposer
+from kernelevo.settings import get_settings
+
+
+class ProposerError(ValueError):
+    """The proposer named cannot be built; the message says what is missing."""
+
+
+def default_proposer_name() -> str:
+    """``llm`` when an endpoint is configured (KERNELEVO_LLM_BASE_URL), else ``offline``."""
+    return "llm" if get_settings().llm_base_url else "offline"
+
+
+def _load(spec: str, what: str) -> object:
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ProposerError(f"{what}: cannot import {module_name} ({exc})") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ProposerError(f"{what}: {module_name} has no {attr!r}") from None
+
+
+def make_proposer(name: str | None = None) -> Proposer:
+    """Build the proposer called ``name`` (None: the default for this configuration)."""
+    name = name or default_proposer_name()
+    if name == "offline":
+        factory = _load("kernelevo.search.offline:OfflineProposer", "the offline proposer")
+    elif name == "llm":
+        if not get_settings().llm_base_url:
+            raise ProposerError(
+                "the llm proposer needs an endpoint: set KERNELEVO_LLM_BASE_URL and KERNELEVO_LLM_MODEL"
+                " (and KERNELEVO_LLM_API_KEY if it wants one), or use --proposer offline"
+            )
+        factory = _load("kernelevo.search.llm:LLMProposer", "the llm proposer")
+        factory = getattr(factory, "from_settings", factory)
+    elif ":" in name:
+        factory = _load(name, f"proposer {name!r}")
+    else:
+        raise ProposerError(f"unknown proposer {name!r}: use offline, llm or MODULE:FACTORY")
+    proposer = factory()
+    if not callable(getattr(proposer, "propose", None)):
+        raise ProposerError(f"proposer {name!r} has no propose(request) method")
+    return proposer

@@ -1,0 +1,76 @@
+"""``kernelevo optimize`` end to end on CPU with the real evaluator, and its argument errors."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kernelevo.cli import app
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+
+
+def optimize(*args, cwd):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)])}
+    return subprocess.run([sys.executable, "-m", "kernelevo.cli", "optimize", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_optimize_on_cpu_with_the_real_evaluator_then_resume_and_write_the_kernel(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)  # a repository root for discovery and the kernel store
+    shutil.copy(HERE / "data" / "scale_add.py", repo / "scale_add.py")
+    runs = tmp_path / "runs"
+    common = ["--proposer", "search_doubles:KnownGoodProposer", "--device", "cpu", "--runs-dir", str(runs),
+              "--generation-size", "2", "--seed", "7"]  # seed 7: g0-1 has the wrong math
+
+    first = optimize("scale_add.py", "--budget-candidates", "3", "--json-lines", *common, cwd=repo)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr
+    events = [json.loads(line) for line in first.stdout.splitlines()]
+    assert [e["event"] for e in events if e["event"] != "candidate"][-2:] == ["done", "result"]
+    result = events[-1]
+    assert result["stop_reason"] == "budget_candidates" and result["candidates_evaluated"] == 3
+    assert result["best"]["verdict"]["verdict"] == "accepted" and not result["timed"]
+    assert "timings need a GPU" in result["note"] or "Speedups need a GPU" in result["note"]
+    run_dir = Path(result["run_dir"])
+    archive = [json.loads(line) for line in (run_dir / "archive.jsonl").read_text().splitlines()]
+    reasons = {r["id"]: r["verdict"]["reason"] for r in archive}
+    assert "incorrect" in reasons.values() and "ok" in reasons.values()  # the wrong-math kernel was caught
+    assert (run_dir / "best" / "kernel.py").read_text() == result["best"]["source"]
+
+    second = optimize("--resume", str(run_dir), "--budget-candidates", "5", "--quiet", "--write-kernel",
+                      *common[:2], cwd=repo)
+    assert second.returncode == 0, second.stderr
+    assert "stopped (budget_candidates) after 5 candidates" in second.stdout
+    archive = [json.loads(line) for line in (run_dir / "archive.jsonl").read_text().splitlines()]
+    assert len(archive) == len({r["id"] for r in archive})  # resumed: nothing judged twice
+    assert sum(r["kind"] == "evaluated" for r in archive) == 5
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert [s["reason"] for s in summary["stop_reasons"]] == ["budget_candidates", "budget_candidates"]
+    kernel_dir = repo / "kernels" / "scale_add"
+    assert (kernel_dir / "kernel.py").read_text() == summary["best"]["source"]
+    manifest = json.loads((kernel_dir / "manifest.json").read_text())
+    assert manifest["op_id"] == "scale_add.py::Model" and manifest["envelope"]["device_type"] == "cpu"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["nowhere.py", "--proposer", "search_doubles:KnownGoodProposer"], "no such file"),
+    (["--proposer", "search_doubles:KnownGoodProposer"], "give PATH"),
+    ([str(HERE / "data" / "scale_add.py"), "--backend", "rocm"], "--backend must be"),
+    ([str(HERE / "data" / "scale_add.py"), "--proposer", "nope"], "unknown proposer"),
+    ([str(HERE / "data" / "scale_add.py"), "--proposer", "search_doubles:Missing"], "has no 'Missing'"),
+    ([str(HERE / "data" / "scale_add.py"), "--proposer", "search_doubles:KnownGoodProposer", "--op", "other"],
+     "no op named 'other'"),
+    ([str(HERE / "data"), "--resume", "x"], "not both"),
+])
+def test_bad_arguments_exit_2_with_a_message(args, message):
+    result = CliRunner().invoke(app, ["optimize", *args])
+    assert result.exit_code == 2
+    assert message in result.output
