@@ -102,7 +102,7 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
     bad = abs_err > bound
     max_abs = float(abs_err.max())
     max_rel = float((abs_err / r.abs().clamp_min(1e-12)).max())
-    rel_l2 = relative_l2(out, ref) if out.dtype.is_floating_point else 0.0
+    rel_l2 = relative_l2(o, r) if out.dtype.is_floating_point else 0.0
     result = Comparison(True, max_abs, max_rel, rel_l2, int(bad.sum()))
     if result.mismatched:
         idx = int(torch.argmax(abs_err - bound).item())

@@ -1,0 +1,49 @@
+"""The sandbox: candidate processes never see secrets, and a dying process becomes a verdict."""
+
+from pathlib import Path
+
+from evaluator import EvalOptions, evaluate
+from evaluator.sandbox import candidate_environment, process_group_rss_mb
+
+TASKS = Path(__file__).resolve().parent.parent / "tasks"
+
+
+def test_environment_is_an_allowlist_without_secrets(tmp_path):
+    parent = {"PATH": "/usr/bin", "GITHUB_TOKEN": "ghs_x", "OPENAI_API_KEY": "sk-x", "KERNELEVO_LLM_API_KEY": "k",
+              "AWS_SECRET_ACCESS_KEY": "a", "LD_LIBRARY_PATH": "/lib", "HOME": "/root", "MY_APP_SETTING": "1"}
+    env = candidate_environment("cpu", tmp_path, tmp_path / "cache", parent_env=parent)
+    assert env["PATH"] == "/usr/bin" and env["LD_LIBRARY_PATH"] == "/lib"
+    assert not any(v in env.values() for v in ("ghs_x", "sk-x", "k", "a"))
+    assert "MY_APP_SETTING" not in env
+    assert env["HOME"].startswith(str(tmp_path)) and env["TRITON_INTERPRET"] == "1"
+
+
+def test_gpu_environment_does_not_force_interpreter(tmp_path):
+    env = candidate_environment("cuda", tmp_path, tmp_path, parent_env={"CUDA_VISIBLE_DEVICES": "3"})
+    assert "TRITON_INTERPRET" not in env and env["CUDA_VISIBLE_DEVICES"] == "3"
+
+
+def test_rss_of_unknown_group_is_zero():
+    assert process_group_rss_mb(2**30) == 0.0
+
+
+LEAKY = '''
+import os
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        raise RuntimeError("token=" + str(os.environ.get("GITHUB_TOKEN")) + " key=" + str(os.environ.get("OPENAI_API_KEY")))
+'''
+
+
+def test_secrets_never_reach_a_candidate_even_without_static_checks(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_supersecret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-supersecret")
+    candidate = tmp_path / "leaky.py"
+    candidate.write_text(LEAKY)
+    verdict = evaluate(TASKS / "softmax.py", candidate, "cpu", EvalOptions(static_checks=False, seeds=1))
+    assert verdict.reason == "crashed"
+    assert "token=None key=None" in verdict.detail
+    assert "supersecret" not in verdict.to_json()
