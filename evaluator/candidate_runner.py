@@ -54,7 +54,7 @@ class CandidateRunner:
         self.expected = {int(c["case"]): c["outputs"] for c in req.get("expected", [])}
 
         self.launches = guards.LaunchCounter()
-        self.launches.install()
+        self.launches.install(Path(req["extension_root"]) if req.get("extension_root") else None)
         self.audit = guards.AuditGuard(Path(req["candidate"]), ALLOWED_IMPORT_ROOTS)
         if req.get("runtime_guards", True):
             self.audit.install()
@@ -96,6 +96,22 @@ class CandidateRunner:
         self.model = model.to(self.device)
         self._check_guards("construction")
         return {"ok": True}
+
+    def compile(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Import the candidate under guard only, so that its builds (load_inline, NVRTC) land in the
+        shared cache; the process is discarded afterwards (parallel pre-compilation)."""
+        self.launches = guards.LaunchCounter()
+        self.launches.install(Path(req["extension_root"]))
+        self.audit = guards.AuditGuard(Path(req["candidate"]), ALLOWED_IMPORT_ROOTS)
+        self.audit.install()
+        self.audit.active = True
+        try:
+            taskspec.import_file(Path(req["candidate"]), "candidate")
+        except Exception as exc:
+            return {"ok": True, "compiled": False, "message": f"{type(exc).__name__}: {_first_line(exc)}"}
+        finally:
+            self.audit.active = False
+        return {"ok": True, "compiled": True}
 
     # -- correctness calls ------------------------------------------------------------------------
     def check(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -195,7 +211,8 @@ class CandidateRunner:
         if expected is None:
             return
         if len(outs) != len(expected):
-            raise Rejection("incorrect", f"{where}: forward returned {len(outs)} outputs, the reference {len(expected)}")
+            raise Rejection("incorrect",
+                            f"{where}: forward returned {len(outs)} outputs, the reference {len(expected)}")
         for k, (out, want) in enumerate(zip(outs, expected)):
             if list(out.shape) != want["shape"] or str(out.dtype) != want["dtype"]:
                 raise Rejection("incorrect", f"{where}: output {k} is {str(out.dtype)} {list(out.shape)}, expected "

@@ -83,10 +83,14 @@ class LaunchCounter:
         self.count = 0
         self._installed = False
 
-    def install(self) -> None:
+    def install(self, extension_root: Path | None = None) -> None:
         if self._installed:
             return
         self._installed = True
+        if extension_root is not None:
+            from evaluator import inline_ext
+
+            inline_ext.install(self, extension_root)
         for cls in _triton_function_classes():
             self._wrap_method(cls, "run")
         try:

@@ -62,6 +62,7 @@ def candidate_environment(device: str, workdir: Path, cache_dir: Path, parent_en
         TRITON_CACHE_DIR=str(cache_dir / "triton"),
         TORCH_EXTENSIONS_DIR=str(cache_dir / "torch_extensions"),
         KERNELEVO_CACHE_DIR=str(cache_dir),
+        MAX_JOBS=env.get("MAX_JOBS", "4"),  # bounded ninja parallelism for load_inline builds
     )
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
@@ -234,7 +235,7 @@ def spawn_worker(role: str, device: str, workdir: Path, cache_dir: Path, memory_
         "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); "
         "from evaluator.worker import main; main(sys.argv[2:])"
     )
-    search_path = [str(PROJECT_ROOT)] + [p for p in sys.path if p and Path(p).is_dir() and p not in (str(PROJECT_ROOT),)]
+    search_path = [str(PROJECT_ROOT)] + [p for p in sys.path if p and Path(p).is_dir() and p != str(PROJECT_ROOT)]
     args = [sys.executable, "-I", "-c", bootstrap, json.dumps(search_path), role, device, str(write_fd),
             str(memory_mb), nonce]
     env = candidate_environment(device, workdir, cache_dir)

@@ -132,6 +132,32 @@ class EvaluationSession:
         verdict.overhead["total_s"] = round(time.perf_counter() - started, 3)
         return verdict
 
+    def precompile(self, sources: dict[str, str], parallel: int = 4) -> dict[str, bool]:
+        """Build many candidates at once (load_inline takes 30-60 s per new source), each in its own
+        sandboxed process, so that their evaluations later find the builds in the cache."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def build(item: tuple[str, str]) -> tuple[str, bool]:
+            name, source = item
+            folder = self.workdir / "precompile" / name
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "candidate.py").write_text(source)
+            worker = sandbox.spawn_worker("candidate", self.device, self.workdir / "procs", self.cache_dir,
+                                          self.options.memory_mb)
+            try:
+                worker.wait_ready(self.options.timeout_s)
+                reply = worker.request({"op": "compile", "candidate": str(folder / "candidate.py"),
+                                        "extension_root": str(self.cache_dir / "torch_extensions")},
+                                       self.options.timeout_s)
+                return name, bool(reply.get("compiled"))
+            except (sandbox.WorkerDied, sandbox.WorkerTimeout, sandbox.WorkerMemoryExceeded):
+                return name, False
+            finally:
+                worker.kill()
+
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            return dict(pool.map(build, sources.items()))
+
     def close(self) -> None:
         """Stop the processes and remove the session's scratch files."""
         self.pool.close()

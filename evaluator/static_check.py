@@ -100,34 +100,47 @@ def _entry_roots(tree: ast.Module, model: ModuleModel, entry: str, out: _Collect
     return [], None
 
 
-def _check_cuda_sources(tree: ast.Module, model: ModuleModel, out: _Collector) -> None:
-    """Run ``cuda-source`` checks on every CUDA/C++ source string the candidate compiles or defines."""
-    sources: list[tuple[ast.AST, ast.AST]] = []  # (call or constant, source expression)
+_LOAD_INLINE_SOURCES = ((1, "cpp_sources"), (2, "cuda_sources"), (-1, "extra_cflags"), (-1, "extra_cuda_cflags"))
+_LOAD_INLINE_REFUSED = ("extra_ldflags", "extra_include_paths")
+
+
+def _source_expressions(tree: ast.Module, model: ModuleModel, out: _Collector) -> list[tuple[ast.AST, ast.AST]]:
+    """(site, expression) for every CUDA/C++ source or compiler flag the candidate hands to a compiler."""
+    sources: list[tuple[ast.AST, ast.AST]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             called = _resolve(node.func, model.aliases)
+            kws = {kw.arg: kw.value for kw in node.keywords}
             if called == CUDA_COMPILE:
-                exprs = [kw.value for kw in node.keywords if kw.arg in ("source", "src", "code")]
-                sources.extend((node, e) for e in (exprs or node.args[:1]))
+                exprs = [kws[k] for k in ("source", "src", "code", "options") if k in kws]
+                sources.extend((node, e) for e in [*exprs, *node.args[:1]])
             elif called == LOAD_INLINE:
-                kws = {kw.arg: kw.value for kw in node.keywords}
-                for i, name in ((1, "cpp_sources"), (2, "cuda_sources")):
-                    expr = kws.get(name, node.args[i] if len(node.args) > i else None)
+                for i, name in _LOAD_INLINE_SOURCES:
+                    expr = kws.get(name, node.args[i] if 0 <= i < len(node.args) else None)
                     if expr is not None:
                         sources.append((node, expr))
+                for name in _LOAD_INLINE_REFUSED:
+                    if name in kws:
+                        out.report("cuda-source", node, f"load_inline({name}=...) brings in outside libraries "
+                                   "or headers; remove it and keep all code in cpp_sources/cuda_sources")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "__global__" in node.value:
             sources.append((node, node))
+    return sources
+
+
+def _check_cuda_sources(tree: ast.Module, model: ModuleModel, allow: frozenset[str], out: _Collector) -> None:
+    """Run ``cuda-source`` checks on every CUDA/C++ source string the candidate compiles or defines."""
     scanned: set[int] = set()
-    for site, expr in sources:
+    for site, expr in _source_expressions(tree, model, out):
         for piece in source_pieces(expr, model.constants):
             if piece is None:
-                out.report("cuda-source", site, "CUDA/C++ source is built at run time, so it cannot be "
-                           "checked; pass a string constant (a literal or a module-level name)")
+                out.report("cuda-source", site, "CUDA/C++ source or compiler flags are built at run time, so "
+                           "they cannot be checked; pass string constants (literals or module-level names)")
                 continue
             if id(piece) in scanned:
                 continue
             scanned.add(id(piece))
-            for finding in scan_source(piece.value):
+            for finding in scan_source(piece.value, allow):
                 line = piece.lineno + finding.line
                 col = piece.col_offset if finding.line == 0 else finding.col
                 out.add("cuda-source", line, col, finding.message)
@@ -155,7 +168,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
                 "but nothing reachable from the forward path launches one; call `kernel[grid](...)`, "
                 "`kernel[grid, block](...)` or `ext.fn(...)` from forward or a function it calls")
     RuleVisitor(model, set(path), entry, allow, out.report).visit(tree)
-    _check_cuda_sources(tree, model, out)
+    _check_cuda_sources(tree, model, allow, out)
     first = launched[0] if launched else kernels[0] if kernels else None
     backend = model.kernel_backend.get(first, "unknown") if first else "unknown"
     return StaticReport(None, out.sorted(), backend, kernels, launched)

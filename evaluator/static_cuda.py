@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from evaluator.static_rules import cxx_op_computes, method_computes
+
 # Identifier -> why it is refused. A trailing "*" matches every identifier with that prefix.
 BANNED_IDENTIFIERS: dict[str, str] = {
     "cudaStreamCreate*": "creates a side stream (work there escapes the timer)",
@@ -32,17 +34,39 @@ BANNED_IDENTIFIERS: dict[str, str] = {
     "cudaDeviceSynchronize": "synchronises the whole device",
     "cudaGraph*": "builds CUDA graphs",
     "cuGraph*": "builds CUDA graphs",
+    "getStreamFromExternal": "wraps a stream PyTorch does not own",
+    "getDefaultCUDAStream": "launches on the default stream instead of PyTorch's current one",
+    "cudaStreamPerThread": "launches on a per-thread stream instead of PyTorch's current one",
+    "cudaStreamLegacy": "launches on the legacy stream instead of PyTorch's current one",
     "pthread_create": "starts a host thread",
     "fork": "starts a process",
     "popen": "starts a process",
+    "system": "runs a shell command",
+    "execv*": "replaces the process",
+    "execl*": "replaces the process",
     "fopen": "does file I/O",
     "dlopen": "loads native code",
+    "dlsym": "looks up native functions by name",
+    "cudaGetDriverEntryPoint*": "looks up driver functions by name",
+    "cuGetProcAddress*": "looks up driver functions by name",
 }
+# Math libraries: calling them is "the library does the math" unless the op spec allows it.
+LIBRARY_PREFIXES = ("cublas", "cudnn", "cufft", "cusparse", "cusolver")
 
 # Fourth ``<<<>>>`` parameters that mean "not PyTorch's current stream".
 _DEFAULT_STREAMS = {"", "0", "0u", "0U", "nullptr", "NULL", "cudaStreamLegacy", "cudaStreamPerThread"}
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_QUALIFIED = re.compile(r"\b(?:torch|at|c10)(?:\s*::\s*\w+)+")
+_METHOD_CALL = re.compile(r"\.\s*(\w+)\s*(?:<[^<>();]*>)?\s*\(")
+_HIDING = [
+    (re.compile(r"\busing\s+namespace\s+(?:torch|at)\b|\bnamespace\s+\w+\s*=\s*(?:torch|at)\b"),
+     "hides which PyTorch functions are called; write qualified names such as torch::empty_like"),
+    (re.compile(r"##"), "(token pasting) hides identifiers from the checker; write names out in full"),
+    (re.compile(r"\bstd\s*::\s*(?:thread|jthread|async)\b"),
+     "starts host threads that can work after the timer stops; remove it"),
+]  # fmt: skip
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"', re.M)
 _CLEAN = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
@@ -101,8 +125,34 @@ def _launch_params(text: str, start: int) -> tuple[list[str], int] | None:
     return params, end
 
 
-def scan_source(source: str) -> list[SourceFinding]:
-    """Problems in one CUDA C/C++ source string (banned identifiers, launches without a stream)."""
+def _torch_findings(text: str, allow: frozenset[str]) -> Iterator[tuple[int, str]]:
+    """(offset, message) for PyTorch compute and math-library calls made from C++."""
+    for match in _QUALIFIED.finditer(text):
+        names = [p.strip() for p in match.group(0).split("::")[1:]]
+        bad = [n for n in names if cxx_op_computes(n, allow)]
+        if bad:
+            yield match.start(), (f"C++ calls PyTorch op `{match.group(0)}`; do the math in your own kernel "
+                                  "(PyTorch may only allocate, view and cast)")
+    for match in _METHOD_CALL.finditer(text):
+        if method_computes(match.group(1), allow):
+            yield match.start(), (f"C++ calls tensor method `.{match.group(1)}()`; do the math in your own "
+                                  "kernel (PyTorch may only allocate, view and cast)")
+    for match in _IDENT.finditer(text):
+        ident = match.group(0)
+        lib = next((p for p in LIBRARY_PREFIXES if ident.lower().startswith(p)), None)
+        if lib is not None and lib not in allow:
+            yield match.start(), (f"C++ calls `{ident}` from {lib}, so the library does the math; write the "
+                                  "kernel yourself (or have the op spec allow the library)")
+    for pattern, why in _HIDING:
+        for match in pattern.finditer(text):
+            yield match.start(), f"C++ `{match.group(0)}` {why}"
+
+
+def scan_source(source: str, allow: frozenset[str] = frozenset()) -> list[SourceFinding]:
+    """Problems in one CUDA C/C++ source string (banned identifiers, launches without a stream).
+
+    ``allow`` holds op names the op spec allows (``matmul``, or a library prefix such as ``cublas``).
+    """
     text = strip_comments_and_literals(source)
     findings = []
     for match in _IDENT.finditer(text):
@@ -115,6 +165,11 @@ def scan_source(source: str) -> list[SourceFinding]:
                     "PyTorch own streams, memory and device state"
                 )
             )
+    for offset, message in _torch_findings(text, allow):
+        findings.append(SourceFinding(*_position(text, offset), message))
+    for match in _QUOTED_INCLUDE.finditer(source):
+        findings.append(SourceFinding(*_position(source, match.start()), "`#include \"...\"` reads a file by "
+                                      "path; include only <system> headers and keep the code in the source"))
     pos = text.find("<<<")
     while pos >= 0:
         parsed = _launch_params(text, pos + 3)

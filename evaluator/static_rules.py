@@ -97,6 +97,7 @@ _NAME_RULES: dict[str, tuple[str, str]] = {
     "triton.backends": ("private-api", "reaches Triton's backend internals"),
     "triton.knobs": ("private-api", "changes Triton's global configuration"),
 }
+_NAME_RULES_LEAVES: frozenset[str] = frozenset()  # filled below: stream/state names are not compute
 _STATE = "changes streams, graphs or process-wide device state the harness relies on"
 for _name in (
     "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.streams", "torch.cuda.ExternalStream",
@@ -112,6 +113,8 @@ for _name in (
     "torch.set_num_threads", "torch.set_num_interop_threads", "torch.set_flush_denormal",
 ):  # fmt: skip
     _NAME_RULES[_name] = ("stream-or-state", _STATE)
+
+_NAME_RULES_LEAVES = frozenset(n.rsplit(".", 1)[1] for n, (r, _) in _NAME_RULES.items() if r == "stream-or-state")
 
 # Tensor methods (and torch.* functions of the same names) that allocate, view, cast or describe.
 ALLOWED_TENSOR_METHODS = frozenset(
@@ -132,7 +135,7 @@ ALLOWED_TORCH_FUNCTIONS = frozenset(
         "full_like", "finfo", "iinfo", "device", "dtype", "is_tensor", "is_floating_point", "is_complex",
         "is_grad_enabled", "is_inference_mode_enabled", "get_default_dtype", "no_grad", "enable_grad",
         "inference_mode", "set_grad_enabled", "result_type", "promote_types", "can_cast",
-        "broadcast_shapes",
+        "broadcast_shapes", "broadcast_tensors",
     }
 )  # fmt: skip
 _EXTRA_COMPUTE_METHODS = frozenset({"repeat", "apply_", "map_", "map2_", "sum_to_size", "backward"})
@@ -142,9 +145,13 @@ _TORCH_NON_COMPUTE = ("cuda", "backends", "version", "types", "Tensor", "nn.Para
 
 
 @functools.lru_cache(maxsize=1)
-def _torch_tables() -> tuple[frozenset[str], frozenset[str]]:
-    """(compute method names, non-callable torch names: dtypes, layouts, submodules), from torch itself."""
+def _torch_tables() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(compute method names, non-callable torch names such as dtypes and submodules, op function names).
+
+    Read from the installed torch itself, so new ops are covered without edits here.
+    """
     import torch  # local: importing the checker must not import torch
+    import torch.nn.functional as F
 
     data_types = (torch.dtype, torch.layout, torch.memory_format)
     namespace = vars(torch)
@@ -156,7 +163,14 @@ def _torch_tables() -> tuple[frozenset[str], frozenset[str]]:
         if name.startswith("_") or value is None or name in modules or isinstance(value, (type, *data_types)):
             continue
         compute.add(name)
-    return frozenset(compute | _EXTRA_COMPUTE_METHODS), data | modules
+    functions = {
+        n
+        for space in (namespace, vars(F))
+        for n, v in space.items()
+        if callable(v) and not isinstance(v, type) and n[:1].islower() and n not in modules
+    }
+    functions = (functions | compute) - ALLOWED_TORCH_FUNCTIONS - ALLOWED_TENSOR_METHODS - _NAME_RULES_LEAVES
+    return frozenset(compute | _EXTRA_COMPUTE_METHODS), data | modules, frozenset(functions)
 
 
 def normalise_allow(allow: Iterable[str]) -> frozenset[str]:
@@ -177,7 +191,7 @@ def method_computes(name: str, allow: frozenset[str]) -> bool:
     """True when ``tensor.name(...)`` runs a PyTorch compute op (``sum``, ``exp_``), not a view or cast."""
     if name in allow or name in ALLOWED_TENSOR_METHODS or name.startswith("is_"):
         return False
-    compute, _ = _torch_tables()
+    compute, _, _ = _torch_tables()
     base = name[:-1] if name.endswith("_") else name
     return (name in compute or base in compute) and base not in allow
 
@@ -200,13 +214,21 @@ def torch_computes(dotted: str, *, called: bool, allow: frozenset[str]) -> bool:
     if any(rest == p or rest.startswith(p + ".") for p in _TORCH_NON_COMPUTE):
         return parts[1] == "Tensor" and len(parts) == 3 and method_computes(last, allow)
     if len(parts) == 2:
-        _, data = _torch_tables()
+        _, data, _ = _torch_tables()
         if last in ALLOWED_TORCH_FUNCTIONS or last in ALLOWED_TENSOR_METHODS or last in data:
             return False
         return last[:1].islower()
     if last[:1].isupper():
         return called  # building a torch.nn module (or any torch class) inside forward
     return True
+
+
+def cxx_op_computes(name: str, allow: frozenset[str]) -> bool:
+    """True when ``torch::name`` / ``at::name`` in C++ is a PyTorch compute op (softmax, mm, cat...)."""
+    if name in allow or name.startswith("is_"):
+        return False
+    _, _, functions = _torch_tables()
+    return name in functions or name.startswith("_")
 
 
 def classify_name(dotted: str) -> tuple[str, str] | None:

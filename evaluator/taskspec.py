@@ -110,7 +110,8 @@ def load_task(path: str | Path) -> LoadedTask:
     except SyntaxError as exc:
         raise TaskError(f"{path}:{exc.lineno}: syntax error in the task file: {exc.msg}") from exc
     except Exception as exc:
-        raise TaskError(f"{path}: the task file raised {type(exc).__name__} on import: {exc}{_where(exc, path)}") from exc
+        raise TaskError(
+            f"{path}: the task file raised {type(exc).__name__} on import: {exc}{_where(exc, path)}") from exc
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
     if missing:
         raise TaskError(
