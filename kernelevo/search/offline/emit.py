@@ -1,0 +1,273 @@
+"""Turn IR lane values into Triton expressions, one variable per value.
+
+Every kernel the offline proposer writes works on a 2-D tile: ``rows`` is a ``[BLOCK_ROWS, 1]``
+column of row indices (a row is one position in the leading dimensions) and ``cols`` a
+``[1, BLOCK_COLS]`` (or row-dependent) set of positions along the last dimension. A value is
+emitted *at* a column expression, so concatenation, slicing and gathers along the last dimension
+are just different column expressions. Arithmetic is done in fp32; explicit casts to fp16/bf16 in
+the reference round only at the final store (the verifier compares with an fp32/fp64 reference).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelevo.search.offline.lower import Unsupported, Value
+
+TL_DTYPES = {
+    "torch.float16": "tl.float16", "torch.bfloat16": "tl.bfloat16", "torch.float32": "tl.float32",
+    "torch.int8": "tl.int8", "torch.uint8": "tl.uint8", "torch.int16": "tl.int16",
+    "torch.int32": "tl.int32", "torch.int64": "tl.int64", "torch.bool": "tl.int1",
+}
+
+ROUND_HALF_EVEN = '''
+@triton.jit
+def round_half_even(x):
+    """Round to the nearest integer, ties to even (torch.round), without libdevice."""
+    floor_x = tl.floor(x)
+    frac = x - floor_x
+    floor_is_odd = floor_x - 2.0 * tl.floor(floor_x * 0.5)
+    tie = tl.where(floor_is_odd > 0.5, floor_x + 1.0, floor_x)
+    return tl.where(frac > 0.5, floor_x + 1.0, tl.where(frac < 0.5, floor_x, tie))
+'''
+
+
+def kind_of(dtype) -> str:
+    """'f' for floating dtypes, 'b' for bool, 'i' for integers."""
+    if dtype is None:
+        return "f"
+    if dtype.is_floating_point:
+        return "f"
+    return "b" if str(dtype) == "torch.bool" else "i"
+
+
+@dataclass(frozen=True)
+class Col:
+    """A column expression: ``var`` is its Triton name; ``kind`` is base|shifted|row|none."""
+
+    var: str
+    kind: str
+    mask: str = "mask"
+
+
+NO_COL = Col("", "none")
+
+
+class Emitter:
+    """Emits lane values into lists of source lines, memoised per (value, column, context)."""
+
+    def __init__(self, rank: int, lead: list[str], helpers: set[str]):
+        self.rank = rank  # domain rank R: leading dims are rank-1, the last is the column
+        self.lead = lead
+        self.scalars: dict[str, str] = {}  # host expression -> kernel argument name
+        self.strides: dict[tuple[str, int], list[tuple[int, str]]] = {}  # (input, ctx) -> [(dim, arg)]
+        self.pointers: list[str] = []
+        self.row_lines: list[str] = []
+        self.loop_lines: list[str] = []
+        self.memo_row: dict = {}
+        self.memo_loop: dict = {}
+        self.finished: dict[str, str] = {}  # reduction value name -> variable of its result
+        self.helpers = helpers
+        self.acc_var = ""  # name of the matmul accumulator, when there is one
+        self._n = 0
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        self._n += 1
+        return f"{base}{self._n}"
+
+    def scalar(self, host_expr: str, hint: str) -> str:
+        """A host integer/float passed to the kernel as an argument (deduplicated by expression)."""
+        if host_expr not in self.scalars:
+            name = hint
+            while name in self.scalars.values():
+                name = self.fresh(hint + "_")
+            self.scalars[host_expr] = name
+        return self.scalars[host_expr]
+
+    def pointer(self, name: str) -> str:
+        if name not in self.pointers:
+            self.pointers.append(name)
+        return f"{name}_ptr"
+
+    def start_loop(self) -> None:
+        self.loop_lines = []
+        self.memo_loop = {}
+
+    def _put(self, scope: str, line: str) -> None:
+        (self.row_lines if scope == "row" else self.loop_lines).append(line)
+
+    # -- loads -------------------------------------------------------------------------------
+    def row_pointer(self, inp: Value, ctx: int) -> str:
+        """``<input>_row``: pointer to where each row of the tile starts in ``inp`` (context rank ctx)."""
+        key = (inp.name, ctx)
+        var = f"{inp.name}_row" if ctx == self.rank else f"{inp.name}_at_row"
+        if key in self.strides:
+            return var
+        pad = ctx - inp.rank
+        if pad < 0:
+            raise Unsupported(f"input {inp.name} has more dimensions than the op's domain")
+        shape = ["1"] * pad + list(inp.shape)
+        used: list[tuple[int, str]] = []
+        terms = []
+        n_lead = ctx if ctx < self.rank else ctx - 1
+        for d in range(ctx):
+            if shape[d] == "1":
+                continue
+            suffix = "" if ctx == self.rank else "r"
+            arg = f"{inp.name}_{suffix}stride{d}"
+            used.append((d, arg))
+            if d < n_lead:
+                terms.append(f"i{d} * {arg}")
+        self.strides[key] = used
+        offset = " + ".join(terms) if terms else "0"
+        self.row_lines.append(f"{var} = {self.pointer(inp.name)} + {offset}")
+        return var
+
+    def load(self, inp: Value, col: Col, ctx: int) -> tuple[str, str]:
+        row = self.row_pointer(inp, ctx)
+        kind = kind_of(inp.dtype)
+        if inp.attrs.get("is_bool"):
+            kind = "b"
+        col_dep = ctx == self.rank and (["1"] * (ctx - inp.rank) + list(inp.shape))[-1] != "1"
+        if col_dep and col.kind == "none":
+            raise Unsupported(f"{inp.name} is read per column where the op is per row")
+        if col_dep:
+            stride = dict(self.strides[(inp.name, ctx)])[ctx - 1]
+            addr = f"{row} + {col.var} * {stride}"
+            if col.kind == "base":
+                mask = col.mask
+            else:
+                width = self.scalar(f"{inp.name}.shape[-1]", f"{inp.name}_ncols")
+                mask = f"row_mask & ({col.var} >= 0) & ({col.var} < {width})"
+            scope = "row" if col.kind == "row" else "loop"
+        else:
+            addr, mask, scope = row, "row_mask", "row"
+        expr = f"tl.load({addr}, mask={mask}, other=0)"
+        if kind == "f":
+            expr += ".to(tl.float32)"
+        elif kind == "b":
+            expr = f"({expr} != 0)"
+        return expr, scope, kind
+
+    # -- values ------------------------------------------------------------------------------
+    def emit(self, v, col: Col, ctx: int) -> tuple[str, str, str]:
+        """Return (expression or variable, scope 'row'|'loop', kind 'f'|'i'|'b') of ``v``."""
+        if not isinstance(v, Value):
+            return self.literal(v), "row", "f" if isinstance(v, float) else ("b" if isinstance(v, bool) else "i")
+        key = (v.name, col.var, ctx)
+        for memo in (self.memo_row, self.memo_loop):
+            if key in memo:
+                return memo[key]
+        result = self._emit(v, col, ctx)
+        expr, scope, kind = result
+        if v.kind not in ("const", "hostfloat") and not expr.isidentifier():
+            var = self.fresh(v.name.split("_")[0] + "_")
+            self._put(scope, f"{var} = {expr}")
+            result = (var, scope, kind)
+        (self.memo_row if result[1] == "row" else self.memo_loop)[key] = result
+        return result
+
+    def literal(self, x) -> str:
+        if isinstance(x, bool):
+            return "True" if x else "False"
+        if isinstance(x, float):
+            if x != x:
+                return 'float("nan")'
+            if x in (float("inf"), float("-inf")):
+                return 'float("inf")' if x > 0 else 'float("-inf")'
+            return repr(x)
+        return str(x)
+
+    def _emit(self, v: Value, col: Col, ctx: int) -> tuple[str, str, str]:
+        if v.kind == "const":
+            return self.literal(v.args[0]), "row", kind_of(v.dtype)
+        if v.kind == "hostfloat":
+            return self.scalar(v.attrs["expr"], v.name), "row", "f"
+        if v.kind == "input":
+            return self.load(v, col, ctx)
+        if v.kind in ("reduce", "global"):
+            if v.name not in self.finished:
+                raise Unsupported(f"{v.name} is used before its reduction is complete")
+            self._check_row_value(v, ctx)
+            return self.finished[v.name], "row", "f"
+        if v.kind == "matmul":
+            if col.kind != "base" or not self.acc_var:
+                raise Unsupported("the matmul result may only feed a pointwise epilogue")
+            return self.acc_var, "loop", "f"
+        if v.kind == "cast":
+            return self.cast(v, col, ctx)
+        if v.kind == "pw":
+            from kernelevo.search.offline.ops import pointwise
+
+            ops = [self.emit(a, col, ctx) for a in v.args]
+            scope = "loop" if any(o[1] == "loop" for o in ops) else "row"
+            expr, kind = pointwise(v, ops, self.helpers)
+            return expr, scope, kind
+        if v.kind == "reshape":
+            src = v.args[0]
+            if src.rank == v.rank:
+                return self.emit(src, col, ctx)
+            if v.rank == src.rank + 1 and v.shape[-1] == "1":
+                return self.emit(src, NO_COL, ctx - 1)
+            if v.rank == src.rank - 1 and src.shape[-1] == "1":
+                return self.emit(src, NO_COL, ctx + 1)
+            if v.rank == 0:
+                return self.emit(src, col, ctx)
+            raise Unsupported(f"reshape of a computed tensor from rank {src.rank} to {v.rank}")
+        if v.kind == "shift":
+            if col.kind == "none":
+                raise Unsupported("a slice used per row")
+            start = self.scalar(v.attrs["start"], f"{v.name}_start")
+            shifted = self.new_col(f"{col.var} + {start}", col)
+            return self.emit(v.args[0], shifted, ctx)
+        if v.kind == "cat":
+            if col.kind == "none":
+                raise Unsupported("a concatenation used per row")
+            parts, offset, host_offset, branches = v.args, "0", "", []
+            for i, part in enumerate(parts):
+                pcol = col if i == 0 else self.new_col(f"{col.var} - {offset}", col)
+                branches.append((offset, self.emit(part, pcol, ctx)))
+                width = v.attrs["widths"][i]
+                host_offset = f"({width})" if not host_offset else f"{host_offset} + ({width})"
+                offset = self.scalar(host_offset, f"{v.name}_offset{i + 1}")
+            expr = branches[-1][1][0]
+            for i in range(len(parts) - 2, -1, -1):
+                bound = branches[i + 1][0]
+                expr = f"tl.where({col.var} < {bound}, {branches[i][1][0]}, {expr})"
+            scope = "loop" if col.kind != "row" else "row"
+            return expr, scope, "f" if kind_of(v.dtype) == "f" else kind_of(v.dtype)
+        if v.kind == "pick":
+            src, index = v.args
+            idx, _, _ = self.emit(index, NO_COL if index.rank == self.rank else col, ctx)
+            self._check_row_value(v, ctx)
+            return self.emit(src, Col(idx, "row"), self.rank)[0], "row", kind_of(v.dtype)
+        raise Unsupported(f"value kind {v.kind}")
+
+    def _check_row_value(self, v: Value, ctx: int) -> None:
+        per_row = (v.rank == self.rank and (v.shape[-1:] == ("1",))) or v.rank == self.rank - 1 or v.rank == 0
+        if not per_row:
+            raise Unsupported(f"{v.name} is a per-row value used as a per-column one")
+        if v.rank == self.rank - 1 and ctx == self.rank and v.kind != "global":
+            raise Unsupported(f"{v.name} (reduced without keepdim) broadcast along the last dimension")
+
+    def new_col(self, expr: str, base: Col) -> Col:
+        var = self.fresh("cols_")
+        self._put("row" if base.kind == "row" else "loop", f"{var} = {expr}")
+        return Col(var, "row" if base.kind == "row" else "shifted", base.mask)
+
+    def cast(self, v: Value, col: Col, ctx: int) -> tuple[str, str, str]:
+        expr, scope, kind = self.emit(v.args[0], col, ctx)
+        target = kind_of(v.dtype)
+        tl_type = TL_DTYPES.get(str(v.dtype))
+        if tl_type is None:
+            raise Unsupported(f"cast to {v.dtype}")
+        if target == "f":
+            if kind != "f":
+                expr = f"{expr}.to(tl.float32)"
+            # Casts to fp16/bf16 are not rounded here: the math stays in fp32 up to the final store,
+            # which is what the verifier's fp32/fp64 reference measures against.
+            return expr, scope, "f"
+        if target == "b":
+            return f"({expr} != 0)", scope, "b"
+        return f"{expr}.to({tl_type})", scope, "i"

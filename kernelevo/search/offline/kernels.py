@@ -1,0 +1,329 @@
+"""Kernel bodies for the offline strategies (MAP-Elites cells).
+
+- ``rowwise-1pass``: one tile of whole rows per program; every reduction along the last dimension
+  is a ``tl.sum``/``tl.max`` over the tile (best when a row fits in registers).
+- ``rowwise-looped``: one row per program, a loop over column blocks per reduction level
+  (softmax: max, then sum of exponentials, then the store), for rows too long for registers.
+- ``pointwise-tile2d``: a 2-D grid of (row block, column block) tiles; no reductions.
+- ``matmul-tiled``: a grouped-ordering tiled ``tl.dot`` loop with the pointwise epilogue applied
+  to the fp32 accumulator before the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernelevo.search.offline.emit import NO_COL, Col, Emitter
+from kernelevo.search.offline.lower import Program, Unsupported, Value
+
+
+@dataclass
+class Analysis:
+    """What the generator needs to know about a lowered program."""
+
+    rank: int
+    lead: list[str]
+    reductions: list[Value]
+    levels: dict[str, int]
+    full_outputs: list[tuple[int, Value]]
+    row_outputs: list[tuple[int, Value]]
+    global_outputs: list[tuple[int, Value]]
+    globals_: list[Value]
+    matmul: Value | None
+    widths: list[str] = field(default_factory=list)
+
+
+def analyse(prog: Program) -> Analysis:
+    """Find the op's domain (leading dims x last dim), its reductions and the kind of each output."""
+    lane = [v for v in prog.values.values() if v.kind not in ("global", "hostfloat", "const")]
+    rank = max((v.rank for v in lane), default=1)
+    levels: dict[str, int] = {}
+
+    def level(v) -> int:
+        if not isinstance(v, Value):
+            return 0
+        if v.name not in levels:
+            base = max((level(a) for a in v.args), default=0)
+            levels[v.name] = base + 1 if v.kind == "reduce" else base
+        return levels[v.name]
+
+    for v in prog.outputs:
+        level(v)
+    reductions = [v for v in prog.values.values() if v.kind == "reduce"]
+    for r in reductions:
+        if r.args[0].rank != rank:
+            raise Unsupported(f"{r.name} reduces a tensor of rank {r.args[0].rank}, the op's rank is {rank}")
+    matmuls = [v for v in prog.values.values() if v.kind == "matmul"]
+    if len(matmuls) > 1:
+        raise Unsupported("more than one matmul")
+    if matmuls and reductions:
+        raise Unsupported("a matmul followed by a reduction")
+    anchor = reductions[0].args[0] if reductions else (matmuls[0] if matmuls else None)
+    if anchor is None:
+        anchor = next((o for o in prog.outputs if o.rank == rank), None)
+    if anchor is None:
+        raise Unsupported("no output has the op's full rank")
+    full, row, glob = [], [], []
+    for i, o in enumerate(prog.outputs):
+        if o.rank == 0:
+            glob.append((i, o))
+        elif (o.rank == rank and o.shape[-1] == "1") or o.rank == rank - 1:
+            row.append((i, o))
+        elif o.rank == rank:
+            full.append((i, o))
+        else:
+            raise Unsupported(f"output {i} has rank {o.rank}; the op's rank is {rank}")
+    globals_ = [v for v in prog.values.values() if v.kind == "global"]
+    widths = []
+    for w in [r.args[0].shape[-1] for r in reductions] + [o.shape[-1] for _, o in full]:
+        if w not in widths:
+            widths.append(w)
+    return Analysis(rank, list(anchor.shape[:-1]), reductions, levels, full, row, glob, globals_,
+                    matmuls[0] if matmuls else None, widths)
+
+
+class KernelWriter:
+    """Writes one kernel's body for a strategy; collects its arguments while doing so."""
+
+    def __init__(self, prog: Program, an: Analysis, strategy: str, helpers: set[str]):
+        self.prog, self.an, self.strategy = prog, an, strategy
+        self.em = Emitter(an.rank, an.lead, helpers)
+        self.body: list[str] = []
+        self.flushed = 0
+        self.partials: list[tuple[str, Value]] = []
+
+    # -- pieces ------------------------------------------------------------------------------
+    def width(self, expr: str) -> str:
+        return self.em.scalar(expr, "n_cols")
+
+    def flush_row_lines(self, indent: str = "    ") -> None:
+        for line in self.em.row_lines[self.flushed:]:
+            self.body.append(indent + line)
+        self.flushed = len(self.em.row_lines)
+
+    def prologue(self, rows_expr: str) -> None:
+        lead = self.an.lead
+        self.body.append(f"    rows = {rows_expr}")
+        self.body.append("    row_mask = rows < n_rows")
+        if lead:
+            self.body.append(f"    # where each row sits in the leading dims [{', '.join(lead)}]")
+        inner = []
+        for d in range(len(lead) - 1, -1, -1):
+            if d == 0:
+                divisor = " * ".join(inner)
+                self.body.append(f"    i0 = rows // ({divisor})" if inner else "    i0 = rows")
+            else:
+                size = self.em.scalar(lead[d], f"dim{d}")
+                prefix = f"(rows // ({' * '.join(inner)}))" if inner else "rows"
+                self.body.append(f"    i{d} = {prefix} % {size}")
+                inner.append(size)
+
+    def reduce_expr(self, r: Value, expr: str, mask: str) -> tuple[str, str]:
+        """(masked value to accumulate, identity) for reduction ``r``."""
+        op = r.attrs["op"]
+        if op in ("sum", "mean"):
+            return f"tl.where({mask}, {expr}, 0.0)", "0.0"
+        if op == "max":
+            return f"tl.where({mask}, {expr}, float(\"-inf\"))", 'float("-inf")'
+        if op == "min":
+            return f"tl.where({mask}, {expr}, float(\"inf\"))", 'float("inf")'
+        raise Unsupported(f"reduction {op}")
+
+    def finish(self, r: Value, total: str, width: str) -> str:
+        if r.attrs["op"] == "mean":
+            return f"{total} / {width}"
+        return total
+
+    def combine(self, r: Value) -> str:
+        return {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[r.attrs["op"]]
+
+    def store_outputs(self, cols: Col, indent: str, outputs: list[tuple[int, Value]]) -> None:
+        for i, o in outputs:
+            expr = self.em.emit(o, cols, self.an.rank)[0]
+            ncols = self.width(o.shape[-1])
+            ptr = self.em.pointer(f"out{i}")
+            self.em.loop_lines.append(
+                f"tl.store({ptr} + rows * {ncols} + {cols.var}, {expr}.to({ptr}.dtype.element_ty), "
+                f"mask={cols.mask})")
+        del indent
+
+    def store_row_values(self) -> None:
+        for i, o in self.an.row_outputs:
+            expr = self.em.emit(o, NO_COL, o.rank)[0]
+            ptr = self.em.pointer(f"out{i}")
+            self.em.row_lines.append(f"tl.store({ptr} + rows, {expr}.to({ptr}.dtype.element_ty), mask=row_mask)")
+        for g in self.an.globals_:
+            src = g.args[0]
+            if not ((src.rank == self.an.rank and src.shape[-1] == "1") or src.rank == self.an.rank - 1):
+                raise Unsupported(f"{g.name} reduces a tensor that is not one value per row")
+            expr = self.em.emit(src, NO_COL, src.rank)[0]
+            name = f"partial{len(self.partials)}"
+            self.partials.append((name, g))
+            ptr = self.em.pointer(name)
+            self.em.row_lines.append(f"tl.store({ptr} + rows, {expr}.to(tl.float32), mask=row_mask)")
+        self.flush_row_lines()
+
+    # -- strategies --------------------------------------------------------------------------
+    def one_pass(self) -> None:
+        self.prologue("tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)[:, None]")
+        self.body.append("    cols = tl.arange(0, BLOCK_COLS)[None, :]")
+        self.em.loop_lines = self.em.row_lines  # one straight-line block: keep emission order
+        masks = {}
+        for w in self.an.widths:
+            masks[w] = f"mask_{len(masks)}" if len(self.an.widths) > 1 else "mask"
+            self.em.row_lines.append(f"{masks[w]} = row_mask & (cols < {self.width(w)})")
+        for r in sorted(self.an.reductions, key=lambda r: self.an.levels[r.name]):
+            w = r.args[0].shape[-1]
+            col = Col("cols", "base", masks[w])
+            expr = self.em.emit(r.args[0], col, self.an.rank)[0]
+            masked, _ = self.reduce_expr(r, expr, masks[w])
+            var = f"{r.name}_row"
+            total = f"{self.combine(r)}({masked}, axis=1, keep_dims=True)"
+            self.em.row_lines.append(f"{var} = {self.finish(r, total, self.width(w))}")
+            self.em.finished[r.name] = var
+        for w in self.an.widths:
+            outs = [(i, o) for i, o in self.an.full_outputs if o.shape[-1] == w]
+            self.store_outputs(Col("cols", "base", masks[w]), "    ", outs)
+        self.store_row_values()
+
+    def looped(self) -> None:
+        self.prologue("tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)[:, None]")
+        by_level: dict[int, list[Value]] = {}
+        for r in self.an.reductions:
+            by_level.setdefault(self.an.levels[r.name], []).append(r)
+        for lvl in sorted(by_level):
+            groups: dict[str, list[Value]] = {}
+            for r in by_level[lvl]:
+                groups.setdefault(r.args[0].shape[-1], []).append(r)
+            for w, reds in groups.items():
+                self.loop(w, reds, [])
+        widths = []
+        for _, o in self.an.full_outputs:
+            if o.shape[-1] not in widths:
+                widths.append(o.shape[-1])
+        for w in widths:
+            self.loop(w, [], [(i, o) for i, o in self.an.full_outputs if o.shape[-1] == w])
+        self.store_row_values()
+
+    def loop(self, w: str, reds: list[Value], outs: list[tuple[int, Value]]) -> None:
+        ncols = self.width(w)
+        self.em.start_loop()
+        col = Col("cols", "base", "mask")
+        accs = []
+        for r in reds:
+            expr = self.em.emit(r.args[0], col, self.an.rank)[0]
+            masked, identity = self.reduce_expr(r, expr, "mask")
+            acc = f"{r.name}_acc"
+            accs.append((r, acc, identity))
+            if r.attrs["op"] in ("max", "min"):
+                fn = "tl.maximum" if r.attrs["op"] == "max" else "tl.minimum"
+                self.em.loop_lines.append(f"{acc} = {fn}({acc}, {masked})")
+            else:
+                self.em.loop_lines.append(f"{acc} += {masked}")
+        self.store_outputs(col, "        ", outs)
+        self.flush_row_lines()
+        for r, acc, identity in accs:
+            self.body.append(f"    {acc} = tl.full([BLOCK_ROWS, BLOCK_COLS], {identity}, dtype=tl.float32)")
+        self.body.append(f"    for col_start in range(0, {ncols}, BLOCK_COLS):")
+        self.body.append("        cols = col_start + tl.arange(0, BLOCK_COLS)[None, :]")
+        self.body.append(f"        mask = row_mask & (cols < {ncols})")
+        self.body.extend("        " + line for line in self.em.loop_lines)
+        for r, acc, _ in accs:
+            var = f"{r.name}_row"
+            total = f"{self.combine(r)}({acc}, axis=1, keep_dims=True)"
+            self.body.append(f"    {var} = {self.finish(r, total, ncols)}")
+            self.em.finished[r.name] = var
+
+    def tile2d(self) -> None:
+        if self.an.reductions or self.an.row_outputs or self.an.globals_:
+            raise Unsupported("pointwise-tile2d needs a graph without reductions")
+        widths = {o.shape[-1] for _, o in self.an.full_outputs}
+        if len(widths) != 1:
+            raise Unsupported("pointwise-tile2d needs outputs of one width")
+        self.prologue("tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)[:, None]")
+        ncols = self.width(widths.pop())
+        self.body.append("    cols = tl.program_id(1) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)[None, :]")
+        self.body.append(f"    mask = row_mask & (cols < {ncols})")
+        self.em.loop_lines = self.em.row_lines
+        self.store_outputs(Col("cols", "base", "mask"), "    ", self.an.full_outputs)
+        self.flush_row_lines()
+
+    def matmul(self) -> None:
+        mm = self.an.matmul
+        if mm is None or self.an.rank != 2 or self.an.row_outputs or self.an.globals_:
+            raise Unsupported("matmul-tiled needs one 2-D matmul with a pointwise epilogue")
+        a, b = mm.args
+        em = self.em
+        m, n, k = em.scalar(a.shape[0], "M"), em.scalar(b.shape[1], "N"), em.scalar(a.shape[1], "K")
+        em.scalar(f"{a.name}.stride(0)", "stride_am")
+        em.scalar(f"{a.name}.stride(1)", "stride_ak")
+        em.scalar(f"{b.name}.stride(0)", "stride_bk")
+        em.scalar(f"{b.name}.stride(1)", "stride_bn")
+        a_ptr, b_ptr = em.pointer(a.name), em.pointer(b.name)
+        self.body += [
+            "    # grouped ordering: GROUP_M row-blocks share the same column blocks of B in L2",
+            "    pid = tl.program_id(0)",
+            f"    num_pid_m = tl.cdiv({m}, BLOCK_M)",
+            f"    num_pid_n = tl.cdiv({n}, BLOCK_N)",
+            "    num_pid_in_group = GROUP_M * num_pid_n",
+            "    first_pid_m = (pid // num_pid_in_group) * GROUP_M",
+            "    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)",
+            "    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)",
+            "    pid_n = (pid % num_pid_in_group) // group_size_m",
+            "    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]",
+            "    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]",
+            "    ks = tl.arange(0, BLOCK_K)",
+            f"    row_mask = rows < {m}",
+            f"    mask = row_mask & (cols < {n})",
+            f"    a_tile = {a_ptr} + rows * stride_am + ks[None, :] * stride_ak",
+            f"    b_tile = {b_ptr} + ks[:, None] * stride_bk + cols * stride_bn",
+            "    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)",
+            f"    for k_start in range(0, {k}, BLOCK_K):",
+            f"        a = tl.load(a_tile, mask=row_mask & (ks[None, :] + k_start < {k}), other=0.0)",
+            f"        b = tl.load(b_tile, mask=(ks[:, None] + k_start < {k}) & (cols < {n}), other=0.0)",
+            "        acc = tl.dot(a, b, acc)",
+            "        a_tile += BLOCK_K * stride_ak",
+            "        b_tile += BLOCK_K * stride_bk",
+            "    # epilogue on the fp32 accumulator",
+            "    i0 = rows",
+        ]
+        em.acc_var = "acc"
+        em.loop_lines = em.row_lines
+        self.store_outputs(Col("cols", "base", "mask"), "    ", self.an.full_outputs)
+        self.flush_row_lines()
+
+
+def global_kernel_body(writer: KernelWriter, helpers: set[str]) -> tuple[list[str], Emitter]:
+    """Second kernel for full reductions (e.g. the mean of per-row losses): one program."""
+    em = Emitter(1, [], helpers)
+    body = ["    offs = tl.arange(0, BLOCK)"]
+    for name, g in writer.partials:
+        op = g.attrs["op"]
+        identity = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}[op]
+        body.append(f"    {name}_acc = tl.full([BLOCK], {identity}, dtype=tl.float32)")
+    body.append("    for start in range(0, n_rows, BLOCK):")
+    body.append("        idx = start + offs")
+    for name, g in writer.partials:
+        op = g.attrs["op"]
+        em.pointer(name)
+        other = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}[op]
+        load = f"tl.load({name}_ptr + idx, mask=idx < n_rows, other={other})"
+        if op in ("sum", "mean"):
+            body.append(f"        {name}_acc += {load}")
+        else:
+            fn = "tl.maximum" if op == "max" else "tl.minimum"
+            body.append(f"        {name}_acc = {fn}({name}_acc, {load})")
+    for name, g in writer.partials:
+        combine = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[g.attrs["op"]]
+        total = f"{combine}({name}_acc, axis=0)"
+        if g.attrs["op"] == "mean":
+            total += " / n_rows"
+        body.append(f"    {g.name}_total = {total}")
+        em.finished[g.name] = f"{g.name}_total"
+    em.loop_lines = em.row_lines
+    for i, o in writer.an.global_outputs:
+        expr = em.emit(o, NO_COL, 0)[0]
+        ptr = em.pointer(f"out{i}")
+        em.row_lines.append(f"tl.store({ptr}, {expr}.to({ptr}.dtype.element_ty))")
+    body.extend("    " + line for line in em.row_lines)
+    return body, em

@@ -1,0 +1,399 @@
+"""Lower a traced ATen graph to the offline generator's small IR.
+
+The IR splits the forward pass in two: *host* work that the candidate's ``forward`` may do itself
+(sizes, views of its inputs, allocation) and *lane* values computed by kernels. Lane values are
+pointwise ops, reductions along the last dimension, gathers along it, concatenation/slicing of
+the last dimension, a matmul, and full reductions of per-row values. Anything else raises
+:class:`Unsupported` naming the op, so the proposer can say why it produced nothing.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelevo.search.offline.trace import TracedTask
+
+
+class Unsupported(Exception):
+    """The graph holds an op or a layout the offline generator does not handle."""
+
+
+@dataclass
+class Value:
+    """One IR value. ``shape`` holds host expressions (Python source) per dimension."""
+
+    name: str
+    kind: str  # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|matmul|hostfloat
+    args: tuple = ()
+    rank: int = 0
+    shape: tuple[str, ...] = ()
+    dtype: Any = None
+    attrs: dict = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    """The lowered op: host statements, lane values, outputs."""
+
+    host_lines: list[str]
+    values: dict[str, Value]
+    outputs: list[Value]
+    inputs: list[Value]  # kernel inputs (tensor views the forward passes to kernels)
+    returns_tuple: bool
+
+
+POINTWISE = {
+    "add": "add", "sub": "sub", "mul": "mul", "div": "div", "true_divide": "div", "neg": "neg",
+    "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt",
+    "abs": "abs", "sigmoid": "sigmoid", "tanh": "tanh", "relu": "relu", "erf": "erf", "pow": "pow",
+    "where": "where", "ne": "ne", "eq": "eq", "lt": "lt", "gt": "gt", "le": "le", "ge": "ge",
+    "clamp": "clamp", "clamp_min": "clamp_min", "clamp_max": "clamp_max", "maximum": "maximum",
+    "minimum": "minimum", "round": "round", "floor": "floor", "ceil": "ceil", "reciprocal": "reciprocal",
+    "logical_not": "logical_not", "bitwise_not": "logical_not", "sin": "sin", "cos": "cos",
+    "log1p": "log1p", "expm1": "expm1", "sign": "sign", "fma": "fma",
+}
+REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "var": "var"}
+VIEW_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand", "broadcast_in_dim",
+            "alias", "detach", "clone", "slice", "permute", "t", "transpose", "select",
+            "split_with_sizes", "split", "lift_fresh_copy", "contiguous"}
+
+
+def _opname(target: Any) -> str:
+    name = getattr(target, "__name__", str(target))
+    overload = getattr(target, "_overloadpacket", None)
+    if overload is not None:
+        name = overload.__name__
+    return name.split(".")[0]
+
+
+class Lowering:
+    """Walks the fx graph once and builds a :class:`Program`."""
+
+    def __init__(self, traced: TracedTask):
+        self.traced = traced
+        self.host_lines: list[str] = []
+        self.symbols: dict[Any, str] = {}
+        self.env: dict[str, Any] = {}
+        self.values: dict[str, Value] = {}
+        self.inputs: list[Value] = []
+        self._n = 0
+
+    # -- host expressions -------------------------------------------------------------------
+    def sym(self, s: Any) -> str:
+        """Render an int or SymInt as Python source over the forward's own variables."""
+        import sympy
+        import torch
+
+        if isinstance(s, bool):
+            raise Unsupported("boolean where a size was expected")
+        if isinstance(s, int):
+            return str(s)
+        if isinstance(s, torch.SymInt):
+            expr = s.node.expr
+            mapping = {}
+            for free in expr.free_symbols:
+                if free not in self.symbols:
+                    raise Unsupported(f"size {expr} is not derived from an input shape")
+                mapping[free] = sympy.Symbol(self.symbols[free])
+            return str(expr.xreplace(mapping))
+        if isinstance(s, float):
+            return repr(s)
+        raise Unsupported(f"cannot express {s!r} on the host")
+
+    def shape_of(self, node: Any) -> tuple[str, ...]:
+        return tuple(self.sym(d) for d in node.meta["val"].shape)
+
+    def _fresh(self, base: str) -> str:
+        self._n += 1
+        return f"{base}_{self._n}"
+
+    def _new(self, node: Any, kind: str, args: tuple = (), **attrs: Any) -> Value:
+        val = node.meta["val"]
+        v = Value(node.name, kind, args, val.dim(), self.shape_of(node), val.dtype, attrs)
+        self.values[v.name] = v
+        return v
+
+    def _input(self, name: str, host_expr: str, node: Any, fake: Any = None) -> Value:
+        import torch
+
+        fake = node.meta["val"] if fake is None else fake
+        if fake.dtype == torch.bool:
+            self.host_lines.append(f"{name} = {host_expr}.view(torch.uint8)")
+        elif host_expr != name:
+            self.host_lines.append(f"{name} = {host_expr}")
+        v = Value(name, "input", (), fake.dim(), tuple(self.sym(d) for d in fake.shape), fake.dtype,
+                  {"is_bool": fake.dtype == torch.bool})
+        self.values[name] = v
+        self.inputs.append(v)
+        return v
+
+    # -- main walk --------------------------------------------------------------------------
+    def run(self) -> Program:
+        traced = self.traced
+        graph = traced.graph.graph
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        n_params = len(traced.param_names)
+        if len(placeholders) != n_params + len(traced.input_names):
+            raise Unsupported("inputs that are not tensors (or nested containers) are not supported")
+        for i, node in enumerate(placeholders):
+            if i < n_params:
+                pname = traced.param_names[i]
+                host, local = f"self.{pname}", pname.replace(".", "_")
+            else:
+                host = local = traced.input_names[i - n_params]
+            for d, size in enumerate(node.meta["val"].shape):
+                import torch
+
+                if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+                    if size.node.expr not in self.symbols:
+                        self.symbols[size.node.expr] = f"{local}_size{d}"
+                        self.host_lines.append(f"{local}_size{d} = {host}.shape[{d}]")
+            if not hasattr(node.meta.get("val"), "shape"):
+                raise Unsupported(f"input {host} is not a tensor")
+            self.env[node.name] = self._input(local, host, node)
+        outputs: list[Value] = []
+        for node in graph.nodes:
+            if node.op == "call_function":
+                self.env[node.name] = self.lower(node)
+            elif node.op == "output":
+                for out in node.args[0]:
+                    v = self.env[out.name]
+                    if not isinstance(v, Value) or v.kind in ("input", "const"):
+                        raise Unsupported("an output that is an input or a constant")
+                    outputs.append(v)
+        return Program(self.host_lines, self.values, outputs, self.inputs, traced.returns_tuple)
+
+    def arg(self, a: Any) -> Any:
+        from torch.fx import Node
+
+        if isinstance(a, Node):
+            return self.env[a.name]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.arg(x) for x in a)
+        return a
+
+    def lower(self, node: Any) -> Any:  # noqa: C901 - one dispatch table, read top to bottom
+        import torch
+
+        target, name = node.target, _opname(node.target)
+        args = [self.arg(a) for a in node.args]
+        kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
+        val = node.meta.get("val")
+        if target in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+                      operator.neg) or name == "sym_size":
+            return val  # a SymInt: rendered from its expression where used
+        if name in ("sym_float",):
+            return self._new_host_float(node, f"float({self.sym(node.args[0].meta['val'])})")
+        if target is operator.getitem:
+            container, index = args
+            if isinstance(container, list):
+                return container[index]
+            raise Unsupported("indexing a multi-output op other than split")
+        if name in VIEW_OPS:
+            return self.lower_view(node, name, args, kwargs)
+        if name in ("scalar_tensor", "full"):
+            value = args[0] if name == "scalar_tensor" else args[1]
+            return Value(node.name, "const", (value,), val.dim(), self.shape_of(node), val.dtype)
+        if name in ("_to_copy", "to", "convert_element_type"):
+            dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+            src = self._lane(args[0])
+            if dtype is None or dtype == src.dtype:
+                return src
+            return self._new(node, "cast", (src,))
+        if name in POINTWISE:
+            return self._new(node, "pw", tuple(self._operand(a) for a in args), op=POINTWISE[name],
+                             kwargs={k: v for k, v in kwargs.items() if k not in ("dtype",)})
+        if name in ("gelu",):
+            return self._new(node, "pw", (self._lane(args[0]),), op="gelu",
+                             kwargs={"approximate": kwargs.get("approximate", "none")})
+        if name in REDUCTIONS or name in ("sum", "amax", "amin"):
+            return self.lower_reduction(node, name, args, kwargs)
+        if name == "gather":
+            src, dim, index = args
+            if dim not in (-1, src.rank - 1) or index.rank != src.rank:
+                raise Unsupported("gather along a dimension other than the last")
+            return self._new(node, "pick", (self._lane(src), self._operand(index)))
+        if name == "cat":
+            parts, dim = args[0], (args[1] if len(args) > 1 else 0)
+            rank = val.dim()
+            if dim not in (-1, rank - 1):
+                raise Unsupported("cat along a dimension other than the last")
+            parts = [self._lane(p) for p in parts]
+            return self._new(node, "cat", tuple(parts), widths=[p.shape[-1] for p in parts])
+        if name in ("addmm", "mm"):
+            if name == "addmm":
+                bias, a, b = args[:3]
+                if kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1:
+                    raise Unsupported("addmm with alpha/beta other than 1")
+            else:
+                bias, (a, b) = None, args[:2]
+            for operand in (a, b):
+                if not isinstance(operand, Value) or operand.kind != "input":
+                    raise Unsupported("a matmul operand that is computed (only input views are supported)")
+            mm = self._new(node, "matmul", (a, b))
+            if bias is None:
+                return mm
+            mm.name = f"{node.name}_mm"
+            self.values[mm.name] = mm
+            bias_v = self._operand(bias)
+            return self._new(node, "pw", (bias_v, mm), op="add", kwargs={})
+        raise Unsupported(f"op aten.{name} is not handled by the offline generator")
+
+    def _new_host_float(self, node: Any, expr: str) -> Value:
+        v = Value(self._fresh("host_float"), "hostfloat", (), 0, (), None, {"expr": expr})
+        self.values[v.name] = v
+        return v
+
+    def _operand(self, a: Any) -> Any:
+        import torch
+
+        if isinstance(a, Value):
+            return a
+        if isinstance(a, (int, float, bool)):
+            return a
+        if isinstance(a, torch.SymInt):
+            raise Unsupported("a tensor op on a size (SymInt) operand")
+        raise Unsupported(f"operand {a!r}")
+
+    def _lane(self, a: Any) -> Value:
+        if not isinstance(a, Value):
+            raise Unsupported(f"expected a tensor, got {a!r}")
+        return a
+
+    def lower_reduction(self, node: Any, name: str, args: list, kwargs: dict) -> Value:
+        src = self._lane(args[0])
+        dims = args[1] if len(args) > 1 else kwargs.get("dim")
+        if isinstance(dims, int):
+            dims = [dims]
+        keepdim = bool(args[2]) if len(args) > 2 and not isinstance(args[2], float) else kwargs.get(
+            "keepdim", False)
+        kind = REDUCTIONS.get(name, name)
+        correction = 1
+        if name == "var":  # prims.var(x, dims, correction) or aten.var.correction
+            correction = kwargs.get("correction", args[2] if len(args) > 2 else 1)
+            keepdim = kwargs.get("keepdim", False)
+        if dims is None or list(dims) == [] or sorted(d % max(src.rank, 1) for d in dims) == list(
+                range(src.rank)):
+            if src.rank > 1 and not (src.kind == "input"):
+                pass
+            return self._new(node, "global", (src,), op=kind)
+        dims = [d % src.rank for d in dims]
+        if dims != [src.rank - 1]:
+            raise Unsupported(f"{name} over dims {dims}: only the last dimension is supported")
+        if kind == "var":
+            return self._variance(node, src, keepdim, correction)
+        return self._new(node, "reduce", (src,), op=kind, keepdim=keepdim, correction=correction)
+
+    def _variance(self, node: Any, src: Value, keepdim: bool, correction: Any) -> Value:
+        """var(x) = sum((x - mean)^2) / (n - correction), as two row reductions."""
+        import torch
+
+        f32 = torch.float32
+        keep = src.shape[:-1] + ("1",)
+        n = src.shape[-1]
+
+        def make(kind: str, args: tuple, shape: tuple, **attrs: Any) -> Value:
+            v = Value(self._fresh(f"{node.name}_{kind}"), kind, args, len(shape), shape, f32, attrs)
+            self.values[v.name] = v
+            return v
+
+        count = make("hostfloat", (), (), expr=f"float({n})")
+        count.rank, count.shape = 0, ()
+        total = make("reduce", (src,), keep, op="sum", keepdim=True)
+        mean = make("pw", (total, count), keep, op="div", kwargs={})
+        centred = make("pw", (src, mean), src.shape, op="sub", kwargs={})
+        square = make("pw", (centred, centred), src.shape, op="mul", kwargs={})
+        out_shape = self.shape_of(node)
+        squares = make("reduce", (square,), out_shape, op="sum", keepdim=keepdim)
+        dof = make("hostfloat", (), (), expr=f"float({n}) - {float(correction)!r}")
+        dof.rank, dof.shape = 0, ()
+        return make("pw", (squares, dof), out_shape, op="div", kwargs={})
+
+    def lower_view(self, node: Any, name: str, args: list, kwargs: dict) -> Any:
+        src = args[0]
+        if not isinstance(src, Value):
+            raise Unsupported(f"{name} of a non-tensor")
+        val = node.meta["val"]
+        if src.kind == "input":
+            return self._host_view(node, name, src, args)
+        if name in ("alias", "detach", "clone", "lift_fresh_copy", "contiguous", "expand"):
+            return src if name != "expand" else self._reshape(node, src)
+        if name in ("split_with_sizes", "split"):
+            raise Unsupported("split of a computed tensor")
+        if name == "slice":
+            dim, start = args[1] % src.rank, args[2] if len(args) > 2 else 0
+            end = args[3] if len(args) > 3 else None
+            if dim != src.rank - 1:
+                if start == 0 and (end is None or (isinstance(end, int) and end >= 2**62)):
+                    return src
+                raise Unsupported("slicing a computed tensor along a leading dimension")
+            return self._new(node, "shift", (src,), start=self.sym(start))
+        shape = self.shape_of(node)
+        same_last = shape[-1:] == src.shape[-1:] and len(shape) == src.rank
+        adds_last = len(shape) == src.rank + 1 and shape[-1] == "1" and shape[:-1] == src.shape
+        drops_last = len(shape) == src.rank - 1 and src.shape[-1] == "1" and shape == src.shape[:-1]
+        if same_last or adds_last or drops_last or val.dim() == 0:
+            return self._reshape(node, src)
+        raise Unsupported(f"{name} that changes the last dimension of a computed tensor")
+
+    def _reshape(self, node: Any, src: Value) -> Value:
+        return self._new(node, "reshape", (src,))
+
+    def _host_view(self, node: Any, name: str, src: Value, args: list) -> Any:
+        sizes = lambda xs: "[" + ", ".join(self.sym(x) for x in xs) + "]"  # noqa: E731
+        s = src.name
+        if name in ("alias", "detach", "clone", "lift_fresh_copy", "contiguous", "expand"):
+            return src
+        if name in ("split_with_sizes", "split"):
+            split = sizes(args[1]) if isinstance(args[1], (list, tuple)) else self.sym(args[1])
+            dim = args[2] if len(args) > 2 else 0
+            pieces = []
+            for i, fake in enumerate(node.meta["val"]):
+                pname = self._fresh(f"{s}_part{i}")
+                pieces.append(self._input(pname, f"{s}.split({split}, {dim})[{i}]", node, fake))
+            return pieces
+        if name == "unsqueeze":
+            expr = f"{s}.unsqueeze({args[1]})"
+        elif name == "squeeze":
+            dims = args[1] if len(args) > 1 else None
+            dims = [dims] if isinstance(dims, int) else dims
+            expr = s if dims is None else s + "".join(f".squeeze({d})" for d in sorted(dims, reverse=True))
+            if dims is None:
+                expr = f"{s}.squeeze()"
+        elif name in ("view", "_unsafe_view", "reshape"):
+            expr = f"{s}.reshape({sizes(args[1])})"
+        elif name == "broadcast_in_dim":
+            shape, bdims = args[1], list(args[2])
+            view = [self.sym(shape[i]) if i not in bdims else f"{s}.shape[{bdims.index(i)}]"
+                    for i in range(len(shape))]
+            view = [v if i in bdims else "1" for i, v in enumerate(view)]
+            expr = f"{s}.reshape([{', '.join(view)}])"
+        elif name == "slice":
+            dim = args[1] if len(args) > 1 else 0
+            start = args[2] if len(args) > 2 else 0
+            end = args[3] if len(args) > 3 else None
+            if len(args) > 4 and args[4] != 1:
+                raise Unsupported("strided slices")
+            if start == 0 and (end is None or (isinstance(end, int) and end >= 2**62)):
+                return src
+            end_s = f"{s}.shape[{dim}]" if end is None or (isinstance(end, int) and end >= 2**62) else \
+                f"min({self.sym(end)}, {s}.shape[{dim}])"
+            expr = f"{s}.narrow({dim}, {self.sym(start)}, {end_s} - {self.sym(start)})"
+        elif name == "permute":
+            expr = f"{s}.permute({', '.join(str(d) for d in args[1])})"
+        elif name == "t":
+            expr = f"{s}.t()"
+        elif name == "transpose":
+            expr = f"{s}.transpose({args[1]}, {args[2]})"
+        elif name == "select":
+            expr = f"{s}.select({args[1]}, {self.sym(args[2])})"
+        else:
+            raise Unsupported(f"view op {name}")
+        return self._input(self._fresh(f"{s}_{name}"), expr, node)
+
+
+def lower(traced: TracedTask) -> Program:
+    """Lower a traced task; raises :class:`Unsupported` for graphs outside the known patterns."""
+    return Lowering(traced).run()

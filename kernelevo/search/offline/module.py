@@ -1,0 +1,199 @@
+"""Assemble a complete candidate module (kernels + ``ModelNew``) for one strategy."""
+
+from __future__ import annotations
+
+import re
+
+from kernelevo.search.offline.kernels import Analysis, KernelWriter, analyse, global_kernel_body
+from kernelevo.search.offline.lower import Program, Unsupported, lower
+from kernelevo.search.offline.trace import TracedTask
+
+STRATEGIES = ("rowwise-1pass", "rowwise-looped", "pointwise-tile2d", "matmul-tiled")
+
+# Launch parameters per strategy: module-level constants that the "tune" operator rewrites.
+DEFAULTS = {
+    "rowwise-1pass": {"ROW_TILE": 4096, "NUM_WARPS": 8},
+    "rowwise-looped": {"BLOCK_COLS": 2048, "NUM_WARPS": 8},
+    "pointwise-tile2d": {"ROW_TILE": 4096, "MAX_BLOCK_COLS": 1024, "NUM_WARPS": 4},
+    "matmul-tiled": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "NUM_WARPS": 8,
+                     "NUM_STAGES": 3},
+}
+
+BROADCAST_STRIDES = '''
+def broadcast_strides(t, rank):
+    """Strides of ``t`` left-padded to ``rank`` dims, 0 where ``t`` broadcasts (size 1 or missing)."""
+    pad = [0] * (rank - t.dim())
+    return pad + [stride if size != 1 else 0 for size, stride in zip(t.shape, t.stride())]
+'''
+
+
+def applicable(an: Analysis) -> list[str]:
+    """The strategies that can implement an analysed op, best guess first."""
+    if an.matmul is not None:
+        return ["matmul-tiled"]
+    if an.reductions or an.row_outputs or an.globals_:
+        return ["rowwise-1pass", "rowwise-looped"]
+    return ["pointwise-tile2d", "rowwise-1pass"]
+
+
+def describe(prog: Program) -> str:
+    ops = []
+    for v in prog.values.values():
+        if v.kind in ("pw", "reduce", "global", "pick", "cat", "shift", "cast", "matmul"):
+            label = v.attrs.get("op", v.kind)
+            if v.kind == "reduce":
+                label = f"row-{label}"
+            elif v.kind == "global":
+                label = f"total-{label}"
+            elif v.kind == "cast":
+                label = f"to({str(v.dtype).replace('torch.', '')})"
+            ops.append(label)
+    return ", ".join(ops)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"\W", "_", name).strip("_").lower() or "op"
+
+
+def _signature(names: list[str], constexprs: list[str]) -> str:
+    params = names + [f"{c}: tl.constexpr" for c in constexprs]
+    return ",\n    ".join(params)
+
+
+def generate(traced: TracedTask, strategy: str, op_name: str, params: dict | None = None) -> str:
+    """Return the source of a candidate module implementing ``traced`` with ``strategy``."""
+    prog = lower(traced)
+    an = analyse(prog)
+    if strategy not in applicable(an):
+        raise Unsupported(f"strategy {strategy} does not fit this op (fits: {', '.join(applicable(an))})")
+    knobs = dict(DEFAULTS[strategy])
+    knobs.update(params or {})
+    helpers: set[str] = set()
+    w = KernelWriter(prog, an, strategy, helpers)
+    {"rowwise-1pass": w.one_pass, "rowwise-looped": w.looped, "pointwise-tile2d": w.tile2d,
+     "matmul-tiled": w.matmul}[strategy]()
+    name = _safe(op_name)
+    em = w.em
+    stride_args = [arg for (_inp, _ctx), used in em.strides.items() for _d, arg in used]
+    ptr_args = [f"{p}_ptr" for p in em.pointers]
+    scalar_args = list(em.scalars.values())
+    if strategy == "matmul-tiled":
+        constexprs = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"]
+        head_args = ptr_args + scalar_args + stride_args
+    else:
+        constexprs = ["BLOCK_ROWS", "BLOCK_COLS"]
+        head_args = ptr_args + ["n_rows"] + scalar_args + stride_args
+    doc = (f'    """{op_name} ({strategy}): {describe(prog)}.\n\n'
+           f"    Rows are positions in the leading dims, columns the last dim; math in fp32.\n"
+           f'    """')
+    kernel = [ "@triton.jit", f"def {name}_kernel(\n    {_signature(head_args, constexprs)},\n):", doc]
+    kernel += w.body
+    src_parts = [_header(op_name, strategy, knobs), *sorted(helpers)]
+    if w.em.strides:
+        src_parts.append(BROADCAST_STRIDES)
+    src_parts.append("\n".join(kernel) + "\n")
+    global_em = None
+    if w.partials:
+        gbody, global_em = global_kernel_body(w, helpers)
+        gptrs = [f"{p}_ptr" for p in global_em.pointers]
+        gscalars = list(global_em.scalars.values())
+        gsig = _signature(gptrs + ["n_rows"] + gscalars, ["BLOCK"])
+        src_parts.append("\n".join(["@triton.jit", f"def {name}_total_kernel(\n    {gsig},\n):",
+                                    '    """Combine the per-row partial results into the scalar outputs."""',
+                                    *gbody]) + "\n")
+    src_parts.append(_model(traced, prog, an, w, strategy, name, global_em))
+    return "\n\n\n".join(p.strip("\n") for p in src_parts) + "\n"
+
+
+def _header(op_name: str, strategy: str, knobs: dict) -> str:
+    lines = [
+        f'"""Offline KernelEvo candidate for {op_name}: strategy {strategy}.',
+        "",
+        "Generated from the op's traced ATen graph; launch parameters below are tunable.",
+        '"""',
+        "",
+        "import torch",
+        "import triton",
+        "import triton.language as tl",
+        "from torch import nn",
+        "",
+    ]
+    lines += [f"{k} = {v}" for k, v in knobs.items()]
+    return "\n".join(lines)
+
+
+def _host_value(em_scalar_expr: str) -> str:
+    return em_scalar_expr
+
+
+def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, strategy: str, name: str,
+           global_em) -> str:
+    import torch
+
+    lines = ["class ModelNew(nn.Module):", f"    def __init__({traced.init_signature}):",
+             "        super().__init__()"]
+    made = set()
+    for pname in traced.param_names:
+        parts = pname.split(".")
+        for depth in range(1, len(parts)):
+            sub = ".".join(parts[:depth])
+            if sub not in made:
+                made.add(sub)
+                lines.append(f"        self.{sub} = nn.Module()")
+        shape = traced.param_shapes[pname]
+        dtype = str(traced.param_dtypes[pname])
+        owner = "self" + "".join(f".{p}" for p in parts[:-1])
+        lines.append(f"        {owner}.{parts[-1]} = nn.Parameter(torch.zeros({tuple(shape)!r}, dtype={dtype}))")
+    lines.append("")
+    lines.append(f"    def forward({traced.forward_signature}):")
+    body = ["        " + line for line in prog.host_lines]
+    first = prog.inputs[len(traced.param_names)].name if len(prog.inputs) > len(traced.param_names) else \
+        prog.inputs[0].name
+    lead = an.lead
+    body.append(f"        n_rows = {' * '.join('(' + d + ')' for d in lead) if lead else '1'}")
+    for i, o in enumerate(prog.outputs):
+        shape = ", ".join(o.shape) + ("," if len(o.shape) == 1 else "")
+        body.append(f"        out{i} = torch.empty(({shape}), device={first}.device, dtype={o.dtype})")
+    for pname, _g in w.partials:
+        body.append(f"        {pname} = torch.empty((n_rows,), device={first}.device, dtype=torch.float32)")
+    stride_vals = []
+    for (inp, ctx), used in w.em.strides.items():
+        var = f"{inp}_strides{ctx}"
+        body.append(f"        {var} = broadcast_strides({inp}, {ctx})")
+        stride_vals += [f"{var}[{d}]" for d, _ in used]
+    args = list(w.em.pointers)
+    scalars = list(w.em.scalars.keys())
+    if strategy == "matmul-tiled":
+        m, n = w.em.scalars and list(w.em.scalars)[0], list(w.em.scalars)[1]
+        body.append(f"        grid = (triton.cdiv({m}, BLOCK_M) * triton.cdiv({n}, BLOCK_N),)")
+        launch = args + scalars + stride_vals
+        consts = ["BLOCK_M=BLOCK_M", "BLOCK_N=BLOCK_N", "BLOCK_K=BLOCK_K", "GROUP_M=GROUP_M",
+                  "num_warps=NUM_WARPS", "num_stages=NUM_STAGES"]
+    else:
+        launch = args + ["n_rows"] + scalars + stride_vals
+        widths = [f"({x})" for x in an.widths] or ["1"]
+        widest = widths[0] if len(widths) == 1 else f"max({', '.join(widths)})"
+        if strategy == "rowwise-1pass":
+            body.append(f"        block_cols = triton.next_power_of_2({widest})")
+            body.append("        block_rows = max(1, min(ROW_TILE // block_cols, triton.next_power_of_2(n_rows)))")
+            body.append("        grid = (triton.cdiv(n_rows, block_rows),)")
+        elif strategy == "rowwise-looped":
+            body.append("        block_cols, block_rows = BLOCK_COLS, 1")
+            body.append("        grid = (n_rows,)")
+        else:
+            body.append(f"        block_cols = min(MAX_BLOCK_COLS, triton.next_power_of_2({widest}))")
+            body.append("        block_rows = max(1, min(ROW_TILE // block_cols, triton.next_power_of_2(n_rows)))")
+            body.append(f"        grid = (triton.cdiv(n_rows, block_rows), triton.cdiv({widest}, block_cols))")
+        consts = ["BLOCK_ROWS=block_rows", "BLOCK_COLS=block_cols", "num_warps=NUM_WARPS"]
+    call = ", ".join(launch + consts)
+    body.append(f"        {name}_kernel[grid]({call})")
+    if global_em is not None:
+        gargs = ", ".join(list(global_em.pointers) + ["n_rows"] + list(global_em.scalars.keys()))
+        body.append(f"        {name}_total_kernel[(1,)]({gargs}, BLOCK=1024)")
+    outs = [f"out{i}" for i in range(len(prog.outputs))]
+    if prog.returns_tuple:
+        body.append(f"        return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    else:
+        body.append(f"        return {outs[0]}")
+    del torch
+    return "\n".join(lines + body) + "\n"
