@@ -177,16 +177,23 @@ def kernel_files(ctx: context.BotContext, request: JobRequest, op_id: str,
             raise LookupError(f"op {op_id} is not in {request.repo} at {request.head_sha[:12]} any more")
         if (workspace / kernel_store.KERNELS_DIR).is_dir():
             shutil.copytree(workspace / kernel_store.KERNELS_DIR, root / kernel_store.KERNELS_DIR)
-        envelope = result.get("envelope") or best.get("envelope") or _envelope_from_verdict(verdict)
+        envelope = result.get("envelope") or best.get("envelope") or _envelope(verdict, result)
         directory = kernel_store.write_kernel(root, ops[0], best["source"], verdict, envelope)
         rel_dir = directory.relative_to(root).as_posix()
         files = {f"{rel_dir}/{p.name}": p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
     return rel_dir, files
 
 
-def _envelope_from_verdict(verdict: dict) -> dict:
-    """A closed envelope when the search did not report one: dispatch refuses every call (safe) until
-    ``kernelevo verify`` rewrites it; the report still documents the verified cases."""
+def _envelope(verdict: dict, result: dict) -> dict:
+    """The dispatch envelope of the verified cases (the search's own helper); a closed one (dispatch
+    refuses every call, which is safe) when the verdict does not describe its cases."""
+    device = "cuda" if str(verdict.get("device", result.get("device", ""))).startswith("cuda") else "cpu"
+    try:
+        from kernelevo.search.targets import envelope_from_verdict
+
+        return envelope_from_verdict(verdict, device)
+    except (ImportError, ValueError, KeyError, TypeError):
+        log.warning("no envelope derivable from the verdict; storing a closed envelope")
     env = verdict.get("environment") or {}
     return {"device_type": "cuda" if str(verdict.get("device", "")).startswith("cuda") else "cpu",
             "capabilities": None, "backend": verdict.get("backend", "unknown"),

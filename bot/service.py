@@ -54,6 +54,8 @@ def build(settings: Settings, *, workspace_provider: Any = None, search: Any = N
     from bot.workspace import tarball_workspace
     from kernelevo.jobs import LocalRunner
 
+    if deliveries is None:
+        deliveries = _delivery_store(settings)
     api = settings.github_api_url
     tokens = InstallationTokens(settings.github_app_id, _private_key(settings), token_exchange(api))
     installations: dict[str, int] = {}
@@ -68,8 +70,6 @@ def build(settings: Settings, *, workspace_provider: Any = None, search: Any = N
         installations=installations,
     )
     hooks.ctx = ctx
-    if deliveries is None:
-        deliveries = _delivery_store(settings)
     app = create_app(secret=settings.webhook_secret.get_secret_value(), deliveries=deliveries, work=work, ctx=ctx)
     return app, ctx
 

@@ -113,18 +113,22 @@ def _default_search(*args: Any, **kwargs: Any) -> Any:
 def default_task_path(workspace: Path, op_id: str, run_dir: Path) -> Path:
     """Path of a KernelBench-format task file for ``op_id`` inside a checkout.
 
-    ``path.py`` is a task file already; ``path.py::Qualname`` is a decorated op, turned into a task
-    module by ``kernelevo.op_task`` (imported lazily; it only writes a file, it does not import repo code).
+    The op is found by static discovery of its file (no repository code is imported here); a task
+    file is used as is, a decorated op is turned into a task module in ``run_dir`` (the search's
+    ``Target.task_path`` rule).
     """
-    rel, _, qualname = op_id.partition("::")
+    from kernelevo.discovery import discover_source
+    from kernelevo.search.targets import Target
+
+    rel = op_id.partition("::")[0]
     source = (workspace / rel).resolve()
     if not source.is_relative_to(workspace.resolve()) or not source.is_file():
         raise FileNotFoundError(f"op {op_id!r}: {rel} is not a file in the checkout")
-    if not qualname:
-        return source
-    from kernelevo import op_task  # type: ignore[attr-defined]
-
-    return Path(op_task.write_task(workspace, op_id, run_dir / "task.py"))
+    ops, _ = discover_source(source.read_text(encoding="utf-8"), rel)
+    found = [op for op in ops if op.op_id == op_id]
+    if not found:
+        raise LookupError(f"op {op_id!r} is not in {rel} at this commit (renamed or removed?)")
+    return Target(found[0], workspace).task_path(run_dir)
 
 
 def _jsonable(result: Any) -> dict:
@@ -153,8 +157,8 @@ class LocalRunner:
     ``search`` has ``run_search``'s signature (default: a lazy import of it); ``workspace_provider``
     is a context manager factory giving a local checkout of (repo, sha); ``make_proposer`` and
     ``make_budget`` build the search's proposer and budget from the request (defaults: lazy imports
-    of the search package's proposer factory and its Budget). Run directories go under ``runs_root``
-    (default: ``<cache_dir>/runs``).
+    of the search package's proposer factory and its Budget). ``device`` defaults to cuda when torch
+    sees a GPU, else cpu. Run directories go under ``runs_root`` (default: ``<cache_dir>/runs``).
     """
 
     def __init__(
@@ -166,7 +170,7 @@ class LocalRunner:
         make_proposer: Callable[[JobRequest], Any] | None = None,
         make_budget: Callable[[JobRequest], Any] | None = None,
         task_path: Callable[[Path, str, Path], Path] = default_task_path,
-        device: str = "auto",
+        device: str | None = None,
         runs_root: Path | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -287,7 +291,7 @@ class LocalRunner:
             backend=request.backend,
             proposer=self._make_proposer(request),
             budget=self._make_budget(request),
-            device=self._device,
+            device=self._device or _default_device(),
             run_dir=run_dir,
             on_progress=on_progress,
             should_cancel=cancel.is_set,
@@ -309,12 +313,21 @@ def _default_runs_root() -> Path:
 
 
 def _default_proposer(request: JobRequest) -> Any:
-    from kernelevo.search import proposers  # type: ignore[attr-defined]  # lazy, heavy
+    """The configured proposer (LLM when an endpoint is set, else offline); lazy, it is heavy."""
+    from kernelevo.search.proposers import make_proposer
 
-    return proposers.make_proposer(model=request.model)
+    return make_proposer()
 
 
 def _default_budget(request: JobRequest) -> Any:
-    from kernelevo.search.budget import Budget  # type: ignore[import-not-found]  # lazy
+    from kernelevo.search.budget import Budget
 
     return Budget(tokens=request.budget_tokens)
+
+
+def _default_device() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -377,7 +377,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         request = json.loads(raw) if raw else None
-        for route_method, template, pattern in _COMPILED:
+        for route_method, template, pattern in _COMPILED:  # noqa: B007 - template used after the loop
             match = pattern.match(path)
             if route_method == method and match:
                 break
