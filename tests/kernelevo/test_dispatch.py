@@ -214,3 +214,17 @@ def test_module_ops_dispatch_with_shared_parameters(tmp_path):
     with pytest.warns(KernelEvoWarning, match="autograd"):
         out = model(x)  # parameters require grad: the forward-only kernel must not run
     assert torch.allclose(out, 3 * x) and out.requires_grad
+
+
+def test_each_kind_of_reason_warns_once_and_wrong_types_never_crash(tmp_path):
+    ops = _repo(tmp_path)
+    w = torch.randn(8)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        ops.scale(torch.randn(100, 8), w)
+        ops.scale(torch.randn(101, 8), w)  # same kind (dim too large): no second warning
+        ops.scale(torch.randn(3, 8, dtype=torch.float64), w.double())
+        assert ops.scale(2.0, 3.0) == 2.0 * 3.0 + 1e-6  # floats where tensors were verified: original
+    messages = _kernel_warnings(record)
+    assert len(messages) == 3, messages
+    assert "dim 0 is 100" in messages[0] and "dtype" in messages[1] and "type" in messages[2]

@@ -1,0 +1,139 @@
+"""Per-call cost of runtime dispatch on CPU: the envelope and hash checks a decorated op pays on every
+call, measured as (decorated call) - (direct call of what it ends up running), with trivial op and
+kernel bodies so that only the dispatch machinery is timed. Target: under 5 us per call.
+
+Writes bench/results/dispatch_<hostname>.json (date, machine, versions, microseconds per call).
+
+    python bench/dispatch_bench.py [--calls 200000] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import socket
+import sys
+import tempfile
+import timeit
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
+
+USER_MODULE = '''
+import torch
+import kernelevo
+
+
+@kernelevo.optimize(inputs=lambda device: [
+    (torch.randn(64, 128, device=device), torch.randn(128, device=device)),
+    (torch.randn(8, 128, device=device), torch.randn(128, device=device)),
+])
+def rms_like(x, w, eps=1e-6):
+    return x
+
+
+@kernelevo.optimize(inputs=lambda device: [(torch.randn(64, 128, device=device),)])
+def no_kernel(x):
+    return x
+'''
+KERNEL = "from torch import nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x, w, eps=1e-6):\n" \
+         "        return x\n"
+
+
+def _per_call_us(fn, calls: int, repeats: int = 7) -> float:
+    """Best of ``repeats`` (timeit's advice: higher figures are other processes' noise, not the code)."""
+    fn()
+    times = timeit.repeat(fn, number=calls, repeat=repeats)
+    return min(times) / calls * 1e6
+
+
+def run(calls: int) -> dict:
+    import torch
+
+    from kernelevo import dispatch
+    from kernelevo.discovery import discover
+    from kernelevo.kernel_store import envelope_from_cases, write_kernel
+    from kernelevo.settings import reset_settings_cache
+
+    with tempfile.TemporaryDirectory(prefix="kernelevo-dispatch-bench-") as tmp:
+        root = Path(tmp)
+        (root / "ops.py").write_text(USER_MODULE)
+        op = next(o for o in discover(root).ops if o.qualname == "rms_like")
+        cases = [(torch.randn(64, 128), torch.randn(128)), (torch.randn(8, 128), torch.randn(128))]
+        envelope = envelope_from_cases(cases, device_type="cpu", capabilities=None, backend="triton")
+        write_kernel(root, op, KERNEL, {"verdict": "accepted"}, envelope)
+        spec = importlib.util.spec_from_file_location("dispatch_bench_ops", root / "ops.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+
+        x, w, big = torch.randn(32, 128), torch.randn(128), torch.randn(1000, 128)
+        os.environ.pop("KERNELEVO_DISABLE", None)
+        reset_settings_cache()
+        dispatch.clear_caches()
+        op_fn, no_kernel = module.rms_like, module.no_kernel
+        original, original_nk = op_fn.__wrapped__, no_kernel.__wrapped__
+        kernel = dispatch.dispatcher_for_function(op_fn).state.resolve().kernel_class()
+
+        direct_kernel = _per_call_us(lambda: kernel.forward(x, w), calls)
+        direct_original = _per_call_us(lambda: original(x, w), calls)
+        direct_original_nk = _per_call_us(lambda: original_nk(x), calls)
+        to_kernel = _per_call_us(lambda: op_fn(x, w), calls)
+        to_kernel_kw = _per_call_us(lambda: op_fn(x, w=w), calls // 10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outside = _per_call_us(lambda: op_fn(big, w), calls)
+        without_kernel = _per_call_us(lambda: no_kernel(x), calls)
+        os.environ["KERNELEVO_DISABLE"] = "1"
+        reset_settings_cache()
+        disabled = _per_call_us(lambda: op_fn(x, w), calls)
+        os.environ.pop("KERNELEVO_DISABLE")
+        reset_settings_cache()
+        assert op_fn(x, w) is x  # the kernel path really ran
+
+    return {
+        "calls_per_repeat": calls,
+        "direct_call_us": {"kernel": direct_kernel, "original": direct_original},
+        "dispatch_overhead_us": {
+            "inside_envelope_to_kernel": to_kernel - direct_kernel,
+            "inside_envelope_keyword_args": to_kernel_kw - direct_kernel,
+            "outside_envelope_to_original": outside - direct_original,
+            "no_kernel_stored": without_kernel - direct_original_nk,
+            "disabled": disabled - direct_original,
+        },
+        "target_us": 5.0,
+        "note": "best of 7 repeats; overhead = decorated call minus a direct call of the function it ends up "
+                "running; "
+                "positional tensors (2 tensor args, rank 2 and 1); keyword calls bind via inspect.signature",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200_000)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    import torch
+
+    host = socket.gethostname()
+    report = {
+        "benchmark": "dispatch",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"hostname": host, "platform": platform.platform(), "processor": platform.machine(),
+                    "cpu_count": os.cpu_count()},
+        "versions": {"python": platform.python_version(), "torch": torch.__version__},
+        **run(args.calls),
+    }
+    out = args.out or Path(__file__).parent / "results" / f"dispatch_{host}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
