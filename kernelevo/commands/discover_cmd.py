@@ -69,10 +69,11 @@ def _print_ops(result, as_json: bool) -> None:
                                "files_scanned": result.files_scanned}, indent=2))
         return
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
 
     console = Console()
-    table = Table("op", "kind", "cases", "small", "source hash", title=f"{len(result.ops)} op(s)")
+    table = Table("kind", "cases", "small", "source hash", title=f"{len(result.ops)} op(s)")
+    table.columns.insert(0, Column("op", overflow="fold"))
     for op in result.ops:
         table.add_row(op.op_id, op.kind, _count(op.cases), _count(op.small_cases), op.source_hash[7:19])
     console.print(table)

@@ -144,3 +144,26 @@ def test_op_loading_errors_say_what_to_fix(repo, monkeypatch, body, words):
         load_op(repo, op).cases("cpu")
     with pytest.raises(OpLoadError, match="has no missing"):
         load_op(repo, "ops/scale.py::missing")
+
+
+def test_module_ops_become_tasks_with_their_constructor_arguments(monkeypatch):
+    import torch
+
+    tricky = Path(__file__).parents[1] / "fixtures" / "repos" / "tricky"
+    monkeypatch.syspath_prepend(str(tricky))
+    for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.")]:
+        monkeypatch.delitem(sys.modules, name)
+    loaded = load_op(tricky, "pkg/ops.py::Outer.Block")
+    assert loaded.kind == "module" and loaded.init_inputs() == [64]
+    model = loaded.model(*loaded.init_inputs())
+    (x,) = loaded.cases("cpu")[0]
+    assert torch.equal(model(x), x)  # the reference is the original forward (weights are ones)
+    with pytest.raises(OpLoadError, match="methods cannot be evaluated"):
+        load_op(tricky, "pkg/ops.py::Outer.Inner.method")
+    with pytest.raises(OpLoadError, match="inside functions"):
+        load_op(tricky, "pkg/ops.py::factory.<locals>.local_op")
+    scale_rows = load_op(tricky, "pkg/ops.py::scale_rows")
+    assert scale_rows.tolerance() == {"atol": 1e-3, "rtol": 1e-3}
+    import inspect
+
+    assert list(inspect.signature(scale_rows.model.forward).parameters) == ["self", "x", "w"]
