@@ -108,7 +108,9 @@ def run_search(
         )
         reason = loop.run()
         baselines = getattr(session, "baselines", None)
+        environment = dict(getattr(session, "environment", None) or {})
     result = _result(loop, run, op_id, device, reason, baselines, started, previous)
+    result.environment = environment
     run.write_summary({**result.to_dict(), "budget": budget.to_dict(), "config": config.to_dict(), "seed": seed})
     return result
 

@@ -81,7 +81,8 @@ def _timing_lines(verdict: dict[str, Any]) -> list[str]:
             if case.get("roofline_fraction") is not None:
                 floor += f" ({100 * float(case['roofline_fraction']):.0f}% of roofline)"
         lines.append(
-            f"  case {case.get('case')}: candidate {_baseline_ms(cand)}{spread}; eager {_baseline_ms(case.get('eager'))},"
+            f"  case {case.get('case')}: candidate {_baseline_ms(cand)}{spread};"
+            f" eager {_baseline_ms(case.get('eager'))},"
             f" compile {_baseline_ms(case.get('compile_default'))},"
             f" max-autotune {_baseline_ms(case.get('compile_max_autotune'))}"
             f" -> x{_fmt(case.get('speedup_vs_best'))} vs best{floor}"

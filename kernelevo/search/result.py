@@ -57,6 +57,7 @@ class SearchResult:
     proposal_errors: int = 0
     unpriced_models: list[str] = field(default_factory=list)
     stop_reasons: list[dict[str, Any]] = field(default_factory=list)  # one per session of the run
+    environment: dict[str, Any] = field(default_factory=dict)  # GPU, driver, torch, triton (from the evaluator)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,176 @@
+"""The public bench suite, end to end: for each op in bench/ops/*.py, baselines then a search.
+
+    python bench/run.py --device cuda                       # the H200 run (fixed budget per op)
+    python bench/run.py --device cpu --small                # smoke test on a CPU (Triton interpreter)
+    python bench/run.py --ops rms_norm,swiglu --budget-candidates 16
+
+For each op: an ``EvaluationSession`` measures the baselines (eager, torch.compile default and
+max-autotune-no-cudagraphs), then ``run_search`` runs the offline proposer under the budget. Writes
+``<out>/<op>.json`` (date, GPU, driver, torch, triton, budget, the result and the best kernel) and
+``<out>/search_summary.json``, and prints a Markdown table (the one in bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+COLUMNS = ("op", "accepted", "vs eager", "vs compile", "HBM floor", "cand/GPU-min", "GPU busy", "1st accepted",
+           "stop")
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0 and math.isfinite(v)]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def bench_row(result: dict[str, Any]) -> dict[str, Any]:
+    """The table row of one op from its search result (pure; None where nothing was measured)."""
+    best = result.get("best") or {}
+    timing = (best.get("verdict") or {}).get("timing") or {}
+    cases = timing.get("cases") or []
+    minutes = (result.get("elapsed_s") or 0) / 60
+    return {
+        "op": result["op_id"],
+        "accepted": best.get("verdict", {}).get("verdict") == "accepted" if best else False,
+        "speedup_vs_eager": timing.get("geomean_speedup_vs_eager"),
+        "speedup_vs_compile": timing.get("geomean_speedup_vs_compile"),
+        "speedup_vs_best": timing.get("geomean_speedup_vs_best"),
+        "hbm_floor_fraction": geomean([c.get("roofline_fraction") for c in cases]),
+        "candidates_per_gpu_minute": result["candidates_evaluated"] / minutes if minutes > 0 else None,
+        "gpu_busy_fraction": result.get("gpu_busy_fraction"),
+        "time_to_first_accepted_s": result.get("time_to_first_accepted_s"),
+        "candidates_evaluated": result["candidates_evaluated"],
+        "stop_reason": result["stop_reason"],
+        "cases": [{"case": c.get("case"), "candidate_ms": (c.get("candidate") or {}).get("median_ms"),
+                   "eager_ms": (c.get("eager") or {}).get("median_ms"),
+                   "compile_default_ms": (c.get("compile_default") or {}).get("median_ms"),
+                   "compile_max_autotune_ms": (c.get("compile_max_autotune") or {}).get("median_ms"),
+                   "floor_ms": c.get("floor_ms"), "roofline_fraction": c.get("roofline_fraction")} for c in cases],
+    }
+
+
+def _cell(value: Any, kind: str) -> str:
+    if value is None:
+        return "-"
+    if kind == "x":
+        return f"{value:.2f}x"
+    if kind == "%":
+        return f"{100 * value:.0f}%"
+    if kind == "s":
+        return f"{value:.1f} s"
+    if kind == "f":
+        return f"{value:.1f}"
+    return str(value)
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The results as the Markdown table of bench/README.md."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        cells = [r["op"], "yes" if r["accepted"] else "no", _cell(r["speedup_vs_eager"], "x"),
+                 _cell(r["speedup_vs_compile"], "x"), _cell(r["hbm_floor_fraction"], "%"),
+                 _cell(r["candidates_per_gpu_minute"], "f"), _cell(r["gpu_busy_fraction"], "%"),
+                 _cell(r["time_to_first_accepted_s"], "s"), r["stop_reason"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    vs_compile = geomean([r["speedup_vs_compile"] for r in rows])
+    lines.append("")
+    lines.append(f"Geomean vs torch.compile over ops with a timed kernel: {_cell(vs_compile, 'x')}")
+    return "\n".join(lines)
+
+
+def machine(environment: dict[str, Any]) -> dict[str, Any]:
+    return {"host": platform.node(), "platform": platform.platform(), "gpu": environment.get("gpu"),
+            "driver": environment.get("driver"), "capability": environment.get("capability"),
+            "sm_count": environment.get("sm_count")}
+
+
+def versions(environment: dict[str, Any]) -> dict[str, Any]:
+    from kernelevo import __version__
+
+    return {"python": platform.python_version(), "torch": environment.get("torch"),
+            "triton": environment.get("triton"), "cuda": environment.get("cuda_runtime"), "kernelevo": __version__}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
+    parser.add_argument("--small", action="store_true", help="smoke budget (2 candidates per op); for CPU runs")
+    parser.add_argument("--ops", default="", help="comma-separated op names (file stems); default: all")
+    parser.add_argument("--proposer", default="offline")
+    parser.add_argument("--budget-candidates", type=int, default=24)
+    parser.add_argument("--budget-minutes", type=float, default=8.0, help="per op")
+    parser.add_argument("--plateau", type=int, default=3, help="generations without improvement")
+    parser.add_argument("--generation-size", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results folder [bench/results on cuda, bench/runs/cpu-results on cpu]")
+    parser.add_argument("--runs", type=Path, default=ROOT / "bench" / "runs", help="run directories")
+    args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = ROOT / "bench" / ("results" if args.device == "cuda" else "runs/cpu-results")
+
+    from kernelevo.search.api import run_search
+    from kernelevo.search.budget import Budget
+    from kernelevo.search.engine import SearchConfig
+    from kernelevo.search.proposers import make_proposer
+    from kernelevo.search.rundir import run_dir_name
+
+    wanted = {name.strip() for name in args.ops.split(",") if name.strip()}
+    ops = sorted(p for p in (ROOT / "bench" / "ops").glob("*.py") if not p.name.startswith("_"))
+    ops = [p for p in ops if not wanted or p.stem in wanted]
+    if not ops:
+        print(f"bench/run.py: no ops matched {args.ops!r} in bench/ops/", file=sys.stderr)
+        return 2
+    if args.small:
+        budget = Budget(candidates=2, minutes=args.budget_minutes, plateau_generations=1)
+        config = SearchConfig(generation_size=2, islands=2)
+    else:
+        budget = Budget(candidates=args.budget_candidates, minutes=args.budget_minutes,
+                        plateau_generations=args.plateau)
+        config = SearchConfig(generation_size=args.generation_size)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows, started = [], time.perf_counter()
+    for op in ops:
+        run_dir = args.runs / run_dir_name(op.stem, datetime.now(timezone.utc))
+        print(f"[{op.stem}] searching ({args.device}); run directory {run_dir}", flush=True)
+        try:
+            result = run_search(op, op_id=op.stem, backend="triton", proposer=make_proposer(args.proposer),
+                                budget=budget, device=args.device, run_dir=run_dir, seed=args.seed, config=config)
+        except Exception as exc:  # one broken op must not lose the others' results
+            print(f"[{op.stem}] failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            rows.append({**bench_row({"op_id": op.stem, "candidates_evaluated": 0, "stop_reason": "error"}),
+                         "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        data = result.to_dict()
+        row = bench_row(data)
+        rows.append(row)
+        record = {
+            "benchmark": "search", "op": op.stem, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "device": args.device, "machine": machine(result.environment), "versions": versions(result.environment),
+            "budget": budget.to_dict(), "config": config.to_dict(), "seed": args.seed, "proposer": args.proposer,
+            "row": row, "baselines": result.baselines, "search": {k: v for k, v in data.items() if k != "best"},
+            "best": data.get("best"), "note": result.note,
+        }
+        (args.out / f"{op.stem}.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+        print(f"[{op.stem}] {row['stop_reason']}: {row['candidates_evaluated']} candidates,"
+              f" accepted={row['accepted']}", flush=True)
+    summary = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "device": args.device,
+               "wall_s": round(time.perf_counter() - started, 1), "rows": rows}
+    (args.out / "search_summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    print(markdown_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
