@@ -35,7 +35,6 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
-    llm_prices_file: Path | None = Field(default=None, description="JSON price table merged over the built-in one")
     llm_max_concurrency: int = Field(default=4, description="chat requests in flight at once")
     llm_timeout_s: float = Field(default=180.0, description="per-request timeout")
     llm_max_retries: int = Field(default=5, description="retries on 429/5xx/timeouts")
