@@ -35,9 +35,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evaluator.static_cuda import scan_source, source_pieces
-from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model, launch_sites, reachable
+from evaluator.static_model import (
+    CUDA_COMPILE,
+    LOAD_INLINE,
+    ModuleModel,
+    build_model,
+    hook_roots,
+    launch_sites,
+    reachable,
+)
 from evaluator.static_model import resolve as _resolve
 from evaluator.static_rules import normalise_allow
+from evaluator.static_structure import check_entry_definition, check_hooks, check_rebinding
 from evaluator.static_visitor import RuleVisitor
 
 
@@ -149,7 +158,10 @@ def _check_cuda_sources(tree: ast.Module, model: ModuleModel, allow: frozenset[s
 def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collector) -> StaticReport:
     model = build_model(tree)
     roots, entry_node = _entry_roots(tree, model, entry, out)
-    path = reachable(model, roots)
+    check_entry_definition(tree, entry, out.report)
+    check_rebinding(tree, model, model.imported, out.report)
+    check_hooks(tree, out.report)
+    path = reachable(model, roots + hook_roots(model))
     launched: list[str] = []
     for key in path:
         for name, _call in launch_sites(model, model.functions[key]):

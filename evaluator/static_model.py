@@ -30,6 +30,7 @@ class ModuleModel:
     """The facts about one candidate module that the rules need (all keyed by source names)."""
 
     aliases: dict[str, str] = field(default_factory=dict)  # local name -> dotted path ("F" -> torch.nn.f..)
+    imported: set[str] = field(default_factory=set)  # names bound by import statements
     functions: dict[str, FunctionNode] = field(default_factory=dict)  # "fn" or "Cls.meth" -> def
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
     autograd_functions: set[str] = field(default_factory=set)  # torch.autograd.Function subclasses
@@ -207,6 +208,7 @@ def _kernel_of(model: ModuleModel, value: ast.expr, key: str) -> tuple[str, tupl
 def build_model(tree: ast.Module) -> ModuleModel:
     """Collect aliases, definitions, kernels and bindings of a parsed candidate module."""
     model = ModuleModel(aliases=_import_aliases(tree))
+    model.imported = set(model.aliases)
     assignments = list(_simple_assignments(tree))
     _assignment_aliases(tree, model, assignments)
     for stmt in tree.body:
@@ -296,6 +298,17 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                 out.update(_class_methods(model, instance[6:]))
     out.discard(key)
     return out
+
+
+def hook_roots(model: ModuleModel) -> list[str]:
+    """Functions named in the decorators of Triton kernels (autotune/heuristics hooks run at each launch)."""
+    roots = []
+    for node in model.jit_kernels.values():
+        for dec in getattr(node, "decorator_list", []):
+            for sub in ast.walk(dec):
+                if isinstance(sub, ast.Name) and sub.id in model.functions:
+                    roots.append(sub.id)
+    return roots
 
 
 def reachable(model: ModuleModel, roots: list[str]) -> list[str]:

@@ -172,13 +172,17 @@ class RuleVisitor(ast.NodeVisitor):
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
         if not isinstance(node, ast.Lambda):
+            outer_forward = self.in_forward
+            # autotune/heuristics hooks and lambdas in a Triton kernel's decorators run at every launch
+            self.in_forward |= self.depth == 0 and node.name in self.model.jit_kernels
             for child in node.decorator_list:
                 self.visit(child)
+            self.in_forward = outer_forward
             if _is_dunder(node.name) and node.name not in ALLOWED_DUNDER_DEFS:
                 self.report("introspection", node, f"defines special method {node.name}; remove it: candidates "
                             "may define only __init__, forward and plain helpers (no operator or hook overrides)")
         saved = (self.in_forward, self.in_jit)
-        if self.depth == 0 or (self.depth == 1 and self.cls is not None):
+        if not isinstance(node, ast.Lambda) and (self.depth == 0 or (self.depth == 1 and self.cls is not None)):
             name = getattr(node, "name", "")
             key = name if self.depth == 0 else f"{self.cls}.{name}"
             self.in_forward = key in self.forward_path
@@ -272,9 +276,26 @@ class RuleVisitor(ast.NodeVisitor):
                 dotted = resolve(node, self.model.aliases)
                 if dotted is not None:
                     self._check_dotted(node, dotted, ast.Load())
+        if resolve(func, self.model.aliases) in ("operator.methodcaller", "operator.attrgetter"):
+            self._check_named_getter(node)
         if self._compute_rules():
             self._check_call_compute(node)
         self.generic_visit(node)
+
+    def _check_named_getter(self, node: ast.Call) -> None:
+        """operator.methodcaller("sum") / attrgetter("x.exp") are getattr by another name."""
+        for arg in node.args[:1] if isinstance(node.func, ast.Attribute) and node.func.attr == "methodcaller" \
+                else node.args:  # fmt: skip
+            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                self.report("dangerous-builtin", node, "operator.methodcaller/attrgetter with a computed name "
+                            "hides what the code touches; use plain attribute access")
+                continue
+            for part in arg.value.split("."):
+                if part.startswith("_"):
+                    self.report("dangerous-builtin", node, f"operator getter reaches private `{part}`; remove it")
+                elif method_computes(part, self.allow):
+                    self.report("torch-compute", node, f"operator getter calls tensor method `.{part}()`; "
+                                f"{_COMPUTE_HINT}")
 
     def _check_call_compute(self, node: ast.Call) -> None:
         func = node.func

@@ -398,6 +398,22 @@ CASES = [
     ("torch-compute", dict(module="step = torch.compile(lambda t: t)  # HERE")),
     ("torch-compute", dict(module="from torch import softmax as sm\nSM_OUT = None\n\n\ndef helper(t):\n"
                                   "    return sm(t, -1)  # HERE", body="out = helper(out)")),
+    ("torch-compute", dict(module="import operator as op\nSUM = op.methodcaller('sum')  # HERE")),
+    ("dangerous-builtin", dict(body="name = 'exp'\nout = operator.methodcaller(name)(x)  # HERE")),
+    # hooks of Triton kernels run at every launch: they are on the forward path
+    ("torch-compute", dict(module="def prep(nargs):\n    nargs['out_ptr'].zero_()\n    nargs['x_ptr'].exp_()  # HERE\n"
+                                  "\n\n@triton.autotune(configs=[triton.Config({}, pre_hook=prep)], key=[])\n"
+                                  "@triton.jit\ndef hooked(x_ptr, out_ptr):\n    pass")),
+    ("torch-compute", dict(module="@triton.heuristics({'B': lambda args: args['x'].sum()})  # HERE\n"
+                                  "@triton.jit\ndef hinted(x, B: tl.constexpr):\n    pass")),
+    # structure: the entry point is not replaced, rewired or shadowed
+    ("missing-entry", dict(module="class Honest(nn.Module):\n    pass\n\n\ndef later():\n"
+                                  "    global ModelNew\n    ModelNew = Honest  # HERE")),
+    ("patching", dict(init="self.forward = self.cheat  # HERE")),
+    ("patching", dict(init="self.register_forward_hook(lambda m, i, o: o)  # HERE")),
+    ("patching", dict(module="class nn:  # HERE\n    Module = object")),
+    ("patching", dict(module="F = None  # HERE")),
+    ("patching", dict(module="def helper():\n    pass\n\n\nhelper.cache = {}  # HERE")),
     # reference
     ("reference", dict(body="out = Model()(x)  # HERE")),
     # tensor-subclass
@@ -407,6 +423,10 @@ CASES = [
     ("try-fallback", dict(module="def helper(t):\n    try:  # HERE\n        return t\n    finally:\n"
                                  "        pass", body="out = helper(out)")),
 ]
+
+
+ACTIONS = ("remove", "use ", "instead", "import only", "never", "do this", "pick another", "store ", "define ",
+           "import the")
 
 
 @pytest.mark.parametrize(("rule", "parts"), CASES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(CASES)])
@@ -420,7 +440,7 @@ def test_rule_fires_on_its_line(rule, parts):
     assert not report.ok
     for v in hits:  # actionable: names the file and line, then says what to do
         assert v.message.startswith(f"cand.py:{v.line}: ")
-        assert any(word in v.message for word in ("remove", "use", "instead", "import only", "never", "do this"))
+        assert any(word in v.message for word in ACTIONS), v.message
 
 
 @pytest.mark.parametrize(
@@ -465,6 +485,28 @@ def test_reference_base_class_and_extra_bases():
     assert marked_line(source) in {v.line for v in report.violations if v.rule == "reference"}
     assert "reference" in rules(check_source(make().replace("(nn.Module):", "(nn.Module, dict):")))
     assert check_source(make().replace("(nn.Module):", "(torch.nn.Module):")).ok
+
+
+def _in_class(source: str, code: str) -> str:
+    """Insert class-body code (4-space indented) just before ModelNew.forward."""
+    return source.replace("    def forward(self, x):", textwrap.indent(textwrap.dedent(code), "    ") +
+                          "\n    def forward(self, x):")
+
+
+@pytest.mark.parametrize(
+    ("rule", "source"),
+    [
+        ("missing-entry", make() + "\n\nModelNew = nn.Identity  # HERE\n"),
+        ("missing-entry", make() + "\n\nclass ModelNew(nn.Module):  # HERE\n    pass\n"),
+        ("patching", make() + "\n\nModelNew.forward = lambda self, x: x  # HERE\n"),
+        ("patching", make().replace("class ModelNew", "@staticmethod  # HERE\nclass ModelNew")),
+        ("patching", _in_class(make(), "def _call_impl(self, *args):  # HERE\n    return None\n")),
+        ("missing-entry", make().replace("        return out\n", "        return out\n\n    forward = None  # HERE\n")),
+    ],
+)
+def test_entry_point_cannot_be_replaced(rule, source):
+    report = check_source(source)
+    assert (rule, marked_line(source)) in {(v.rule, v.line) for v in report.violations}, report.violations
 
 
 def test_missing_entry():
@@ -603,6 +645,53 @@ def test_load_inline_launches_need_a_stream(launch, ok):
         assert rules(report) == {"cuda-source"}
         assert "4th launch parameter" in report.violations[0].message
         assert report.violations[0].line == marked_line(textwrap.dedent(source).replace("// HERE", "# HERE"))
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "auto bad = at::softmax(x, -1);",
+        "auto bad = torch::nn::functional::gelu(x);",
+        "auto bad = x.sum(0);",
+        "auto bad = at::_softmax(x, 0, false);",
+        "cublasSgemm(handle);",
+        "std::thread worker([] {});",
+        "using namespace at;",
+    ],
+)
+def test_cpp_source_torch_compute_and_libraries(snippet):
+    source = LOAD_INLINE.replace("    auto out = torch::empty_like(x);\n",
+                                 f"    auto out = torch::empty_like(x);\n    {snippet}  // HERE\n")
+    report = check(source)
+    assert rules(report) == {"cuda-source"}, report.violations
+    assert marked_line(textwrap.dedent(source).replace("// HERE", "# HERE")) in {v.line for v in report.violations}
+
+
+def test_cpp_library_allowed_by_op_spec():
+    source = LOAD_INLINE.replace("    auto out = torch::empty_like(x);\n",
+                                 "    auto out = torch::empty_like(x);\n    cublasSgemm(handle);\n")
+    assert check(source, allow_torch=["cublas"]).ok
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('#include <torch/extension.h>', '#include "my_header.h"'),
+        ('functions=["scale"])', 'functions=["scale"], extra_ldflags=["-lcublas"])'),
+        ('functions=["scale"])', 'functions=["scale"], extra_cuda_cflags=["-DS=cudaStreamCreate"])'),
+        ('int i = blockIdx.x', '#define CAT(a, b) a##b\n    int i = blockIdx.x'),
+    ],
+)
+def test_cpp_build_escapes(old, new):
+    source = LOAD_INLINE.replace(old, new)
+    assert source != LOAD_INLINE
+    assert rules(check(source)) == {"cuda-source"}
+
+
+def test_cuda_compile_options_are_scanned():
+    source = CUDA_TEMPLATE.format(extra="", source_expr='SOURCE, options=["-DS=cudaMallocManaged"]').replace(
+        ', options=["-DS=cudaMallocManaged"], "k")', ', "k", options=["-DS=cudaMallocManaged"])')
+    assert rules(check_source(source)) == {"cuda-source"}
 
 
 # ------------------------------------------------------------------------------------ never crashing

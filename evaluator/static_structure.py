@@ -1,0 +1,129 @@
+"""Structural rules of the static checker: the entry point is what it looks like, and nothing rewires it.
+
+A candidate could define an honest ``ModelNew`` and then replace it (``ModelNew = Cheat``, a second
+``class ModelNew``, a class decorator), replace its ``forward`` (``self.forward = ...`` in ``__init__``,
+``ModelNew.forward = ...``, a forward hook, an override of ``nn.Module._call_impl``), or shadow an
+imported module name (``class nn: Module = Cheat``) so that the code the checker reads is not the code
+that runs. These checks make each of those a violation.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Callable
+
+from evaluator.static_model import ModuleModel
+
+Report = Callable[[str, ast.AST, str], None]
+# nn.Module methods a candidate may define (forward is the point; the rest are harmless).
+_OVERRIDABLE = frozenset({"forward", "__init__", "__call__", "extra_repr", "__repr__"})
+
+
+@functools.lru_cache(maxsize=1)
+def _module_methods() -> frozenset[str]:
+    import torch  # local: importing the checker must not import torch
+
+    return frozenset(n for n in dir(torch.nn.Module) if callable(getattr(torch.nn.Module, n, None)))
+
+
+def _handler_none_fallback(tree: ast.Module) -> set[int]:
+    """ids of ``name = None`` assignments inside ``except ImportError`` handlers (optional imports)."""
+    ok: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ExceptHandler):
+            for stmt in node.body:
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is None:
+                    ok.update(id(t) for t in stmt.targets)
+    return ok
+
+
+def _binding_sites(tree: ast.Module) -> list[tuple[str, ast.AST]]:
+    """Every place a name is bound: assignments, defs, classes, imports, parameters, loops, handlers."""
+    out: list[tuple[str, ast.AST]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            out.append((node.id, node))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.append((node.name, node))
+        elif isinstance(node, ast.arg):
+            out.append((node.arg, node))
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.append((node.name, node))
+        elif isinstance(node, ast.alias):
+            out.append(((node.asname or node.name).split(".")[0], node))
+    return out
+
+
+def check_entry_definition(tree: ast.Module, entry: str, report: Report) -> None:
+    """``entry`` is bound exactly once, by a plain top-level ``class`` or ``def`` (no decorator on a class)."""
+    defs = [s for s in tree.body if isinstance(s, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and s.name == entry]  # fmt: skip
+    if not defs:
+        return  # missing-entry is reported by the caller
+    first = defs[0]
+    for name, node in _binding_sites(tree):
+        if name == entry and node is not first and not isinstance(node, ast.arg):
+            report("missing-entry", node, f"`{entry}` is bound again here (first defined at line "
+                   f"{first.lineno}); the entry point must be exactly one definition, never replaced")
+    if isinstance(first, ast.ClassDef):
+        if first.decorator_list:
+            report("patching", first.decorator_list[0], f"class {entry} is decorated; a decorator can replace "
+                   "the class, so remove it")
+        _check_entry_class(first, report)
+
+
+def _check_entry_class(cls: ast.ClassDef, report: Report) -> None:
+    methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+    seen: dict[str, ast.AST] = {}
+    for stmt in cls.body:
+        names: list[tuple[str, ast.AST]] = []
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append((stmt.name, stmt))
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names.extend((t.id, t) for t in targets if isinstance(t, ast.Name))
+        for name, node in names:
+            if name in seen and (name in methods or name in ("forward", "__call__")):
+                report("missing-entry", node, f"{cls.name}.{name} is defined twice (first at line "
+                       f"{getattr(seen[name], 'lineno', '?')}); define each method once")
+            seen.setdefault(name, node)
+    for name, node in methods.items():
+        if name in _module_methods() and name not in _OVERRIDABLE:
+            report("patching", node, f"{cls.name} overrides nn.Module.{name}, which the harness relies on; "
+                   "define only __init__, forward and your own helper methods")
+    for node in ast.walk(cls):
+        if (isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name) and node.value.id == "self"
+                and (node.attr in methods or node.attr in ("forward", "__call__"))):  # fmt: skip
+            report("patching", node, f"assigns self.{node.attr}, replacing the method {cls.name}.{node.attr}; "
+                   "store data under another attribute name")
+
+
+def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], report: Report) -> None:
+    """No imported module name is rebound; no module-level class or function is patched from outside."""
+    allowed = _handler_none_fallback(tree)
+    import_nodes = {id(a) for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+    for name, node in _binding_sites(tree):
+        if name in imported and id(node) not in allowed and id(node) not in import_nodes:
+            report("patching", node, f"rebinds `{name}`, an imported module name; the checker reads `{name}` "
+                   "as that module, so pick another name")
+    top_level = set(model.classes) | {k for k in model.functions if "." not in k} | set(model.jit_kernels)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            root = node.value
+            while isinstance(root, ast.Attribute | ast.Subscript):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in top_level:
+                report("patching", node, f"assigns an attribute of `{root.id}` from outside its definition; "
+                       "keep state on instances (self) instead of patching classes or functions")
+
+
+def check_hooks(tree: ast.Module, report: Report) -> None:
+    """No module, autograd or state-dict hooks: they run code the forward path does not show."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            if attr.startswith(("register_", "_register_")) and "hook" in attr:
+                report("patching", node, f"`{attr}` installs a hook that changes what the module runs or "
+                       "returns; remove it and do the work in forward")
