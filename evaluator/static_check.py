@@ -35,16 +35,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evaluator.static_cuda import scan_source, source_pieces
-from evaluator.static_model import (
-    CUDA_COMPILE,
-    LOAD_INLINE,
-    ModuleModel,
-    build_model,
-    hook_roots,
-    launch_sites,
-    reachable,
-)
+from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model
 from evaluator.static_model import resolve as _resolve
+from evaluator.static_paths import hook_roots, launch_sites, reachable
 from evaluator.static_rules import normalise_allow
 from evaluator.static_structure import check_entry_definition, check_hooks, check_rebinding
 from evaluator.static_visitor import RuleVisitor

@@ -259,3 +259,19 @@ def module_allowed(module: str) -> bool:
 def why_module(module: str) -> str:
     """A short reason a module is refused (threads, introspection, I/O...)."""
     return _WHY_MODULE.get(module.split(".")[0], "is not on the candidate allowlist")
+
+
+DANGEROUS_BUILTINS = {
+    "eval": "runs code built at run time", "exec": "runs code built at run time",
+    "__import__": "imports modules dynamically",
+    "compile": "builds code at run time", "open": "does file I/O", "input": "reads standard input",
+    "breakpoint": "stops in a debugger", "globals": "introspects module state",
+    "locals": "introspects frames", "vars": "introspects objects and modules", "dir": "introspects objects",
+    "setattr": "patches attributes by name", "delattr": "deletes attributes by name",
+    "exit": "ends the process (a success code would hide a failure)",
+    "quit": "ends the process (a success code would hide a failure)",
+    "SystemExit": "ends the process (a success code would hide a failure)",
+    "id": "keys caches on object identity", "memoryview": "reads raw memory",
+}  # fmt: skip
+ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__name__"})
+ALLOWED_DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__repr__"})

@@ -11,9 +11,19 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from evaluator.static_model import ModuleModel, binding_key, is_const_getattr, resolve
+from evaluator.static_model import (
+    ModuleModel,
+    binding_key,
+    bound_names,
+    is_const_getattr,
+    is_import_only_try,
+    resolve,
+)
 from evaluator.static_rules import (
+    ALLOWED_DUNDER_DEFS,
+    ALLOWED_DUNDERS,
     ALLOWED_SUMMARY,
+    DANGEROUS_BUILTINS,
     classify_name,
     method_computes,
     module_allowed,
@@ -21,20 +31,6 @@ from evaluator.static_rules import (
     why_module,
 )
 
-DANGEROUS_BUILTINS = {
-    "eval": "runs code built at run time", "exec": "runs code built at run time",
-    "__import__": "imports modules dynamically",
-    "compile": "builds code at run time", "open": "does file I/O", "input": "reads standard input",
-    "breakpoint": "stops in a debugger", "globals": "introspects module state",
-    "locals": "introspects frames", "vars": "introspects objects and modules", "dir": "introspects objects",
-    "setattr": "patches attributes by name", "delattr": "deletes attributes by name",
-    "exit": "ends the process (a success code would hide a failure)",
-    "quit": "ends the process (a success code would hide a failure)",
-    "SystemExit": "ends the process (a success code would hide a failure)",
-    "id": "keys caches on object identity", "memoryview": "reads raw memory",
-}  # fmt: skip
-ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__name__"})
-ALLOWED_DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__repr__"})
 _COMPUTE_HINT = (
     "do this math inside your kernel; PyTorch may only allocate (torch.empty/empty_like), view, "
     "reshape and cast on the forward path"
@@ -45,50 +41,6 @@ Report = Callable[[str, ast.AST, str], None]
 
 def _is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
-
-
-def bound_names(scope: ast.AST) -> set[str]:
-    """Names a function, lambda, class or module binds in its own scope (not in nested scopes)."""
-    out: set[str] = set()
-    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-        a = scope.args
-        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
-            if arg is not None:
-                out.add(arg.arg)
-        todo = list(scope.body) if isinstance(scope.body, list) else [scope.body]
-    elif isinstance(scope, ast.ClassDef | ast.Module):
-        todo = list(scope.body)
-    else:  # comprehension
-        todo = [gen.target for gen in scope.generators]  # type: ignore[attr-defined]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            out.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            out.add(node.name)
-            todo.extend(node.decorator_list)
-            continue
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            out.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            out.update(node.names)
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            out.add(node.name)
-        if isinstance(node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
-            continue
-        todo.extend(ast.iter_child_nodes(node))
-    return out
-
-
-def is_import_only_try(node: ast.Try) -> bool:
-    """True for ``try: import x`` with only ``except ImportError`` handlers (an optional dependency)."""
-    if not node.body or not all(isinstance(s, ast.Import | ast.ImportFrom) for s in node.body):
-        return False
-    for handler in node.handlers:
-        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-        if not all(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError") for n in names):
-            return False
-    return bool(node.handlers) and not node.finalbody
 
 
 class RuleVisitor(ast.NodeVisitor):

@@ -1,0 +1,99 @@
+"""The forward path of a candidate: which functions the entry point can run, and where kernels launch.
+
+Conservative on purpose: a reference to a function (not only a call) is an edge, every method of a
+helper class instantiated on the path is reachable, and the hooks in a Triton kernel's decorators
+(autotune ``pre_hook``, ``heuristics`` lambdas) run at every launch, so they are roots.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from evaluator.static_model import FunctionNode, ModuleModel, binding_key
+
+
+def _class_methods(model: ModuleModel, cls: str) -> list[str]:
+    if cls in model.autograd_functions:
+        wanted = ("forward",)  # backward is not on the forward path
+        return [f"{cls}.{m}" for m in wanted if f"{cls}.{m}" in model.functions]
+    prefix = f"{cls}."
+    return [k for k in model.functions if k.startswith(prefix)]
+
+
+def callees(model: ModuleModel, key: str) -> set[str]:
+    """Function keys that the function ``key`` may run: calls and references, conservatively."""
+    fn = model.functions[key]
+    cls = key.split(".")[0] if "." in key else None
+    out: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in model.functions:
+                out.add(node.id)
+            elif node.id in model.classes:
+                out.update(_class_methods(model, node.id))
+            instance = model.instances.get(node.id, "")
+            if instance.startswith("class:"):
+                out.update(_class_methods(model, instance[6:]))
+        elif isinstance(node, ast.Attribute) and cls is not None:
+            key_ = binding_key(node)
+            if key_ is None:
+                continue
+            if f"{cls}.{node.attr}" in model.functions:
+                out.add(f"{cls}.{node.attr}")
+            instance = model.instances.get(key_, "")
+            if instance.startswith("class:"):
+                out.update(_class_methods(model, instance[6:]))
+    out.discard(key)
+    return out
+
+
+def hook_roots(model: ModuleModel) -> list[str]:
+    """Functions named in the decorators of Triton kernels (autotune/heuristics hooks run at each launch)."""
+    roots = []
+    for node in model.jit_kernels.values():
+        for dec in getattr(node, "decorator_list", []):
+            for sub in ast.walk(dec):
+                if isinstance(sub, ast.Name) and sub.id in model.functions:
+                    roots.append(sub.id)
+    return roots
+
+
+def reachable(model: ModuleModel, roots: list[str]) -> list[str]:
+    """Function keys reachable from ``roots`` through :func:`callees` (roots first, source order)."""
+    seen: list[str] = []
+    todo = [r for r in roots if r in model.functions]
+    while todo:
+        key = todo.pop()
+        if key in seen:
+            continue
+        seen.append(key)
+        todo.extend(sorted(callees(model, key) - set(seen)))
+    return seen
+
+
+def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, ast.Call]]:
+    """(kernel name, call) for each kernel launch inside ``fn``.
+
+    A launch is ``jitfn[grid](...)``, ``cudakernel[grid, block](...)`` or ``ext.fn(...)`` on a
+    ``load_inline`` module, where the kernel or module is one this module defines (directly, through
+    an alias or container such as ``self.kernels[dtype]``, or returned by a factory function).
+    """
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Subscript):
+            kind, table = "launchable", model.launchables
+        elif isinstance(func, ast.Attribute):
+            kind, table = "extension", model.extensions
+        else:
+            continue
+        owner = func.value
+        names: tuple[str, ...] = table.get(binding_key(owner) or "", ())
+        if not names and isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name):
+            factory = model.factories.get(owner.func.id)
+            if factory is not None and factory[0] == kind:
+                names = factory[1]
+        for name in names:
+            yield name, node
