@@ -1,10 +1,11 @@
-"""What a candidate module defines, read from its AST: import aliases, kernels, and its call graph.
+"""What a candidate module defines, read from its AST: import aliases, definitions, kernels, scopes.
 
-The static checker (``evaluator.static_check``) asks three questions of a candidate that this module
-answers without importing it: which dotted name does an expression stand for (``F.relu`` is
+The static checker (``evaluator.static_check``) asks questions of a candidate that this module answers
+without importing it: which dotted name does an expression stand for (``F.relu`` is
 ``torch.nn.functional.relu``), which kernels exist (``@triton.jit`` functions, ``kernelevo.cuda.compile``
-results, ``load_inline`` extensions), and which functions run when the entry point runs (the forward
-path: module-level functions, methods of the entry class, ``SomeFunction.apply`` -> its ``forward``).
+results, ``load_inline`` extensions, and aliases, containers and factories of those), which names a
+scope binds, and which functions and methods the module defines (``evaluator.static_paths`` turns
+those into the forward path).
 """
 
 from __future__ import annotations
