@@ -12,6 +12,7 @@ import base64
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import github
 import requests
@@ -106,14 +107,14 @@ class GitHubAPI:
 
     def read_file(self, repo: str, path: str, ref: str) -> str | None:
         """A file's text at ``ref``, or None if it does not exist."""
-        data = self._maybe("GET", f"/repos/{repo}/contents/{path}", params={"ref": ref})
+        data = self._maybe("GET", f"/repos/{repo}/contents/{quote(path)}", params={"ref": ref})
         if not data or isinstance(data, list) or data.get("type") != "file":
             return None
         return base64.b64decode(data.get("content") or "").decode("utf-8", errors="replace")
 
     def permission(self, repo: str, username: str) -> str:
         """The user's role on the repo (admin/maintain/write/triage/read) or "none"."""
-        data = self._maybe("GET", f"/repos/{repo}/collaborators/{username}/permission")
+        data = self._maybe("GET", f"/repos/{repo}/collaborators/{quote(username, safe='')}/permission")
         if not data:
             return "none"
         return data.get("role_name") or data.get("permission") or "none"
@@ -169,7 +170,7 @@ class GitHubAPI:
     # -- git data ---------------------------------------------------------------------------------
     def branch_sha(self, repo: str, branch: str) -> str | None:
         """The commit a branch points at, or None if the branch does not exist."""
-        data = self._maybe("GET", f"/repos/{repo}/git/ref/heads/{branch}")
+        data = self._maybe("GET", f"/repos/{repo}/git/ref/heads/{quote(branch)}")
         return data["object"]["sha"] if data else None
 
     def get_commit(self, repo: str, sha: str) -> dict:
@@ -196,13 +197,13 @@ class GitHubAPI:
     def set_branch(self, repo: str, branch: str, sha: str, *, exists: bool) -> None:
         """Point ``branch`` at ``sha``: create the ref, or force-update it."""
         if exists:
-            self.call("PATCH", f"/repos/{repo}/git/refs/heads/{branch}", body={"sha": sha, "force": True})
+            self.call("PATCH", f"/repos/{repo}/git/refs/heads/{quote(branch)}", body={"sha": sha, "force": True})
         else:
             self.call("POST", f"/repos/{repo}/git/refs", body={"ref": f"refs/heads/{branch}", "sha": sha})
 
     def delete_branch(self, repo: str, branch: str) -> None:
         """Delete a branch (used to undo a half-finished publish)."""
-        self.call("DELETE", f"/repos/{repo}/git/refs/heads/{branch}")
+        self.call("DELETE", f"/repos/{repo}/git/refs/heads/{quote(branch)}")
 
     def _pages(self, path: str, params: dict) -> list[dict]:
         out: list[dict] = []

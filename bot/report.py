@@ -9,6 +9,7 @@ evaluator verdict dict).
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -115,14 +116,22 @@ def report_context(repo: str, op_id: str, result: dict, request: dict, kernel_di
     checks = [(c.get("case"), s) for c in correctness.get("cases") or [] for s in c.get("seeds") or []]
     return {
         "repo": repo, "op_id": op_id, "kernel_dir": kernel_dir, "request": request,
-        "assessment": assess(result), "verdict": verdict, "cases": cases, "timing": timing,
+        "assessment": assess(result), "cases": cases,
+        "verdict": {"backend": verdict.get("backend", "unknown"), "device": verdict.get("device", "unknown"),
+                    "detail": verdict.get("detail", ""), "flags": verdict.get("flags") or []},
+        "geomean_vs_eager": timing.get("geomean_speedup_vs_eager"),
+        "geomean_vs_compile": timing.get("geomean_speedup_vs_compile"),
         "n_cases": len(correctness.get("cases") or []), "n_checks": len(checks),
         "max_abs_err": max((s.get("max_abs_err") or 0 for _, s in checks), default=None),
         "max_rel_err": max((s.get("max_rel_err") or 0 for _, s in checks), default=None),
         "environment": verdict.get("environment") or {},
+        "timing_note": verdict.get("timing_note", ""),
         "cost": {k: result.get(k) for k in ("candidates_evaluated", "candidates_accepted", "tokens_in",
                                             "tokens_out", "cost_usd", "gpu_busy_fraction", "started",
                                             "ended", "stop_reason")},
-        "reproduce": f"kernelevo optimize {op_id} --backend {request.get('backend', 'any')}",
-        "verify": f"kernelevo verify {kernel_dir}",
+        "reproduce": (f"git checkout {shlex.quote(request.get('head_sha', 'HEAD'))} && kernelevo optimize "
+                      f"{shlex.quote(op_id.partition('::')[0])} --op {shlex.quote(op_id)} "
+                      f"--backend {shlex.quote(request.get('backend', 'any'))}"
+                      + (f" --budget-tokens {request['budget_tokens']}" if request.get("budget_tokens") else "")),
+        "verify": f"kernelevo verify {shlex.quote(kernel_dir)}",
     }
