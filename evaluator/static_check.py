@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from evaluator.static_cuda import scan_source, source_pieces
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model
 from evaluator.static_model import resolve as _resolve
-from evaluator.static_paths import hook_roots, launch_sites, reachable
+from evaluator.static_paths import hook_roots, launch_sites, reachable, stored_roots
 from evaluator.static_rules import normalise_allow
 from evaluator.static_structure import check_entry_definition, check_hooks, check_rebinding
 from evaluator.static_visitor import RuleVisitor
@@ -154,7 +154,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_entry_definition(tree, entry, out.report)
     check_rebinding(tree, model, model.imported, out.report)
     check_hooks(tree, out.report)
-    path = reachable(model, roots + hook_roots(model))
+    path = reachable(model, roots + hook_roots(model) + stored_roots(model, tree))
     launched: list[str] = []
     for key in path:
         for name, _call in launch_sites(model, model.functions[key]):

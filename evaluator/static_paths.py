@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from evaluator.static_model import FunctionNode, ModuleModel, binding_key
+from evaluator.static_model import FunctionNode, ModuleModel, binding_key, is_const_getattr
 
 
 def _class_methods(model: ModuleModel, cls: str) -> list[str]:
@@ -35,12 +35,18 @@ def callees(model: ModuleModel, key: str) -> set[str]:
             instance = model.instances.get(node.id, "")
             if instance.startswith("class:"):
                 out.update(_class_methods(model, instance[6:]))
-        elif isinstance(node, ast.Attribute) and cls is not None:
-            key_ = binding_key(node)
+        elif isinstance(node, ast.Attribute | ast.Call) and cls is not None:
+            if isinstance(node, ast.Attribute):
+                key_, attr = binding_key(node), node.attr
+            elif is_const_getattr(node) and binding_key(node.args[0]) == "self":
+                attr = node.args[1].value  # type: ignore[attr-defined]
+                key_ = f"self.{attr}"
+            else:
+                continue
             if key_ is None:
                 continue
-            if f"{cls}.{node.attr}" in model.functions:
-                out.add(f"{cls}.{node.attr}")
+            if f"{cls}.{attr}" in model.functions:
+                out.add(f"{cls}.{attr}")
             instance = model.instances.get(key_, "")
             if instance.startswith("class:"):
                 out.update(_class_methods(model, instance[6:]))
@@ -56,6 +62,35 @@ def hook_roots(model: ModuleModel) -> list[str]:
             for sub in ast.walk(dec):
                 if isinstance(sub, ast.Name) and sub.id in model.functions:
                     roots.append(sub.id)
+    return roots
+
+
+def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
+    """Functions and classes whose reference is stored as a value, not called: they become roots.
+
+    ``self.fn = launch`` in ``__init__``, ``OPS = {"a": helper}`` or ``partial(helper)`` can run from
+    the forward path through names the checker cannot follow. Base classes, decorators and
+    ``self.apply(init_fn)`` (nn.Module.apply, run once while building) are not stored references.
+    """
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            skip.add(id(node.func))
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "apply" and binding_key(
+                node.func.value
+            ) == "self":
+                skip.update(id(a) for a in node.args)
+        elif isinstance(node, ast.ClassDef):
+            skip.update(id(b) for b in node.bases)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            skip.update(id(d) for d in node.decorator_list)
+    roots: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in skip:
+            if node.id in model.functions:
+                roots.append(node.id)
+            elif node.id in model.classes:
+                roots.extend(_class_methods(model, node.id))
     return roots
 
 

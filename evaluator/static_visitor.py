@@ -228,6 +228,10 @@ class RuleVisitor(ast.NodeVisitor):
                 dotted = resolve(node, self.model.aliases)
                 if dotted is not None:
                     self._check_dotted(node, dotted, ast.Load())
+        if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type":
+            if not self._bound("type"):
+                self.report("introspection", node, "`type(obj)(...)` builds a new object of another object's "
+                            "type (a new stream, a fake tensor); remove it and construct what you need directly")
         if resolve(func, self.model.aliases) in ("operator.methodcaller", "operator.attrgetter"):
             self._check_named_getter(node)
         if self._compute_rules():
@@ -253,6 +257,8 @@ class RuleVisitor(ast.NodeVisitor):
         func = node.func
         key = binding_key(func)
         instance = self.model.instances.get(key or "", "")
+        if isinstance(func, ast.Subscript):  # self.layers[0](x) on an nn.ModuleList / Sequential
+            instance = self.model.instances.get(binding_key(func.value) or "", "") or instance
         if isinstance(func, ast.Attribute) and func.attr == "forward":
             instance = self.model.instances.get(binding_key(func.value) or "", "") or instance
         if instance.startswith("torch."):

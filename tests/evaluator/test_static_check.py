@@ -406,6 +406,14 @@ CASES = [
                                   "@triton.jit\ndef hooked(x_ptr, out_ptr):\n    pass")),
     ("torch-compute", dict(module="@triton.heuristics({'B': lambda args: args['x'].sum()})  # HERE\n"
                                   "@triton.jit\ndef hinted(x, B: tl.constexpr):\n    pass")),
+    # functions stored as values can run from forward through names the checker cannot follow
+    ("torch-compute", dict(module="def cheat(t):\n    return t.exp()  # HERE", init="self.fn = cheat",
+                           body="out = self.fn(out)")),
+    ("torch-compute", dict(module="def cheat(t):\n    return t.exp()  # HERE", body="OPS = {'f': cheat}")),
+    ("torch-compute", dict(init="self.layers = nn.ModuleList([nn.Linear(4, 4)])",
+                           body="out = self.layers[0](out)  # HERE")),
+    ("torch-compute", dict(body="with torch.cuda.amp.autocast():  # HERE\n    pass")),
+    ("introspection", dict(body="side = type(torch.cuda.current_stream())()  # HERE")),
     # structure: the entry point is not replaced, rewired or shadowed
     ("missing-entry", dict(module="class Honest(nn.Module):\n    pass\n\n\ndef later():\n"
                                   "    global ModelNew\n    ModelNew = Honest  # HERE")),
@@ -507,6 +515,13 @@ def _in_class(source: str, code: str) -> str:
 def test_entry_point_cannot_be_replaced(rule, source):
     report = check_source(source)
     assert (rule, marked_line(source)) in {(v.rule, v.line) for v in report.violations}, report.violations
+
+
+def test_methods_reached_through_getattr_on_self_are_on_the_forward_path():
+    source = _in_class(make(body="out = getattr(self, 'helper')(out)"),
+                       "def helper(self, t):\n    return t.exp()  # HERE\n")
+    report = check_source(source)
+    assert [(v.rule, v.line) for v in report.violations] == [("torch-compute", marked_line(source))]
 
 
 def test_missing_entry():
