@@ -222,7 +222,7 @@ class KernelWriter:
                 self.em.loop_lines.append(f"{acc} += {masked}")
         self.store_outputs(col, "        ", outs)
         self.flush_row_lines()
-        for r, acc, identity in accs:
+        for _r, acc, identity in accs:
             self.body.append(f"    {acc} = tl.full([BLOCK_ROWS, BLOCK_COLS], {identity}, dtype=tl.float32)")
         self.body.append(f"    for col_start in range(0, {ncols}, BLOCK_COLS):")
         self.body.append("        cols = col_start + tl.arange(0, BLOCK_COLS)[None, :]")

@@ -175,7 +175,6 @@ class Lowering:
         return a
 
     def lower(self, node: Any) -> Any:  # noqa: C901 - one dispatch table, read top to bottom
-        import torch
 
         target, name = node.target, _opname(node.target)
         args = [self.arg(a) for a in node.args]

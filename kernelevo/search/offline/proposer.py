@@ -14,7 +14,7 @@ import threading
 
 from kernelevo.search.offline.lower import Unsupported, lower
 from kernelevo.search.offline.module import applicable, generate
-from kernelevo.search.offline.trace import TraceError, TracedTask, trace_task
+from kernelevo.search.offline.trace import TracedTask, TraceError, trace_task
 from kernelevo.search.offline.tune import tune_source
 from kernelevo.search.proposer import Proposal, ProposalRequest
 

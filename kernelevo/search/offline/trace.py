@@ -103,8 +103,8 @@ def small_inputs_of(module: types.ModuleType) -> list[Any]:
 def trace_task(task_source: str) -> TracedTask:
     """Trace ``Model.forward`` of a task to ATen ops with symbolic sizes."""
     import torch
-    from torch.fx.experimental.proxy_tensor import make_fx
     from torch.func import functional_call
+    from torch.fx.experimental.proxy_tensor import make_fx
 
     module = load_task_module(task_source)
     try:
