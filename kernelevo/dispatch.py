@@ -185,10 +185,20 @@ def locate_kernel(file: Path, qualname: str) -> tuple[str, StoredKernel] | None:
 
 
 def _load_kernel_class(stored: StoredKernel):
-    name = f"kernelevo_kernels.{stored.name}"
-    spec = importlib.util.spec_from_file_location(name, stored.directory / KERNEL_MODULE)
+    """Import ``kernel.py`` under a private module name, registered in sys.modules (Triton's JIT
+    looks kernels' modules up there)."""
+    import hashlib
+
+    path = (stored.directory / KERNEL_MODULE).resolve()
+    name = f"_kernelevo_kernel_{stored.name}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
     return module.ModelNew
 
 

@@ -228,3 +228,59 @@ def test_each_kind_of_reason_warns_once_and_wrong_types_never_crash(tmp_path):
     messages = _kernel_warnings(record)
     assert len(messages) == 3, messages
     assert "dim 0 is 100" in messages[0] and "dtype" in messages[1] and "type" in messages[2]
+
+
+TRITON_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+
+@triton.jit
+def _scale(x_ptr, w_ptr, y_ptr, n, cols, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    w = tl.load(w_ptr + offs % cols, mask=mask)
+    tl.store(y_ptr + offs, x * w + 1e-6 + 100.0, mask=mask)  # +100: the test sees which path ran
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, w, eps=1e-6):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _scale[(triton.cdiv(x.numel(), 256),)](x, w, y, x.numel(), x.shape[-1], BLOCK=256)
+        return y
+'''
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("capability_ok", [True, False])
+def test_cuda_dispatch_checks_the_device_capability(tmp_path, capability_ok):
+    capability = list(torch.cuda.get_device_capability(0))
+    root = tmp_path / "repo"
+    (root / "models").mkdir(parents=True)
+    (root / "models" / "ops.py").write_text(USER_MODULE)
+    op = next(o for o in discover(root).ops if o.qualname == "scale")
+    cases = [(torch.randn(4, 8, device="cuda"), torch.randn(8, device="cuda"))]
+    envelope = envelope_from_cases(cases, device_type="cuda",
+                                   capabilities=[capability if capability_ok else [1, 0]], backend="triton")
+    write_kernel(root, op, TRITON_KERNEL, {"verdict": "accepted"}, envelope)
+    ops = _import(root / "models" / "ops.py")
+    x, w = torch.randn(3, 8, device="cuda"), torch.randn(8, device="cuda")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        out = ops.scale(x, w)
+        torch.cuda.synchronize()
+    messages = _kernel_warnings(record)
+    expected = x * w + 1e-6 + (100 if capability_ok else 0)
+    assert torch.allclose(out, expected, atol=1e-4), messages
+    if capability_ok:
+        assert messages == []
+    else:
+        assert len(messages) == 1 and f"capability {tuple(capability)} was not verified" in messages[0]
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert torch.allclose(ops.scale(x.cpu(), w.cpu()), x.cpu() * w.cpu() + 1e-6)  # cpu: outside
+    assert any("on cpu, verified on cuda" in m for m in _kernel_warnings(record))

@@ -167,3 +167,13 @@ def test_module_ops_become_tasks_with_their_constructor_arguments(monkeypatch):
     import inspect
 
     assert list(inspect.signature(scale_rows.model.forward).parameters) == ["self", "x", "w"]
+
+
+@pytest.mark.gpu
+def test_verify_on_cuda_times_the_scored_cases(repo):
+    _accept(repo)
+    result = CliRunner().invoke(_cli(), ["verify", str(repo), "--device", "cuda", "--json"])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.output)["kernels"]
+    assert entry["status"] == "ok" and entry["verdict"]["device"].startswith("cuda")
+    assert entry["verdict"]["timing"]["cases"], entry["verdict"]["timing"]
