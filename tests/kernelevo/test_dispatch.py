@@ -263,7 +263,7 @@ def test_cuda_dispatch_checks_the_device_capability(tmp_path, capability_ok):
     (root / "models").mkdir(parents=True)
     (root / "models" / "ops.py").write_text(USER_MODULE)
     op = next(o for o in discover(root).ops if o.qualname == "scale")
-    cases = [(torch.randn(4, 8, device="cuda"), torch.randn(8, device="cuda"))]
+    cases = [(torch.randn(rows, 8, device="cuda"), torch.randn(8, device="cuda")) for rows in (2, 4)]
     envelope = envelope_from_cases(cases, device_type="cuda",
                                    capabilities=[capability if capability_ok else [1, 0]], backend="triton")
     write_kernel(root, op, TRITON_KERNEL, {"verdict": "accepted"}, envelope)
