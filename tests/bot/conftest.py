@@ -7,11 +7,9 @@ itself is a double (a real search needs a GPU to produce speedups), and one test
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -35,6 +33,7 @@ from bot.deliveries import MemoryDeliveryStore  # noqa: E402
 from bot.github_api import GitHubAPI, token_exchange  # noqa: E402
 from bot.jobflow import BotJobHooks  # noqa: E402
 from bot.workqueue import WorkQueue  # noqa: E402
+from bot.workspace import tarball_workspace  # noqa: E402
 from kernelevo.jobs import TERMINAL, LocalRunner  # noqa: E402
 
 SECRET = "test-webhook-secret"
@@ -140,6 +139,7 @@ class Harness:
         self.clock = Clock()
         self.tokens = InstallationTokens(fake.app_id, private_key, token_exchange(fake.base_url))
         self.work = WorkQueue(4)
+        self.workspace = tarball_workspace(fake.base_url, lambda repo: self.tokens.get(INSTALLATION))
         hooks = BotJobHooks()
         self.runner = LocalRunner(self.workspace, search=self.search, hooks=hooks,
                                   make_proposer=lambda r: None, make_budget=lambda r: None,
@@ -163,11 +163,6 @@ class Harness:
         port = self.server.servers[0].sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         self.http = httpx.Client(base_url=self.url, timeout=10)
-
-    @contextlib.contextmanager
-    def workspace(self, repo: str, sha: str):
-        with tempfile.TemporaryDirectory(dir=self.tmp) as tmp:
-            yield self.fake.checkout(repo, sha, Path(tmp))
 
     @staticmethod
     def task_path(workspace: Path, op_id: str, run_dir: Path) -> Path:

@@ -30,7 +30,8 @@ def test_optimize_opens_follow_up_pr_and_rerun_updates_it(harness, fake, pr):
     manifest = json.loads(files[f"{kernel_dir}/manifest.json"])
     assert manifest["op_id"] == "ops/norm.py::scale_shift"
     report = files[f"{kernel_dir}/report.md"]
-    assert "1.50x" in report and "NVIDIA H200" in report and "kernelevo optimize ops/norm.py --op ops/norm.py::scale_shift" in report
+    assert "1.50x" in report and "NVIDIA H200" in report
+    assert "kernelevo optimize ops/norm.py --op ops/norm.py::scale_shift" in report
     assert "1.50x faster" in follow_up["body"]
     status = harness.status_text(pr)
     assert f"#{follow_up['number']} (created)" in status and "succeeded" in status

@@ -40,7 +40,8 @@ def test_report_renders_evidence_and_escapes_untrusted_text():
     text = render("report.md.j2", **ctx)
     assert "| 0 | 1.0000 [0.9800–1.0200] | 4.5000" in text
     assert "4.50x over eager, 1.50x over torch.compile" in text
-    assert "kernelevo optimize ops/x.py --op ops/x.py::f --backend triton" in text and "kernelevo verify kernels/f" in text
+    assert "kernelevo optimize ops/x.py --op ops/x.py::f --backend triton" in text
+    assert "kernelevo verify kernels/f" in text
     assert "<b>" not in text and "@\u200bteam" in text
     body = render("pr_body.md.j2", origin="#3", note="", **ctx)
     assert "for #3 at commit cccccccccccc" in body and "| 1 | 4.50x | 1.50x |" in body

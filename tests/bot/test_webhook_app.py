@@ -191,3 +191,33 @@ def test_service_reports_unreachable_redis(app_keys):
                         redis_url="redis://127.0.0.1:1/0")
     with pytest.raises(ConfigurationError, match="cannot reach Redis"):
         build(settings, workspace_provider=lambda repo, sha: None)
+
+
+def test_tarball_workspace_checks_out_a_commit(fake, app_keys, pr):
+    from bot.auth import InstallationTokens
+    from bot.github_api import token_exchange
+    from bot.workspace import tarball_workspace
+
+    tokens = InstallationTokens(fake.app_id, app_keys[0], token_exchange(fake.base_url))
+    provider = tarball_workspace(fake.base_url, lambda repo: tokens.get(77))
+    sha = fake.pulls[REPO][pr]["head"]["sha"]
+    with provider(REPO, sha) as root:
+        files = {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()}
+    assert files == fake.files_at(REPO, sha)
+    assert not root.exists()  # removed afterwards
+
+
+def test_tarball_extraction_refuses_paths_outside_the_checkout(tmp_path):
+    import io
+    import tarfile
+
+    from bot.workspace import extract
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("../escaped.txt")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(tarfile.TarError):
+        extract(buffer.getvalue(), tmp_path / "dest")
+    assert not (tmp_path / "escaped.txt").exists()

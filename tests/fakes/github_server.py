@@ -12,9 +12,11 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
+import io
 import itertools
 import json
 import re
+import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -307,6 +309,7 @@ ROUTES: list[tuple[str, str]] = [
     ("POST", "/app/installations/{installation_id}/access_tokens"),
     ("GET", "/repos/{owner}/{repo}"),
     ("GET", "/repos/{owner}/{repo}/contents/{path}"),
+    ("GET", "/repos/{owner}/{repo}/tarball/{ref}"),
     ("GET", "/repos/{owner}/{repo}/pulls"),
     ("POST", "/repos/{owner}/{repo}/pulls"),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"),
@@ -360,10 +363,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
-    def _send(self, status: int, body: object, headers: dict | None = None) -> None:
-        data = json.dumps(body).encode() if body is not None else b""
+    def _send(self, status: int, body: object, headers: dict | None = None,
+              content_type: str = "application/json; charset=utf-8") -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else b""
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -377,6 +381,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         request = json.loads(raw) if raw else None
+        if path.startswith("/_codeload/"):  # where GitHub's tarball redirect points (codeload.github.com)
+            self._codeload(path)
+            return
         for route_method, template, pattern in _COMPILED:  # noqa: B007 - template used after the loop
             match = pattern.match(path)
             if route_method == method and match:
@@ -393,12 +400,28 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._authorize(template, match.groupdict())
             with fake.lock:
-                status, body = getattr(_Api, _handler_name(method, template))(fake, match.groupdict(), query,
-                                                                               request)
+                status, body, *extra = getattr(_Api, _handler_name(method, template))(
+                    fake, match.groupdict(), query, request)
         except HTTPError as exc:
-            status, body = exc.status, {"message": exc.message, "documentation_url": "fake"}
+            status, body, extra = exc.status, {"message": exc.message, "documentation_url": "fake"}, []
         fake.exchanges.append(Exchange(method, template, path, request, status, body))
-        self._send(status, body)
+        self._send(status, body, *extra)
+
+    def _codeload(self, path: str) -> None:
+        owner, repo, sha = path.split("/")[2:5]
+        try:
+            files = self.fake.files_at(f"{owner}/{repo}", sha)
+        except KeyError:
+            self._send(404, {"message": "Not Found"})
+            return
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            for name, text in sorted(files.items()):
+                data = text.encode()
+                info = tarfile.TarInfo(f"{owner}-{repo}-{sha[:7]}/{name}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        self._send(200, buffer.getvalue(), content_type="application/x-gzip")
 
     def _authorize(self, template: str, params: dict) -> None:
         header = self.headers.get("Authorization", "")
@@ -459,6 +482,14 @@ class _Api:
                      "content": base64.b64encode(fake.blobs[blob]).decode(), "sha": blob,
                      "url": links["self"], "git_url": links["git"], "html_url": links["html"],
                      "download_url": None, "_links": links}
+
+    @staticmethod
+    def get_repos_x_x_tarball_x(fake, p, q, body):
+        full = f"{p['owner']}/{p['repo']}"
+        sha = fake.refs[full].get(p["ref"], p["ref"])
+        if sha not in fake.commits:
+            raise HTTPError(404, "Not Found")
+        return 302, None, {"Location": f"{fake.base_url}/_codeload/{full}/{sha}"}
 
     @staticmethod
     def get_repos_x_x_pulls(fake, p, q, body):
