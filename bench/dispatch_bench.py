@@ -52,7 +52,7 @@ def _per_call_us(fn, calls: int, repeats: int = 7) -> float:
     return min(times) / calls * 1e6
 
 
-def run(calls: int) -> dict:
+def run(calls: int, device: str = "cpu") -> dict:
     import torch
 
     from kernelevo import dispatch
@@ -65,14 +65,16 @@ def run(calls: int) -> dict:
         (root / "ops.py").write_text(USER_MODULE)
         op = next(o for o in discover(root).ops if o.qualname == "rms_like")
         cases = [(torch.randn(64, 128), torch.randn(128)), (torch.randn(8, 128), torch.randn(128))]
-        envelope = envelope_from_cases(cases, device_type="cpu", capabilities=None, backend="triton")
+        capabilities = [list(torch.cuda.get_device_capability())] if device == "cuda" else None
+        envelope = envelope_from_cases(cases, device_type=device, capabilities=capabilities, backend="triton")
         write_kernel(root, op, KERNEL, {"verdict": "accepted"}, envelope)
         spec = importlib.util.spec_from_file_location("dispatch_bench_ops", root / "ops.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
 
-        x, w, big = torch.randn(32, 128), torch.randn(128), torch.randn(1000, 128)
+        x, w, big = (torch.randn(32, 128, device=device), torch.randn(128, device=device),
+                     torch.randn(1000, 128, device=device))
         os.environ.pop("KERNELEVO_DISABLE", None)
         reset_settings_cache()
         dispatch.clear_caches()
@@ -97,6 +99,7 @@ def run(calls: int) -> dict:
         assert op_fn(x, w) is x  # the kernel path really ran
 
     return {
+        "device": device,
         "calls_per_repeat": calls,
         "direct_call_us": {"kernel": direct_kernel, "original": direct_original},
         "dispatch_overhead_us": {
@@ -116,6 +119,8 @@ def run(calls: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200_000)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the op's tensors live (the check itself always runs on the CPU)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     import torch
@@ -127,9 +132,11 @@ def main() -> None:
         "machine": {"hostname": host, "platform": platform.platform(), "processor": platform.machine(),
                     "cpu_count": os.cpu_count()},
         "versions": {"python": platform.python_version(), "torch": torch.__version__},
-        **run(args.calls),
+        "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,
+        **run(args.calls, args.device),
     }
-    out = args.out or Path(__file__).parent / "results" / f"dispatch_{host}.json"
+    suffix = "" if args.device == "cpu" else f"_{args.device}"
+    out = args.out or Path(__file__).parent / "results" / f"dispatch_{host}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

@@ -177,3 +177,16 @@ def test_verify_on_cuda_times_the_scored_cases(repo):
     (entry,) = json.loads(result.output)["kernels"]
     assert entry["status"] == "ok" and entry["verdict"]["device"].startswith("cuda")
     assert entry["verdict"]["timing"]["cases"], entry["verdict"]["timing"]
+
+
+def test_task_file_kernels_are_stale_when_any_part_of_the_task_changes(tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "repos" / "tricky", root)
+    (task,) = [op for op in discover(root).ops if op.kind == "task"]
+    directory = write_kernel(root, task, "class ModelNew: ...\n", {"verdict": "accepted"}, {"args": []})
+    assert directory.name == "softmax_task"
+    assert verify_cmd.check_staleness(read_kernel(directory)) is None
+    path = root / "tasks" / "softmax_task.py"
+    path.write_text(path.read_text().replace("torch.randn(2, 1000)", "torch.randn(2, 999)"))  # inputs only
+    stale = verify_cmd.check_staleness(read_kernel(directory))
+    assert stale is not None and stale.status == "stale"
