@@ -175,13 +175,25 @@ def kernel_files(ctx: context.BotContext, request: JobRequest, op_id: str,
         ops = [op for op in discover(workspace, ["**/*.py"], [], files=[rel_path]).ops if op.op_id == op_id]
         if not ops:
             raise LookupError(f"op {op_id} is not in {request.repo} at {request.head_sha[:12]} any more")
-        if (workspace / kernel_store.KERNELS_DIR).is_dir():
-            shutil.copytree(workspace / kernel_store.KERNELS_DIR, root / kernel_store.KERNELS_DIR)
+        _copy_manifests(workspace / kernel_store.KERNELS_DIR, root / kernel_store.KERNELS_DIR)
         envelope = result.get("envelope") or best.get("envelope") or _envelope(verdict, result)
         directory = kernel_store.write_kernel(root, ops[0], best["source"], verdict, envelope)
         rel_dir = directory.relative_to(root).as_posix()
         files = {f"{rel_dir}/{p.name}": p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
     return rel_dir, files
+
+
+def _copy_manifests(source: Path, dest: Path) -> None:
+    """Copy only the existing kernels' manifests (regular files, no links): all the kernel store needs
+    to pick a directory name, and nothing a PR could point elsewhere on this machine."""
+    if not source.is_dir() or source.is_symlink():
+        return
+    for directory in source.iterdir():
+        manifest = directory / "manifest.json"
+        if directory.is_symlink() or manifest.is_symlink() or not manifest.is_file():
+            continue
+        (dest / directory.name).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(manifest, dest / directory.name / "manifest.json")
 
 
 def _envelope(verdict: dict, result: dict) -> dict:

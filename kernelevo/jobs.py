@@ -158,7 +158,9 @@ class LocalRunner:
     is a context manager factory giving a local checkout of (repo, sha); ``make_proposer`` and
     ``make_budget`` build the search's proposer and budget from the request (defaults: lazy imports
     of the search package's proposer factory and its Budget). ``device`` defaults to cuda when torch
-    sees a GPU, else cpu. Run directories go under ``runs_root`` (default: ``<cache_dir>/runs``).
+    sees a GPU, else cpu. Run directories go under ``runs_root`` (default: ``<cache_dir>/runs``). Jobs
+    wait in state "queued" until one of ``max_parallel`` slots is free (default 1: one search at a time
+    on the device), so the hooks' SHA re-check runs right before the search starts.
     """
 
     def __init__(
@@ -172,6 +174,7 @@ class LocalRunner:
         task_path: Callable[[Path, str, Path], Path] = default_task_path,
         device: str | None = None,
         runs_root: Path | None = None,
+        max_parallel: int = 1,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._workspace_provider = workspace_provider
@@ -188,6 +191,7 @@ class LocalRunner:
         self._by_key: dict[str, str] = {}
         self._cancel: dict[str, threading.Event] = {}
         self._threads: dict[str, threading.Thread] = {}
+        self._slots = threading.BoundedSemaphore(max_parallel)
 
     # -- JobQueue ---------------------------------------------------------------------------------
     def submit(self, request: JobRequest) -> str:
@@ -244,6 +248,10 @@ class LocalRunner:
             return status
 
     def _run(self, job_id: str, request: JobRequest) -> None:
+        with self._slots:  # jobs share the device: at most max_parallel searches at once
+            self._run_now(job_id, request)
+
+    def _run_now(self, job_id: str, request: JobRequest) -> None:
         cancel = self._cancel[job_id]
         try:
             refusal = self.hooks.before_start(job_id, request)

@@ -163,3 +163,26 @@ def test_local_runner_with_the_real_search_on_cpu(tmp_path, monkeypatch):
     assert result["candidates_evaluated"] == 2 and result["stop_reason"] == "budget_candidates"
     assert hooks.progress  # the real search reported progress through the runner
     json.dumps(status.to_dict())  # the whole status is JSON-able
+
+
+def test_jobs_queue_for_the_device_one_at_a_time(tmp_path):
+    gate, running, peak = threading.Event(), [], []
+
+    def search(task_path, *, op_id, **kw):
+        running.append(op_id)
+        peak.append(len(running))
+        gate.wait(5)
+        running.remove(op_id)
+        return {"best": None}
+
+    r = runner(tmp_path, search)
+    first = r.submit(request(ops=["a.py"]))
+    second = r.submit(request(ops=["b.py"]))
+    deadline = threading.Event()
+    while r.status(first).state != "running" and not deadline.wait(0.01):
+        pass
+    assert r.status(second).state == "queued"
+    assert r.cancel(second)  # cancelled while waiting: never starts
+    gate.set()
+    assert r.wait(first, 5).state == "succeeded"
+    assert r.wait(second, 5).state == "cancelled" and max(peak) == 1
