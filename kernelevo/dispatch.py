@@ -275,6 +275,16 @@ class _Dispatcher:
                 return None
         return tuple(values[:n_args])
 
+    def instantiate(self, init_args: tuple, init_kwargs: dict):
+        """``ModelNew(*init)``, or None (with a warning, and no further tries) when it raises."""
+        try:
+            return self.resolved.kernel_class(*init_args, **init_kwargs)
+        except Exception as exc:  # a broken kernel must not break the user's program
+            self.resolved.kernel_class = None
+            self.warn("load", f"{self.qualname}: the accepted kernel's ModelNew could not be constructed "
+                              f"({type(exc).__name__}: {exc}); running the original")
+            return None
+
     def outside(self, args: tuple, kwargs: dict, bound_self=None) -> str | None:
         """None when the call is inside the envelope, else the reason (``bound_self``: the module)."""
         check = self.resolved.check
@@ -300,7 +310,10 @@ class FunctionDispatcher(_Dispatcher):
         if resolved.kernel_class is None:
             return self.original(*args, **kwargs)
         if self.forward is None:
-            self.forward = resolved.kernel_class().forward
+            kernel = self.instantiate((), {})
+            if kernel is None:
+                return self.original(*args, **kwargs)
+            self.forward = kernel.forward
             self.inside = resolved.check.inside
         reason = self.outside(args, kwargs)
         if reason is None:
@@ -362,7 +375,9 @@ class ModuleDispatcher(_Dispatcher):
             kernel = module.__dict__.get("_kernelevo_kernel")
             if kernel is None:
                 init_args, init_kwargs = module.__dict__.get("_kernelevo_init", ((), {}))
-                kernel = resolved.kernel_class(*init_args, **init_kwargs)
+                kernel = self.instantiate(init_args, init_kwargs)
+                if kernel is None:
+                    return self.original(module, *args, **kwargs)
                 _share_state(kernel, module)
                 module.__dict__["_kernelevo_kernel"] = kernel
             return kernel.forward(*args, **kwargs)

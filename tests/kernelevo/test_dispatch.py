@@ -196,6 +196,17 @@ def test_a_kernel_that_fails_to_load_falls_back(tmp_path):
         assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
 
 
+def test_a_kernel_that_fails_to_construct_falls_back(tmp_path):
+    broken = FUNCTION_KERNEL.replace("class ModelNew(nn.Module):",
+                                     "class ModelNew(nn.Module):\n    def __init__(self):\n"
+                                     "        raise RuntimeError('bad init')\n")
+    ops = _repo(tmp_path, function_kernel=broken)
+    x, w = torch.randn(3, 8), torch.randn(8)
+    with pytest.warns(KernelEvoWarning, match="could not be constructed .*bad init"):
+        assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
+    assert torch.allclose(ops.scale(x, w), x * w + 1e-6)  # and stays on the original
+
+
 def test_device_type_is_part_of_the_envelope(tmp_path):
     ops = _repo(tmp_path, device_type="cuda")
     x, w = torch.randn(3, 8), torch.randn(8)
