@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 CONFIG_PATH = ".github/kernelevo.yml"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "kernelevo.schema.json"
 DOCS_PATH = Path(__file__).resolve().parents[1] / "docs" / "repo-config.md"
-SCHEMA_ID = "https://kernelevo.dev/schema/kernelevo.schema.json"
+SCHEMA_ID = "urn:kernelevo:schema:repo-config:1"  # a name, not a location: no site is implied
 
 Permission = Literal["read", "triage", "write", "maintain", "admin"]
 Backend = Literal["triton", "cuda"]
@@ -252,8 +252,9 @@ def docs_markdown() -> str:
         "kernelevo/repo_config.py, not this file -->\n\n"
         "Every key is optional; a missing file means every default below. Unknown keys, wrong types and "
         "invalid cron expressions are errors (each listed with its line). Editors can validate the file "
-        f"with the JSON Schema `{SCHEMA_ID}` (`kernelevo/schema/kernelevo.schema.json`). Never put API keys "
-        "here: `endpoint` is the name of an endpoint configured on the workers.\n\n"
+        "with the JSON Schema shipped in the package, `kernelevo/schema/kernelevo.schema.json` (for the YAML "
+        "language server: a first line `# yaml-language-server: $schema=<path or URL of that file>`). "
+        "Never put API keys here: `endpoint` is the name of an endpoint configured on the workers.\n\n"
         "| key | default | meaning |\n|---|---|---|\n" + "\n".join(rows) + "\n\n"
         "Example:\n\n```yaml\npaths:\n  include: [\"src/**\"]\n  exclude: [\"src/legacy/**\"]\n"
         "backends: [triton]\nbudgets:\n  minutes: 30\n  candidates: 100\n"
