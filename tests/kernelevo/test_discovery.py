@@ -219,3 +219,12 @@ def test_cli_diff_modes_and_errors(git_repo):
     (git_repo / ".github" / "kernelevo.yml").write_text("paths:\n  inclde: [x]\n")
     bad_config = runner.invoke(_cli(), ["discover", str(git_repo)])
     assert bad_config.exit_code == 2 and "line 2: paths.inclde: unknown key" in bad_config.output
+
+
+def test_changed_files_outside_git_are_all_added(tricky):
+    diff, errors = diff_worktree(tricky, ["pkg/ops.py", "vendor/ops.py"], base=None)
+    assert diff.removed == [] and diff.changed == [] and errors == []
+    assert "pkg/ops.py::scale_rows" in diff.added
+    assert not any(op.startswith("vendor/") for op in diff.added)  # still honours the config
+    result = CliRunner().invoke(_cli(), ["discover", str(tricky), "--changed", "pkg/ops.py", "--json"])
+    assert result.exit_code == 0 and "pkg/ops.py::relu" in json.loads(result.output)["added"]

@@ -37,11 +37,11 @@ def repo(tmp_path) -> Path:
     return root
 
 
-def _accept(root: Path, kernel_file: str = "kernel_ok.py") -> Path:
+def _accept(root: Path, kernel_file: str = "kernel_ok.py", op_id: str = OP_ID) -> Path:
     """Store a kernel the way the bot does after a search (envelope from the small CPU cases)."""
     import torch
 
-    (op,) = discover(root).ops
+    (op,) = [op for op in discover(root).ops if op.op_id == op_id]
     cases = [(torch.randn(4, 37),), (torch.randn(3, 64),)]
     envelope = envelope_from_cases(cases, device_type="cpu", capabilities=None, backend="triton")
     return write_kernel(root, op, (root / kernel_file).read_text(), {"verdict": "accepted", "reason": "ok"},
@@ -79,14 +79,16 @@ def test_verify_rejects_a_wrong_kernel(repo):
     assert entry["status"] == "rejected" and entry["verdict"]["reason"] == "incorrect", entry["message"]
 
 
-def test_generated_pytest_verifies_a_good_kernel(repo):
+def test_generated_pytest_verifies_good_function_and_module_kernels(repo):
+    _accept(repo, "kernel_module.py", "ops/layers.py::ColumnScale")
     directory = _accept(repo)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(directory)],
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(directory.parent)],
                           cwd=repo, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "1 passed" in proc.stdout
+    assert "2 passed" in proc.stdout
 
 
 # ------------------------------------------------------------------------------ op -> task
