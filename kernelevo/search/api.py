@@ -70,13 +70,15 @@ def run_search(
 
     ``evaluator`` defaults to an ``EvaluationSession`` on ``task_path`` (tests pass a double);
     ``config`` defaults to :class:`SearchConfig`. On resume the seed and config recorded in the run
-    directory win, so that the replayed plan is the one that was interrupted. Raises
+    directory win, so that the replayed plan is the one that was interrupted; ``resume=True`` on a
+    directory without a run starts one (so chunked workers can always pass it). Cancellation
+    (``should_cancel``) stops between candidates with ``stop_reason == "cancelled"``. Raises
     ``evaluator.EvalSetupError`` when the task itself cannot be evaluated.
     """
     task_path = Path(task_path)
     run = RunDir(Path(run_dir))
     started = _now()
-    if resume:
+    if resume and run.meta_path.exists():
         meta = run.read_meta()
         run.prepare_resume()
         seed = int(meta.get("seed", seed))
@@ -120,6 +122,11 @@ def _result(
     previous: list[dict[str, Any]],
 ) -> SearchResult:
     state, best = loop.state, loop.population.best
+    # Money actually spent: every reply logged, including look-ahead replies the loop never reached.
+    spent = [p for record in run.proposals() for p in record.get("proposals") or []]
+    tokens_in = sum(int(p.get("tokens_in") or 0) for p in spent)
+    tokens_out = sum(int(p.get("tokens_out") or 0) for p in spent)
+    cost = sum(float(p.get("cost_usd") or 0.0) for p in spent)
     elapsed = loop.elapsed()
     timed = is_timed(best.verdict if best else None)
     ended = _now()
@@ -127,7 +134,7 @@ def _result(
         op_id=op_id, run_dir=str(run.path), stop_reason=reason,
         best={"id": best.id, "source": best.source, "verdict": best.verdict, "fitness": best.fitness} if best else None,
         candidates_evaluated=state.usage.candidates, candidates_accepted=state.accepted,
-        tokens_in=state.tokens_in, tokens_out=state.tokens_out, cost_usd=round(state.usage.cost_usd, 6),
+        tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=round(cost, 6),
         gpu_busy_fraction=round(state.eval_s / elapsed, 4) if elapsed > 0 else None,
         baselines=baselines, started=started, ended=ended, time_to_first_accepted_s=state.first_accepted_s,
         device=device, timed=timed, note="" if (timed or device == "cuda") else CPU_NOTE,

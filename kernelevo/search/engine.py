@@ -72,6 +72,7 @@ class LoopState:
     first_accepted_s: float | None = None
     unpriced: set[str] = field(default_factory=set)
     replay_mismatches: int = 0
+    slots_consumed: int = 0
 
 
 class SearchLoop:
@@ -133,10 +134,29 @@ class SearchLoop:
     def _parent(self, ind: Individual) -> Parent:
         return Parent(ind.source, ind.fitness, ind.feedback, ind.verdict, ind.strategy, ind.backend)
 
-    def _plan_generation(self, gen: int, pool: ThreadPoolExecutor) -> list[Slot] | None:
-        size = self.config.generation_size
+    def _room(self) -> int:
+        """How many slots the next generation may have without planning past a budget.
+
+        Uses only counters of consumed replies (so replay plans the same); spend per slot is the
+        average so far. Before any reply is in, one generation is requested and nothing ahead of it.
+        """
+        size, pending, usage = self.config.generation_size, self.planned_pending, self.state.usage
         if self.budget.candidates is not None:
-            size = min(size, self.budget.candidates - self.state.usage.candidates - self.planned_pending)
+            size = min(size, self.budget.candidates - usage.candidates - pending)
+        consumed = self.state.slots_consumed
+        for limit, used in ((self.budget.tokens, usage.tokens), (self.budget.usd, usage.cost_usd)):
+            if limit is None:
+                continue
+            if not consumed:
+                size = 0 if pending else size
+                continue
+            per_slot = used / consumed
+            if per_slot > 0:
+                size = min(size, max(int((limit - used) / per_slot) - pending, 0 if pending else 1))
+        return size
+
+    def _plan_generation(self, gen: int, pool: ThreadPoolExecutor) -> list[Slot] | None:
+        size = self._room()
         if size <= 0:
             return None
         slots = []
@@ -192,7 +212,7 @@ class SearchLoop:
         cid, source = record["id"], record["source"]
         logged = self.logged_candidates.get(cid)
         if logged is not None and logged.get("source_sha") == record["source_sha"]:
-            return logged
+            return {**logged, "replayed": True}
         if logged is not None:
             self.state.replay_mismatches += 1
         if proposal.get("error") or not source.strip():
@@ -278,7 +298,7 @@ class SearchLoop:
                     break
                 if not pending:
                     planned = self._plan_generation(next_gen, pool)
-                    if planned is None:  # nothing left to plan within the candidate budget
+                    if planned is None:  # nothing left to plan within the budget
                         reason = stop_reason(self.budget, self.state.usage) or "budget_candidates"
                         break
                     pending.append(planned)
@@ -290,8 +310,11 @@ class SearchLoop:
                         pending.append(planned)
                         next_gen += 1
                 reason = self._run_generation(slots)
-        finally:
+        except BaseException:  # interrupted: do not wait for proposer calls in flight
             pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        # Replies already being written are waited for, so that they are logged (and paid for) once.
+        pool.shutdown(wait=True, cancel_futures=True)
         self._emit("done", self.state.generations, stop=reason)
         return reason
 
@@ -305,6 +328,7 @@ class SearchLoop:
                 return reason
             reply = slot.reply()
             self.planned_pending -= 1
+            self.state.slots_consumed += 1
             self._account_slot(reply)  # paid for: its candidates are judged even if that crosses a budget
             proposals = reply.get("proposals") or [{"error": reply.get("error") or "the proposer returned nothing"}]
             for k, proposal in enumerate(proposals):
@@ -314,7 +338,7 @@ class SearchLoop:
                 record = self._judge(slot, k, proposal)
                 self._absorb(record)
                 new_candidates += record.get("kind") == "evaluated"
-                last = {k2: record.get(k2) for k2 in ("id", "operator", "kind", "fitness", "accepted")}
+                last = {k2: record.get(k2) for k2 in ("id", "operator", "kind", "fitness", "accepted", "replayed")}
                 last["reason"] = (record.get("verdict") or {}).get("reason")
                 self._emit("candidate", gen, last=last)
         self.state.generations = gen + 1

@@ -70,7 +70,12 @@ def test_same_seed_same_run_other_seed_other_run(task, tmp_path):
 
 def test_token_and_money_budgets(task, tmp_path):
     by_tokens = search(task, tmp_path / "t", Budget(tokens=1000, **UNLIMITED))
-    assert by_tokens.stop_reason == "budget_tokens" and by_tokens.tokens_in + by_tokens.tokens_out == 1050
+    assert by_tokens.stop_reason == "budget_tokens" and by_tokens.candidates_evaluated == 7  # 7 x 150 tokens
+    # Spent: the first generation (8 slots) is requested whole; nothing is requested ahead of it.
+    assert by_tokens.tokens_in + by_tokens.tokens_out == 8 * 150
+    later = search(task, tmp_path / "t2", Budget(tokens=2000, **UNLIMITED),
+                   config=SearchConfig(generation_size=4))
+    assert later.stop_reason == "budget_tokens" and later.tokens_in + later.tokens_out <= 2000 + 150
     by_usd = search(task, tmp_path / "u", Budget(usd=0.005, **UNLIMITED))
     assert by_usd.stop_reason == "budget_usd" and by_usd.candidates_evaluated == 7  # 7 x 0.00075 USD
 

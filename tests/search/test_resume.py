@@ -1,5 +1,6 @@
 """Durability: kill -9 a real search process mid-run, resume it, and lose or repeat nothing."""
 
+import json
 import os
 import signal
 import subprocess
@@ -77,3 +78,29 @@ def test_resume_tolerates_a_truncated_last_line(tmp_path):
     assert [name.removeprefix("demo-") for name in evaluator.calls] == [records[-1]["id"]]
     assert [r["id"] for r in read_jsonl(run_dir / "archive.jsonl")] == [r["id"] for r in records]
     assert result.candidates_evaluated == 10 and len(result.stop_reasons) == 2
+
+
+def new_candidates(progress):
+    return sum(1 for p in progress if p.event == "candidate" and not p.last.get("replayed"))
+
+
+def test_chunks_that_cancel_and_resume_add_up_to_one_uninterrupted_run(tmp_path):
+    task = tmp_path / "task.py"
+    task.write_text("# task\n")
+    reference = tmp_path / "reference"
+    run_search(task, op_id="demo", backend="triton", proposer=ScriptedProposer(), budget=BUDGET, device="cuda",
+               run_dir=reference, seed=4, config=CONFIG, evaluator=ScriptedEvaluator())
+    chunked, reasons, evaluations = tmp_path / "chunked", [], 0
+    while not reasons or reasons[-1] == "cancelled":
+        evaluator, progress = ScriptedEvaluator(), []
+        result = run_search(task, op_id="demo", backend="triton", proposer=ScriptedProposer(), budget=BUDGET,
+                            device="cuda", run_dir=chunked, seed=4, config=CONFIG, evaluator=evaluator,
+                            resume=True, on_progress=progress.append,
+                            should_cancel=lambda progress=progress: new_candidates(progress) >= 5)
+        reasons.append(result.stop_reason)
+        evaluations += len(evaluator.calls)
+    assert reasons[-1] == "budget_candidates" and len(reasons) > 3
+    assert evaluations == BUDGET.candidates  # every chunk continued where the last one stopped
+    assert comparable(chunked) == comparable(reference)
+    summary = json.loads((chunked / "summary.json").read_text())
+    assert [s["reason"] for s in summary["stop_reasons"]] == reasons
