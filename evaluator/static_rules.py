@@ -93,6 +93,7 @@ _NAME_RULES: dict[str, tuple[str, str]] = {
     "torch.autocast": ("torch-compute", "changes the precision PyTorch computes in"),
     "torch.amp": ("torch-compute", "changes the precision PyTorch computes in"),
     "torch.cuda.amp": ("torch-compute", "changes the precision PyTorch computes in"),
+    "torch.cuda.memory_snapshot": ("introspection", "reads the allocator's state (where other tensors live)"),
     "torch.ops": ("private-api", "calls ATen operators directly"),
     "torch.library": ("private-api", "registers or overrides operators"),
     "triton.runtime": ("private-api", "reaches Triton's runtime internals (drivers, caches, launchers)"),
@@ -141,7 +142,21 @@ ALLOWED_TORCH_FUNCTIONS = frozenset(
         "broadcast_shapes", "broadcast_tensors",
     }
 )  # fmt: skip
-_EXTRA_COMPUTE_METHODS = frozenset({"repeat", "apply_", "map_", "map2_", "sum_to_size", "backward"})
+_EXTRA_COMPUTE_METHODS = frozenset({"repeat", "apply_", "map_", "map2_", "sum_to_size", "backward", "numpy"})
+# Method names that do file I/O whatever object they are called on (numpy arrays, storages).
+FILE_IO_METHODS = frozenset({"tofile", "fromfile", "save", "load", "from_file"})
+# Bases that make a class a tensor subclass (lazy or fake outputs).
+TENSOR_BASES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Parameter",
+                          "torch.nn.parameter.Buffer", "torch.nn.parameter.UninitializedParameter"})  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def module_internals() -> frozenset[str]:
+    """Private attributes of nn.Module instances (hook tables, _modules, _call_impl...): never touched."""
+    import torch  # local: importing the checker must not import torch
+
+    names = {n for n in vars(torch.nn.Module()) if n.startswith("_")}
+    return frozenset(names | {"_call_impl", "_wrapped_call_impl", "_compiled_call_impl", "_apply"})
 # torch namespaces whose members are not compute (state is covered by _NAME_RULES).
 _TORCH_NON_COMPUTE = ("cuda", "backends", "version", "types", "Tensor", "nn.Parameter", "nn.Buffer",
                       "nn.Module", "autograd.Function", "autograd.function", "utils.cpp_extension")  # fmt: skip
@@ -247,6 +262,8 @@ def classify_name(dotted: str) -> tuple[str, str] | None:
         hit = _NAME_RULES.get(".".join(parts[:i]))
         if hit is not None:
             return hit
+    if root == "torch" and parts[-1] in ("from_file", "save", "load", "tofile", "fromfile"):
+        return "banned-import", "does file I/O"
     if parts[:2] == ["torch", "utils"] and parts[2:4] not in (["cpp_extension"], ["cpp_extension", "load_inline"]):
         return "banned-import", "is outside what candidates may use (only cpp_extension.load_inline)"
     if root == "kernelevo" and len(parts) > 1 and parts[1] != "cuda":

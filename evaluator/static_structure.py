@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable
 
 from evaluator.static_model import ModuleModel
+from evaluator.static_rules import module_internals
 
 Report = Callable[[str, ast.AST, str], None]
 # nn.Module methods a candidate may define (forward is the point; the rest are harmless).
@@ -120,8 +121,13 @@ def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], re
 
 
 def check_hooks(tree: ast.Module, report: Report) -> None:
-    """No module, autograd or state-dict hooks: they run code the forward path does not show."""
+    """No module, autograd or state-dict hooks, and no nn.Module internals (hook tables, ``_modules``)."""
+    internals = module_internals()
     for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr in internals
+                and isinstance(node.value, ast.Name) and node.value.id == "self"):  # fmt: skip
+            report("private-api", node, f"touches nn.Module internal `self.{node.attr}` (hooks, submodule "
+                   "tables, call machinery); remove it and use plain attributes")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             attr = node.func.attr
             if attr.startswith(("register_", "_register_")) and "hook" in attr:

@@ -24,6 +24,8 @@ from evaluator.static_rules import (
     ALLOWED_DUNDERS,
     ALLOWED_SUMMARY,
     DANGEROUS_BUILTINS,
+    FILE_IO_METHODS,
+    TENSOR_BASES,
     classify_name,
     method_computes,
     module_allowed,
@@ -105,7 +107,7 @@ class RuleVisitor(ast.NodeVisitor):
             self.visit(child)
         for base in node.bases:
             dotted = resolve(base, self.model.aliases) or ""
-            if dotted == "torch.Tensor" or (dotted.startswith("torch.") and dotted.endswith("Tensor")):
+            if dotted in TENSOR_BASES or (dotted.startswith("torch.") and dotted.endswith("Tensor")):
                 self.report("tensor-subclass", base, f"class {node.name} subclasses {dotted}; remove it and "
                             "return plain torch.Tensor outputs (subclasses can defer or fake the work)")
         if self.depth == 0 and node.name == self.entry:
@@ -232,6 +234,10 @@ class RuleVisitor(ast.NodeVisitor):
             if not self._bound("type"):
                 self.report("introspection", node, "`type(obj)(...)` builds a new object of another object's "
                             "type (a new stream, a fake tensor); remove it and construct what you need directly")
+        if isinstance(func, ast.Attribute) and func.attr in FILE_IO_METHODS:
+            if resolve(func, self.model.aliases) is None:  # module functions are judged by their dotted name
+                self.report("banned-import", node, f"`.{func.attr}()` does file I/O; remove it (candidates "
+                            "read and write only tensors)")
         if resolve(func, self.model.aliases) in ("operator.methodcaller", "operator.attrgetter"):
             self._check_named_getter(node)
         if self._compute_rules():

@@ -422,6 +422,12 @@ CASES = [
     ("patching", dict(module="class nn:  # HERE\n    Module = object")),
     ("patching", dict(module="F = None  # HERE")),
     ("patching", dict(module="def helper():\n    pass\n\n\nhelper.cache = {}  # HERE")),
+    ("private-api", dict(init="self._forward_hooks[0] = lambda m, i, o: o  # HERE")),
+    ("tensor-subclass", dict(module="class P(nn.Parameter):  # HERE\n    pass")),
+    ("introspection", dict(body="snap = torch.cuda.memory_snapshot()  # HERE")),
+    ("banned-import", dict(module="S = torch.UntypedStorage.from_file('/tmp/x', False, 4)  # HERE")),
+    ("banned-import", dict(body="x.detach().cpu().tofile('/tmp/x')  # HERE")),
+    ("torch-compute", dict(body="host = x.numpy()  # HERE")),
     # reference
     ("reference", dict(body="out = Model()(x)  # HERE")),
     # tensor-subclass
