@@ -8,24 +8,44 @@ PyTorch compute or the reference ``Model`` on the forward path, and ``try`` fall
 
 =====================  ==========================================================================
 ``syntax-error``       the file does not parse (``StaticReport.syntax_error``)
-``missing-entry``      no ``class ModelNew`` with ``forward`` (or no function named ``entry``)
+``missing-entry``      no ``class ModelNew`` with ``forward`` (or no function named ``entry``), or
+                       the entry point / its forward is bound more than once (replaced later)
 ``no-kernel``          no @triton.jit kernel, ``kernelevo.cuda.compile`` kernel or load_inline module
 ``kernel-not-launched`` kernels exist but no launch site is reachable from the forward path
-``banned-import``      import (or use) of a module outside the allowlist: threads, I/O, introspection
-``dangerous-builtin``  eval/exec/open/setattr/id/... or getattr with a computed or private name
-``introspection``      dunder access (``__class__``, ``__dict__``, ``__builtins__``...) or dunder methods
-``private-api``        ``torch._C``, ``torch.ops``, ``torch.library``, ``triton.runtime``, ``._x`` names
-``patching``           assignment or ``del`` of an attribute of an imported module
+``banned-import``      import (or use) of a module outside the allowlist: threads, I/O, introspection;
+                       also file I/O through torch (save/load/from_file) or ``.tofile()``
+``dangerous-builtin``  eval/exec/open/setattr/id/... or getattr/methodcaller with a computed or
+                       private name
+``introspection``      dunder access (``__class__``, ``__dict__``, ``__builtins__``...), dunder method
+                       definitions (``__eq__``, ``__torch_function__``), ``type(x)(...)``, allocator
+                       snapshots
+``private-api``        ``torch._C``, ``torch.ops``, ``torch.library``, ``triton.runtime``, ``._x`` names,
+                       nn.Module internals (``self._forward_hooks``, ``self._modules``)
+``patching``           assignment or ``del`` of an attribute of an imported module, of a module-level
+                       class or function, or of ``self.forward``; rebinding an imported module name;
+                       module/state-dict hooks; overriding nn.Module methods; decorating the entry class
 ``stream-or-state``    streams, CUDA graphs, seeds, default dtype, memory fraction, determinism...
-``cuda-source``        CUDA source that creates streams, allocates, touches persisting L2, launches
-                       without a stream, or is built at run time so it cannot be checked
-``torch-compute``      PyTorch compute on the forward path (torch.*, F.*, tensor methods, ``@``)
+``cuda-source``        CUDA/C++ source (and compiler flags) that creates streams, allocates, touches
+                       persisting L2, launches without a stream, calls torch ops or cuBLAS/cuDNN,
+                       hides names (``using namespace at``, ``##``), includes files by path, links
+                       libraries, or is built at run time so it cannot be checked
+``torch-compute``      PyTorch compute on the forward path (torch.*, F.*, tensor methods, ``@``,
+                       torch.nn modules called), a stored reference to a torch op anywhere, or
+                       torch.compile / torch.jit / autocast
 ``reference``          uses ``Model`` or makes ``ModelNew`` inherit anything but nn.Module
-``tensor-subclass``    a class derived from torch.Tensor (lazy or fake outputs)
-``try-fallback``       a ``try`` statement on the forward path (fallback to PyTorch)
+``tensor-subclass``    a class derived from torch.Tensor or nn.Parameter (lazy or fake outputs)
+``try-fallback``       a ``try`` statement on the forward path (fallback to PyTorch), except
+                       ``try: import ... except ImportError``
 ``too-complex``        the file nests too deeply to analyse (rejected rather than skipped)
 ``internal-error``     the checker itself failed on this file (rejected; a checker bug to report)
 =====================  ==========================================================================
+
+The forward path is the entry's ``forward`` (and ``__call__``) plus every function, method and
+``autograd.Function.forward`` reachable from it, plus hooks in Triton kernels' decorators and any
+function stored as a value (``self.fn = helper``), since those can run during forward.
+Known limits (the runtime guards cover them): builtins such as ``sum(x)`` and operators on tensors,
+calls through objects the checker cannot type (``for layer in self.layers: layer(x)``), and launch
+sites in dead code.
 """
 
 from __future__ import annotations

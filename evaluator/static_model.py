@@ -125,7 +125,7 @@ def _simple_assignments(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.expr]]
             yield node.target, node.value
 
 
-def _call_name(value: ast.expr, aliases: dict[str, str]) -> str | None:
+def _call_name(value: ast.AST, aliases: dict[str, str]) -> str | None:
     return resolve(value.func, aliases) if isinstance(value, ast.Call) else None
 
 
@@ -232,6 +232,11 @@ def build_model(tree: ast.Module) -> ModuleModel:
             for target in targets:
                 if isinstance(target, ast.Name) and stmt.value is not None:
                     model.constants.setdefault(target.id, []).append(stmt.value)
+    for node in ast.walk(tree):  # k = triton.jit(fn): fn is kernel code, not a Python function
+        if _call_name(node, model.aliases) == TRITON_JIT and node.args:  # type: ignore[arg-type]
+            target = node.args[0]  # type: ignore[attr-defined]
+            if isinstance(target, ast.Name) and target.id in model.functions:
+                model.jit_kernels[target.id] = model.functions.pop(target.id)
     for _ in range(2):  # twice, so that aliases of kernels bound later in the file are seen
         for target, value in assignments:
             key = binding_key(target)

@@ -9,6 +9,7 @@ PyTorch's own op list decides which tensor methods compute (``dir(torch.Tensor)`
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from collections.abc import Iterable
 
@@ -218,6 +219,9 @@ def torch_computes(dotted: str, *, called: bool, allow: frozenset[str]) -> bool:
     """True when the dotted name is a PyTorch compute op used on the forward path (called or passed)."""
     if dotted in ALLOWED_MODULES:
         return False
+    _torch_tables()  # imports torch, so that its submodules are in sys.modules
+    if dotted in sys.modules:
+        return False  # a module (torch.nn.init) is a namespace, not an op
     if dotted in ("operator.matmul", "operator.imatmul"):
         return "matmul" not in allow
     parts = dotted.split(".")
@@ -293,5 +297,5 @@ DANGEROUS_BUILTINS = {
     "SystemExit": "ends the process (a success code would hide a failure)",
     "id": "keys caches on object identity", "memoryview": "reads raw memory",
 }  # fmt: skip
-ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__name__"})
+ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__version__", "__qualname__", "__doc__"})
 ALLOWED_DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__repr__"})

@@ -485,6 +485,14 @@ def test_compute_inside_jit_kernels_is_the_kernel():
     assert check_source(source).ok
 
 
+def test_triton_jit_called_as_a_function():
+    source = make(module="def raw(p, n):\n    x = tl.load(p)\n    tl.store(p, x.sum())\n\n\nwrapped = triton.jit(raw)",
+                  body="wrapped[(1,)](out, 1)")
+    report = check_source(source)
+    assert report.ok, report.violations
+    assert report.kernels == ["copy_kernel", "wrapped"] and report.launched == ["copy_kernel", "wrapped"]
+
+
 def test_allow_torch_permits_named_ops():
     source = make(body="out = torch.matmul(x, x)\nout = x @ x\nout = x.matmul(x)\nout = torch.mm(x, x)")
     assert rules(check_source(source)) == {"torch-compute"}
