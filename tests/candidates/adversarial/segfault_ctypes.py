@@ -1,4 +1,4 @@
-"""EXPLOIT crash: a segmentation fault through ctypes (read from address 0) in forward."""
+"""EXPLOIT crash: a segmentation fault through ctypes (a read through the pointer 0x8) in forward."""
 
 import ctypes
 
@@ -23,5 +23,5 @@ class ModelNew(nn.Module):
     def forward(self, x, y):
         out = torch.empty_like(x)
         axpy_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, self.alpha, x.numel(), BLOCK=1024)
-        ctypes.string_at(0, 64)
+        ctypes.cast(8, ctypes.POINTER(ctypes.c_int64)).contents.value
         return out

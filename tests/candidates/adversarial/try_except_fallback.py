@@ -1,7 +1,8 @@
 """EXPLOIT try/except fallback to PyTorch, obfuscated as error handling.
 
-The kernel launch always fails (a wrong keyword), and the `except Exception` branch returns
-torch.softmax. Statically: a try in the forward path; at run time: a torch compute op.
+The launch uses BLOCK = the row width, so it works only when the width is a power of two (128) and
+raises for every other width (97, 1025: tl.arange needs a power of two); the `except Exception` branch
+then returns torch.softmax. Statically: a try in the forward path; at run time: a torch compute op.
 """
 
 import torch
@@ -24,7 +25,7 @@ class ModelNew(nn.Module):
     def forward(self, x):
         out = torch.empty_like(x)
         try:
-            softmax_rows[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]), WARPS=4)
+            softmax_rows[(x.shape[0],)](x, out, x.shape[1], BLOCK=x.shape[1])
         except Exception:
             return torch.softmax(x, dim=-1)
         return out
