@@ -133,7 +133,8 @@ class Clock:
 class Harness:
     """The bot wired to the fake GitHub, served over real HTTP on loopback."""
 
-    def __init__(self, fake: FakeGitHub, private_key: str, tmp: Path, *, max_wait_s: float = 10.0) -> None:
+    def __init__(self, fake: FakeGitHub, private_key: str, tmp: Path, *, max_wait_s: float = 10.0,
+                 real_search: dict | None = None) -> None:
         self.fake, self.tmp = fake, tmp
         self.search = SearchDouble()
         self.clock = Clock()
@@ -141,9 +142,12 @@ class Harness:
         self.work = WorkQueue(4)
         self.workspace = tarball_workspace(fake.base_url, lambda repo: self.tokens.get(INSTALLATION))
         hooks = BotJobHooks()
-        self.runner = LocalRunner(self.workspace, search=self.search, hooks=hooks,
-                                  make_proposer=lambda r: None, make_budget=lambda r: None,
-                                  task_path=self.task_path, runs_root=tmp / "runs")
+        if real_search:  # the real run_search, with the given proposer/budget factories and device
+            self.runner = LocalRunner(self.workspace, hooks=hooks, runs_root=tmp / "runs", **real_search)
+        else:
+            self.runner = LocalRunner(self.workspace, search=self.search, hooks=hooks,
+                                      make_proposer=lambda r: None, make_budget=lambda r: None,
+                                      runs_root=tmp / "runs")
         self.ctx = BotContext(
             github=lambda inst: GitHubAPI(fake.base_url, inst, self.tokens, max_wait_s=max_wait_s,
                                           backoff_s=0.01),
@@ -163,12 +167,6 @@ class Harness:
         port = self.server.servers[0].sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         self.http = httpx.Client(base_url=self.url, timeout=10)
-
-    @staticmethod
-    def task_path(workspace: Path, op_id: str, run_dir: Path) -> Path:
-        from kernelevo.jobs import default_task_path
-
-        return default_task_path(workspace, op_id, run_dir)
 
     def close(self) -> None:
         self.http.close()

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
+import pytest
 from conftest import OP_GELU, OP_V2, REPO
 from fakes.github_server import Fault
+
+SEARCH_DATA = Path(__file__).resolve().parents[1] / "search" / "data"
+sys.path.insert(0, str(SEARCH_DATA.parent))  # search_doubles (the search's own test doubles)
 
 
 def test_optimize_opens_follow_up_pr_and_rerun_updates_it(harness, fake, pr):
@@ -324,3 +330,44 @@ def test_installation_token_is_cached_across_calls(harness, fake, pr):
     harness.settle()
     assert len(fake.exchanges) > 20
     assert fake.token_requests == [77]
+
+
+@pytest.mark.slow
+def test_real_search_through_the_bot_on_cpu(fake, app_keys, tmp_path):
+    """The real run_search and evaluator behind the bot: on CPU the winner is verified but not timed,
+    so the bot must say so and open nothing."""
+    pytest.importorskip("kernelevo.search.api")
+    pytest.importorskip("evaluator")
+    pytest.importorskip("triton")
+    from conftest import Harness
+    from search_doubles import KnownGoodProposer
+
+    from kernelevo.search.budget import Budget
+    from kernelevo.search.proposer import Proposal
+
+    class CorrectProposer(KnownGoodProposer):  # only the correct kernel, at a few block sizes
+        def propose(self, request):
+            block = (256, 512, 1024, 2048)[request.seed % 4]
+            return [Proposal(source=self.GOOD.replace("BLOCK = 1024", f"BLOCK = {block}"),
+                             strategy=f"block{block}", operator=request.operator)]
+
+    fake.push(REPO, "task", {"tasks/scale_add.py": (SEARCH_DATA / "scale_add.py").read_text()}, "add a task")
+    number = fake.open_pull(REPO, "task", "main", "alice")["number"]
+    h = Harness(fake, app_keys[0], tmp_path, real_search={
+        "make_proposer": lambda req: CorrectProposer(),
+        "make_budget": lambda req: Budget(candidates=2, plateau_generations=None), "device": "cpu"})
+    try:
+        h.send("issue_comment", h.comment(number, "alice", "/kernelevo optimize --backend triton"))
+        h.settle(timeout=600)
+        (job,) = h.runner.find(REPO, number)
+        assert job.state == "succeeded", job.error
+        result = job.result["ops"]["tasks/scale_add.py::Model"]
+        assert result["candidates_evaluated"] == 2 and result["best"], json.dumps(result, default=str)[:3000]
+        assert result["best"]["verdict"]["verdict"] == "accepted"
+        json.dumps(job.to_dict())  # the whole status is JSON-able (the Celery queue will store it)
+        assert h.kernel_pulls() == []
+        assert "verified but not timed (no GPU)" in h.status_text(number)
+        run = [r for r in fake.check_runs.values() if r["name"].startswith("kernelevo: optimize")][0]
+        assert run["conclusion"] == "neutral"
+    finally:
+        h.close()

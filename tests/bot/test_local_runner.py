@@ -141,30 +141,6 @@ def test_task_path_of_task_files_decorated_ops_and_missing_ops(tmp_path):
         default_task_path(tmp_path, "../etc/passwd::x", tmp_path / "run")
 
 
-@pytest.mark.slow
-def test_local_runner_with_the_real_search_on_cpu(tmp_path, monkeypatch):
-    pytest.importorskip("kernelevo.search.api")
-    pytest.importorskip("evaluator")
-    pytest.importorskip("triton")
-    monkeypatch.syspath_prepend(str(SEARCH_DATA.parent))
-    from search_doubles import KnownGoodProposer
-
-    from kernelevo.search.budget import Budget
-
-    shutil.copy(SEARCH_DATA / "scale_add.py", tmp_path / "scale_add.py")
-    hooks = Recorder()
-    r = LocalRunner(fixed_workspace(tmp_path), hooks=hooks, make_proposer=lambda req: KnownGoodProposer(),
-                    make_budget=lambda req: Budget(candidates=2, plateau_generations=None),
-                    runs_root=tmp_path / "runs", device="cpu")
-    job = r.submit(request(ops=["scale_add.py::Model"]))
-    status = r.wait(job, 600)
-    assert status.state == "succeeded", status.error
-    result = status.result["ops"]["scale_add.py::Model"]
-    assert result["candidates_evaluated"] == 2 and result["stop_reason"] == "budget_candidates"
-    assert hooks.progress  # the real search reported progress through the runner
-    json.dumps(status.to_dict())  # the whole status is JSON-able
-
-
 def test_jobs_queue_for_the_device_one_at_a_time(tmp_path):
     gate, running, peak = threading.Event(), [], []
 
