@@ -61,7 +61,7 @@ def optimize_command(
 ) -> None:
     """Search for a faster verified kernel for each op under PATH (or continue a run with --resume)."""
     from kernelevo.search.proposers import ProposerError, make_proposer
-    from kernelevo.search.targets import Target, TargetError, resolve_targets
+    from kernelevo.search.targets import TargetError, resolve_targets
     from kernelevo.settings import get_settings
 
     if backend not in ("triton", "cuda", "any"):
@@ -85,18 +85,30 @@ def optimize_command(
     device = device or (jobs[0].get("device") if resume else None) or _default_device()
     root = runs_dir or get_settings().runs_dir
     all_accepted = True
-    for job in jobs:
-        target: Target = job["target"]
-        result = _run_one(target, job, root, proposer_obj, backend, device, seed, given, generation_size,
-                          json_lines, quiet)
-        if write_kernel and result.best is not None:
-            from kernelevo.search.targets import write_accepted_kernel
-
-            directory = write_accepted_kernel(target, result.best["source"], result.best["verdict"], device)
-            typer.echo(f"Wrote {directory}", err=json_lines)
-        all_accepted &= result.best is not None
+    try:
+        for job in jobs:
+            all_accepted &= _search_job(job, root, proposer_obj, backend, device, seed, given, generation_size,
+                                        json_lines, quiet, write_kernel)
+    finally:
+        close = getattr(proposer_obj, "close", None)
+        if callable(close):
+            close()
     if not all_accepted:
         raise typer.Exit(1)
+
+
+def _search_job(job, root, proposer_obj, backend, device, seed, given, generation_size, json_lines, quiet,
+                write_kernel) -> bool:
+    """Search one op; True when it ends with an accepted kernel."""
+    from kernelevo.search.targets import write_accepted_kernel
+
+    target = job["target"]
+    result = _run_one(target, job, root, proposer_obj, backend, device, seed, given, generation_size,
+                      json_lines, quiet)
+    if write_kernel and result.best is not None:
+        directory = write_accepted_kernel(target, result.best["source"], result.best["verdict"], device)
+        typer.echo(f"Wrote {directory}", err=json_lines)
+    return result.best is not None
 
 
 def _resume_job(run_dir: Path, given: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import platform
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,14 +29,19 @@ CPU_NOTE = (
 )
 
 
-HARDWARE_FIELDS = ("gpu", "capability", "sm_count", "gpu_memory_gb", "l2_cache_mb", "cuda_runtime", "driver")
-
-
 def hardware_facts(device: str, environment: dict[str, Any] | None) -> dict[str, Any]:
-    """Facts about the device for the proposer's prompt, as the evaluator measured them."""
-    facts: dict[str, Any] = {"device": device}
-    facts.update({k: v for k, v in (environment or {}).items() if k in HARDWARE_FIELDS and v is not None})
-    return facts
+    """Facts about the device for the proposer's prompt, from what the evaluator measured (no CUDA
+    context in the search process), in the shape ``kernelevo.search.hardware.describe_hardware`` reads."""
+    env = environment or {}
+    if device == "cuda" and env.get("gpu"):
+        facts = {"device": "cuda", "name": env["gpu"], "sm_count": env.get("sm_count"),
+                 "capability": env.get("capability"), "memory_gb": env.get("gpu_memory_gb"),
+                 "l2_mb": env.get("l2_cache_mb"), "torch": env.get("torch")}
+    else:
+        facts = {"device": "cpu", "name": env.get("cpu") or platform.machine(), "cores": os.cpu_count(),
+                 "torch": env.get("torch"),
+                 "note": "no GPU: Triton kernels run in the interpreter (TRITON_INTERPRET=1); timings need a GPU"}
+    return {k: v for k, v in facts.items() if v is not None}
 
 
 @contextlib.contextmanager
