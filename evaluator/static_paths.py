@@ -69,16 +69,18 @@ def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
     """Functions and classes whose reference is stored as a value, not called: they become roots.
 
     ``self.fn = launch`` in ``__init__``, ``OPS = {"a": helper}`` or ``partial(helper)`` can run from
-    the forward path through names the checker cannot follow. Base classes, decorators and
-    ``self.apply(init_fn)`` (nn.Module.apply, run once while building) are not stored references.
+    the forward path through names the checker cannot follow. Base classes, decorators, arguments of
+    ``super``/``isinstance``/``type`` and ``self.apply(init_fn)`` (nn.Module.apply, run once while
+    building) are not stored references.
     """
     skip: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             skip.add(id(node.func))
-            if isinstance(node.func, ast.Attribute) and node.func.attr == "apply" and binding_key(
-                node.func.value
-            ) == "self":
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id in ("super", "isinstance", "issubclass", "type")) or (
+                isinstance(func, ast.Attribute) and func.attr == "apply" and binding_key(func.value) == "self"
+            ):
                 skip.update(id(a) for a in node.args)
         elif isinstance(node, ast.ClassDef):
             skip.update(id(b) for b in node.bases)
@@ -89,8 +91,8 @@ def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in skip:
             if node.id in model.functions:
                 roots.append(node.id)
-            elif node.id in model.classes:
-                roots.extend(_class_methods(model, node.id))
+            elif node.id in model.classes:  # a stored class runs its methods, not (again) its __init__
+                roots.extend(m for m in _class_methods(model, node.id) if not m.endswith(".__init__"))
     return roots
 
 

@@ -480,6 +480,12 @@ def test_legit_patterns_do_not_fire(parts):
     assert report.violations == []
 
 
+def test_init_stays_off_the_forward_path_with_old_style_super():
+    source = make(init="self.w = nn.Parameter(torch.randn(4, 4).abs())\nassert isinstance(self, ModelNew)")
+    source = source.replace("super().__init__()", "super(ModelNew, self).__init__()")
+    assert check_source(source).ok
+
+
 def test_compute_inside_jit_kernels_is_the_kernel():
     source = make(module="@triton.jit\ndef k2(p, n):\n    x = tl.load(p)\n    tl.store(p, tl.sum(x.to(tl.float32), 0))")
     assert check_source(source).ok
