@@ -45,20 +45,23 @@ KERNEL = "from torch import nn\n\n\nclass ModelNew(nn.Module):\n    def forward(
          "        return x\n"
 
 
-def _per_call_us(fn, calls: int, repeats: int = 7) -> float:
+def _per_call_us(fn, calls: int, repeats: int) -> float:
     """Best of ``repeats`` (timeit's advice: higher figures are other processes' noise, not the code)."""
     fn()
     times = timeit.repeat(fn, number=calls, repeat=repeats)
     return min(times) / calls * 1e6
 
 
-def run(calls: int, device: str = "cpu") -> dict:
+def run(calls: int, device: str = "cpu", repeats: int = 7) -> dict:
     import torch
 
     from kernelevo import dispatch
     from kernelevo.discovery import discover
     from kernelevo.kernel_store import envelope_from_cases, write_kernel
     from kernelevo.settings import reset_settings_cache
+
+    def per_call(fn, n: int = calls) -> float:
+        return _per_call_us(fn, n, repeats)
 
     with tempfile.TemporaryDirectory(prefix="kernelevo-dispatch-bench-") as tmp:
         root = Path(tmp)
@@ -82,18 +85,18 @@ def run(calls: int, device: str = "cpu") -> dict:
         original, original_nk = op_fn.__wrapped__, no_kernel.__wrapped__
         kernel = dispatch.dispatcher_for_function(op_fn).state.resolve().kernel_class()
 
-        direct_kernel = _per_call_us(lambda: kernel.forward(x, w), calls)
-        direct_original = _per_call_us(lambda: original(x, w), calls)
-        direct_original_nk = _per_call_us(lambda: original_nk(x), calls)
-        to_kernel = _per_call_us(lambda: op_fn(x, w), calls)
-        to_kernel_kw = _per_call_us(lambda: op_fn(x, w=w), calls // 10)
+        direct_kernel = per_call(lambda: kernel.forward(x, w))
+        direct_original = per_call(lambda: original(x, w))
+        direct_original_nk = per_call(lambda: original_nk(x))
+        to_kernel = per_call(lambda: op_fn(x, w))
+        to_kernel_kw = per_call(lambda: op_fn(x, w=w), calls // 10)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            outside = _per_call_us(lambda: op_fn(big, w), calls)
-        without_kernel = _per_call_us(lambda: no_kernel(x), calls)
+            outside = per_call(lambda: op_fn(big, w))
+        without_kernel = per_call(lambda: no_kernel(x))
         os.environ["KERNELEVO_DISABLE"] = "1"
         reset_settings_cache()
-        disabled = _per_call_us(lambda: op_fn(x, w), calls)
+        disabled = per_call(lambda: op_fn(x, w))
         os.environ.pop("KERNELEVO_DISABLE")
         reset_settings_cache()
         assert op_fn(x, w) is x  # the kernel path really ran
@@ -110,7 +113,8 @@ def run(calls: int, device: str = "cpu") -> dict:
             "disabled": disabled - direct_original,
         },
         "target_us": 5.0,
-        "note": "best of 7 repeats; overhead = decorated call minus a direct call of the function it ends up "
+        "repeats": repeats,
+        "note": "best of the repeats; overhead = decorated call minus a direct call of the function it ends up "
                 "running; "
                 "positional tensors (2 tensor args, rank 2 and 1); keyword calls bind via inspect.signature",
     }
@@ -121,6 +125,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200_000)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where the op's tensors live (the check itself always runs on the CPU)")
+    parser.add_argument("--repeats", type=int, default=7, help="best of this many (more on a busy machine)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     import torch
@@ -133,7 +138,7 @@ def main() -> None:
                     "cpu_count": os.cpu_count()},
         "versions": {"python": platform.python_version(), "torch": torch.__version__},
         "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,
-        **run(args.calls, args.device),
+        **run(args.calls, args.device, args.repeats),
     }
     suffix = "" if args.device == "cpu" else f"_{args.device}"
     out = args.out or Path(__file__).parent / "results" / f"dispatch_{host}{suffix}.json"
