@@ -723,6 +723,11 @@ def test_cpp_build_escapes(old, new):
     assert rules(check(source)) == {"cuda-source"}
 
 
+def test_empty_build_flags_are_fine():
+    source = LOAD_INLINE.replace('functions=["scale"])', 'functions=["scale"], extra_cflags=[""], extra_ldflags=[""])')
+    assert source != LOAD_INLINE and check(source).ok
+
+
 def test_cuda_compile_options_are_scanned():
     source = CUDA_TEMPLATE.format(extra="", source_expr='SOURCE, options=["-DS=cudaMallocManaged"]').replace(
         ', options=["-DS=cudaMallocManaged"], "k")', ', "k", options=["-DS=cudaMallocManaged"])')
