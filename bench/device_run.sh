@@ -22,8 +22,9 @@ case "$mode" in
     python3 -c "import json; v=json.load(open('$OUT/smoke_axpy.json')); print(v['verdict'], v['reason'], v['detail']); print(json.dumps(v['timing'], indent=1)[:3000]); print(v.get('logs','')[-2000:])"
     ;;
   verifier)
-    python3 -m pytest -q -m gpu tests 2>&1 | tail -40 | tee "$OUT/pytest_gpu.txt"
-    python3 bench/verifier_bench.py --out /tmp/verifier 2>&1 | tail -60
+    timeout 290 python3 bench/gpu_suite.py --small --skip-slow --out "$OUT/gpu_suite_small.json" 2>&1 \
+      | tee "$OUT/gpu_suite.log" | tail -25
+    timeout 280 python3 bench/verifier_bench.py --out /tmp/verifier 2>&1 | tee "$OUT/verifier_bench.log" | tail -30
     tar czf "$OUT/verifier.tgz" -C /tmp verifier
     ;;
 esac

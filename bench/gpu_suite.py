@@ -1,0 +1,73 @@
+"""Run the candidate suite (tests/candidates/manifest.yaml) on a GPU with one session per task.
+
+``pytest -m gpu tests/evaluator/test_suite.py`` opens a session (reference process, baselines) per entry;
+on a time-limited GPU lease this script evaluates the same entries grouped by task, so references and
+baselines are computed once per task. Verdicts are checked against the manifest exactly as the test does.
+
+    python bench/gpu_suite.py --out results.json [--skip-slow] [--only substring]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+CANDIDATES = ROOT / "tests" / "candidates"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--skip-slow", action="store_true", help="skip hang and memory-exhaustion entries")
+    parser.add_argument("--only", default="", help="comma-separated substrings of candidate file names")
+    parser.add_argument("--small", action="store_true", help="use the tasks' small cases (a quicker GPU pass)")
+    args = parser.parse_args()
+
+    from evaluator import EvalOptions, EvaluationSession
+
+    entries = yaml.safe_load((CANDIDATES / "manifest.yaml").read_text())["entries"]
+    groups: dict[tuple[str, bool], list[dict]] = defaultdict(list)
+    for entry in entries:
+        if "cuda" not in entry["devices"]:
+            continue
+        slow = "timeout" in entry["reasons"] or "memory" in entry["file"]
+        if args.skip_slow and slow:
+            continue
+        if args.only and not any(s in entry["file"] for s in args.only.split(",")):
+            continue
+        groups[(entry["task"], entry.get("static_checks", True))].append(entry)
+    results, failures = [], 0
+    started = time.perf_counter()
+    for (task, static), group in sorted(groups.items()):
+        options = EvalOptions(static_checks=static, baselines=("eager", "compile_default"), timeout_s=120,
+                              small_cases=True if args.small else None)
+        with EvaluationSession(ROOT / "tests" / "tasks" / task, device="cuda", options=options) as session:
+            for entry in group:
+                verdict = session.evaluate(CANDIDATES / entry["file"])
+                ok = verdict.verdict == entry["expect"] and verdict.reason in entry["reasons"]
+                failures += not ok
+                results.append({"file": entry["file"], "task": task, "static_checks": static,
+                                "expect": entry["expect"], "reasons": entry["reasons"], "verdict": verdict.verdict,
+                                "reason": verdict.reason, "detail": verdict.detail[:400], "pass": ok,
+                                "speedup_vs_best": (verdict.timing or {}).get("geomean_speedup_vs_best"),
+                                "environment": verdict.environment})
+                print(f"{'PASS' if ok else 'FAIL'} {entry['file']} (static={static}): {verdict.verdict} "
+                      f"{verdict.reason} {verdict.detail[:150]}", flush=True)
+                args.out.write_text(json.dumps({"partial": True, "results": results}, indent=2, default=str))
+    summary = {"entries": len(results), "failures": failures, "wall_s": round(time.perf_counter() - started, 1),
+               "results": results}
+    args.out.write_text(json.dumps(summary, indent=2, default=str))
+    print(f"{len(results) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
