@@ -34,7 +34,7 @@ def get_cases():
 
 
 def get_small_cases():
-    return [[torch.randn(16, HIDDEN)], [torch.randn(37, HIDDEN)]]
+    return [[torch.randn(8, HIDDEN)], [torch.randn(13, HIDDEN)]]
 
 
 def hbm_bytes(x):
