@@ -16,14 +16,11 @@ import uuid
 from pathlib import Path
 
 import httpx
-import pytest
 import uvicorn
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ (for fakes)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))  # the fake GitHub server
 
-from fakes.github_server import FIXTURES, FakeGitHub  # noqa: E402
+from github_server import FIXTURES, FakeGitHub  # noqa: E402
 
 from bot import signature  # noqa: E402
 from bot.app import create_app  # noqa: E402
@@ -55,16 +52,6 @@ OP_GELU = '''import kernelevo
 def fast_gelu(x):
     return x * 0.5
 '''
-
-
-@pytest.fixture(scope="session")
-def app_keys() -> tuple[str, str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return private, public
 
 
 def timing(speedup: float, spread: float = 0.02) -> dict:
@@ -244,28 +231,3 @@ class Harness:
 
     def kernel_pulls(self) -> list[dict]:
         return [p for p in self.fake.pulls[REPO].values() if p["head"]["ref"].startswith("kernelevo/")]
-
-
-@pytest.fixture
-def fake(app_keys):
-    with FakeGitHub(app_id=4242, public_key=app_keys[1]) as server:
-        server.add_repo(REPO, {".github/kernelevo.yml": "max_open_prs: 2\n", "ops/norm.py": OP_V1,
-                               "README.md": "models\n"})
-        server.set_permission(REPO, "alice", "write")
-        server.set_permission(REPO, "maya", "maintain")
-        server.set_permission(REPO, "rita", "read")
-        yield server
-
-
-@pytest.fixture
-def harness(fake, app_keys, tmp_path):
-    h = Harness(fake, app_keys[0], tmp_path)
-    yield h
-    h.close()
-
-
-@pytest.fixture
-def pr(fake) -> int:
-    """alice's PR (same repo) changing ``scale_shift``."""
-    fake.push(REPO, "feature", {"ops/norm.py": OP_V2}, "change the op")
-    return fake.open_pull(REPO, "feature", "main", "alice")["number"]

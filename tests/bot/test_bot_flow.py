@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import OP_GELU, OP_V2, REPO
-from fakes.github_server import Fault
+from bot_harness import OP_GELU, OP_V2, REPO
+from github_server import Fault
 
 SEARCH_DATA = Path(__file__).resolve().parents[1] / "search" / "data"
 sys.path.insert(0, str(SEARCH_DATA.parent))  # search_doubles (the search's own test doubles)
@@ -204,7 +204,7 @@ def test_rate_limited_calls_are_retried(harness, fake, pr):
 
 
 def test_long_rate_limit_defers_the_work_instead_of_blocking(fake, app_keys, tmp_path, pr):
-    from conftest import Harness
+    from bot_harness import Harness
 
     h = Harness(fake, app_keys[0], tmp_path, max_wait_s=0.1)
     try:
@@ -339,7 +339,7 @@ def test_real_search_through_the_bot_on_cpu(fake, app_keys, tmp_path):
     pytest.importorskip("kernelevo.search.api")
     pytest.importorskip("evaluator")
     pytest.importorskip("triton")
-    from conftest import Harness
+    from bot_harness import Harness
     from search_doubles import KnownGoodProposer
 
     from kernelevo.search.budget import Budget

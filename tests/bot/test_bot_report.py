@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import timing
+from bot_harness import timing
 
 from bot.comments import MARKER, find_status_comment, render_status
 from bot.report import assess, conservative_speedup, escape_md, render, report_context

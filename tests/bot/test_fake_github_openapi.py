@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import REPO
-from fakes.github_server import ROUTES, Fault
+from bot_harness import REPO
+from github_server import ROUTES, Fault
 from jsonschema import Draft7Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7

@@ -9,7 +9,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import REPO, SECRET
+from bot_harness import REPO, SECRET
 
 from bot.deliveries import RedisDeliveryStore
 from bot.service import ConfigurationError, build, missing_settings
