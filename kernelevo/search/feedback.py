@@ -22,8 +22,21 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 
 def _inputs(inputs: list[dict[str, Any]] | None) -> str:
-    parts = [f"{tuple(i.get('shape', ()))} {i.get('dtype', '')}".strip() for i in inputs or []]
+    parts = []
+    for item in inputs or []:
+        if "shape" in item:
+            parts.append(f"{tuple(item['shape'])} {str(item.get('dtype', '')).removeprefix('torch.')}".strip())
+        else:
+            parts.append(f"{item.get('type', '?')}={item.get('value')!r}")
     return ", ".join(parts) or "?"
+
+
+def _tolerance(case: dict[str, Any]) -> str:
+    tolerances = case.get("tolerance") or []
+    first = tolerances[0] if tolerances and isinstance(tolerances[0], dict) else None
+    if not first:
+        return ""
+    return "; tolerance " + " ".join(f"{k}={_fmt(v)}" for k, v in first.items())
 
 
 def _static_lines(verdict: dict[str, Any]) -> list[str]:
@@ -39,22 +52,28 @@ def _static_lines(verdict: dict[str, Any]) -> list[str]:
 
 def _correctness_lines(verdict: dict[str, Any]) -> list[str]:
     cases = (verdict.get("correctness") or {}).get("cases") or []
-    failures, checked, worst = [], 0, 0.0
+    failures, checked, worst_ok = [], 0, 0.0
     for case in cases:
-        for seed in case.get("seeds") or []:
-            checked += 1
-            worst = max(worst, float(seed.get("max_abs_err") or 0.0))
-            if not seed.get("ok", True):
-                failures.append(
-                    f"  case {case.get('case')} (inputs {_inputs(case.get('inputs'))}), seed {seed.get('seed')}"
-                    f" ({seed.get('distribution', '?')}): max_abs_err={_fmt(seed.get('max_abs_err'))}"
-                    f" max_rel_err={_fmt(seed.get('max_rel_err'))} rel_l2_err={_fmt(seed.get('rel_l2_err'))}"
-                )
+        seeds = case.get("seeds") or []
+        checked += len(seeds)
+        bad = [seed for seed in seeds if not seed.get("ok", True)]
+        worst_ok = max([worst_ok, *(float(seed.get("max_abs_err") or 0.0) for seed in seeds if seed.get("ok", True))])
+        if not bad:
+            continue
+        worst = max(bad, key=lambda seed: float(seed.get("rel_l2_err") or seed.get("max_abs_err") or 0.0))
+        where = ", ".join(str(worst[k]) for k in ("distribution", "phase") if worst.get(k))
+        failures.append(
+            f"  case {case.get('case')} (inputs {_inputs(case.get('inputs'))}{_tolerance(case)}):"
+            f" {len(bad)} of {len(seeds)} seeds fail; worst seed {worst.get('seed')}"
+            + (f" ({where})" if where else "")
+            + f": max_abs_err={_fmt(worst.get('max_abs_err'))} max_rel_err={_fmt(worst.get('max_rel_err'))}"
+            f" rel_l2_err={_fmt(worst.get('rel_l2_err'))}"
+        )
     if failures:
-        more = [f"  ... and {len(failures) - MAX_ITEMS} more failing runs"] if len(failures) > MAX_ITEMS else []
-        return ["Failing correctness runs:", *failures[:MAX_ITEMS], *more]
+        more = [f"  ... and {len(failures) - MAX_ITEMS} more failing cases"] if len(failures) > MAX_ITEMS else []
+        return ["Failing correctness checks:", *failures[:MAX_ITEMS], *more]
     if checked:
-        return [f"Correct on {len(cases)} case(s) x seeds ({checked} runs), max_abs_err={_fmt(worst)}."]
+        return [f"Correct on {len(cases)} case(s), {checked} seeded runs, max_abs_err={_fmt(worst_ok)}."]
     return []
 
 
@@ -95,8 +114,13 @@ def _timing_lines(verdict: dict[str, Any]) -> list[str]:
     return lines
 
 
+RESOURCE_KEYS = ("peak_gpu_memory_mb", "load_s", "check_s")
+
+
 def _resource_lines(verdict: dict[str, Any]) -> list[str]:
-    resources = verdict.get("resources") or (verdict.get("timing") or {}).get("resources")
+    resources = dict(verdict.get("resources") or (verdict.get("timing") or {}).get("resources") or {})
+    overhead = verdict.get("overhead") or {}
+    resources.update({k: overhead[k] for k in RESOURCE_KEYS if overhead.get(k) is not None})
     if not resources:
         return []
     items = ", ".join(f"{k}={_fmt(v)}" for k, v in list(resources.items())[:10])

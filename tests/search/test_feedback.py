@@ -22,10 +22,13 @@ def test_incorrect_names_failing_case_seed_and_error_sizes():
                    {"case": 1, "inputs": [{"shape": [97, 1025], "dtype": "float16"}],
                     "seeds": [{"seed": 3, "distribution": "uniform", "max_abs_err": 0.5, "max_rel_err": 2.0,
                                "rel_l2_err": 0.25, "ok": False}]}]}}
+    verdict["correctness"]["cases"][1]["seeds"].append(
+        {"seed": 4, "distribution": "normal", "max_abs_err": 9.0, "max_rel_err": 9.0, "rel_l2_err": 0.9, "ok": False})
+    verdict["correctness"]["cases"][1]["tolerance"] = [{"atol": 0.01, "rtol": 0.01}]
     text = render_feedback(verdict)
-    assert "case 1 (inputs (97, 1025) float16), seed 3 (uniform): max_abs_err=0.5" in text
-    assert "rel_l2_err=0.25" in text
-    assert "case 0" not in text.split("Failing correctness runs:")[1]
+    assert ("case 1 (inputs (97, 1025) float16; tolerance atol=0.01 rtol=0.01): 2 of 2 seeds fail;"
+            " worst seed 4 (normal): max_abs_err=9 max_rel_err=9 rel_l2_err=0.9") in text
+    assert "case 0" not in text.split("Failing correctness checks:")[1]
 
 
 def test_static_violations_list_rule_and_line():
@@ -42,8 +45,10 @@ def test_timings_per_case_against_baselines_and_roofline():
                    "compile_max_autotune": {"median_ms": 0.068}, "speedup_vs_best": 0.85, "floor_ms": 0.063,
                    "roofline_fraction": 0.79}],
         "geomean_speedup_vs_eager": 13.0, "geomean_speedup_vs_compile": 0.85, "geomean_speedup_vs_best": 0.85},
-        "resources": {"registers": 40, "spills": 0}}
+        "resources": {"registers": 40, "spills": 0}, "overhead": {"peak_gpu_memory_mb": 512.0, "load_s": 1.7,
+                                                                  "startup_s": 4.0}}
     text = render_feedback(verdict)
+    assert "Resources: registers=40, spills=0, peak_gpu_memory_mb=512, load_s=1.7" in text
     assert "case 0: candidate 0.08 ms [p25 0.079, p75 0.081]; eager 1.04 ms" in text
     assert "max-autotune 0.068 ms -> x0.85 vs best; HBM floor 0.063 ms (79% of roofline)" in text
     assert "x13 vs eager" in text and "registers=40" in text
