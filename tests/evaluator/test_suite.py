@@ -52,15 +52,21 @@ def load_manifest() -> list[dict]:
 
 
 def entry_id(entry: dict, device: str) -> str:
-    name = Path(entry["file"]).stem
-    return f"{name}-{device}" + ("" if entry["static_checks"] else "-nostatic")
+    """Test id: candidate-device, tagged so that -k can pick groups (static_reject, runtime_only)."""
+    name = f"{Path(entry['file']).stem}-{device}"
+    if not entry["static_checks"]:
+        return name + "-runtime_only"
+    return name + ("-static_reject" if entry["reasons"] == ["static_violation"] else "")
 
 
-def eval_options(entry: dict):
+def eval_options(entry: dict, device: str):
     """EvalOptions for one entry: protocol defaults, shrunk only where that keeps the check intact."""
     from evaluator import EvalOptions
 
     kwargs = {"static_checks": entry["static_checks"]}
+    if device == "cuda":
+        # Baselines only score a candidate (and judge too_slow); torch.compile ones cost minutes per task.
+        kwargs["baselines"] = ("eager",)
     if "timeout" in entry["reasons"]:
         kwargs["timeout_s"] = HANG_TIMEOUT_S
     if "memory" in Path(entry["file"]).stem:
@@ -113,7 +119,7 @@ def test_candidate_verdict(entry: dict, device: str):
     from evaluator import evaluate
 
     verdict = evaluate(str(TASKS / entry["task"]), str(CANDIDATES / entry["file"]), device=device,
-                       options=eval_options(entry))
+                       options=eval_options(entry, device))
     explain = (
         f"\n{entry['file']} on {device} (static_checks={entry['static_checks']}): {entry['note']}\n"
         f"expected {entry['expect']} {entry['reasons']}, got {verdict.verdict} {verdict.reason}\n"
