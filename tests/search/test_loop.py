@@ -169,3 +169,11 @@ def test_existing_run_directory_is_not_overwritten(task, tmp_path):
     search(task, tmp_path / "run", Budget(candidates=2))
     with pytest.raises(FileExistsError, match="--resume"):
         search(task, tmp_path / "run", Budget(candidates=2))
+
+
+def test_backend_any_alternates_islands_between_triton_and_cuda(task, tmp_path):
+    proposer = ScriptedProposer()
+    run_search(task, op_id="demo", backend="any", proposer=proposer, budget=Budget(candidates=8), device="cuda",
+               run_dir=tmp_path / "run", evaluator=ScriptedEvaluator(), config=SearchConfig(islands=4))
+    records = read_jsonl(tmp_path / "run" / "proposals.jsonl")
+    assert {(r["island"], r["backend"]) for r in records} == {(0, "triton"), (1, "cuda"), (2, "triton"), (3, "cuda")}

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelevo.cli import app
+from kernelevo.settings import reset_settings_cache
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -69,8 +70,12 @@ def test_optimize_on_cpu_with_the_real_evaluator_then_resume_and_write_the_kerne
     ([str(HERE / "data" / "scale_add.py"), "--proposer", "search_doubles:KnownGoodProposer", "--op", "other"],
      "no op named 'other'"),
     ([str(HERE / "data"), "--resume", "x"], "not both"),
+    ([str(HERE / "data" / "scale_add.py"), "--proposer", "llm"], "needs an endpoint: set KERNELEVO_LLM_BASE_URL"),
 ])
-def test_bad_arguments_exit_2_with_a_message(args, message):
+def test_bad_arguments_exit_2_with_a_message(args, message, monkeypatch, request):
+    monkeypatch.delenv("KERNELEVO_LLM_BASE_URL", raising=False)
+    reset_settings_cache()
+    request.addfinalizer(reset_settings_cache)
     result = CliRunner().invoke(app, ["optimize", *args])
     assert result.exit_code == 2
     assert message in result.output
