@@ -60,6 +60,7 @@ class RuleVisitor(ast.NodeVisitor):
         self.depth = 0  # 0 at module level
         self._inner: set[int] = set()  # ids of nodes inside an attribute chain already checked
         self._called: set[int] = set()  # ids of expressions that are called
+        self._torch_locals: dict[str, str] = {}  # loop variables over torch.nn containers -> container
 
     # -- helpers ---------------------------------------------------------------------------------
     def _bound(self, name: str) -> bool:
@@ -135,7 +136,8 @@ class RuleVisitor(ast.NodeVisitor):
             if _is_dunder(node.name) and node.name not in ALLOWED_DUNDER_DEFS:
                 self.report("introspection", node, f"defines special method {node.name}; remove it: candidates "
                             "may define only __init__, forward and plain helpers (no operator or hook overrides)")
-        saved = (self.in_forward, self.in_jit)
+        saved = (self.in_forward, self.in_jit, self._torch_locals)
+        self._torch_locals = dict(self._torch_locals)
         if not isinstance(node, ast.Lambda) and (self.depth == 0 or (self.depth == 1 and self.cls is not None)):
             name = getattr(node, "name", "")
             key = name if self.depth == 0 else f"{self.cls}.{name}"
@@ -148,7 +150,7 @@ class RuleVisitor(ast.NodeVisitor):
         body = node.body if isinstance(node.body, list) else [node.body]
         self._scoped(node, list(body))
         self.depth -= 1
-        self.in_forward, self.in_jit = saved
+        self.in_forward, self.in_jit, self._torch_locals = saved
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_function
 
@@ -263,6 +265,8 @@ class RuleVisitor(ast.NodeVisitor):
         func = node.func
         key = binding_key(func)
         instance = self.model.instances.get(key or "", "")
+        if isinstance(func, ast.Name) and func.id in self._torch_locals:
+            instance = self._torch_locals[func.id]
         if isinstance(func, ast.Subscript):  # self.layers[0](x) on an nn.ModuleList / Sequential
             instance = self.model.instances.get(binding_key(func.value) or "", "") or instance
         if isinstance(func, ast.Attribute) and func.attr == "forward":
@@ -302,6 +306,15 @@ class RuleVisitor(ast.NodeVisitor):
         if isinstance(node.op, ast.MatMult) and self._compute_rules() and "matmul" not in self.allow:
             self.report("torch-compute", node, f"forward path uses `@=` (torch.matmul); {_COMPUTE_HINT}")
         self.generic_visit(node)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        # for layer in self.layers: layer(x)  -- each layer of an nn.ModuleList / Sequential is a torch module
+        owner = self.model.instances.get(binding_key(node.iter) or "", "")
+        if owner.startswith("torch.") and isinstance(node.target, ast.Name):
+            self._torch_locals[node.target.id] = owner
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
 
     # -- control flow ----------------------------------------------------------------------------
     def visit_Try(self, node: ast.Try) -> None:

@@ -412,6 +412,8 @@ CASES = [
     ("torch-compute", dict(module="def cheat(t):\n    return t.exp()  # HERE", body="OPS = {'f': cheat}")),
     ("torch-compute", dict(init="self.layers = nn.ModuleList([nn.Linear(4, 4)])",
                            body="out = self.layers[0](out)  # HERE")),
+    ("torch-compute", dict(init="self.layers = nn.Sequential(nn.ReLU())",
+                           body="for layer in self.layers:\n    out = layer(out)  # HERE")),
     ("torch-compute", dict(body="with torch.cuda.amp.autocast():  # HERE\n    pass")),
     ("introspection", dict(body="side = type(torch.cuda.current_stream())()  # HERE")),
     # structure: the entry point is not replaced, rewired or shadowed
