@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from kernelevo.search.api import run_search
     from kernelevo.search.budget import Budget
-    from kernelevo.search.engine import SearchConfig
+    from kernelevo.search.config import SearchConfig
     from kernelevo.search.proposers import make_proposer
     from kernelevo.search.rundir import run_dir_name
 

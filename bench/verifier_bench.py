@@ -66,6 +66,7 @@ def main() -> None:
                         "overhead": verdict.overhead, "session_setup_s": round(session_setup_s, 2),
                     })
                     print(f"{name}: {verdict.verdict} {verdict.reason} {verdict.detail[:160]}", flush=True)
+                    (args.out / "rows.json").write_text(json.dumps(rows, indent=2, default=str))
                 if len(medians) == 2 and medians[0] and len(medians[0]) == len(medians[1]):
                     spread = [abs(a - b) / min(a, b) for a, b in zip(medians[0], medians[1])]
                     rows[-1]["repeat_spread_pct"] = [round(100 * s, 2) for s in spread]

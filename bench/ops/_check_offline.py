@@ -71,11 +71,11 @@ def main() -> int:
                     print("    " + v.detail[:400], flush=True)
                 results.append({"op": task.stem, "strategy": p.strategy, "verdict": v.to_dict()})
         print(f"{task.stem:22s} session {time.time() - start:.0f}s", flush=True)
-    if args.out:
-        env = {"date": datetime.now(timezone.utc).isoformat(), "machine": platform.node(),
-               "device": torch.cuda.get_device_name(0) if args.device == "cuda" else platform.processor(),
-               "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()}
-        Path(args.out).write_text(json.dumps({"environment": env, "results": results}, indent=1))
+        if args.out:  # after every op, so a run cut short still leaves its results
+            env = {"date": datetime.now(timezone.utc).isoformat(), "machine": platform.node(),
+                   "device": torch.cuda.get_device_name(0) if args.device == "cuda" else platform.processor(),
+                   "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()}
+            Path(args.out).write_text(json.dumps({"environment": env, "results": results}, indent=1))
     return 0
 
 

@@ -28,7 +28,7 @@ def get_inputs():
 
 
 def get_cases():
-    return [_case(4096, 32000), _case(8192, 128256)]
+    return [_case(4096, 32000), _case(1024, 128256)]
 
 
 def get_small_cases():
