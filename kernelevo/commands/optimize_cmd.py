@@ -128,7 +128,7 @@ def _resume_job(run_dir: Path, given: dict[str, Any]) -> dict[str, Any]:
 def _run_one(target, job, root, proposer, backend, device, seed, given, generation_size, json_lines, quiet):
     from evaluator import EvalSetupError
     from kernelevo.search.api import run_search
-    from kernelevo.search.engine import SearchConfig
+    from kernelevo.search.config import SearchConfig
     from kernelevo.search.progress import JsonLinesReporter, RichReporter, summary_lines
     from kernelevo.search.rundir import run_dir_name
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.search.budget import Budget
-from kernelevo.search.engine import Evaluator, SearchConfig, SearchLoop
+from kernelevo.search.config import Evaluator, SearchConfig
+from kernelevo.search.engine import SearchLoop
 from kernelevo.search.fitness import is_timed
 from kernelevo.search.pricing import load_price_table
 from kernelevo.search.proposer import Proposer

@@ -16,10 +16,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from kernelevo.search.budget import Budget, Usage, eta_s, stop_reason
+from kernelevo.search.config import Evaluator, SearchConfig
 from kernelevo.search.feedback import render_feedback
 from kernelevo.search.fitness import fitness_of, is_timed, speedups
 from kernelevo.search.population import Individual, Population
@@ -29,32 +31,7 @@ from kernelevo.search.result import Progress
 from kernelevo.search.rundir import RunDir
 from kernelevo.search.slots import Slot, candidate_record, reply_record
 
-
-@dataclass(frozen=True)
-class SearchConfig:
-    """Shape of the search (not its budget)."""
-
-    islands: int = 4
-    generation_size: int = 8
-    island_capacity: int = 16
-    migration_interval: int = 3  # generations between ring migrations
-    lookahead: bool = True  # request generation g+1 while generation g is evaluated
-    proposal_workers: int = 4  # proposer calls in flight
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SearchConfig:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
-
-
-class Evaluator(Protocol):
-    """What the loop needs from the verifier (an ``EvaluationSession`` or a test double)."""
-
-    def evaluate_source(self, source: str, name: str) -> Any:
-        """Judge one candidate module; returns a Verdict (or anything with ``to_dict()``)."""
-        ...
+REPLY_GRACE_S = 10.0  # how long a stopping run waits for proposer replies already in flight
 
 
 @dataclass
@@ -106,7 +83,6 @@ class SearchLoop:
         self.slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", op_id).strip("._") or "op"  # candidate names in files
         self.population = Population(config.islands, config.island_capacity)
         self.state = LoopState()
-        self.by_id: dict[str, Individual] = {}
         self.seen: dict[str, dict[str, Any]] = {}  # source sha -> first candidate record
         self.logged_slots = {r["slot"]: r for r in run.proposals()}
         self.logged_candidates = {r["id"]: r for r in run.candidates()}
@@ -260,7 +236,6 @@ class SearchLoop:
             parent_ids=list(record.get("parent_ids") or []), feedback=render_feedback(record.get("verdict")),
             verdict=record.get("verdict"),
         )
-        self.by_id[ind.id] = ind
         improved = self.population.add(ind)
         if improved:
             info = {k: record.get(k) for k in ("id", "generation", "operator", "parent_ids", "fitness", "model")}
@@ -290,7 +265,7 @@ class SearchLoop:
         """Search until a budget, a plateau or cancellation stops it; returns the stop reason."""
         pool = ThreadPoolExecutor(max_workers=max(1, self.config.proposal_workers), thread_name_prefix="propose")
         pending: deque[list[Slot]] = deque()
-        next_gen, reason = 0, None
+        next_gen, reason, slots = 0, None, []
         try:
             while reason is None:
                 reason = self._stop()
@@ -313,8 +288,11 @@ class SearchLoop:
         except BaseException:  # interrupted: do not wait for proposer calls in flight
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-        # Replies already being written are waited for, so that they are logged (and paid for) once.
-        pool.shutdown(wait=True, cancel_futures=True)
+        # Replies already on their way get a short grace so that they are logged (and paid for) once;
+        # a slow endpoint must not hold the run past its time budget or a cancellation.
+        in_flight = [slot.future for gen in (slots, *pending) for slot in gen if slot.future is not None]
+        pool.shutdown(wait=False, cancel_futures=True)
+        wait_futures([f for f in in_flight if not f.cancelled()], timeout=REPLY_GRACE_S)
         self._emit("done", self.state.generations, stop=reason)
         return reason
 

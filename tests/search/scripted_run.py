@@ -10,7 +10,7 @@ from search_doubles import ScriptedEvaluator, ScriptedProposer
 
 from kernelevo.search.api import run_search
 from kernelevo.search.budget import Budget
-from kernelevo.search.engine import SearchConfig
+from kernelevo.search.config import SearchConfig
 
 BUDGET = Budget(candidates=40, plateau_generations=None)
 CONFIG = SearchConfig(islands=2, generation_size=6, migration_interval=2, proposal_workers=3)

@@ -7,7 +7,8 @@ from search_doubles import ScriptedEvaluator, ScriptedProposer, candidate_source
 
 from kernelevo.search.api import run_search
 from kernelevo.search.budget import Budget
-from kernelevo.search.engine import SearchConfig, SearchLoop
+from kernelevo.search.config import SearchConfig
+from kernelevo.search.engine import SearchLoop
 from kernelevo.search.proposer import Proposal
 from kernelevo.search.rundir import RunDir, read_jsonl
 
