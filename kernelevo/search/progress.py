@@ -7,6 +7,7 @@ the text is built by pure functions so that it can be tested without a terminal.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import IO, Any
 
 from kernelevo.search.budget import Budget
@@ -52,6 +53,8 @@ def progress_rows(p: Progress, budget: Budget) -> list[tuple[str, str]]:
     if p.last:
         verdict = "accepted" if p.last.get("accepted") else (p.last.get("reason") or p.last.get("kind") or "?")
         rows.append(("last", f"{p.last.get('id')} ({p.last.get('operator')}): {verdict}"))
+    if p.stop_reason:
+        rows.append(("stopped", p.stop_reason))
     return rows
 
 
@@ -75,6 +78,7 @@ class RichReporter:
         self.op_id, self.budget = op_id, budget
         self.console = console or Console(stderr=True)
         self.live = None
+        self._last: dict[str, Any] | None = None
 
     def render(self, progress: Progress | None) -> Any:
         from rich.panel import Panel
@@ -98,6 +102,9 @@ class RichReporter:
         self.live.__exit__(*exc)
 
     def __call__(self, progress: Progress) -> None:
+        if progress.last is None and self._last is not None:  # keep showing the last candidate judged
+            progress = replace(progress, last=self._last)
+        self._last = progress.last
         if self.live is not None:
             self.live.update(self.render(progress))
 

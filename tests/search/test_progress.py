@@ -43,6 +43,11 @@ def test_json_lines_and_rich_panel():
     console.print(reporter.render(snapshot()))
     text = console.export_text()
     assert "kernelevo optimize rms_norm" in text and "1.18x vs torch.compile" in text
+    reporter(snapshot())
+    reporter(snapshot(event="done", last=None, stop_reason="plateau"))
+    console.print(reporter.render(snapshot(last=reporter._last, stop_reason="plateau")))
+    text = console.export_text()
+    assert "g3-1 (mutate): incorrect" in text and "stopped" in text and "plateau" in text
 
 
 def test_summary_lines_name_the_stop_reason_the_best_and_the_run_directory():
