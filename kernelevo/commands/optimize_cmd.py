@@ -15,6 +15,8 @@ from typing import Any
 
 import typer
 
+CPU_PLATEAU = 2
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``optimize`` command to the CLI."""
@@ -49,7 +51,8 @@ def optimize_command(
     budget_minutes: float | None = typer.Option(None, "--budget-minutes", help="wall time of the search"),
     budget_tokens: int | None = typer.Option(None, "--budget-tokens", help="proposer tokens (in + out)"),
     budget_usd: float | None = typer.Option(None, "--budget-usd", help="proposer money (price table per model)"),
-    plateau: int | None = typer.Option(None, "--plateau", help="stop after N generations without improvement [6]"),
+    plateau: int | None = typer.Option(None, "--plateau",
+                                       help="stop after N generations without improvement [6; 2 on cpu]"),
     device: str | None = typer.Option(None, "--device", help="cpu or cuda (default: cuda if available)"),
     resume: Path | None = typer.Option(None, "--resume", help="continue the run in this run directory"),
     seed: int = typer.Option(0, "--seed", help="random seed of the search (deterministic per seed)"),
@@ -83,6 +86,9 @@ def optimize_command(
     except (ProposerError, TargetError, FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc)) from None
     device = device or (jobs[0].get("device") if resume else None) or _default_device()
+    if device == "cpu" and plateau is None and resume is None:
+        # Untimed, every accepted kernel scores 1.0: more generations cannot improve on the first one.
+        given["plateau_generations"] = CPU_PLATEAU
     root = runs_dir or get_settings().runs_dir
     all_accepted = True
     try:
