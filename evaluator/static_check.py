@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from evaluator.static_cuda import scan_source, source_pieces
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model
 from evaluator.static_model import resolve as _resolve
-from evaluator.static_paths import hook_roots, launch_sites, reachable, stored_roots
+from evaluator.static_paths import hook_roots, launch_sites, passed_kernels, reachable, stored_roots
 from evaluator.static_rules import normalise_allow
 from evaluator.static_structure import check_entry_definition, check_hooks, check_rebinding
 from evaluator.static_visitor import RuleVisitor
@@ -180,6 +180,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
         for name, _call in launch_sites(model, model.functions[key]):
             if name not in launched:
                 launched.append(name)
+    launched.extend(k for k in dict.fromkeys(passed_kernels(model, path)) if k not in launched)
     kernels = list(model.kernel_order)
     line = getattr(entry_node, "lineno", 1)
     if not kernels:

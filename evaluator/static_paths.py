@@ -134,3 +134,30 @@ def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, as
                 names = factory[1]
         for name in names:
             yield name, node
+
+
+def _launched_params(fn: FunctionNode) -> dict[str, int]:
+    """Parameters of ``fn`` that it launches (``kernel[grid](...)`` on a parameter) -> their position."""
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+    out: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id in params:
+                out[owner.id] = params.index(owner.id)
+    return out
+
+
+def passed_kernels(model: ModuleModel, path: list[str]) -> Iterator[str]:
+    """Kernels the forward path hands to a launcher: ``launch(copy_kernel, x)`` with ``kernel[grid](...)``."""
+    launchers = {key: _launched_params(model.functions[key]) for key in path if "." not in key}
+    for key in path:
+        for node in ast.walk(model.functions[key]):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            params = launchers.get(node.func.id) or {}
+            for name, index in params.items():
+                args = [kw.value for kw in node.keywords if kw.arg == name]
+                args += node.args[index : index + 1] if index < len(node.args) else []
+                for arg in args:
+                    yield from model.launchables.get(binding_key(arg) or "", ())

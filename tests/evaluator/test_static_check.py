@@ -576,6 +576,14 @@ def test_kernel_not_launched():
     assert "copy_kernel" in report.violations[0].message
 
 
+def test_kernel_passed_to_a_generic_launcher_is_launched():
+    source = make(module="def launch(kernel, x, out, block=16):\n    kernel[(1,)](x, out, x.numel(), BLOCK=block)")
+    source = source.replace("copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)",
+                            "launch(copy_kernel, x, out)")
+    report = check_source(source)
+    assert report.ok and report.launched == ["copy_kernel"], report.violations
+
+
 def test_launch_only_in_autograd_backward_is_not_launched():
     source = AUTOGRAD_AND_HELPER.replace("return _launch(x2, weight, eps).view_as(x)", "return x2.view_as(x)")
     source = source.replace("return grad * weight, None, None", "return _launch(grad, weight, 0.0), None, None")
