@@ -120,14 +120,18 @@ def _search_job(job, root, proposer_obj, backend, device, seed, given, generatio
 def _resume_job(run_dir: Path, given: dict[str, Any]) -> dict[str, Any]:
     from kernelevo.discovery import DiscoveredOp
     from kernelevo.search.rundir import RunDir
-    from kernelevo.search.targets import Target
+    from kernelevo.search.targets import Target, TargetError, resolve_targets
 
     meta = RunDir(run_dir).read_meta()
     target_file = Path(run_dir) / "target.json"
-    if not target_file.is_file():
-        raise FileNotFoundError(f"{run_dir}/target.json is missing: this run was not started by kernelevo optimize")
-    data = json.loads(target_file.read_text(encoding="utf-8"))
-    target = Target(DiscoveredOp(**data["op"]), Path(data["repo_root"]))
+    if target_file.is_file():
+        data = json.loads(target_file.read_text(encoding="utf-8"))
+        target = Target(DiscoveredOp(**data["op"]), Path(data["repo_root"]))
+    else:  # a run started through the API (bench/run.py, a worker): its task file is the target
+        targets = resolve_targets(Path(meta["task_path"]))
+        if len(targets) != 1:
+            raise TargetError(f"{run_dir}: cannot tell which op of {meta['task_path']} this run searched")
+        target = targets[0]
     return {"target": target, "run_dir": Path(run_dir), "meta": meta, "device": meta.get("device")}
 
 
@@ -139,8 +143,9 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, generati
     from kernelevo.search.rundir import run_dir_name
 
     meta = job.get("meta")
+    op_id = target.op_id
     if meta is not None:  # resume: what the run was started with, unless overridden now
-        run_dir, backend = job["run_dir"], meta.get("backend", backend)
+        run_dir, backend, op_id = job["run_dir"], meta.get("backend", backend), meta.get("op_id", op_id)
         budget = _budget(meta.get("budget") or {}, **given)
         task_path = Path(meta["task_path"])
     else:
@@ -152,11 +157,11 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, generati
         task_path = target.task_path(run_dir)
     config = SearchConfig(generation_size=generation_size) if generation_size else None
     reporter = JsonLinesReporter(sys.stdout) if json_lines else None
-    live = RichReporter(target.op_id, budget) if not (json_lines or quiet) else None
+    live = RichReporter(op_id, budget) if not (json_lines or quiet) else None
     try:
         if live is not None:
             live.__enter__()
-        result = run_search(task_path, op_id=target.op_id, backend=backend, proposer=proposer, budget=budget,
+        result = run_search(task_path, op_id=op_id, backend=backend, proposer=proposer, budget=budget,
                             device=device, run_dir=run_dir, seed=seed, resume=meta is not None, config=config,
                             on_progress=reporter or live)
     except EvalSetupError as exc:
