@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 
 from bot.github_api import GitHubAPI
+from bot.report import code
 
 DISCOVERY_NAME = "kernelevo: ops"
 OPTIMIZE_ACTION = "optimize"
@@ -19,7 +20,7 @@ MAX_LISTED = 50
 def discovery_output(added: list[str], changed: list[str]) -> dict:
     """Title/summary of the discovery check run listing the PR's new and changed ops."""
     ops = [(op, "added") for op in added] + [(op, "changed") for op in changed]
-    lines = [f"- `{op}` ({how})" for op, how in ops[:MAX_LISTED]]
+    lines = [f"- {code(op)} ({how})" for op, how in ops[:MAX_LISTED]]
     if len(ops) > MAX_LISTED:
         lines.append(f"- … and {len(ops) - MAX_LISTED} more")
     summary = ("\n".join(lines) + "\n\nPress **Optimize** (or comment `/kernelevo optimize`) to search "
@@ -38,7 +39,7 @@ def progress_summary(progress: dict) -> str:
     lines = []
     for op, p in sorted(progress.items()):
         best = p.get("best_speedup_vs_eager")
-        lines.append(f"- `{op}`: generation {p.get('generation', 0)}, {p.get('evaluated', 0)} evaluated, "
+        lines.append(f"- {code(op)}: generation {p.get('generation', 0)}, {p.get('evaluated', 0)} evaluated, "
                      f"{p.get('accepted', 0)} accepted"
                      + (f", best {best:.2f}x over eager" if isinstance(best, (int, float)) else ""))
     return "\n".join(lines) or "starting"
@@ -67,7 +68,7 @@ def start_job_run(gh: GitHubAPI, repo: str, head_sha: str, job_id: str, ops: lis
     """Create the job's check run (queued); returns its id."""
     run = gh.create_check_run(repo, name=f"kernelevo: optimize ({len(ops)} op{'s' * (len(ops) != 1)})",
                               head_sha=head_sha, status="queued", external_id=job_id,
-                              output={"title": "Queued", "summary": "\n".join(f"- `{op}`" for op in ops)})
+                              output={"title": "Queued", "summary": "\n".join(f"- {code(op)}" for op in ops)})
     return run["id"]
 
 

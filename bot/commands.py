@@ -182,9 +182,10 @@ def resolve_ops(requested: list[str], known: list[str]) -> tuple[list[str], list
 
 def unknown_ops_message(unknown: list[str], known: list[str]) -> str:
     """A reply for op names that match nothing: what was asked, and what exists."""
+    from bot.report import code
     parts = []
     for name in unknown:
         close = difflib.get_close_matches(name, known + [k.partition("::")[2] for k in known], n=1)
-        parts.append(f"`{_safe(name)}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
-    listing = ", ".join(f"`{k}`" for k in known[:20]) or "none found in this PR"
+        parts.append(f"`{_safe(name)}`" + (f" (did you mean {code(close[0])}?)" if close else ""))
+    listing = ", ".join(code(k) for k in known[:20]) or "none found in this PR"
     return f"unknown or ambiguous op {', '.join(parts)}; ops in this PR: {listing}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.github_api import GitHubAPI
-from bot.report import escape_md, render
+from bot.report import code, escape_md, render
 from kernelevo.jobs import JobStatus
 
 MARKER = "<!-- kernelevo:status -->"
@@ -22,10 +22,10 @@ def job_rows(jobs: list[JobStatus], links: dict[str, dict[str, str]]) -> list[di
     rows = []
     for job in jobs:
         ops = (job.request.ops if job.request else []) or []
-        outcome = "; ".join(f"`{op}`: {text}" for op, text in links.get(job.job_id, {}).items())
+        outcome = "; ".join(f"{code(op)}: {text}" for op, text in links.get(job.job_id, {}).items())
         if not outcome and job.error:
             outcome = escape_md(job.error)
-        rows.append({"job_id": job.job_id, "ops": ", ".join(f"`{op}`" for op in ops), "state": job.state,
+        rows.append({"job_id": job.job_id, "ops": ", ".join(code(op) for op in ops), "state": job.state,
                      "result": outcome or "…"})
     return rows
 

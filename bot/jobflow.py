@@ -16,6 +16,7 @@ from pathlib import Path
 from bot import checks, context, publish, report, trust
 from bot.github_api import GitHubAPI, GitHubError
 from bot.ratelimit import Deferred
+from bot.report import code
 from kernelevo.jobs import JobHooks, JobRequest, JobStatus
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ def finish_job(ctx: context.BotContext, job_id: str, request: JobRequest, status
     conclusion, title = _conclusion(status, published_any)
     if failed:
         conclusion, title = "failure", "Publishing failed"
-    summary = "\n".join(f"- `{op}`: {text}" for op, text in link.outcomes.items()) or (status.error or "")
+    summary = "\n".join(f"- {code(op)}: {text}" for op, text in link.outcomes.items()) or (status.error or "")
     if link.check_run_id is not None:
         checks.finish_job_run(gh, request.repo, link.check_run_id, conclusion=conclusion, title=title,
                               summary=summary, completed_at=_iso(ctx.clock()))

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 from bot import commands, context, trust
 from bot.github_api import GitHubAPI
 from bot.optimize import Pending, request_optimize
+from bot.ratelimit import Deferred
+from bot.report import escape_md
 from bot.routing import Event, Router
 from kernelevo.jobs import TERMINAL
 
+log = logging.getLogger(__name__)
 router = Router()
 
 
@@ -31,7 +36,16 @@ def on_comment_created(event: Event, gh: GitHubAPI, ctx: context.BotContext) -> 
         context.refresh_status(ctx, gh, repo, number, notice)
         return
     default_branch = payload["repository"].get("default_branch", "main")
-    notices = [run_command(ctx, gh, event, c, login, number, default_branch) for c in parsed]
+    notices = []
+    for command in parsed:
+        try:
+            notices.append(run_command(ctx, gh, event, command, login, number, default_branch))
+        except Deferred:
+            raise  # the work queue runs the whole item again later
+        except Exception as exc:  # say so on the PR instead of failing silently
+            log.exception("command %s on %s#%s failed", command.name, repo, number)
+            notices.append(f"`{command.name}` failed: {escape_md(exc)}. Try again; if it keeps failing, "
+                           "the bot's logs have the details.")
     context.refresh_status(ctx, gh, repo, number, "\n\n".join(n for n in notices if n))
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from bot import commands, context, trust
 from bot.github_api import GitHubAPI
+from bot.report import code
 from kernelevo.jobs import JobRequest
 
 
@@ -52,7 +53,7 @@ def request_optimize(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, numbe
     else:
         ops = added + changed
         if not ops:
-            listing = ", ".join(f"`{k}`" for k in known[:20]) or "none"
+            listing = ", ".join(code(k) for k in known[:20]) or "none"
             return ("Not started: this PR adds or changes no annotated ops. Name the ops to optimize, "
                     f"e.g. `/kernelevo optimize OP`; ops in this PR: {listing}.")
     request = JobRequest(

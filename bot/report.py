@@ -90,6 +90,13 @@ def escape_md(text: Any) -> str:
     return out.replace("@", "@\u200b").replace("\n", " ")
 
 
+def code(text: Any) -> str:
+    """``text`` as a Markdown code span that stays one span (and one table cell) whatever it holds:
+    op ids come from file paths, which a PR author chooses."""
+    clean = str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+    return f"`{clean}`"
+
+
 def render(template: str, **context: Any) -> str:
     """Render ``bot/templates/<template>`` with ``context``."""
     return _env().get_template(template).render(**context)

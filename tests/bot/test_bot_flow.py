@@ -371,3 +371,11 @@ def test_real_search_through_the_bot_on_cpu(fake, app_keys, tmp_path):
         assert run["conclusion"] == "neutral"
     finally:
         h.close()
+
+
+def test_a_failing_command_is_reported_on_the_pr(harness, fake, pr):
+    fake.inject(Fault("GET", r"/pulls/\d+$", 404, message="Not Found", times=1))
+    harness.send("issue_comment", harness.comment(pr, "alice", "/kernelevo approve"))
+    harness.settle()
+    assert "`approve` failed" in harness.status_text(pr)
+    assert harness.work.failures == []
