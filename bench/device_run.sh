@@ -22,7 +22,7 @@ case "$mode" in
     python3 -c "import json; v=json.load(open('$OUT/smoke_axpy.json')); print(v['verdict'], v['reason'], v['detail']); print(json.dumps(v['timing'], indent=1)[:3000]); print(v.get('logs','')[-2000:])"
     ;;
   verifier)  # BENCH_S / SUITE_S: seconds for each half (the lease is short)
-    timeout "${BENCH_S:-280}" python3 bench/verifier_bench.py --out /tmp/verifier 2>&1 \
+    timeout "${BENCH_S:-280}" python3 bench/verifier_bench.py --out /tmp/verifier --only "${BENCH_ONLY:-}" 2>&1 \
       | tee "$OUT/verifier_bench.log" | tail -30
     tar czf "$OUT/verifier.tgz" -C /tmp verifier
     timeout "${SUITE_S:-290}" python3 bench/gpu_suite.py --small --skip-slow --out "$OUT/gpu_suite_small.json" 2>&1 \
