@@ -32,7 +32,7 @@ def test_optimize_on_cpu_with_the_real_evaluator_then_resume_and_write_the_kerne
     common = ["--proposer", "search_doubles:KnownGoodProposer", "--device", "cpu", "--runs-dir", str(runs),
               "--generation-size", "2", "--seed", "7"]  # seed 7: g0-1 has the wrong math
 
-    first = optimize("scale_add.py", "--budget-candidates", "3", "--json-lines", *common, cwd=repo)
+    first = optimize("scale_add.py", "--budget-candidates", "3", "--plateau", "50", "--json-lines", *common, cwd=repo)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr
     events = [json.loads(line) for line in first.stdout.splitlines()]
     assert [e["event"] for e in events if e["event"] != "candidate"][-2:] == ["done", "result"]
