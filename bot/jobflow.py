@@ -81,7 +81,22 @@ class BotJobHooks(JobHooks):
     def on_finished(self, job_id: str, request: JobRequest, status: JobStatus) -> None:
         """Publish (on the work queue): follow-up PRs, the check run's conclusion, the status comment."""
         ctx = self.ctx
-        ctx.work.submit(lambda: finish_job(ctx, job_id, request, status), name=f"finish {job_id}")
+
+        def finish() -> None:
+            try:
+                finish_job(ctx, job_id, request, status)
+            except Deferred:
+                raise
+            except Exception as exc:  # never leave the check run "queued" forever
+                log.exception("finishing %s failed", job_id)
+                link = ctx.links.get(job_id)
+                if link is not None and link.check_run_id is not None:
+                    checks.finish_job_run(ctx.github(request.installation_id), request.repo, link.check_run_id,
+                                          conclusion="failure", title="Reporting the result failed",
+                                          summary=f"{report.escape_md(exc)}; comment `/kernelevo optimize` to retry",
+                                          completed_at=_iso(ctx.clock()))
+
+        ctx.work.submit(finish, name=f"finish {job_id}")
 
 
 def finish_job(ctx: context.BotContext, job_id: str, request: JobRequest, status: JobStatus) -> None:

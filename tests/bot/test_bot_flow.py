@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -379,3 +380,19 @@ def test_a_failing_command_is_reported_on_the_pr(harness, fake, pr):
     harness.settle()
     assert "`approve` failed" in harness.status_text(pr)
     assert harness.work.failures == []
+
+
+def test_check_run_is_closed_when_reporting_fails(harness, fake, pr):
+    harness.search.release.clear()
+    harness.send("issue_comment", harness.comment(pr, "alice", "/kernelevo optimize"))
+    harness.work.join(10)
+    deadline = time.monotonic() + 10
+    while [j.state for j in harness.runner.find(REPO, pr)] != ["running"]:  # past the SHA re-check
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    fake.inject(Fault("GET", r"/repos/acme/models$", 500, times=4))  # finish_job's first call, every retry
+    harness.search.release.set()
+    harness.settle()
+    run = [r for r in fake.check_runs.values() if r["name"].startswith("kernelevo: optimize")][0]
+    assert run["status"] == "completed" and run["conclusion"] == "failure"
+    assert "HTTP 500" in run["output"]["summary"]
