@@ -83,7 +83,12 @@ def run_search(
     (``should_cancel``) stops between candidates with ``stop_reason == "cancelled"``. Raises
     ``evaluator.EvalSetupError`` when the task itself cannot be evaluated.
     """
-    task_path = Path(task_path)
+    task_path = Path(task_path).resolve()
+    try:
+        task_source = task_path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FileNotFoundError(f"task file {task_path}: cannot read it ({exc.strerror})") from exc
+    prices = load_price_table()  # a broken override file fails before the run directory is made
     run = RunDir(Path(run_dir))
     started = _now()
     if resume and run.meta_path.exists():
@@ -98,10 +103,6 @@ def run_search(
             "proposer": getattr(proposer, "name", type(proposer).__name__), "budget": budget.to_dict(),
             "config": config.to_dict(), "created": started,
         })
-    try:
-        task_source = task_path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FileNotFoundError(f"task file {task_path}: cannot read it ({exc.strerror})") from exc
     previous = []
     if run.summary_path.exists():
         previous = SearchResult.from_dict(json.loads(run.summary_path.read_text(encoding="utf-8"))).stop_reasons
@@ -112,7 +113,7 @@ def run_search(
     with context as session:
         loop = SearchLoop(
             op_id=op_id, task_source=task_source, proposer=proposer, evaluator=session, run=run, budget=budget,
-            config=config, seed=seed, backend=backend, prices=load_price_table(),
+            config=config, seed=seed, backend=backend, prices=prices,
             hardware=hardware_facts(device, getattr(session, "environment", None)),
             on_progress=on_progress, should_cancel=should_cancel,
         )
