@@ -79,3 +79,33 @@ def test_bad_arguments_exit_2_with_a_message(args, message, monkeypatch, request
     result = CliRunner().invoke(app, ["optimize", *args])
     assert result.exit_code == 2
     assert message in result.output
+
+
+DECORATED_OP = '''
+import torch
+import kernelevo
+
+
+@kernelevo.optimize(
+    inputs=lambda device: [(torch.randn(4096, 512, device=device), torch.randn(512, device=device))],
+    small_inputs=lambda device: [(torch.randn(33, 512, device=device), torch.randn(512, device=device))],
+)
+def bias_gelu(x, b):
+    return torch.nn.functional.gelu(x + b)
+'''
+
+
+@pytest.mark.slow
+def test_a_decorated_op_with_the_offline_proposer_ends_as_a_stored_kernel(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "ops.py").write_text(DECORATED_OP)
+    done = optimize("ops.py", "--device", "cpu", "--proposer", "offline", "--budget-candidates", "2", "--quiet",
+                    "--write-kernel", "--runs-dir", str(tmp_path / "runs"), cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ops.py::bias_gelu: stopped" in done.stdout and "Speedups need a GPU" in done.stdout
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert "ops.py::bias_gelu" in (run_dir / "task.py").read_text()  # the generated task travels with the run
+    manifest = json.loads((repo / "kernels" / "bias_gelu" / "manifest.json").read_text())
+    assert manifest["op_id"] == "ops.py::bias_gelu" and manifest["kind"] == "function"
+    assert (repo / "kernels" / "bias_gelu" / "kernel.py").read_text() == (run_dir / "best" / "kernel.py").read_text()
