@@ -168,6 +168,22 @@ def _check_cuda_sources(tree: ast.Module, model: ModuleModel, allow: frozenset[s
                 out.add("cuda-source", line, col, finding.message)
 
 
+def _check_jit_bodies(model: ModuleModel, out: _Collector) -> None:
+    """A @triton.jit body is kernel code: only triton.language, math and other kernels belong there.
+
+    On the GPU, torch inside a kernel fails to compile; under the CPU interpreter the body runs as Python,
+    so torch there would do the math unseen (the runtime op recorder exempts the interpreter's frames).
+    """
+    for name, node in model.jit_kernels.items():
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Name) and model.aliases.get(inner.id, "").split(".")[0] in ("torch", "numpy"):
+                out.add("torch-compute", inner.lineno, inner.col_offset, f"kernel `{name}` uses `{inner.id}` "
+                        "inside its body; kernels may use only triton.language (tl.*), math and other kernels")
+                break
+
+
 def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collector) -> StaticReport:
     model = build_model(tree)
     roots, entry_node = _entry_roots(tree, model, entry, out)
@@ -194,6 +210,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
                 "but nothing reachable from the forward path launches one; call `kernel[grid](...)`, "
                 "`kernel[grid, block](...)` or `ext.fn(...)` from forward or a function it calls")
     RuleVisitor(model, set(path), entry, allow, out.report).visit(tree)
+    _check_jit_bodies(model, out)
     _check_cuda_sources(tree, model, allow, out)
     first = launched[0] if launched else kernels[0] if kernels else None
     backend = model.kernel_backend.get(first, "unknown") if first else "unknown"

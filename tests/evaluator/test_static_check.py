@@ -805,3 +805,14 @@ def test_fuzz_never_raises():
         assert isinstance(report, StaticReport)
         assert all(isinstance(v, Violation) for v in report.violations)
         assert "internal-error" not in rules(report), (text, report.violations)
+
+
+def test_torch_inside_a_jit_body_is_flagged():
+    source = (
+        "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n"
+        "@triton.jit\ndef k(x_ptr, y_ptr, n, X: tl.constexpr):\n    torch.softmax(X, dim=-1)\n\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        y = torch.empty_like(x)\n"
+        "        k[(1,)](x, y, x.numel(), X=x)\n        return y\n"
+    )
+    report = check_source(source)
+    assert [(v.rule, v.line) for v in report.violations] == [("torch-compute", 8)]
