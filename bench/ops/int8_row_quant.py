@@ -5,9 +5,10 @@
 ``rows * cols * 3 + rows * 4`` bytes (16384 x 4096: 201 MB, 0.047 ms at 4.27 TB/s on an H200).
 
 TOLERANCE: ``q`` may differ by one step where ``x / scale`` sits at a rounding tie, because equally
-valid fp32 evaluations differ in the last bit there (PyTorch's CUDA division by a Python scalar
-multiplies by the reciprocal; its CPU path divides): seen on an H200 as 3302 of 67M elements at
-63 vs 64. ``scale`` (fp32) is held by the relative-error bound, ``rel`` = 1e-5.
+valid fp32 evaluations of ``scale`` and ``x / scale`` can differ in the last bit (a division by a
+scalar may be done as a multiplication by its reciprocal): seen on an H200 against PyTorch's CUDA
+reference as 3302 of 67M elements at 63 vs 64. ``scale`` (fp32) is held by the relative-error
+bound, ``rel`` = 1e-5.
 """
 
 import torch
