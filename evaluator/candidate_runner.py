@@ -77,7 +77,7 @@ class CandidateRunner:
         if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
             raise Rejection("compile_error", "the candidate defines no `class ModelNew(nn.Module)`; define it with the "
                                              "same constructor arguments and forward signature as the task's Model")
-        _check_signature(task.model_cls, cls)
+        _check_signature(task.model_cls, cls, {len(case) for case in self.inputs[self.seeds[0]]})
         torch.manual_seed(int(req["init_seed"]))
         self.audit.active = True
         try:
@@ -228,19 +228,22 @@ class CandidateRunner:
             raise Rejection("cheat_suspected", f"during {where}: the candidate started a thread")
 
 
-def _check_signature(model_cls: type, new_cls: type) -> None:
-    ref = list(inspect.signature(model_cls.forward).parameters)[1:]
+def _check_signature(model_cls: type, new_cls: type, n_args: set[int]) -> None:
+    """ModelNew.forward must accept exactly the argument counts the cases pass (as Model.forward does)."""
     try:
-        got = list(inspect.signature(new_cls.forward).parameters)[1:]
+        params = list(inspect.signature(new_cls.forward).parameters.values())[1:]
     except (TypeError, ValueError):
         return
-    def positional(names: list[str], cls: type) -> int:
-        params = inspect.signature(cls.forward).parameters
-        return sum(1 for n in names if params[n].kind in (params[n].POSITIONAL_ONLY, params[n].POSITIONAL_OR_KEYWORD))
-    if positional(got, new_cls) != positional(ref, model_cls) and not any(
-            inspect.signature(new_cls.forward).parameters[n].kind == inspect.Parameter.VAR_POSITIONAL for n in got):
-        raise Rejection("compile_error", f"ModelNew.forward({', '.join(got)}) does not match the task's "
-                                         f"Model.forward({', '.join(ref)}); keep the same arguments")
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    if all(len(required) <= n <= len(positional) for n in n_args):
+        return
+    ref = list(inspect.signature(model_cls.forward).parameters)[1:]
+    raise Rejection("compile_error", f"ModelNew.forward({', '.join(p.name for p in params)}) cannot take the "
+                                     f"{'/'.join(map(str, sorted(n_args)))} inputs the task passes to "
+                                     f"Model.forward({', '.join(ref)}); keep the same arguments")
 
 
 def _require_same(a: list[torch.Tensor], b: list[torch.Tensor], tolerant: bool, where: str) -> None:

@@ -41,8 +41,13 @@ def _budget(base: dict[str, Any], **given: Any) -> Any:
     return Budget.from_dict(merged)
 
 
+# With no PATH, search the op bundled with the package: works on a fresh machine with no GPU and no endpoint.
+EMBEDDED_DEFAULT = Path(__file__).resolve().parent.parent / "examples" / "rms_norm.py"
+
+
 def optimize_command(
-    path: Path | None = typer.Argument(None, help="a KernelBench task file, or a file/repo with decorated ops"),
+    path: Path | None = typer.Argument(None, help="a KernelBench task file, or a file/repo with decorated ops "
+                                       "[default: the bundled RMSNorm example]"),
     op: str | None = typer.Option(None, "--op", help="only this op (op id, qualname or kernel name)"),
     backend: str = typer.Option("triton", "--backend", help="triton, cuda or any"),
     proposer: str | None = typer.Option(None, "--proposer",
@@ -73,8 +78,10 @@ def optimize_command(
         raise _fail(f"--device must be cpu or cuda, not {device!r}")
     if json_lines and quiet:
         raise _fail("choose one of --json-lines and --quiet")
-    if (path is None) == (resume is None):
+    if path is not None and resume is not None:
         raise _fail("give PATH to start a search, or --resume RUN_DIR to continue one (not both)")
+    if path is None and resume is None:
+        path = EMBEDDED_DEFAULT
     given = dict(candidates=budget_candidates, minutes=budget_minutes, tokens=budget_tokens, usd=budget_usd,
                  plateau_generations=plateau)
     try:
