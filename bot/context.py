@@ -31,6 +31,10 @@ class JobLink:
     fork: bool = False
     outcomes: dict[str, str] = field(default_factory=dict)  # op -> one line (with PR link)
     ready: threading.Event = field(default_factory=threading.Event)  # set once the check run exists
+    check_lock: threading.Lock = field(default_factory=threading.Lock)  # one check-run write at a time
+    progress_seq: int = 0  # progress updates queued so far
+    sent_seq: int = 0  # the newest progress update written
+    finished: bool = False  # the final update was written: no progress may follow it
 
 
 @dataclass

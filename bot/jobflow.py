@@ -35,9 +35,13 @@ class BotJobHooks(JobHooks):
     def before_start(self, job_id: str, request: JobRequest) -> str | None:
         """Refuse to start unless the PR is open, its head is still the pinned SHA, and (for forks and
         untrusted authors) that SHA is still the approved one."""
+        ctx = self.ctx
+        with ctx.lock:
+            link = ctx.links.get(job_id)
+        if link is not None:
+            link.ready.wait(60)  # the job's check run exists before the job reports anything
         if request.kind != "pr":
             return None
-        ctx = self.ctx
         gh = ctx.github(request.installation_id)
         try:
             pull = gh.get_pull(request.repo, request.pr_number)
@@ -70,11 +74,18 @@ class BotJobHooks(JobHooks):
             return
         status = ctx.jobs.status(job_id)
         summary = checks.progress_summary(status.progress if status else {op_id: progress})
+        with link.check_lock:
+            link.progress_seq += 1
+            seq = link.progress_seq
 
-        def update() -> None:
-            ctx.github(request.installation_id).update_check_run(
-                request.repo, link.check_run_id, status="in_progress",
-                output={"title": "Searching", "summary": summary})
+        def update() -> None:  # queued updates may run out of order: never write an older one
+            with link.check_lock:
+                if link.finished or seq < link.sent_seq:
+                    return
+                ctx.github(request.installation_id).update_check_run(
+                    request.repo, link.check_run_id, status="in_progress",
+                    output={"title": "Searching", "summary": summary})
+                link.sent_seq = seq
 
         ctx.work.submit(update, name=f"progress {job_id}")
 
@@ -91,6 +102,7 @@ class BotJobHooks(JobHooks):
                 log.exception("finishing %s failed", job_id)
                 link = ctx.links.get(job_id)
                 if link is not None and link.check_run_id is not None:
+                    link.finished = True
                     checks.finish_job_run(ctx.github(request.installation_id), request.repo, link.check_run_id,
                                           conclusion="failure", title="Reporting the result failed",
                                           summary=f"{report.escape_md(exc)}; comment `/kernelevo optimize` to retry",
@@ -137,8 +149,10 @@ def finish_job(ctx: context.BotContext, job_id: str, request: JobRequest, status
         conclusion, title = "failure", "Publishing failed"
     summary = "\n".join(f"- {code(op)}: {text}" for op, text in link.outcomes.items()) or (status.error or "")
     if link.check_run_id is not None:
-        checks.finish_job_run(gh, request.repo, link.check_run_id, conclusion=conclusion, title=title,
-                              summary=summary, completed_at=_iso(ctx.clock()))
+        with link.check_lock:
+            checks.finish_job_run(gh, request.repo, link.check_run_id, conclusion=conclusion, title=title,
+                                  summary=summary, completed_at=_iso(ctx.clock()))
+            link.finished = True
     if request.pr_number is not None:
         context.refresh_status(ctx, gh, request.repo, request.pr_number, f"{job_id}: {title}.")
 
