@@ -12,7 +12,7 @@ STRATEGIES = ("rowwise-1pass", "rowwise-looped", "pointwise-tile2d", "matmul-til
 
 # Launch parameters per strategy: module-level constants that the "tune" operator rewrites.
 DEFAULTS = {
-    "rowwise-1pass": {"ROW_TILE": 4096, "NUM_WARPS": 8},
+    "rowwise-1pass": {"ROW_TILE": 4096, "NUM_WARPS": 8, "MAX_ROW_COLS": 16384},
     "rowwise-looped": {"BLOCK_COLS": 2048, "NUM_WARPS": 8},
     "pointwise-tile2d": {"ROW_TILE": 4096, "MAX_BLOCK_COLS": 1024, "NUM_WARPS": 4},
     "matmul-tiled": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "NUM_WARPS": 8,
@@ -27,11 +27,14 @@ def broadcast_strides(t, rank):
 '''
 
 
-def applicable(an: Analysis) -> list[str]:
-    """The strategies that can implement an analysed op, best guess first."""
+def applicable(an: Analysis, widest: int | None = None) -> list[str]:
+    """The strategies that can implement an analysed op, best guess first (rows wider than
+    ``MAX_ROW_COLS`` in the scored cases put the looped reduction first)."""
     if an.matmul is not None:
         return ["matmul-tiled"]
     if an.reductions or an.row_outputs or an.globals_:
+        if widest is not None and widest > DEFAULTS["rowwise-1pass"]["MAX_ROW_COLS"]:
+            return ["rowwise-looped", "rowwise-1pass"]
         return ["rowwise-1pass", "rowwise-looped"]
     return ["pointwise-tile2d", "rowwise-1pass"]
 
@@ -175,6 +178,9 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
         widest = widths[0] if len(widths) == 1 else f"max({', '.join(widths)})"
         if strategy == "rowwise-1pass":
             body.append(f"        block_cols = triton.next_power_of_2({widest})")
+            body.append("        if block_cols > MAX_ROW_COLS:  # a whole row must fit in registers")
+            body.append('            raise ValueError(f"rows of {block_cols} columns are too wide for rowwise-1pass; "')
+            body.append('                             "the rowwise-looped strategy handles them")')
             body.append("        block_rows = max(1, min(ROW_TILE // block_cols, triton.next_power_of_2(n_rows)))")
             body.append("        grid = (triton.cdiv(n_rows, block_rows),)")
         elif strategy == "rowwise-looped":

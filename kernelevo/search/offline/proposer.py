@@ -48,7 +48,7 @@ class OfflineProposer:
             try:
                 from kernelevo.search.offline.kernels import analyse
 
-                return applicable(analyse(lower(traced)))
+                return applicable(analyse(lower(traced)), traced.widest_case_dim)
             except Unsupported:
                 return []
 
@@ -75,7 +75,7 @@ class OfflineProposer:
             try:
                 from kernelevo.search.offline.kernels import analyse
 
-                cells = applicable(analyse(lower(traced)))
+                cells = applicable(analyse(lower(traced)), traced.widest_case_dim)
                 start = request.seed % len(cells)
                 order = cells[start:] + cells[:start]
                 out = []

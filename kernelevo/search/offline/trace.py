@@ -48,6 +48,7 @@ class TracedTask:
     forward_signature: str  # "self, x"
     returns_tuple: bool
     small_inputs: list[Any] = field(default_factory=list)
+    widest_case_dim: int | None = None  # largest last dim of any input over get_cases() (None: unknown)
 
 
 def load_task_module(task_source: str, name: str = "kernelevo_task") -> types.ModuleType:
@@ -100,6 +101,21 @@ def small_inputs_of(module: types.ModuleType) -> list[Any]:
     return list(module.get_inputs())
 
 
+def widest_case_dim(module: types.ModuleType) -> int | None:
+    """The largest last dimension of any tensor input over the scored cases, read on the meta device
+    (no memory is allocated for the real sizes); None when the cases cannot be built that way."""
+    import torch
+
+    build = getattr(module, "get_cases", None)
+    try:
+        with torch.device("meta"):
+            cases = build() if build is not None else [module.get_inputs()]
+        dims = [t.shape[-1] for case in cases for t in case if isinstance(t, torch.Tensor) and t.dim() > 0]
+    except Exception:  # a case builder that needs real data (e.g. .item()) simply leaves this unknown
+        return None
+    return max(dims) if dims else None
+
+
 def trace_task(task_source: str) -> TracedTask:
     """Trace ``Model.forward`` of a task to ATen ops with symbolic sizes."""
     import torch
@@ -143,4 +159,5 @@ def trace_task(task_source: str) -> TracedTask:
         forward_signature="self, " + ", ".join(input_names),
         returns_tuple=isinstance(result, (tuple, list)),
         small_inputs=inputs,
+        widest_case_dim=widest_case_dim(module),
     )
