@@ -182,3 +182,35 @@ def test_retry_delay_grows_and_respects_retry_after():
     first, later = retry_delay(0, None, rng), retry_delay(4, None, rng)
     assert 0.5 <= first <= 1.0 and 8.0 <= later <= 16.0
     assert retry_delay(0, 30.0, rng) >= 30.0 and retry_delay(0, 1e6, rng) <= 60.0
+
+
+def test_built_from_settings_through_the_proposer_factory(monkeypatch):
+    from kernelevo.search.proposers import make_proposer
+    from kernelevo.settings import reset_settings_cache
+
+    with FakeOpenAI([Step(GOOD)]) as server:
+        monkeypatch.setenv("KERNELEVO_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("KERNELEVO_LLM_MODEL", "fake-model")
+        monkeypatch.setenv("KERNELEVO_LLM_API_KEY", SECRET)
+        monkeypatch.setenv("KERNELEVO_LLM_MAX_CONCURRENCY", "2")
+        reset_settings_cache()
+        try:
+            proposer = make_proposer("llm")
+            assert isinstance(proposer, LLMProposer) and SECRET not in repr(proposer)
+            [p] = proposer.propose(request())
+            proposer.close()
+        finally:
+            reset_settings_cache()
+    assert p.error is None and p.model == "fake-model"
+
+
+def test_hardware_facts_read_and_described():
+    from kernelevo.search.hardware import describe_hardware, read_hardware
+
+    cpu = read_hardware("cpu")
+    assert cpu["device"] == "cpu" and "interpreter" in describe_hardware(cpu)
+    gpu = {"device": "cuda", "name": "NVIDIA H200", "sm_count": 132, "l2_mb": 60.0, "memory_gb": 139.8,
+           "capability": "9.0", "copy_bandwidth_tbs": 4.27}
+    text = describe_hardware(gpu)
+    assert text.startswith("NVIDIA H200: 132 SMs") and "60 MB L2" in text and "4.27 TB/s" in text
+    assert describe_hardware({}) == "unknown device"
