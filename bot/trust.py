@@ -65,7 +65,7 @@ def may_run(*, fork: bool, author_permission: str, commenter_permission: str, co
                                f"(the commenter has `{commenter_permission}`)")
     if not trusted or needs_approval(fork=fork, author_permission=author_permission, minimum=minimum):
         if approved_sha != head_sha:
-            why = "comes from a fork" if fork else "was opened by an author without write access"
+            why = "comes from a fork" if fork else f"was opened by an author below `{minimum}` permission"
             stale = " (the last approval was for an older commit)" if approved_sha else ""
             return Decision(False, f"this PR {why}; a maintainer must comment `/kernelevo approve` "
                                    f"for commit {head_sha[:12]}{stale}", pending_approval=True)

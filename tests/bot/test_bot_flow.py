@@ -399,3 +399,20 @@ def test_check_run_is_closed_when_reporting_fails(harness, fake, pr):
     run = [r for r in fake.check_runs.values() if r["name"].startswith("kernelevo: optimize")][0]
     assert run["status"] == "completed" and run["conclusion"] == "failure"
     assert "HTTP 500" in run["output"]["summary"]
+
+
+def test_min_permission_comes_from_the_default_branch_config(harness, fake, pr):
+    fake.push(REPO, "main", {".github/kernelevo.yml": "trigger:\n  min_permission: maintain\n"}, "stricter")
+    # the PR's own copy of the config cannot loosen it
+    fake.push(REPO, "feature", {".github/kernelevo.yml": "trigger:\n  min_permission: read\n"}, "looser")
+    harness.send("issue_comment", harness.comment(pr, "alice", "/kernelevo optimize"))
+    harness.settle()
+    # alice (write) is now below the minimum: as the PR's author she may ask, but it needs approval
+    assert harness.search.calls == []
+    assert "opened by an author below `maintain` permission" in harness.status_text(pr)
+    harness.send("issue_comment", harness.comment(pr, "rita", "/kernelevo optimize"))
+    harness.settle()
+    assert "needs `maintain` permission on the repository (the commenter has `read`)" in harness.status_text(pr)
+    harness.send("issue_comment", harness.comment(pr, "maya", "/kernelevo approve"))
+    harness.settle()
+    assert len(harness.search.calls) == 1

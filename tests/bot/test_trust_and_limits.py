@@ -62,7 +62,7 @@ def test_fork_needs_approval_of_the_current_head():
 
 def test_low_permission_author_may_ask_but_needs_approval():
     decision = _decide(author_permission="read", commenter_permission="read")
-    assert decision.pending_approval and "without write access" in decision.reason
+    assert decision.pending_approval and "author below `write` permission" in decision.reason
     assert _decide(author_permission="read", commenter_permission="read", approved_sha="b" * 40).allowed
 
 
