@@ -112,20 +112,14 @@ class EvaluationSession:
         evidence: dict[str, Any] = {
             "task": str(self.task_path), "candidate": shown, "device": self.device,
             "backend": report.backend, "environment": self.environment,
-            "static": {"violations": [v.__dict__ for v in report.violations], "kernels": report.kernels,
-                       "launched": report.launched, "enforced": self.options.static_checks},
+            "static": static_evidence(report, self.options.static_checks),
         }
         if self.device == "cpu":
             evidence["timing_note"] = ("not timed: no GPU. On CPU, accepted means verified correct and clean "
                                        "(Triton kernels run in the interpreter); timings need --device cuda.")
-        if report.syntax_error is not None:
-            err = report.syntax_error
-            return Verdict.reject(Reason.COMPILE_ERROR, f"{evidence['candidate']}:{err.line}: {err.message}",
-                                  **evidence)
-        if self.options.static_checks and report.violations:
-            first = report.violations[0]
-            more = f" (and {len(report.violations) - 1} more)" if len(report.violations) > 1 else ""
-            return Verdict.reject(Reason.STATIC_VIOLATION, f"[{first.rule}] {first.message}{more}", **evidence)
+        rejection = static_verdict(report, shown, evidence, self.options.static_checks)
+        if rejection is not None:
+            return rejection
         from evaluator.run_candidate import run_candidate
 
         verdict = run_candidate(self, path, folder, evidence)
@@ -174,6 +168,66 @@ class EvaluationSession:
 
 def evaluate(task: str | Path, candidate: str | Path, device: str = "cpu",
              options: EvalOptions | None = None) -> Verdict:
-    """Evaluate one candidate file against one task file (see :class:`EvaluationSession`)."""
+    """Evaluate one candidate file against one task file (see :class:`EvaluationSession`).
+
+    A candidate the static checks reject is answered without starting any process.
+    """
+    options = options or EvalOptions()
+    early = _static_rejection(Path(task), Path(candidate), device, options)
+    if early is not None:
+        return early
     with EvaluationSession(task, device=device, options=options) as session:
         return session.evaluate(candidate)
+
+
+def _static_rejection(task: Path, candidate: Path, device: str, options: EvalOptions) -> Verdict | None:
+    from evaluator.static_check import check_source
+
+    if not options.static_checks or not task.is_file():
+        return None
+    try:
+        source = candidate.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalSetupError(f"{candidate}: cannot read the candidate file ({exc})") from exc
+    report = check_source(source, str(candidate), allow_torch=_declared_allow_ops(task))
+    if report.syntax_error is None and not report.violations:
+        return None
+    evidence = {"task": str(task.resolve()), "candidate": str(candidate), "device": device,
+                "backend": report.backend, "static": static_evidence(report, True)}
+    return static_verdict(report, str(candidate), evidence, enforce=True)
+
+
+def static_evidence(report: Any, enforced: bool) -> dict[str, Any]:
+    """The static part of a verdict's evidence."""
+    return {"violations": [v.__dict__ for v in report.violations], "kernels": report.kernels,
+            "launched": report.launched, "enforced": enforced}
+
+
+def static_verdict(report: Any, shown: str, evidence: dict[str, Any], enforce: bool) -> Verdict | None:
+    """The rejection a static report calls for (a syntax error always; violations when enforced)."""
+    if report.syntax_error is not None:
+        return Verdict.reject(Reason.COMPILE_ERROR, f"{shown}:{report.syntax_error.line}: "
+                              f"{report.syntax_error.message}", **evidence)
+    if not (enforce and report.violations):
+        return None
+    first = report.violations[0]
+    more = f" (and {len(report.violations) - 1} more)" if len(report.violations) > 1 else ""
+    return Verdict.reject(Reason.STATIC_VIOLATION, f"[{first.rule}] {first.message}{more}", **evidence)
+
+
+def _declared_allow_ops(task: Path) -> list[str]:
+    """The task's ALLOW_TORCH_OPS read from its source as a literal (the task is not imported here)."""
+    import ast
+
+    try:
+        tree = ast.parse(task.read_text())
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ALLOW_TORCH_OPS"
+                                                 for t in node.targets):
+            try:
+                return [str(x) for x in ast.literal_eval(node.value)]
+            except ValueError:
+                return []
+    return []
