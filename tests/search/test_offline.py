@@ -203,3 +203,12 @@ def test_bench_op_gets_an_accepted_kernel(op, proposer, tmp_path):
     cand.write_text(p.source)
     verdict = evaluate(str(path), str(cand), device="cpu")
     assert verdict.accepted, f"{op} / {p.strategy}: {verdict.reason}: {verdict.detail}"
+
+
+def test_looped_softmax_fuses_max_and_sum_into_one_pass(proposer):
+    """Online softmax: one loop for the statistics, one for the store (not three passes)."""
+    src = TASKS["softmax_logsoftmax"]
+    [p] = proposer.propose(ProposalRequest("sm", src, seed=1))
+    assert p.strategy == "rowwise-looped"
+    assert p.source.count("for col_start in range(") == 2
+    assert "tl.exp(amax_acc - amax_safe)" in p.source

@@ -138,7 +138,7 @@ class Emitter:
             if col.kind == "base":
                 mask = col.mask
             else:
-                width = self.scalar(f"{inp.name}.shape[-1]", f"{inp.name}_ncols")
+                width = self.scalar(inp.shape[-1], f"{inp.name}_ncols")
                 mask = f"row_mask & ({col.var} >= 0) & ({col.var} < {width})"
             scope = "row" if col.kind == "row" else "loop"
         else:

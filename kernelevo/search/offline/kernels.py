@@ -186,11 +186,31 @@ class KernelWriter:
             self.store_outputs(Col("cols", "base", masks[w]), "    ", outs)
         self.store_row_values()
 
+    def online_pairs(self) -> dict[str, Value]:
+        """max-name -> the sum(exp(x - max(x))) reduction over the same x (softmax's two passes,
+        which one loop computes with the online rescaling trick)."""
+        pairs = {}
+        for s_red in self.an.reductions:
+            src = s_red.args[0]
+            if s_red.attrs["op"] != "sum" or src.kind != "pw" or src.attrs["op"] != "exp":
+                continue
+            sub = src.args[0]
+            if not (isinstance(sub, Value) and sub.kind == "pw" and sub.attrs["op"] == "sub"):
+                continue
+            x, m = sub.args
+            if isinstance(m, Value) and m.kind == "reduce" and m.attrs["op"] == "max" and m.args[0] is x \
+                    and m.rank == s_red.rank and m.name not in pairs:
+                pairs[m.name] = s_red
+        return pairs
+
     def looped(self) -> None:
         self.prologue("tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)[:, None]")
+        self.online = self.online_pairs()
+        fused = {s_red.name for s_red in self.online.values()}
         by_level: dict[int, list[Value]] = {}
         for r in self.an.reductions:
-            by_level.setdefault(self.an.levels[r.name], []).append(r)
+            if r.name not in fused:
+                by_level.setdefault(self.an.levels[r.name], []).append(r)
         for lvl in sorted(by_level):
             groups: dict[str, list[Value]] = {}
             for r in by_level[lvl]:
@@ -209,12 +229,24 @@ class KernelWriter:
         ncols = self.width(w)
         self.em.start_loop()
         col = Col("cols", "base", "mask")
-        accs = []
+        accs, online = [], []
         for r in reds:
             expr = self.em.emit(r.args[0], col, self.an.rank)[0]
             masked, identity = self.reduce_expr(r, expr, "mask")
             acc = f"{r.name}_acc"
             accs.append((r, acc, identity))
+            partner = getattr(self, "online", {}).get(r.name)
+            if partner is not None:  # running max and a sum of exponentials rescaled to it
+                s_acc = f"{partner.name}_acc"
+                online.append((r, partner, acc, s_acc))
+                self.em.loop_lines += [
+                    f"{r.name}_new = tl.maximum({acc}, {masked})",
+                    f'{r.name}_safe = tl.where({r.name}_new == float("-inf"), 0.0, {r.name}_new)',
+                    f"{s_acc} = {s_acc} * tl.exp({acc} - {r.name}_safe) + "
+                    f"tl.where(mask, tl.exp({expr} - {r.name}_safe), 0.0)",
+                    f"{acc} = {r.name}_new",
+                ]
+                continue
             if r.attrs["op"] in ("max", "min"):
                 fn = "tl.maximum" if r.attrs["op"] == "max" else "tl.minimum"
                 self.em.loop_lines.append(f"{acc} = {fn}({acc}, {masked})")
@@ -224,6 +256,8 @@ class KernelWriter:
         self.flush_row_lines()
         for _r, acc, identity in accs:
             self.body.append(f"    {acc} = tl.full([BLOCK_ROWS, BLOCK_COLS], {identity}, dtype=tl.float32)")
+        for _m, _s, _acc, s_acc in online:
+            self.body.append(f"    {s_acc} = tl.zeros([BLOCK_ROWS, BLOCK_COLS], dtype=tl.float32)")
         self.body.append(f"    for col_start in range(0, {ncols}, BLOCK_COLS):")
         self.body.append("        cols = col_start + tl.arange(0, BLOCK_COLS)[None, :]")
         self.body.append(f"        mask = row_mask & (cols < {ncols})")
@@ -233,6 +267,11 @@ class KernelWriter:
             total = f"{self.combine(r)}({acc}, axis=1, keep_dims=True)"
             self.body.append(f"    {var} = {self.finish(r, total, ncols)}")
             self.em.finished[r.name] = var
+        for m, s_red, acc, s_acc in online:
+            self.body.append(f'    {m.name}_row_safe = tl.where({m.name}_row == float("-inf"), 0.0, {m.name}_row)')
+            self.body.append(f"    {s_red.name}_row = tl.sum({s_acc} * tl.exp({acc} - {m.name}_row_safe), "
+                             "axis=1, keep_dims=True)")
+            self.em.finished[s_red.name] = f"{s_red.name}_row"
 
     def tile2d(self) -> None:
         if self.an.reductions or self.an.row_outputs or self.an.globals_:

@@ -78,6 +78,7 @@ class Lowering:
         self.env: dict[str, Any] = {}
         self.values: dict[str, Value] = {}
         self.inputs: list[Value] = []
+        self._seen: dict[tuple, Value] = {}
         self._n = 0
 
     # -- host expressions -------------------------------------------------------------------
@@ -112,6 +113,12 @@ class Lowering:
     def _new(self, node: Any, kind: str, args: tuple = (), **attrs: Any) -> Value:
         val = node.meta["val"]
         v = Value(node.name, kind, args, val.dim(), self.shape_of(node), val.dtype, attrs)
+        if kind in ("pw", "cast"):  # common subexpressions (the loss decompositions repeat `ne`)
+            key = (kind, repr(attrs), v.shape, str(v.dtype),
+                   tuple(a.name if isinstance(a, Value) else repr(a) for a in args))
+            if key in self._seen:
+                return self._seen[key]
+            self._seen[key] = v
         self.values[v.name] = v
         return v
 
