@@ -324,7 +324,7 @@ def _default_proposer(request: JobRequest) -> Any:
     """The configured proposer (LLM when an endpoint is set, else offline); lazy, it is heavy."""
     from kernelevo.search.proposers import make_proposer
 
-    return make_proposer()
+    return make_proposer(model=request.model)
 
 
 def _default_budget(request: JobRequest) -> Any:

@@ -112,14 +112,16 @@ class LLMProposer:
         self._pool = ThreadPoolExecutor(max_workers=max(1, max_concurrency), thread_name_prefix="kernelevo-llm")
 
     @classmethod
-    def from_settings(cls) -> LLMProposer:
-        """Build from ``KERNELEVO_LLM_*`` settings (read now, not at import)."""
+    def from_settings(cls, model: str | None = None) -> LLMProposer:
+        """Build from ``KERNELEVO_LLM_*`` settings (read now, not at import); ``model`` overrides the
+        configured model name (a per-job ``--model`` from the bot)."""
         from kernelevo.settings import get_settings
 
         s = get_settings()
-        if not s.llm_base_url or not s.llm_model:
+        model = model or s.llm_model
+        if not s.llm_base_url or not model:
             raise ValueError("the llm proposer needs KERNELEVO_LLM_BASE_URL and KERNELEVO_LLM_MODEL")
-        return cls(s.llm_base_url, s.llm_model, s.llm_api_key, max_concurrency=s.llm_max_concurrency,
+        return cls(s.llm_base_url, model, s.llm_api_key, max_concurrency=s.llm_max_concurrency,
                    timeout_s=s.llm_timeout_s, max_retries=s.llm_max_retries, max_tokens=s.llm_max_tokens,
                    temperature=s.llm_temperature)
 

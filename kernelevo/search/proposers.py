@@ -33,8 +33,9 @@ def _load(spec: str, what: str) -> object:
         raise ProposerError(f"{what}: {module_name} has no {attr!r}") from None
 
 
-def make_proposer(name: str | None = None) -> Proposer:
-    """Build the proposer called ``name`` (None: the default for this configuration)."""
+def make_proposer(name: str | None = None, *, model: str | None = None) -> Proposer:
+    """Build the proposer called ``name`` (None: the default for this configuration); ``model`` picks the
+    LLM model for this search (the offline proposer has none)."""
     name = name or default_proposer_name()
     if name == "offline":
         factory = _load("kernelevo.search.offline:OfflineProposer", "the offline proposer")
@@ -44,8 +45,8 @@ def make_proposer(name: str | None = None) -> Proposer:
                 "the llm proposer needs an endpoint: set KERNELEVO_LLM_BASE_URL and KERNELEVO_LLM_MODEL"
                 " (and KERNELEVO_LLM_API_KEY if it wants one), or use --proposer offline"
             )
-        factory = _load("kernelevo.search.llm:LLMProposer", "the llm proposer")
-        factory = getattr(factory, "from_settings", factory)
+        llm_cls = _load("kernelevo.search.llm:LLMProposer", "the llm proposer")
+        factory = lambda: llm_cls.from_settings(model=model)  # noqa: E731
     elif ":" in name:
         factory = _load(name, f"proposer {name!r}")
     else:

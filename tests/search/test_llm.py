@@ -204,6 +204,24 @@ def test_built_from_settings_through_the_proposer_factory(monkeypatch):
     assert p.error is None and p.model == "fake-model"
 
 
+def test_a_job_can_choose_its_model(monkeypatch):
+    from kernelevo.search.proposers import make_proposer
+    from kernelevo.settings import reset_settings_cache
+
+    with FakeOpenAI([Step(GOOD)]) as server:
+        monkeypatch.setenv("KERNELEVO_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("KERNELEVO_LLM_MODEL", "fake-model")
+        reset_settings_cache()
+        try:
+            proposer = make_proposer("llm", model="other-model")
+            [p] = proposer.propose(request())
+            proposer.close()
+        finally:
+            reset_settings_cache()
+    assert p.error is None and p.model == "other-model"
+    assert server.requests[-1].body["model"] == "other-model"
+
+
 def test_hardware_facts_read_and_described():
     from kernelevo.search.hardware import describe_hardware, read_hardware
 
