@@ -96,6 +96,33 @@ def get_inputs():
 def get_init_inputs():
     return [64, 48]
 ''',
+    # whole-tensor reductions (row reductions, then a reduction of the per-row values) and std/var
+    "losses_and_stats": HEADER + '''class Model(nn.Module):
+    def forward(self, a, b):
+        d = a - b
+        return (d * d).mean(), d.abs().amax(), a.std(-1), torch.var(b, dim=-1, keepdim=True, correction=0)
+
+
+def get_inputs():
+    return [torch.randn(37, 123), torch.randn(37, 123)]
+
+
+def get_init_inputs():
+    return []
+''',
+    # a 1-D input reduced to a scalar: one row
+    "vector_total": HEADER + '''class Model(nn.Module):
+    def forward(self, x):
+        return torch.sum(torch.exp(x) * 0.5)
+
+
+def get_inputs():
+    return [torch.randn(1000)]
+
+
+def get_init_inputs():
+    return []
+''',
     # a loss: per-row gather + logsumexp, then a mean over rows (a second, one-program kernel)
     "cross_entropy": HEADER + '''class Model(nn.Module):
     def forward(self, logits, target):

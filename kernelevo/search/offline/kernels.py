@@ -37,6 +37,7 @@ def analyse(prog: Program) -> Analysis:
     """Find the op's domain (leading dims x last dim), its reductions and the kind of each output."""
     lane = [v for v in prog.values.values() if v.kind not in ("global", "hostfloat", "const")]
     rank = max((v.rank for v in lane), default=1)
+    _split_full_reductions(prog, rank)
     levels: dict[str, int] = {}
 
     def level(v) -> int:
@@ -65,7 +66,7 @@ def analyse(prog: Program) -> Analysis:
         raise Unsupported("no output has the op's full rank")
     full, row, glob = [], [], []
     for i, o in enumerate(prog.outputs):
-        if o.rank == 0:
+        if o.rank == 0 and o.kind != "reduce":
             glob.append((i, o))
         elif (o.rank == rank and o.shape[-1] == "1") or o.rank == rank - 1:
             row.append((i, o))
@@ -80,6 +81,22 @@ def analyse(prog: Program) -> Analysis:
             widths.append(w)
     return Analysis(rank, list(anchor.shape[:-1]), reductions, levels, full, row, glob, globals_,
                     matmuls[0] if matmuls else None, widths)
+
+
+def _split_full_reductions(prog: Program, rank: int) -> None:
+    """A reduction of a whole full-rank tensor becomes a row reduction (one value per row) followed,
+    when there is more than one row, by a reduction of those per-row values."""
+    for g in [v for v in list(prog.values.values()) if v.kind == "global"]:
+        src = g.args[0]
+        if src.rank != rank or rank == 0:
+            continue
+        if rank == 1:  # a single row: the row reduction is the result
+            g.kind, g.attrs = "reduce", {**g.attrs, "keepdim": False}
+            continue
+        per_row = Value(f"{g.name}_per_row", "reduce", (src,), rank - 1, src.shape[:-1], g.dtype,
+                        {"op": g.attrs["op"], "keepdim": False})
+        prog.values[per_row.name] = per_row
+        g.args = (per_row,)
 
 
 class KernelWriter:

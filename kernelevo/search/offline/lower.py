@@ -54,7 +54,7 @@ POINTWISE = {
     "logical_not": "logical_not", "bitwise_not": "logical_not", "sin": "sin", "cos": "cos",
     "log1p": "log1p", "expm1": "expm1", "sign": "sign", "fma": "fma",
 }
-REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "var": "var"}
+REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "var": "var", "std": "std"}
 VIEW_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand", "broadcast_in_dim",
             "alias", "detach", "clone", "slice", "permute", "t", "transpose", "select",
             "split_with_sizes", "split", "lift_fresh_copy", "contiguous"}
@@ -277,19 +277,26 @@ class Lowering:
             "keepdim", False)
         kind = REDUCTIONS.get(name, name)
         correction = 1
-        if name == "var":  # prims.var(x, dims, correction) or aten.var.correction
+        if name in ("var", "std"):  # prims.var(x, dims, correction) or aten.var/std.correction
             correction = kwargs.get("correction", args[2] if len(args) > 2 else 1)
+            correction = 1 if correction is None else correction
             keepdim = kwargs.get("keepdim", False)
         if dims is None or list(dims) == [] or sorted(d % max(src.rank, 1) for d in dims) == list(
                 range(src.rank)):
-            if src.rank > 1 and not (src.kind == "input"):
-                pass
+            if kind in ("var", "std"):
+                raise Unsupported(f"{name} over the whole tensor")
             return self._new(node, "global", (src,), op=kind)
         dims = [d % src.rank for d in dims]
         if dims != [src.rank - 1]:
             raise Unsupported(f"{name} over dims {dims}: only the last dimension is supported")
         if kind == "var":
             return self._variance(node, src, keepdim, correction)
+        if kind == "std":
+            var = self._variance(node, src, keepdim, correction)
+            std = Value(self._fresh(f"{node.name}_sqrt"), "pw", (var,), var.rank, var.shape, var.dtype,
+                        {"op": "sqrt", "kwargs": {}})
+            self.values[std.name] = std
+            return std
         return self._new(node, "reduce", (src,), op=kind, keepdim=keepdim, correction=correction)
 
     def _variance(self, node: Any, src: Value, keepdim: bool, correction: Any) -> Value:
