@@ -235,6 +235,23 @@ def _reason_key(reason: str) -> str:
     return "outside:" + re.sub(r"\b\d+\b", "#", reason)
 
 
+_EMPTY = object()
+
+
+def _binding_plan(fn) -> tuple[tuple[str, ...] | None, tuple, int]:
+    """Parameter names and defaults of ``fn`` in order (``_EMPTY`` where required), computed once so that
+    keyword calls bind without ``inspect.Signature.bind``; names is None for *args/**kwargs signatures, and
+    the count says how many may be given positionally."""
+    import inspect
+
+    params = list(inspect.signature(fn).parameters.values())
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return None, (), 0
+    positional = sum(1 for p in params if p.kind != p.KEYWORD_ONLY)
+    return (tuple(p.name for p in params), tuple(_EMPTY if p.default is p.empty else p.default for p in params),
+            positional)
+
+
 class _Dispatcher:
     def __init__(self, target, original, qualname: str):
         self.target = target
@@ -257,21 +274,29 @@ class _Dispatcher:
     def normalise(self, args: tuple, kwargs: dict, n_args: int, skip_self: bool) -> tuple | None:
         """Keyword and defaulted arguments as the positional tuple the envelope describes; None when
         an argument beyond the verified ones differs from its default."""
-        import inspect
-
         if self._signature is None:
-            self._signature = inspect.signature(self.original)
-        try:
-            bound = self._signature.bind(*args, **kwargs)
-        except TypeError:
-            return None  # the original raises the proper error
-        bound.apply_defaults()
-        values = list(bound.arguments.values())[1 if skip_self else 0:]
-        params = list(self._signature.parameters.values())[1 if skip_self else 0:]
-        for value, param in zip(values[n_args:], params[n_args:]):
-            if value is param.default:
+            self._signature = _binding_plan(self.original)
+        names, defaults, positional = self._signature
+        if names is None or len(args) > positional:
+            return None  # *args/**kwargs signatures, or too many arguments: the original decides
+        values = list(args)
+        used = 0
+        for name, default in zip(names[len(args):], defaults[len(args):]):
+            if name in kwargs:
+                values.append(kwargs[name])
+                used += 1
+            elif default is _EMPTY:
+                return None  # a required argument is missing: the original raises the proper error
+            else:
+                values.append(default)
+        if used != len(kwargs):
+            return None  # an unknown keyword, or one given twice
+        start = 1 if skip_self else 0
+        values, defaults = values[start:], defaults[start:]
+        for value, default in zip(values[n_args:], defaults[n_args:]):
+            if value is default:
                 continue
-            if not (isinstance(value, _SCALARS) and type(value) is type(param.default) and value == param.default):
+            if not (isinstance(value, _SCALARS) and type(value) is type(default) and value == default):
                 return None
         return tuple(values[:n_args])
 
