@@ -10,6 +10,7 @@ the reference round only at the final store (the verifier compares with an fp32/
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from kernelevo.search.offline.lower import Unsupported, Value
@@ -39,6 +40,24 @@ def kind_of(dtype) -> str:
     if dtype.is_floating_point:
         return "f"
     return "b" if str(dtype) == "torch.bool" else "i"
+
+
+_SHORT = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16", "torch.int8": "i8",
+          "torch.int32": "i32", "torch.int64": "i64", "torch.bool": "bool", "torch.uint8": "u8"}
+
+
+def var_base(v: Value) -> str:
+    """A readable stem for the variable holding ``v`` ("gelu", "as_f32", "x", "picked")."""
+    if v.kind == "cast":
+        return "as_" + _SHORT.get(str(v.dtype), "t")
+    if v.kind == "pw":
+        return v.attrs.get("op", "val")
+    if v.kind == "pick":
+        return "picked"
+    if v.kind == "input":
+        return v.name
+    stem = re.sub(r"(_\d+)+$", "", re.sub(r"\W+", "_", v.name)).strip("_")
+    return stem or v.kind
 
 
 @dataclass(frozen=True)
@@ -157,15 +176,18 @@ class Emitter:
             return self.literal(v), "row", "f" if isinstance(v, float) else ("b" if isinstance(v, bool) else "i")
         key = (v.name, col.var, ctx)
         for memo in (self.memo_row, self.memo_loop):
-            if key in memo:
-                return memo[key]
+            for k in (key, (v.name, "", ctx)):  # per-row values are the same at every column
+                if k in memo:
+                    return memo[k]
         result = self._emit(v, col, ctx)
         expr, scope, kind = result
         if v.kind not in ("const", "hostfloat") and not expr.isidentifier():
-            var = self.fresh(v.name.split("_")[0] + "_")
+            var = self.fresh(var_base(v) + "_")
             self._put(scope, f"{var} = {expr}")
             result = (var, scope, kind)
         (self.memo_row if result[1] == "row" else self.memo_loop)[key] = result
+        if result[1] == "row" and col.kind != "row":
+            self.memo_row[(v.name, "", ctx)] = result
         return result
 
     def literal(self, x) -> str:
