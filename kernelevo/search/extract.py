@@ -129,3 +129,36 @@ def extract_candidate(reply: str, finish_reason: str | None = None) -> Extractio
             if _parses(merged) is not None:
                 return Extraction(merged, note=f"merged {len(kernels) + 1} blocks")
     return Extraction(block.text, note="" if block.closed else "last block unclosed but complete")
+
+
+def classify_strategy(source: str, backend: str = "triton") -> str:
+    """The MAP-Elites cell of a candidate from its kernels' structure, so LLM-written kernels land in
+    the same cells as offline ones: matmul-tiled (``tl.dot``), rowwise-looped (a loop plus a
+    reduction), rowwise-1pass (a reduction, no loop), pointwise-* otherwise; "cuda-*" for CUDA."""
+    tree = _parses(source)
+    if tree is None:
+        return "unknown"
+    calls: set[str] = set()
+    loops = 0
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        if backend == "triton" and not any("jit" in ast.unparse(d) for d in fn.decorator_list):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.For, ast.While)):
+                loops += 1
+            elif isinstance(node, ast.Call):
+                calls.add(ast.unparse(node.func).split(".")[-1])
+    if backend == "cuda":
+        text = source
+        if "mma" in text or "wmma" in text:
+            return "cuda-matmul"
+        if "__shfl" in text or "__syncthreads" in text:
+            return "cuda-reduction"
+        return "cuda-pointwise"
+    if "dot" in calls or "dot_scaled" in calls:
+        return "matmul-tiled"
+    if calls & {"sum", "max", "min", "reduce", "argmax", "argmin", "cumsum", "associative_scan"}:
+        return "rowwise-looped" if loops else "rowwise-1pass"
+    return "pointwise-looped" if loops else "pointwise-tile2d"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelevo.search.extract import extract_candidate
+from kernelevo.search.extract import classify_strategy, extract_candidate
 from kernelevo.search.hardware import describe_hardware
 from kernelevo.search.proposer import Proposal, ProposalRequest
 
@@ -194,4 +194,5 @@ class LLMProposer:
             base.error = extraction.error
         else:
             base.source = extraction.source
+            base.strategy = classify_strategy(extraction.source, base.backend)
         return base

@@ -84,3 +84,17 @@ def test_syntax_error_names_the_line():
 def test_fenced_blocks_reports_unclosed_last_block():
     blocks = fenced_blocks("```python\na = 1\n```\ntext\n```py\nb = 2")
     assert [(b.lang, b.text, b.closed) for b in blocks] == [("python", "a = 1", True), ("py", "b = 2", False)]
+
+
+def test_strategy_cells_from_kernel_structure():
+    from kernelevo.search.extract import classify_strategy
+
+    assert classify_strategy(FULL) == "pointwise-tile2d"
+    loop = "    for i in range(4):\n        pass\n"
+    looped = FULL.replace("    offs = tl.program_id(0)", loop + "    offs = tl.program_id(0)")
+    assert classify_strategy(looped) == "pointwise-looped"
+    rowsum = FULL.replace("tl.load(x_ptr + offs, mask=offs < n) + 1", "tl.sum(tl.load(x_ptr + offs), axis=0)")
+    assert classify_strategy(rowsum) == "rowwise-1pass"
+    assert classify_strategy(FULL.replace("tl.load(x_ptr + offs, mask=offs < n) + 1", "tl.dot(a, b)")) == "matmul-tiled"
+    assert classify_strategy("def broken(:") == "unknown"
+    assert classify_strategy('SRC = "__global__ void k() { __syncthreads(); }"', "cuda") == "cuda-reduction"

@@ -85,6 +85,7 @@ def test_good_reply_gives_source_tokens_and_cost():
     assert p.cost_usd == pytest.approx((1200 * 2.0 + 300 * 8.0) / 1e6)
     assert proposer.usage.tokens_in == 1200 and proposer.usage.requests == 1
     assert p.model == "fake-model" and p.raw_reply.startswith("Here is")
+    assert p.strategy == "pointwise-tile2d"  # the MAP-Elites cell, read from the kernel's structure
 
 
 @pytest.mark.parametrize("reply,finish,expected", [
