@@ -11,92 +11,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from kernelevo.search.offline.analysis import Analysis, analyse
 from kernelevo.search.offline.emit import NO_COL, Col, Emitter
-from kernelevo.search.offline.lower import Program, Unsupported, Value
+from kernelevo.search.offline.ir import Program, Unsupported, Value
 
-
-@dataclass
-class Analysis:
-    """What the generator needs to know about a lowered program."""
-
-    rank: int
-    lead: list[str]
-    reductions: list[Value]
-    levels: dict[str, int]
-    full_outputs: list[tuple[int, Value]]
-    row_outputs: list[tuple[int, Value]]
-    global_outputs: list[tuple[int, Value]]
-    globals_: list[Value]
-    matmul: Value | None
-    widths: list[str] = field(default_factory=list)
-
-
-def analyse(prog: Program) -> Analysis:
-    """Find the op's domain (leading dims x last dim), its reductions and the kind of each output."""
-    lane = [v for v in prog.values.values() if v.kind not in ("global", "hostfloat", "const")]
-    rank = max((v.rank for v in lane), default=1)
-    _split_full_reductions(prog, rank)
-    levels: dict[str, int] = {}
-
-    def level(v) -> int:
-        if not isinstance(v, Value):
-            return 0
-        if v.name not in levels:
-            base = max((level(a) for a in v.args), default=0)
-            levels[v.name] = base + 1 if v.kind == "reduce" else base
-        return levels[v.name]
-
-    for v in prog.outputs:
-        level(v)
-    reductions = [v for v in prog.values.values() if v.kind == "reduce"]
-    for r in reductions:
-        if r.args[0].rank != rank:
-            raise Unsupported(f"{r.name} reduces a tensor of rank {r.args[0].rank}, the op's rank is {rank}")
-    matmuls = [v for v in prog.values.values() if v.kind == "matmul"]
-    if len(matmuls) > 1:
-        raise Unsupported("more than one matmul")
-    if matmuls and reductions:
-        raise Unsupported("a matmul followed by a reduction")
-    anchor = reductions[0].args[0] if reductions else (matmuls[0] if matmuls else None)
-    if anchor is None:
-        anchor = next((o for o in prog.outputs if o.rank == rank), None)
-    if anchor is None:
-        raise Unsupported("no output has the op's full rank")
-    full, row, glob = [], [], []
-    for i, o in enumerate(prog.outputs):
-        if o.rank == 0 and o.kind != "reduce":
-            glob.append((i, o))
-        elif (o.rank == rank and o.shape[-1] == "1") or o.rank == rank - 1:
-            row.append((i, o))
-        elif o.rank == rank:
-            full.append((i, o))
-        else:
-            raise Unsupported(f"output {i} has rank {o.rank}; the op's rank is {rank}")
-    globals_ = [v for v in prog.values.values() if v.kind == "global"]
-    widths = []
-    for w in [r.args[0].shape[-1] for r in reductions] + [o.shape[-1] for _, o in full]:
-        if w not in widths:
-            widths.append(w)
-    return Analysis(rank, list(anchor.shape[:-1]), reductions, levels, full, row, glob, globals_,
-                    matmuls[0] if matmuls else None, widths)
-
-
-def _split_full_reductions(prog: Program, rank: int) -> None:
-    """A reduction of a whole full-rank tensor becomes a row reduction (one value per row) followed,
-    when there is more than one row, by a reduction of those per-row values."""
-    for g in [v for v in list(prog.values.values()) if v.kind == "global"]:
-        src = g.args[0]
-        if src.rank != rank or rank == 0:
-            continue
-        if rank == 1:  # a single row: the row reduction is the result
-            g.kind, g.attrs = "reduce", {**g.attrs, "keepdim": False}
-            continue
-        per_row = Value(f"{g.name}_per_row", "reduce", (src,), rank - 1, src.shape[:-1], g.dtype,
-                        {"op": g.attrs["op"], "keepdim": False})
-        prog.values[per_row.name] = per_row
-        g.args = (per_row,)
+__all__ = ["Analysis", "KernelWriter", "analyse", "global_kernel_body"]
 
 
 class KernelWriter:
@@ -154,7 +73,7 @@ class KernelWriter:
     def combine(self, r: Value) -> str:
         return {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[r.attrs["op"]]
 
-    def store_outputs(self, cols: Col, indent: str, outputs: list[tuple[int, Value]]) -> None:
+    def store_outputs(self, cols: Col, outputs: list[tuple[int, Value]]) -> None:
         for i, o in outputs:
             expr = self.em.emit(o, cols, self.an.rank)[0]
             ncols = self.width(o.shape[-1])
@@ -162,7 +81,6 @@ class KernelWriter:
             self.em.loop_lines.append(
                 f"tl.store({ptr} + rows * {ncols} + {cols.var}, {expr}.to({ptr}.dtype.element_ty), "
                 f"mask={cols.mask})")
-        del indent
 
     def store_row_values(self) -> None:
         for i, o in self.an.row_outputs:
@@ -200,7 +118,7 @@ class KernelWriter:
             self.em.finished[r.name] = var
         for w in self.an.widths:
             outs = [(i, o) for i, o in self.an.full_outputs if o.shape[-1] == w]
-            self.store_outputs(Col("cols", "base", masks[w]), "    ", outs)
+            self.store_outputs(Col("cols", "base", masks[w]), outs)
         self.store_row_values()
 
     def online_pairs(self) -> dict[str, Value]:
@@ -269,7 +187,7 @@ class KernelWriter:
                 self.em.loop_lines.append(f"{acc} = {fn}({acc}, {masked})")
             else:
                 self.em.loop_lines.append(f"{acc} += {masked}")
-        self.store_outputs(col, "        ", outs)
+        self.store_outputs(col, outs)
         self.flush_row_lines()
         for _r, acc, identity in accs:
             self.body.append(f"    {acc} = tl.full([BLOCK_ROWS, BLOCK_COLS], {identity}, dtype=tl.float32)")
@@ -301,7 +219,7 @@ class KernelWriter:
         self.body.append("    cols = tl.program_id(1) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)[None, :]")
         self.body.append(f"    mask = row_mask & (cols < {ncols})")
         self.em.loop_lines = self.em.row_lines
-        self.store_outputs(Col("cols", "base", "mask"), "    ", self.an.full_outputs)
+        self.store_outputs(Col("cols", "base", "mask"), self.an.full_outputs)
         self.flush_row_lines()
 
     def matmul(self) -> None:
@@ -345,7 +263,7 @@ class KernelWriter:
         ]
         em.acc_var = "acc"
         em.loop_lines = em.row_lines
-        self.store_outputs(Col("cols", "base", "mask"), "    ", self.an.full_outputs)
+        self.store_outputs(Col("cols", "base", "mask"), self.an.full_outputs)
         self.flush_row_lines()
 
 

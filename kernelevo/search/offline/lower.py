@@ -10,38 +10,13 @@ the last dimension, a matmul, and full reductions of per-row values. Anything el
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
 from typing import Any
 
+from kernelevo.search.offline.ir import Program, Unsupported, Value
 from kernelevo.search.offline.trace import TracedTask
+from kernelevo.search.offline.views import host_view
 
-
-class Unsupported(Exception):
-    """The graph holds an op or a layout the offline generator does not handle."""
-
-
-@dataclass
-class Value:
-    """One IR value. ``shape`` holds host expressions (Python source) per dimension."""
-
-    name: str
-    kind: str  # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|matmul|hostfloat
-    args: tuple = ()
-    rank: int = 0
-    shape: tuple[str, ...] = ()
-    dtype: Any = None
-    attrs: dict = field(default_factory=dict)
-
-
-@dataclass
-class Program:
-    """The lowered op: host statements, lane values, outputs."""
-
-    host_lines: list[str]
-    values: dict[str, Value]
-    outputs: list[Value]
-    inputs: list[Value]  # kernel inputs (tensor views the forward passes to kernels)
-    returns_tuple: bool
+__all__ = ["Lowering", "Program", "Unsupported", "Value", "lower"]
 
 
 POINTWISE = {
@@ -355,56 +330,7 @@ class Lowering:
         return self._new(node, "reshape", (src,))
 
     def _host_view(self, node: Any, name: str, src: Value, args: list) -> Any:
-        sizes = lambda xs: "[" + ", ".join(self.sym(x) for x in xs) + "]"  # noqa: E731
-        s = src.name
-        if name in ("alias", "detach", "clone", "lift_fresh_copy", "contiguous", "expand"):
-            return src
-        if name in ("split_with_sizes", "split"):
-            split = sizes(args[1]) if isinstance(args[1], (list, tuple)) else self.sym(args[1])
-            dim = args[2] if len(args) > 2 else 0
-            pieces = []
-            for i, fake in enumerate(node.meta["val"]):
-                pname = self._fresh(f"{s}_part{i}")
-                pieces.append(self._input(pname, f"{s}.split({split}, {dim})[{i}]", node, fake))
-            return pieces
-        if name == "unsqueeze":
-            expr = f"{s}.unsqueeze({args[1]})"
-        elif name == "squeeze":
-            dims = args[1] if len(args) > 1 else None
-            dims = [dims] if isinstance(dims, int) else dims
-            expr = s if dims is None else s + "".join(f".squeeze({d})" for d in sorted(dims, reverse=True))
-            if dims is None:
-                expr = f"{s}.squeeze()"
-        elif name in ("view", "_unsafe_view", "reshape"):
-            expr = f"{s}.reshape({sizes(args[1])})"
-        elif name == "broadcast_in_dim":
-            shape, bdims = args[1], list(args[2])
-            view = [self.sym(shape[i]) if i not in bdims else f"{s}.shape[{bdims.index(i)}]"
-                    for i in range(len(shape))]
-            view = [v if i in bdims else "1" for i, v in enumerate(view)]
-            expr = f"{s}.reshape([{', '.join(view)}])"
-        elif name == "slice":
-            dim = args[1] if len(args) > 1 else 0
-            start = args[2] if len(args) > 2 else 0
-            end = args[3] if len(args) > 3 else None
-            if len(args) > 4 and args[4] != 1:
-                raise Unsupported("strided slices")
-            if start == 0 and (end is None or (isinstance(end, int) and end >= 2**62)):
-                return src
-            end_s = f"{s}.shape[{dim}]" if end is None or (isinstance(end, int) and end >= 2**62) else \
-                f"min({self.sym(end)}, {s}.shape[{dim}])"
-            expr = f"{s}.narrow({dim}, {self.sym(start)}, {end_s} - {self.sym(start)})"
-        elif name == "permute":
-            expr = f"{s}.permute({', '.join(str(d) for d in args[1])})"
-        elif name == "t":
-            expr = f"{s}.t()"
-        elif name == "transpose":
-            expr = f"{s}.transpose({args[1]}, {args[2]})"
-        elif name == "select":
-            expr = f"{s}.select({args[1]}, {self.sym(args[2])})"
-        else:
-            raise Unsupported(f"view op {name}")
-        return self._input(self._fresh(f"{s}_{name}"), expr, node)
+        return host_view(self, node, name, src, args)
 
 
 def lower(traced: TracedTask) -> Program:

@@ -125,14 +125,8 @@ def _header(op_name: str, strategy: str, knobs: dict) -> str:
     return "\n".join(lines)
 
 
-def _host_value(em_scalar_expr: str) -> str:
-    return em_scalar_expr
-
-
 def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, strategy: str, name: str,
            global_em) -> str:
-    import torch
-
     lines = ["class ModelNew(nn.Module):", f"    def __init__({traced.init_signature}):",
              "        super().__init__()"]
     made = set()
@@ -167,7 +161,7 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
     args = list(w.em.pointers)
     scalars = list(w.em.scalars.keys())
     if strategy == "matmul-tiled":
-        m, n = w.em.scalars and list(w.em.scalars)[0], list(w.em.scalars)[1]
+        m, n = list(w.em.scalars)[:2]  # matmul() registers M then N first
         body.append(f"        grid = (triton.cdiv({m}, BLOCK_M) * triton.cdiv({n}, BLOCK_N),)")
         launch = args + scalars + stride_vals
         consts = ["BLOCK_M=BLOCK_M", "BLOCK_N=BLOCK_N", "BLOCK_K=BLOCK_K", "GROUP_M=GROUP_M",
@@ -201,5 +195,4 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
         body.append(f"        return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     else:
         body.append(f"        return {outs[0]}")
-    del torch
     return "\n".join(lines + body) + "\n"

@@ -1,0 +1,65 @@
+"""Views of a kernel's inputs (split, narrow, unsqueeze, permute ...) replayed on the host.
+
+A view of an input costs nothing: the candidate's ``forward`` applies the same view with PyTorch and
+passes the result (with its strides) to the kernel as one more input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelevo.search.offline.ir import Unsupported, Value
+
+
+def host_view(lowering: Any, node: Any, name: str, src: Value, args: list) -> Any:
+    """A view of a kernel input, done by the forward itself: the result is a new kernel input."""
+    sizes = lambda xs: "[" + ", ".join(lowering.sym(x) for x in xs) + "]"  # noqa: E731
+    s = src.name
+    if name in ("alias", "detach", "clone", "lift_fresh_copy", "contiguous", "expand"):
+        return src
+    if name in ("split_with_sizes", "split"):
+        split = sizes(args[1]) if isinstance(args[1], (list, tuple)) else lowering.sym(args[1])
+        dim = args[2] if len(args) > 2 else 0
+        pieces = []
+        for i, fake in enumerate(node.meta["val"]):
+            pname = lowering._fresh(f"{s}_part{i}")
+            pieces.append(lowering._input(pname, f"{s}.split({split}, {dim})[{i}]", node, fake))
+        return pieces
+    if name == "unsqueeze":
+        expr = f"{s}.unsqueeze({args[1]})"
+    elif name == "squeeze":
+        dims = args[1] if len(args) > 1 else None
+        dims = [dims] if isinstance(dims, int) else dims
+        expr = s if dims is None else s + "".join(f".squeeze({d})" for d in sorted(dims, reverse=True))
+        if dims is None:
+            expr = f"{s}.squeeze()"
+    elif name in ("view", "_unsafe_view", "reshape"):
+        expr = f"{s}.reshape({sizes(args[1])})"
+    elif name == "broadcast_in_dim":
+        shape, bdims = args[1], list(args[2])
+        view = [lowering.sym(shape[i]) if i not in bdims else f"{s}.shape[{bdims.index(i)}]"
+                for i in range(len(shape))]
+        view = [v if i in bdims else "1" for i, v in enumerate(view)]
+        expr = f"{s}.reshape([{', '.join(view)}])"
+    elif name == "slice":
+        dim = args[1] if len(args) > 1 else 0
+        start = args[2] if len(args) > 2 else 0
+        end = args[3] if len(args) > 3 else None
+        if len(args) > 4 and args[4] != 1:
+            raise Unsupported("strided slices")
+        if start == 0 and (end is None or (isinstance(end, int) and end >= 2**62)):
+            return src
+        end_s = f"{s}.shape[{dim}]" if end is None or (isinstance(end, int) and end >= 2**62) else \
+            f"min({lowering.sym(end)}, {s}.shape[{dim}])"
+        expr = f"{s}.narrow({dim}, {lowering.sym(start)}, {end_s} - {lowering.sym(start)})"
+    elif name == "permute":
+        expr = f"{s}.permute({', '.join(str(d) for d in args[1])})"
+    elif name == "t":
+        expr = f"{s}.t()"
+    elif name == "transpose":
+        expr = f"{s}.transpose({args[1]}, {args[2]})"
+    elif name == "select":
+        expr = f"{s}.select({args[1]}, {lowering.sym(args[2])})"
+    else:
+        raise Unsupported(f"view op {name}")
+    return lowering._input(lowering._fresh(f"{s}_{name}"), expr, node)
