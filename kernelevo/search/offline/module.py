@@ -125,6 +125,20 @@ def _header(op_name: str, strategy: str, knobs: dict) -> str:
     return "\n".join(lines)
 
 
+def _wrap_call(head: str, args: list[str], width: int = 100) -> list[str]:
+    """A call with its arguments wrapped at ``width`` columns, continuation lines indented."""
+    lines, current = [], head
+    indent = " " * (len(head) - len(head.lstrip()) + 4)
+    for i, arg in enumerate(args):
+        piece = arg + (", " if i < len(args) - 1 else ")")
+        if len(current) + len(piece) > width and current.strip() and not current.endswith("("):
+            lines.append(current.rstrip())
+            current = indent
+        current += piece
+    lines.append(current)
+    return lines
+
+
 def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, strategy: str, name: str,
            global_em) -> str:
     lines = ["class ModelNew(nn.Module):", f"    def __init__({traced.init_signature}):",
@@ -185,11 +199,10 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
             body.append("        block_rows = max(1, min(ROW_TILE // block_cols, triton.next_power_of_2(n_rows)))")
             body.append(f"        grid = (triton.cdiv(n_rows, block_rows), triton.cdiv({widest}, block_cols))")
         consts = ["BLOCK_ROWS=block_rows", "BLOCK_COLS=block_cols", "num_warps=NUM_WARPS"]
-    call = ", ".join(launch + consts)
-    body.append(f"        {name}_kernel[grid]({call})")
+    body += _wrap_call(f"        {name}_kernel[grid](", launch + consts)
     if global_em is not None:
-        gargs = ", ".join(list(global_em.pointers) + ["n_rows"] + list(global_em.scalars.keys()))
-        body.append(f"        {name}_total_kernel[(1,)]({gargs}, BLOCK=1024)")
+        gargs = list(global_em.pointers) + ["n_rows"] + list(global_em.scalars.keys()) + ["BLOCK=1024"]
+        body += _wrap_call(f"        {name}_total_kernel[(1,)](", gargs)
     outs = [f"out{i}" for i in range(len(prog.outputs))]
     if prog.returns_tuple:
         body.append(f"        return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")

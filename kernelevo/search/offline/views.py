@@ -15,6 +15,7 @@ def host_view(lowering: Any, node: Any, name: str, src: Value, args: list) -> An
     """A view of a kernel input, done by the forward itself: the result is a new kernel input."""
     sizes = lambda xs: "[" + ", ".join(lowering.sym(x) for x in xs) + "]"  # noqa: E731
     s = src.name
+    root = src.attrs.get("root", s)  # names stay short: x_view_3, not x_unsqueeze_1_unsqueeze_2
     if name in ("alias", "detach", "clone", "lift_fresh_copy", "contiguous", "expand"):
         return src
     if name in ("split_with_sizes", "split"):
@@ -22,8 +23,10 @@ def host_view(lowering: Any, node: Any, name: str, src: Value, args: list) -> An
         dim = args[2] if len(args) > 2 else 0
         pieces = []
         for i, fake in enumerate(node.meta["val"]):
-            pname = lowering._fresh(f"{s}_part{i}")
-            pieces.append(lowering._input(pname, f"{s}.split({split}, {dim})[{i}]", node, fake))
+            pname = lowering._fresh(f"{root}_part{i}")
+            piece = lowering._input(pname, f"{s}.split({split}, {dim})[{i}]", node, fake)
+            piece.attrs["root"] = root
+            pieces.append(piece)
         return pieces
     if name == "unsqueeze":
         expr = f"{s}.unsqueeze({args[1]})"
@@ -62,4 +65,6 @@ def host_view(lowering: Any, node: Any, name: str, src: Value, args: list) -> An
         expr = f"{s}.select({args[1]}, {lowering.sym(args[2])})"
     else:
         raise Unsupported(f"view op {name}")
-    return lowering._input(lowering._fresh(f"{s}_{name}"), expr, node)
+    view = lowering._input(lowering._fresh(f"{root}_view"), expr, node)
+    view.attrs["root"] = root
+    return view
