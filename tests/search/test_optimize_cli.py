@@ -63,7 +63,7 @@ def test_optimize_on_cpu_with_the_real_evaluator_then_resume_and_write_the_kerne
 
 @pytest.mark.parametrize(("args", "message"), [
     (["nowhere.py", "--proposer", "search_doubles:KnownGoodProposer"], "no such file"),
-    (["--proposer", "search_doubles:KnownGoodProposer"], "give PATH"),
+    (["--proposer", "nope"], "unknown proposer"),  # no PATH: the bundled example, so the proposer decides
     ([str(HERE / "data" / "scale_add.py"), "--backend", "rocm"], "--backend must be"),
     ([str(HERE / "data" / "scale_add.py"), "--proposer", "nope"], "unknown proposer"),
     ([str(HERE / "data" / "scale_add.py"), "--proposer", "search_doubles:Missing"], "has no 'Missing'"),
@@ -109,3 +109,14 @@ def test_a_decorated_op_with_the_offline_proposer_ends_as_a_stored_kernel(tmp_pa
     manifest = json.loads((repo / "kernels" / "bias_gelu" / "manifest.json").read_text())
     assert manifest["op_id"] == "ops.py::bias_gelu" and manifest["kind"] == "function"
     assert (repo / "kernels" / "bias_gelu" / "kernel.py").read_text() == (run_dir / "best" / "kernel.py").read_text()
+
+
+def test_no_path_searches_the_bundled_example_on_cpu(tmp_path):
+    """The README's main job: no PATH, no GPU, no endpoint — the embedded RMSNorm op, offline proposer."""
+    result = CliRunner().invoke(app, ["optimize", "--device", "cpu", "--proposer", "offline", "--budget-candidates",
+                                      "2", "--quiet", "--runs-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "rms_norm" in result.output and "Speedups need a GPU" in result.output
+    [run_dir] = list(tmp_path.iterdir())
+    archive = [json.loads(line) for line in (run_dir / "archive.jsonl").read_text().splitlines()]
+    assert any((r.get("verdict") or {}).get("verdict") == "accepted" for r in archive)
