@@ -62,16 +62,7 @@ class CandidateRunner:
         self.threads_before = guards.live_threads()
 
         candidate_path = Path(req["candidate"])
-        self.audit.active = True
-        try:
-            module = taskspec.import_file(candidate_path, "candidate")
-        except SyntaxError as exc:
-            raise Rejection("compile_error", f"{candidate_path.name}:{exc.lineno}: syntax error: {exc.msg}") from exc
-        except Exception as exc:
-            raise Rejection("compile_error", f"importing the candidate raised {type(exc).__name__}: "
-                                             f"{_first_line(exc)}{_line_in(exc, candidate_path)}") from exc
-        finally:
-            self.audit.active = False
+        module = self._guarded_import(candidate_path)
         self._check_guards("import")
         cls = getattr(module, "ModelNew", None)
         if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
@@ -104,14 +95,26 @@ class CandidateRunner:
         self.launches.install(Path(req["extension_root"]))
         self.audit = guards.AuditGuard(Path(req["candidate"]), ALLOWED_IMPORT_ROOTS)
         self.audit.install()
+        try:
+            self._guarded_import(Path(req["candidate"]))
+        except Rejection as exc:
+            return {"ok": True, "compiled": False, "message": str(exc)}
+        return {"ok": True, "compiled": True}
+
+    def _guarded_import(self, path: Path) -> Any:
+        """Import the candidate module with the audit hook active; failures are compile errors."""
         self.audit.active = True
         try:
-            taskspec.import_file(Path(req["candidate"]), "candidate")
+            return taskspec.import_file(path, "candidate")
+        except SyntaxError as exc:
+            raise Rejection("compile_error", f"{path.name}:{exc.lineno}: syntax error: {exc.msg}") from exc
         except Exception as exc:
-            return {"ok": True, "compiled": False, "message": f"{type(exc).__name__}: {_first_line(exc)}"}
+            if self.audit.violations:  # the import failed because a guard refused something
+                raise Rejection("cheat_suspected", f"during import: refused {self.audit.violations[0]}") from exc
+            raise Rejection("compile_error", f"importing the candidate raised {type(exc).__name__}: "
+                                             f"{_first_line(exc)}{_line_in(exc, path)}") from exc
         finally:
             self.audit.active = False
-        return {"ok": True, "compiled": True}
 
     # -- correctness calls ------------------------------------------------------------------------
     def check(self, req: dict[str, Any]) -> dict[str, Any]:

@@ -47,3 +47,12 @@ def test_secrets_never_reach_a_candidate_even_without_static_checks(tmp_path, mo
     assert verdict.reason == "crashed"
     assert "token=None key=None" in verdict.detail
     assert "supersecret" not in verdict.to_json()
+
+
+def test_audit_hook_refuses_file_access_at_import_without_static_checks(tmp_path):
+    candidate = tmp_path / "reads_files.py"
+    candidate.write_text('import torch.nn as nn\nDATA = open("/etc/hostname").read()\n\n'
+                         'class ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n')
+    verdict = evaluate(TASKS / "softmax.py", candidate, "cpu", EvalOptions(static_checks=False, seeds=1))
+    assert verdict.reason == "cheat_suspected"
+    assert "open" in verdict.detail and "/etc/hostname" in verdict.detail
