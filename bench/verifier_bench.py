@@ -50,6 +50,8 @@ def main() -> None:
             session_setup_s = time.perf_counter() - t0
             environment = session.environment
             for cand in candidates:
+                if args.device == "cpu" and ("cuda" in cand or "load_inline" in cand):
+                    continue  # GPU-only candidates
                 medians = []
                 for rep in range(args.repeats):
                     verdict = session.evaluate(ROOT / cand)
