@@ -61,6 +61,19 @@ def get_inputs():
 def get_init_inputs():
     return []
 ''',
+    # reductions over a middle dimension: the op is computed with that dimension moved last
+    "reduce_middle_dim": HEADER + '''class Model(nn.Module):
+    def forward(self, x, w):
+        return x.sum(dim=1), torch.amax(x * w, dim=1, keepdim=True), x - x.mean(dim=1, keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(3, 37, 41), torch.randn(37, 1)]
+
+
+def get_init_inputs():
+    return []
+''',
     # a norm with parameters inside a submodule (state_dict names must match)
     "layer_norm_module": HEADER + '''class Model(nn.Module):
     def __init__(self, hidden=96):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kernelevo.search.offline.ir import Program, Unsupported, Value
+from kernelevo.search.offline.moves import move_reduced_dim_last
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Analysis:
 
 def analyse(prog: Program) -> Analysis:
     """Find the op's domain (leading dims x last dim), its reductions and the kind of each output."""
+    move_reduced_dim_last(prog)
     lane = [v for v in prog.values.values() if v.kind not in ("global", "hostfloat", "const")]
     rank = max((v.rank for v in lane), default=1)
     _split_full_reductions(prog, rank)

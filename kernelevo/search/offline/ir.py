@@ -32,3 +32,4 @@ class Program:
     outputs: list[Value]
     inputs: list[Value]  # kernel inputs (tensor views the forward passes to kernels)
     returns_tuple: bool
+    output_perms: dict[int, list[int]] = field(default_factory=dict)  # out index -> permute on return

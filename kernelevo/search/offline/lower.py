@@ -262,6 +262,9 @@ class Lowering:
                 raise Unsupported(f"{name} over the whole tensor")
             return self._new(node, "global", (src,), op=kind)
         dims = [d % src.rank for d in dims]
+        if len(dims) == 1 and dims[0] != src.rank - 1 and kind in ("sum", "mean", "max", "min"):
+            # another single dim: analysis moves it last for the whole op (see moves.py)
+            return self._new(node, "reduce", (src,), op=kind, keepdim=keepdim, dim=dims[0])
         if dims != [src.rank - 1]:
             raise Unsupported(f"{name} over dims {dims}: only the last dimension is supported")
         if kind == "var":

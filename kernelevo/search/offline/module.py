@@ -203,7 +203,8 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
     if global_em is not None:
         gargs = list(global_em.pointers) + ["n_rows"] + list(global_em.scalars.keys()) + ["BLOCK=1024"]
         body += _wrap_call(f"        {name}_total_kernel[(1,)](", gargs)
-    outs = [f"out{i}" for i in range(len(prog.outputs))]
+    outs = [f"out{i}.permute({', '.join(map(str, prog.output_perms[i]))})" if i in prog.output_perms else f"out{i}"
+            for i in range(len(prog.outputs))]
     if prog.returns_tuple:
         body.append(f"        return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     else:

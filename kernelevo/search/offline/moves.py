@@ -1,0 +1,63 @@
+"""Reductions over a dimension other than the last: move that dimension last for the whole op.
+
+``x.sum(dim=1)`` on ``[B, D, L]`` becomes a last-dim reduction of the view ``x.permute(0, 2, 1)``.
+Every full-rank input is viewed the same way (views are free: the forward does them), full-rank
+outputs are written in the moved layout and returned through the inverse ``permute``. Loads along the
+moved dimension are strided (correct everywhere, fastest when that dimension is short). Only graphs of
+pointwise ops and reductions over that one dimension qualify; the rest stays :class:`Unsupported`.
+"""
+
+from __future__ import annotations
+
+from kernelevo.search.offline.ir import Program, Unsupported, Value
+
+_ALLOWED = ("input", "const", "hostfloat", "pw", "cast", "reduce", "global")
+
+
+def move_reduced_dim_last(prog: Program) -> None:
+    """Rewrite ``prog`` in place so that every reduction is along the last dimension."""
+    moved = [v for v in prog.values.values() if v.kind == "reduce" and v.attrs.get("dim") is not None]
+    if not moved:
+        return
+    reds = [v for v in prog.values.values() if v.kind == "reduce"]
+    rank, dim = reds[0].args[0].rank, reds[0].attrs.get("dim")
+    for r in reds:
+        if r.args[0].rank != rank or r.attrs.get("dim") != dim:
+            raise Unsupported("reductions over different dimensions in one op")
+    for v in prog.values.values():
+        if v.kind not in _ALLOWED:
+            raise Unsupported(f"{v.kind} together with a reduction over dim {dim}")
+    perm = [i for i in range(rank) if i != dim] + [dim]
+    uses: dict[str, set[int]] = {}
+    for v in prog.values.values():
+        for a in v.args:
+            if isinstance(a, Value) and a.kind == "input":
+                uses.setdefault(a.name, set()).add(v.rank if v.kind != "reduce" else a.rank)
+    for v in list(prog.values.values()):
+        if v.kind == "input":
+            ranks = uses.get(v.name, set())
+            if ranks == {rank}:
+                _view_input(prog, v, rank, perm)
+            elif rank in ranks:
+                raise Unsupported(f"input {v.name} is used both per element and per row")
+        elif v.rank == rank:
+            v.shape = tuple(v.shape[i] for i in perm)
+        elif v.rank not in (0, rank - 1):
+            raise Unsupported(f"{v.name} has rank {v.rank} next to a rank-{rank} reduction")
+        if v.kind == "reduce":
+            v.attrs = {k: a for k, a in v.attrs.items() if k != "dim"}
+    inverse = [perm.index(i) for i in range(rank)]
+    for i, o in enumerate(prog.outputs):
+        if o.rank == rank:
+            prog.output_perms[i] = inverse
+
+
+def _view_input(prog: Program, v: Value, rank: int, perm: list[int]) -> None:
+    pad = rank - v.rank
+    padded = ("1",) * pad + tuple(v.shape)
+    base = f"{v.name}.reshape({[1] * pad} + list({v.name}.shape))" if pad else v.name
+    new = f"{v.name}_moved"
+    prog.host_lines.append(f"{new} = {base}.permute({', '.join(map(str, perm))})")
+    prog.values.pop(v.name, None)
+    v.name, v.rank, v.shape = new, rank, tuple(padded[i] for i in perm)
+    prog.values[new] = v
