@@ -2,8 +2,9 @@
 
 The IR splits the forward pass in two: *host* work that the candidate's ``forward`` may do itself
 (sizes, views of its inputs, allocation) and *lane* values computed by kernels. Lane values are
-pointwise ops, reductions along the last dimension, gathers along it, concatenation/slicing of
-the last dimension, a matmul, and full reductions of per-row values. Anything else raises
+pointwise ops, reductions along the last dimension (or one other dimension, which analysis then
+moves last), gathers along it, concatenation/slicing of the last dimension, a matmul, and full
+reductions. Anything else raises
 :class:`Unsupported` naming the op, so the proposer can say why it produced nothing.
 """
 
