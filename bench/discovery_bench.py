@@ -113,7 +113,8 @@ def _timed(fn):
 
 
 def run(files: int, use_git: bool) -> dict:
-    from kernelevo.discovery import diff_revisions, discover, discover_at_rev
+    from kernelevo.discovery import discover
+    from kernelevo.discovery_git import diff_revisions, discover_at_rev
 
     with tempfile.TemporaryDirectory(prefix="kernelevo-discovery-bench-") as tmp:
         root = Path(tmp)

@@ -116,7 +116,8 @@ def run(calls: int, device: str = "cpu", repeats: int = 7) -> dict:
         "repeats": repeats,
         "note": "best of the repeats; overhead = decorated call minus a direct call of the function it ends up "
                 "running; "
-                "positional tensors (2 tensor args, rank 2 and 1); keyword calls bind through a precomputed parameter plan",
+                "positional tensors (2 tensor args, rank 2 and 1); "
+                "keyword calls bind through a precomputed parameter plan",
     }
 
 

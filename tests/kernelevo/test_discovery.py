@@ -12,15 +12,8 @@ import typer
 from typer.testing import CliRunner
 
 from kernelevo.commands import discover_cmd
-from kernelevo.discovery import (
-    diff_ops,
-    diff_revisions,
-    diff_worktree,
-    discover,
-    discover_at_rev,
-    discover_source,
-    path_matches,
-)
+from kernelevo.discovery import diff_ops, discover, discover_source, path_matches
+from kernelevo.discovery_git import diff_revisions, diff_worktree, discover_at_rev
 
 TRICKY = Path(__file__).parents[1] / "fixtures" / "repos" / "tricky"
 

@@ -1,0 +1,143 @@
+"""The verified envelope of an accepted kernel, compiled into a fast per-call check.
+
+An envelope (in the kernel's manifest) lists what the verifier checked: device type and capability,
+and per argument the dtypes, rank and dimension ranges of tensors and the values of everything else.
+:class:`EnvelopeCheck` turns it into generated code, so a call inside the envelope costs under a
+microsecond on the CPU (bench/dispatch_bench.py).
+"""
+
+from __future__ import annotations
+
+_capabilities: dict[int, tuple[int, int]] = {}
+
+
+def clear_capabilities() -> None:
+    """Forget the device capabilities read so far (tests change what a device reports)."""
+    _capabilities.clear()
+
+
+def _capability(index: int) -> tuple[int, int]:
+    cap = _capabilities.get(index)
+    if cap is None:
+        import torch
+
+        cap = _capabilities[index] = tuple(torch.cuda.get_device_capability(index))
+    return cap
+
+
+class EnvelopeCheck:
+    """A compiled envelope: ``check(args)`` returns None when inside, else why not (a sentence)."""
+
+    def __init__(self, envelope: dict):
+        import torch
+
+        self._torch = torch
+        self.device_type = envelope.get("device_type", "cuda")
+        caps = envelope.get("capabilities")
+        self.capabilities = None if caps is None else {tuple(c) for c in caps}
+        self.specs = []
+        for i, arg in enumerate(envelope.get("args", [])):
+            if arg["kind"] == "tensor":
+                dtypes = frozenset(getattr(torch, name) for name in arg["dtypes"])
+                if not all(isinstance(t, torch.dtype) for t in dtypes):
+                    raise ValueError(f"envelope argument {i}: unknown dtype in {arg['dtypes']}")
+                dims = tuple((int(d.get("min", 0)), None if d.get("max") is None else int(d["max"]))
+                             for d in arg["dims"])
+                self.specs.append((i, True, dtypes, int(arg["rank"]), dims, None))
+            else:
+                values = arg.get("values")
+                self.specs.append((i, False, arg["type"], None, None, None if values is None else list(values)))
+        self.n_args = len(self.specs)
+        self.inside = self._compile()
+
+    def _compile(self):
+        """Generate a straight-line ``inside(args) -> bool`` for this envelope (the hot path of every
+        dispatched call: no loops, no descriptive strings; ``x.is_cpu`` instead of ``x.device.type``,
+        which costs ~0.3 us). :meth:`explain` says why a call is outside."""
+        names = {"grad": self._torch.is_grad_enabled, "cap": _capability, "CAPS": self.capabilities}
+        lines = ["def inside(args):", f"    if len(args) != {self.n_args}:", "        return False"]
+        if self.n_args:
+            lines.append(f"    {', '.join(f'a{i}' for i in range(self.n_args))}, = args")
+        tensors = []
+        for i, is_tensor, allowed, rank, dims, values in self.specs:
+            if is_tensor:
+                tensors.append(f"a{i}")
+                names[f"D{i}"] = allowed
+                lines += [f"    if a{i}.dtype not in D{i}:", "        return False",
+                          f"    s = a{i}.shape", f"    if len(s) != {rank}:", "        return False"]
+                for d, (lo, hi) in enumerate(dims):
+                    test = f"s[{d}] != {lo}" if lo == hi else (
+                        f"s[{d}] < {lo}" if hi is None else f"not {lo} <= s[{d}] <= {hi}")
+                    lines += [f"    if {test}:", "        return False"]
+                if self.device_type in ("cuda", "cpu"):
+                    lines += [f"    if not a{i}.is_{self.device_type}:", "        return False"]
+                else:
+                    lines += [f"    if a{i}.device.type != {self.device_type!r}:", "        return False"]
+                if self.device_type == "cuda" and self.capabilities is not None:
+                    lines += [f"    if cap(a{i}.get_device()) not in CAPS:", "        return False"]
+            else:
+                names[f"T{i}"] = allowed
+                lines += [f"    if type(a{i}).__name__ != T{i}:", "        return False"]
+                if values is not None:
+                    names[f"V{i}"] = values
+                    lines += [f"    if a{i} not in V{i}:", "        return False"]
+        if tensors:
+            lines += [f"    if grad() and ({' or '.join(t + '.requires_grad' for t in tensors)}):",
+                      "        return False"]
+        lines.append("    return True")
+        exec("\n".join(lines), names)  # built from ints, dtypes and a repr'd device name only
+        return names["inside"]
+
+    def check(self, args: tuple) -> str | None:
+        """None when ``args`` are inside the envelope, else the reason (a sentence)."""
+        try:
+            if self.inside(args):
+                return None
+        except (AttributeError, TypeError):  # e.g. a list where a tensor was verified
+            pass
+        try:
+            return self.explain(args) or "an argument differs from the verified cases"
+        except (AttributeError, TypeError):
+            return "an argument's type differs from the verified cases"
+
+    def explain(self, args: tuple) -> str | None:
+        """Why ``args`` are outside the envelope (slow path, messages for the warning)."""
+        if len(args) != self.n_args:
+            return f"called with {len(args)} arguments, verified with {self.n_args}"
+        device_type = self.device_type
+        grad = self._torch.is_grad_enabled()
+        for i, is_tensor, allowed, rank, dims, values in self.specs:
+            x = args[i]
+            if is_tensor:
+                if x.dtype not in allowed:
+                    return f"argument {i} has dtype {x.dtype}, verified {sorted(map(str, allowed))}"
+                shape = x.shape
+                if len(shape) != rank:
+                    return f"argument {i} has rank {len(shape)}, verified rank {rank}"
+                for d, (lo, hi) in enumerate(dims):
+                    n = shape[d]
+                    if n < lo or (hi is not None and n > hi):
+                        return f"argument {i} dim {d} is {n}, verified {lo}..{hi}"
+                if device_type == "cuda":
+                    if not x.is_cuda:
+                        return f"argument {i} is on {x.device.type}, verified on cuda"
+                    if self.capabilities is not None and _capability(x.get_device()) not in self.capabilities:
+                        return f"device capability {_capability(x.get_device())} was not verified"
+                elif device_type == "cpu":
+                    if not x.is_cpu:
+                        return f"argument {i} is on {x.device.type}, verified on cpu"
+                elif x.device.type != device_type:
+                    return f"argument {i} is on {x.device.type}, verified on {device_type}"
+                if grad and x.requires_grad:
+                    return "autograd is recording and the kernel is forward-only"
+            else:
+                if type(x).__name__ != allowed:
+                    return f"argument {i} is a {type(x).__name__}, verified {allowed}"
+                if values is not None and x not in values:
+                    return f"argument {i} = {x!r}, verified only {values}"
+        return None
+
+
+# ------------------------------------------------------------------------------------- locating
+
+
