@@ -63,8 +63,10 @@ class EvaluationSession:
 
     # -- reference side ---------------------------------------------------------------------------
     def _start_reference(self) -> None:
+        # The reference holds every case's inputs and float64 answers: give it more room than a candidate.
+        reference_mb = self.options.memory_mb * (4 if self.device == "cuda" else 1)
         self.reference = sandbox.spawn_worker("reference", self.device, self.workdir / "procs", self.cache_dir,
-                                              max(self.options.memory_mb, 4096))
+                                              max(reference_mb, 4096))
         ready = self._ref({"op": "ready"}, wait_ready=True)
         self.reference_startup_s = float(ready.get("startup_s", 0.0))
         self.plan = self._ref({"op": "load", "task": str(self.task_path), "device": self.device, "small": self.small,
