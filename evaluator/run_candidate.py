@@ -19,6 +19,16 @@ if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
 
 
+CHECKS = [
+    "static AST checks", "runtime guards (audit hook, torch-op recorder, launch counter, patch and thread detection)",
+    "inputs generated before the candidate is imported", "candidate runs first on fresh inputs",
+    "NaN-poisoned allocations", "sentinel guard regions around inputs", "inputs unchanged after each call",
+    "outputs are plain tensors that alias no input or earlier output", "three identical runs agree bitwise",
+    "new values in the same input storage give new answers", "float64 reference in a separate process",
+    "per-dtype tolerance + relative error + not-constant + NaN/Inf positions", "benchmark-like replay calls judged",
+]
+
+
 class _Stop(Exception):
     def __init__(self, verdict: Verdict):
         self.verdict = verdict
@@ -135,9 +145,7 @@ def _case_skeleton(session: EvaluationSession) -> list[dict[str, Any]]:
 
 
 def _checks(session: EvaluationSession) -> list[str]:
-    from evaluator.session import _CHECKS_CPU
-
-    checks = list(_CHECKS_CPU)
+    checks = list(CHECKS)
     if not session.options.static_checks:
         checks[0] = "static AST checks reported but NOT enforced (runtime layer only)"
     return checks

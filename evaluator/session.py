@@ -1,4 +1,5 @@
-"""Evaluating candidates against one task: the orchestrator (runs in the parent, never imports torch).
+"""Evaluating candidates against one task: the orchestrator (runs in the parent; never initialises CUDA and
+never imports task or candidate code).
 
 A session starts a reference process (the task only) that computes references and baselines once, and
 keeps a candidate process pre-started. Each candidate is checked statically here, then imported,
@@ -18,15 +19,6 @@ from typing import Any
 from evaluator import sandbox
 from evaluator.options import EvalOptions
 from evaluator.verdict import EvalSetupError, Reason, Verdict
-
-_CHECKS_CPU = [
-    "static AST checks", "runtime guards (audit hook, torch-op recorder, launch counter, patch and thread detection)",
-    "inputs generated before the candidate is imported", "candidate runs first on fresh inputs",
-    "NaN-poisoned allocations", "sentinel guard regions around inputs", "inputs unchanged after each call",
-    "outputs are plain tensors that alias no input or earlier output", "three identical runs agree bitwise",
-    "new values in the same input storage give new answers", "float64 reference in a separate process",
-    "per-dtype tolerance + relative error + not-constant + NaN/Inf positions", "benchmark-like replay calls judged",
-]
 
 
 class EvaluationSession:

@@ -18,6 +18,8 @@ from typing import Any
 
 def _limit_resources(device: str, memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    file_limit = 16 * 1024**3  # no file (the log of candidate prints included) may grow past 16 GB
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
     if device == "cpu":  # CUDA reserves huge virtual ranges, so RLIMIT_AS is for CPU workers only;
         limit = memory_mb * 1024 * 1024  # the parent's RSS watchdog covers both
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
