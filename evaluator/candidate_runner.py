@@ -45,7 +45,8 @@ class CandidateRunner:
         self.seeds = list(req["seeds"])
         self.task = task = taskspec.load_task(req["task"])
         for si, seed in enumerate(self.seeds):
-            self.inputs[seed] = taskspec.generate_cases(task, self.small, seed, taskspec.distribution_for(task, si))
+            self.inputs[seed] = taskspec.cached_cases(task, self.small, seed, taskspec.distribution_for(task, si),
+                                                      req.get("inputs_dir"), write=False)
         for ci, case in enumerate(self.inputs[self.seeds[0]]):
             self.live[ci] = [taskspec.guarded_copy(v, self.device) for v in case]
         torch.manual_seed(int(req["init_seed"]))

@@ -40,10 +40,12 @@ class ReferenceRunner:
         self.small = True
         self.seeds: list[int] = []
         self.init_seed = 0
+        self.inputs_dir: str | None = None
 
     def load(self, req: dict[str, Any]) -> dict[str, Any]:
         self.device, self.small = req["device"], req["small"]
         self.seeds, self.init_seed = list(req["seeds"]), int(req["init_seed"])
+        self.inputs_dir = req.get("inputs_dir")
         self.task = task = taskspec.load_task(req["task"])
         self.model_native = self._build_model()
         try:
@@ -86,7 +88,7 @@ class ReferenceRunner:
         """Inputs, eager outputs and float64 references of every case for one seed (cached)."""
         assert self.task is not None
         results = []
-        for ci, case in enumerate(taskspec.generate_cases(self.task, self.small, seed, dist)):
+        for ci, case in enumerate(taskspec.cached_cases(self.task, self.small, seed, dist, self.inputs_dir, True)):
             inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in case]
             native = self._forward(self.model_native, inputs, f"case {ci}, seed {seed}")
             ref = native

@@ -53,6 +53,7 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
                        "small": session.small, "seeds": session.seeds, "init_seed": session.init_seed,
                        "allow_ops": list(options.allow_torch_ops), "runtime_guards": True,
                        "extension_root": str(session.cache_dir / "torch_extensions"),
+                       "inputs_dir": session.inputs_dir,
                        "expected": [{"case": c["case"], "outputs": c["outputs"]} for c in session.plan["cases"]]},
               options.timeout_s, evidence)
         overhead["load_s"] = round(time.perf_counter() - t, 3)

@@ -61,8 +61,9 @@ class EvaluationSession:
                                               max(reference_mb, 4096))
         ready = self._ref({"op": "ready"}, wait_ready=True)
         self.reference_startup_s = float(ready.get("startup_s", 0.0))
+        self.inputs_dir = str(self.workdir / "inputs")
         self.plan = self._ref({"op": "load", "task": str(self.task_path), "device": self.device, "small": self.small,
-                               "seeds": self.seeds, "init_seed": self.init_seed})
+                               "seeds": self.seeds, "init_seed": self.init_seed, "inputs_dir": self.inputs_dir})
         self.environment = self.plan.get("environment", {})
         if self.device == "cuda":
             self.baselines = self._ref({"op": "baselines", "seeds": self.timing_seeds,

@@ -162,6 +162,29 @@ def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str) 
     return [[apply_distribution(v, distribution, seed) for v in case] for case in cases]
 
 
+def cached_cases(task: LoadedTask, small: bool, seed: int, distribution: str, cache_dir: str | None,
+                 write: bool) -> list[list[Any]]:
+    """:func:`generate_cases`, shared through files in the session's private directory: the reference
+    process writes each seed's inputs once, and every candidate process loads them (before importing the
+    candidate) instead of drawing large random tensors again."""
+    path = Path(cache_dir) / f"cases-{int(small)}-{seed}-{distribution}.pt" if cache_dir else None
+    if path is not None and path.is_file():
+        try:
+            return torch.load(path, weights_only=True, mmap=True)
+        except Exception:  # unreadable or with non-tensor values weights_only refuses: draw them again
+            pass
+    cases = generate_cases(task, small, seed, distribution)
+    if path is not None and write:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        try:
+            torch.save(cases, partial)
+            partial.replace(path)
+        except Exception:
+            partial.unlink(missing_ok=True)
+    return cases
+
+
 def describe(value: Any) -> dict[str, Any]:
     """Shape and dtype of a tensor (or the type and value of anything else), for reports."""
     if isinstance(value, torch.Tensor):

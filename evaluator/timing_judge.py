@@ -28,7 +28,8 @@ def time_candidate(session: EvaluationSession, worker: sandbox.Worker, folder: P
     rng = random.Random()
     sample = sorted(rng.sample(range(options.timing_trials), k=min(3, options.timing_trials)))
     timed = _call(worker, {"op": "time", "seeds": session.timing_seeds, "trials": options.timing_trials,
-                           "warmup_ms": options.warmup_ms, "sample": sample, "outdir": str(folder / "timed")},
+                           "warmup_ms": options.warmup_ms, "sample": sample, "outdir": str(folder / "timed"),
+                           "inputs_dir": session.inputs_dir},
                   max(options.timeout_s, 600), evidence)
     evidence["overhead"]["peak_gpu_memory_mb"] = round(timed.get("peak_gpu_memory_mb", 0.0), 1)
     try:

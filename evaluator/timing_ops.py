@@ -20,9 +20,10 @@ if TYPE_CHECKING:
     from evaluator.reference_runner import ReferenceRunner
 
 
-def _input_sets(task: taskspec.LoadedTask, small: bool, seeds: list[int], device: str) -> list[list[list[Any]]]:
+def _input_sets(task: taskspec.LoadedTask, small: bool, seeds: list[int], device: str, inputs_dir: str | None,
+                write: bool) -> list[list[list[Any]]]:
     """input_sets[case][k]: the k-th timing input set of each case, on the device."""
-    per_seed = [taskspec.generate_cases(task, small, int(s), "task") for s in seeds]
+    per_seed = [taskspec.cached_cases(task, small, int(s), "task", inputs_dir, write) for s in seeds]
     n_cases = len(per_seed[0])
     return [[[v.to(device) if isinstance(v, torch.Tensor) else v for v in per_seed[k][ci]]
              for k in range(len(seeds))] for ci in range(n_cases)]
@@ -33,7 +34,7 @@ def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, An
 
     assert runner.model is not None
     model = runner.model
-    sets_per_case = _input_sets(runner.task, runner.small, req["seeds"], "cuda")
+    sets_per_case = _input_sets(runner.task, runner.small, req["seeds"], "cuda", req.get("inputs_dir"), False)
     flush = timing.flush_buffer()
     sample = set(int(i) for i in req["sample"])
     outdir = Path(req["outdir"])
@@ -78,7 +79,7 @@ def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, An
 
 def reference_baselines(runner: ReferenceRunner, req: dict[str, Any]) -> dict[str, Any]:
     assert runner.task is not None
-    sets_per_case = _input_sets(runner.task, runner.small, req["seeds"], "cuda")
+    sets_per_case = _input_sets(runner.task, runner.small, req["seeds"], "cuda", runner.inputs_dir, True)
     flush = timing.flush_buffer()
     bandwidth = timing.measure_copy_bandwidth()
     peak_flops = timing.measure_matmul_flops()
