@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -31,6 +32,7 @@ def main() -> int:
     parser.add_argument("--small", action="store_true", help="use the tasks' small cases (a quicker GPU pass)")
     args = parser.parse_args()
 
+    os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths
     from evaluator import EvalOptions, EvaluationSession
 
     entries = yaml.safe_load((CANDIDATES / "manifest.yaml").read_text())["entries"]
@@ -49,9 +51,9 @@ def main() -> int:
     for (task, static), group in sorted(groups.items()):
         options = EvalOptions(static_checks=static, baselines=("eager", "compile_default"), timeout_s=120,
                               small_cases=True if args.small else None)
-        with EvaluationSession(ROOT / "tests" / "tasks" / task, device="cuda", options=options) as session:
+        with EvaluationSession(Path("tests") / "tasks" / task, device="cuda", options=options) as session:
             for entry in group:
-                verdict = session.evaluate(CANDIDATES / entry["file"])
+                verdict = session.evaluate(Path("tests") / "candidates" / entry["file"])
                 ok = verdict.verdict == entry["expect"] and verdict.reason in entry["reasons"]
                 failures += not ok
                 results.append({"file": entry["file"], "task": task, "static_checks": static,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -36,6 +37,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="substring filter on task paths")
     args = parser.parse_args()
 
+    os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths
     from evaluator import EvalOptions, EvaluationSession
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -46,7 +48,7 @@ def main() -> None:
         if args.only and args.only not in task:
             continue
         t0 = time.perf_counter()
-        with EvaluationSession(ROOT / task, device=args.device, options=EvalOptions()) as session:
+        with EvaluationSession(task, device=args.device, options=EvalOptions()) as session:
             session_setup_s = time.perf_counter() - t0
             environment = session.environment
             for cand in candidates:
@@ -54,7 +56,7 @@ def main() -> None:
                     continue  # GPU-only candidates
                 medians = []
                 for rep in range(args.repeats):
-                    verdict = session.evaluate(ROOT / cand)
+                    verdict = session.evaluate(cand)
                     evaluations += 1
                     name = f"{Path(task).stem}--{Path(cand).stem}--{rep}"
                     (args.out / f"{name}.json").write_text(verdict.to_json())

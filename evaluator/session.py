@@ -28,6 +28,7 @@ class EvaluationSession:
                  cache_dir: Path | None = None):
         if device not in ("cpu", "cuda"):
             raise EvalSetupError(f"unknown device {device!r}: use cpu or cuda")
+        self.task_display = str(task)  # as the user gave it (reports stay free of machine-specific paths)
         self.task_path = Path(task).resolve()
         if not self.task_path.is_file():
             raise EvalSetupError(f"{task}: task file not found")
@@ -105,7 +106,7 @@ class EvaluationSession:
         shown = display or name or "candidate"
         report = check_source(source, shown, allow_torch=self.plan.get("allow_ops", []))
         evidence: dict[str, Any] = {
-            "task": str(self.task_path), "candidate": shown, "device": self.device,
+            "task": self.task_display, "candidate": shown, "device": self.device,
             "backend": report.backend, "environment": self.environment,
             "static": static_evidence(report, self.options.static_checks),
         }
@@ -187,7 +188,7 @@ def _static_rejection(task: Path, candidate: Path, device: str, options: EvalOpt
     report = check_source(source, str(candidate), allow_torch=_declared_allow_ops(task))
     if report.syntax_error is None and not report.violations:
         return None
-    evidence = {"task": str(task.resolve()), "candidate": str(candidate), "device": device,
+    evidence = {"task": str(task), "candidate": str(candidate), "device": device,
                 "backend": report.backend, "static": static_evidence(report, True)}
     return static_verdict(report, str(candidate), evidence, enforce=True)
 
