@@ -128,9 +128,11 @@ class CandidateRunner:
             for ci, fresh in enumerate(self.inputs[seed]):
                 live = self.live[ci]
                 if si > 0:  # same storage, new values: a cache keyed by pointer now returns stale answers
-                    for dst, src in zip(live, fresh):
-                        if isinstance(dst, torch.Tensor):
+                    for j, (dst, src) in enumerate(zip(live, fresh)):
+                        if isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor) and dst.shape == src.shape:
                             dst.copy_(src)
+                        else:  # non-tensor inputs (or a seed that changes a shape) are passed as drawn
+                            live[j] = taskspec.guarded_copy(src, self.device)
                 outs = self._guarded_call(live, ci, where=f"case {ci}, seed {seed}")
                 if si == 0:
                     for repeat in (2, 3):
