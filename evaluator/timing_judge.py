@@ -17,6 +17,7 @@ from evaluator.verdict import Reason, Verdict
 
 if TYPE_CHECKING:
     from evaluator import sandbox
+    from evaluator.options import EvalOptions
     from evaluator.session import EvaluationSession
 
 FLOOR_HEADROOM = 1.25  # roofline fraction above this is beyond the datasheet peak: refused
@@ -39,12 +40,26 @@ def time_candidate(session: EvaluationSession, worker: sandbox.Worker, folder: P
         stop.verdict.detail = ("outputs of timed calls are wrong although the checked calls were right (behaves "
                                "well only during checks?): " + stop.verdict.detail)
         raise
-    baselines = session.baselines or {"cases": []}
+    timing, rejection = judge_timing(timed["cases"], session.baselines or {"cases": []}, options)
+    evidence["timing"] = timing
+    if rejection is not None:
+        reason, detail = rejection
+        return Verdict.reject(reason, detail, **evidence)
+    detail = (f"correct on {len(timing['cases'])} case(s) x {len(session.seeds)} seeds and clean; geomean speedup "
+              f"{_fmt(timing['geomean_speedup_vs_eager'])} over eager, {_fmt(timing['geomean_speedup_vs_compile'])} "
+              f"over torch.compile, {_fmt(timing['geomean_speedup_vs_best'])} over the better of the two")
+    return Verdict.accept(detail, **evidence)
+
+
+def judge_timing(timed_cases: list[dict[str, Any]], baselines: dict[str, Any], options: EvalOptions,
+                 ) -> tuple[dict[str, Any], tuple[Reason, str] | None]:
+    """Speedups per case and overall, and the rejection (reason, detail) the timings call for, if any.
+
+    Pure: the candidate's and the baselines' statistics in, the verdict's ``timing`` and a decision out.
+    """
     by_case = {c["case"]: c for c in baselines["cases"]}
-    rows = []
-    for entry in timed["cases"]:
-        rows.append(_row(entry, by_case.get(entry["case"], {})))
-    evidence["timing"] = {
+    rows = [_row(entry, by_case.get(entry["case"], {})) for entry in timed_cases]
+    timing = {
         "cases": rows,
         "geomean_speedup_vs_eager": geomean([r["speedup_vs_eager"] for r in rows]),
         "geomean_speedup_vs_compile": geomean([r["speedup_vs_compile"] for r in rows]),
@@ -53,28 +68,24 @@ def time_candidate(session: EvaluationSession, worker: sandbox.Worker, folder: P
         "matmul_tflops": baselines.get("matmul_tflops"),
         "baseline_notes": baselines.get("notes", {}),
         "method": (f"CUDA events around each call with a device-wide sync, 256 MB L2 flush before every call, "
-                   f"{options.timing_input_sets} rotating input sets, {options.timing_trials} trials after "
-                   f">= {options.warmup_ms:g} ms warm-up; median with quartiles; CUDA-graph replay below 20 us"),
+                   f"{options.timing_input_sets} rotating input sets (one element changed per call), "
+                   f"{options.timing_trials} trials after >= {options.warmup_ms:g} ms warm-up; median with "
+                   "quartiles; CUDA-graph replay below 20 us"),
     }
     for row in rows:
+        case, median = row["case"], row["candidate"]["median_ms"]
         if row.get("empty_graph"):
-            return Verdict.reject(Reason.CHEAT_SUSPECTED, f"case {row['case']}: the kernel's work was not captured "
-                                  "by a CUDA graph on the current stream (launch on torch.cuda.current_stream())",
-                                  **evidence)
+            return timing, (Reason.CHEAT_SUSPECTED, f"case {case}: the kernel's work was not captured by a CUDA "
+                            "graph on the current stream (launch on torch.cuda.current_stream())")
         fraction = row.get("roofline_fraction")
         if fraction and fraction > FLOOR_HEADROOM:
-            return Verdict.reject(Reason.CHEAT_SUSPECTED, f"case {row['case']}: {row['candidate']['median_ms']:.4f} ms "
-                                  f"is {fraction:.2f}x faster than the physical floor ({row['floor_ms']:.4f} ms): "
-                                  "the work cannot all have been done", **evidence)
+            return timing, (Reason.CHEAT_SUSPECTED, f"case {case}: {median:.4f} ms is {fraction:.2f}x faster than "
+                            f"the physical floor ({row['floor_ms']:.4f} ms): the work cannot all have been done")
         best = row.get("best_baseline_ms")
-        if best and row["candidate"]["median_ms"] > options.max_slowdown * best:
-            return Verdict.reject(Reason.TOO_SLOW, f"case {row['case']}: {row['candidate']['median_ms']:.3f} ms is "
-                                  f"more than {options.max_slowdown:g}x the best baseline ({best:.3f} ms)", **evidence)
-    g = evidence["timing"]
-    detail = (f"correct on {len(rows)} case(s) x {len(session.seeds)} seeds and clean; geomean speedup "
-              f"{_fmt(g['geomean_speedup_vs_eager'])} over eager, {_fmt(g['geomean_speedup_vs_compile'])} over "
-              f"torch.compile, {_fmt(g['geomean_speedup_vs_best'])} over the better of the two")
-    return Verdict.accept(detail, **evidence)
+        if best and median > options.max_slowdown * best:
+            return timing, (Reason.TOO_SLOW, f"case {case}: {median:.3f} ms is more than {options.max_slowdown:g}x "
+                            f"the best baseline ({best:.3f} ms)")
+    return timing, None
 
 
 def _row(entry: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:

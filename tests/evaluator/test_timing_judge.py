@@ -1,0 +1,51 @@
+"""The GPU timing decisions, tested with synthetic statistics (no GPU needed)."""
+
+import pytest
+
+from evaluator.options import EvalOptions
+from evaluator.timing_judge import judge_timing
+from evaluator.verdict import Reason
+
+
+def stats(median):
+    return {"median_ms": median, "p25_ms": median * 0.98, "p75_ms": median * 1.02, "min_ms": median * 0.95, "n": 100}
+
+
+BASELINES = {"cases": [{"case": 0, "eager": stats(1.0), "compile_default": stats(0.10),
+                        "compile_max_autotune": stats(0.08), "floor_ms": 0.06},
+                       {"case": 1, "eager": stats(0.02), "compile_default": stats(0.03), "floor_ms": 0.001}],
+             "copy_bandwidth_gbps": 4270.0}
+
+
+def test_speedups_are_over_eager_the_better_compile_mode_and_the_best_of_all():
+    timing, rejection = judge_timing([{"case": 0, "candidate": stats(0.07)}, {"case": 1, "candidate": stats(0.01)}],
+                                     BASELINES, EvalOptions())
+    assert rejection is None
+    row0, row1 = timing["cases"]
+    assert row0["speedup_vs_eager"] == pytest.approx(1.0 / 0.07)
+    assert row0["speedup_vs_compile"] == pytest.approx(0.08 / 0.07)  # max-autotune was the better compile
+    assert row0["speedup_vs_best"] == pytest.approx(0.08 / 0.07)
+    assert row1["speedup_vs_best"] == pytest.approx(0.02 / 0.01)  # eager beat compile on the tiny case
+    assert row0["roofline_fraction"] == pytest.approx(0.06 / 0.07)
+    assert timing["geomean_speedup_vs_best"] == pytest.approx(((0.08 / 0.07) * 2.0) ** 0.5)
+
+
+def test_faster_than_the_physical_floor_is_cheat_suspected():
+    _, rejection = judge_timing([{"case": 0, "candidate": stats(0.03)}], BASELINES, EvalOptions())
+    assert rejection[0] is Reason.CHEAT_SUSPECTED and "physical floor" in rejection[1]
+
+
+def test_empty_graph_means_work_off_the_current_stream():
+    entry = {"case": 1, "candidate": stats(0.01), "graph": {"empty_graph": True}}
+    _, rejection = judge_timing([entry], BASELINES, EvalOptions())
+    assert rejection[0] is Reason.CHEAT_SUSPECTED and "current stream" in rejection[1]
+
+
+def test_far_slower_than_the_best_baseline_is_too_slow():
+    _, rejection = judge_timing([{"case": 0, "candidate": stats(5.0)}], BASELINES, EvalOptions(max_slowdown=25))
+    assert rejection[0] is Reason.TOO_SLOW
+
+
+def test_missing_baselines_leave_speedups_empty_without_rejecting():
+    timing, rejection = judge_timing([{"case": 0, "candidate": stats(0.5)}], {"cases": []}, EvalOptions())
+    assert rejection is None and timing["geomean_speedup_vs_best"] is None
