@@ -20,16 +20,23 @@ if TYPE_CHECKING:
 
 
 CHECKS = [
-    "static AST checks", "runtime guards (audit hook, torch-op recorder, launch counter, patch and thread detection)",
-    "inputs generated before the candidate is imported", "candidate runs first on fresh inputs",
-    "NaN-poisoned allocations", "sentinel guard regions around inputs", "inputs unchanged after each call",
-    "outputs are plain tensors that alias no input or earlier output", "three identical runs agree bitwise",
-    "new values in the same input storage give new answers", "float64 reference in a separate process",
-    "per-dtype tolerance + relative error + not-constant + NaN/Inf positions", "benchmark-like replay calls judged",
+    "static AST checks",
+    "runtime guards (audit hook, torch-op recorder, launch counter, patch and thread detection)",
+    "inputs generated before the candidate is imported",
+    "candidate runs first on fresh inputs",
+    "NaN-poisoned allocations",
+    "sentinel guard regions around inputs",
+    "inputs unchanged after each call",
+    "outputs are plain tensors that alias no input or earlier output",
+    "three identical runs agree bitwise",
+    "new values in the same input storage give new answers",
+    "float64 reference in a separate process",
+    "per-dtype tolerance + relative error + not-constant + NaN/Inf positions",
+    "benchmark-like replay calls judged",
 ]
 
 
-class _Stop(Exception):
+class StopEvaluation(Exception):
     def __init__(self, verdict: Verdict):
         self.verdict = verdict
 
@@ -39,41 +46,68 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
     options = session.options
     overhead: dict[str, float] = {}
     evidence["overhead"] = overhead
-    evidence["correctness"] = {"seeds": session.seeds, "init_seed": session.init_seed,
-                               "reference_precision": session.plan.get("reference_precision"),
-                               "checks": list(_checks(session)), "cases": _case_skeleton(session)}
+    evidence["correctness"] = {
+        "seeds": session.seeds,
+        "init_seed": session.init_seed,
+        "reference_precision": session.plan.get("reference_precision"),
+        "checks": list(_checks(session)),
+        "cases": _case_skeleton(session),
+    }
     t0 = time.perf_counter()
     worker = session.pool.take()
     try:
-        ready = _call(worker, None, options.timeout_s, evidence)
+        ready = call_worker(worker, None, options.timeout_s, evidence)
         overhead["process_startup_s"] = round(float(ready.get("startup_s", 0.0)), 3)
         overhead["waited_for_process_s"] = round(time.perf_counter() - t0, 3)
         t = time.perf_counter()
-        _call(worker, {"op": "load", "task": str(session.task_path), "candidate": str(path), "device": session.device,
-                       "small": session.small, "seeds": session.seeds, "init_seed": session.init_seed,
-                       "allow_ops": list(options.allow_torch_ops), "runtime_guards": True,
-                       "extension_root": str(session.cache_dir / "torch_extensions"),
-                       "inputs_dir": session.inputs_dir,
-                       "expected": [{"case": c["case"], "outputs": c["outputs"]} for c in session.plan["cases"]]},
-              options.timeout_s, evidence)
+        call_worker(
+            worker,
+            {
+                "op": "load",
+                "task": str(session.task_path),
+                "candidate": str(path),
+                "device": session.device,
+                "small": session.small,
+                "seeds": session.seeds,
+                "init_seed": session.init_seed,
+                "allow_ops": list(options.allow_torch_ops),
+                "runtime_guards": True,
+                "extension_root": str(session.cache_dir / "torch_extensions"),
+                "inputs_dir": session.inputs_dir,
+                "expected": [{"case": c["case"], "outputs": c["outputs"]} for c in session.plan["cases"]],
+            },
+            options.timeout_s,
+            evidence,
+        )
         overhead["load_s"] = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
-        checked = _call(worker, {"op": "check", "outdir": str(folder / "outputs"),
-                                 "nondeterministic_ok": session.plan.get("nondeterministic_ok", False)},
-                        options.timeout_s, evidence)
+        checked = call_worker(
+            worker,
+            {
+                "op": "check",
+                "outdir": str(folder / "outputs"),
+                "nondeterministic_ok": session.plan.get("nondeterministic_ok", False),
+            },
+            options.timeout_s,
+            evidence,
+        )
         overhead["check_s"] = round(time.perf_counter() - t, 3)
-        _judge(session, checked["outputs"], evidence, "correctness")
+        judge_outputs(session, checked["outputs"], evidence, "correctness")
         if session.device == "cpu":
             rng = random.Random(session.init_seed + len(evidence["candidate"]))
             replay_seeds = [rng.randrange(1 << 31) for _ in range(2)]
-            replayed = _call(worker, {"op": "replay", "outdir": str(folder / "outputs"), "seeds": replay_seeds},
-                             options.timeout_s, evidence)
-            _judge(session, replayed["outputs"], evidence, "replay")
+            replayed = call_worker(
+                worker,
+                {"op": "replay", "outdir": str(folder / "outputs"), "seeds": replay_seeds},
+                options.timeout_s,
+                evidence,
+            )
+            judge_outputs(session, replayed["outputs"], evidence, "replay")
             return Verdict.accept(_accept_detail(session), **evidence)
         from evaluator.timing_judge import time_candidate
 
         return time_candidate(session, worker, folder, evidence)
-    except _Stop as stop:
+    except StopEvaluation as stop:
         return stop.verdict
     finally:
         evidence_logs = worker.log_tail(3000)
@@ -82,21 +116,31 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
             evidence["logs"] = evidence_logs
 
 
-def _call(worker: sandbox.Worker, request: dict[str, Any] | None, timeout: float,
-          evidence: dict[str, Any]) -> dict[str, Any]:
+def call_worker(
+    worker: sandbox.Worker, request: dict[str, Any] | None, timeout: float, evidence: dict[str, Any]
+) -> dict[str, Any]:
     """One request to the candidate process, turning every failure into a verdict."""
     try:
         reply = worker.wait_ready(timeout) if request is None else worker.request(request, timeout)
     except sandbox.WorkerTimeout as exc:
         what = "starting" if request is None else request["op"]
-        raise _Stop(Verdict.reject(Reason.TIMEOUT, f"the candidate did not finish {what} within {timeout:.0f} s "
-                                                   "(hang or infinite loop?); its processes were killed",
-                                   logs=worker.log_tail(), **evidence)) from exc
+        raise StopEvaluation(
+            Verdict.reject(
+                Reason.TIMEOUT,
+                f"the candidate did not finish {what} within "
+                f"{timeout:.0f} s (hang or infinite loop?); its processes were killed",
+                logs=worker.log_tail(),
+                **evidence,
+            )
+        ) from exc
     except sandbox.WorkerMemoryExceeded as exc:
-        raise _Stop(Verdict.reject(Reason.CRASHED, f"the candidate process {exc} and was killed",
-                                   logs=worker.log_tail(), **evidence)) from exc
+        raise StopEvaluation(
+            Verdict.reject(
+                Reason.CRASHED, f"the candidate process {exc} and was killed", logs=worker.log_tail(), **evidence
+            )
+        ) from exc
     except sandbox.WorkerDied as exc:
-        raise _Stop(Verdict.reject(Reason.CRASHED, str(exc), logs=worker.log_tail(), **evidence)) from exc
+        raise StopEvaluation(Verdict.reject(Reason.CRASHED, str(exc), logs=worker.log_tail(), **evidence)) from exc
     if reply.get("ok", True):
         return reply
     if reply.get("kind") == "task_error":
@@ -104,17 +148,20 @@ def _call(worker: sandbox.Worker, request: dict[str, Any] | None, timeout: float
 
         raise EvalSetupError(reply["message"])
     reason = Reason(reply.get("reason", "crashed"))
-    raise _Stop(Verdict.reject(reason, reply.get("message", ""), logs=worker.log_tail(), **evidence))
+    raise StopEvaluation(Verdict.reject(reason, reply.get("message", ""), logs=worker.log_tail(), **evidence))
 
 
-def _judge(session: EvaluationSession, outputs: list[dict[str, Any]], evidence: dict[str, Any], phase: str) -> None:
+def judge_outputs(
+    session: EvaluationSession, outputs: list[dict[str, Any]], evidence: dict[str, Any], phase: str
+) -> None:
     """Ask the reference process to compare written outputs; stop with ``incorrect`` on any failure."""
     try:
         reply = session.reference.request({"op": "compare", "outputs": outputs}, max(session.options.timeout_s, 600))
     except (sandbox.WorkerDied, sandbox.WorkerTimeout, sandbox.WorkerMemoryExceeded) as exc:
         session._start_reference()  # keep the session usable for the next candidate
-        raise _Stop(Verdict.reject(Reason.CRASHED, f"comparing the candidate's outputs failed: {exc}",
-                                   **evidence)) from exc
+        raise StopEvaluation(
+            Verdict.reject(Reason.CRASHED, f"comparing the candidate's outputs failed: {exc}", **evidence)
+        ) from exc
     cases = {c["case"]: c for c in evidence["correctness"]["cases"]}
     failure = None
     for result in reply["results"]:
@@ -125,24 +172,36 @@ def _judge(session: EvaluationSession, outputs: list[dict[str, Any]], evidence: 
     if failure is not None:
         case = cases[failure["case"]]
         shapes = ", ".join("x".join(map(str, i["shape"])) for i in case["inputs"] if "shape" in i)
-        raise _Stop(Verdict.reject(
-            Reason.INCORRECT,
-            f"case {failure['case']} ({shapes}), seed {failure['seed']} [{phase}]: {failure['problem']}",
-            **evidence))
+        raise StopEvaluation(
+            Verdict.reject(
+                Reason.INCORRECT,
+                f"case {failure['case']} ({shapes}), seed {failure['seed']} [{phase}]: {failure['problem']}",
+                **evidence,
+            )
+        )
 
 
 def _errors(result: dict[str, Any]) -> dict[str, Any]:
     outs = result.get("outputs") or []
+
     def worst(key: str) -> float | None:
         values = [o.get(key) for o in outs if o.get(key) is not None]
         return max(values) if values else None
-    return {"max_abs_err": worst("max_abs_err"), "max_rel_err": worst("max_rel_err"),
-            "rel_l2_err": worst("rel_l2_err")}
+
+    return {"max_abs_err": worst("max_abs_err"), "max_rel_err": worst("max_rel_err"), "rel_l2_err": worst("rel_l2_err")}
 
 
 def _case_skeleton(session: EvaluationSession) -> list[dict[str, Any]]:
-    return [{"case": c["case"], "inputs": c["inputs"], "outputs": c["outputs"], "tolerance": c.get("tolerance"),
-             "seeds": []} for c in session.plan["cases"]]
+    return [
+        {
+            "case": c["case"],
+            "inputs": c["inputs"],
+            "outputs": c["outputs"],
+            "tolerance": c.get("tolerance"),
+            "seeds": [],
+        }
+        for c in session.plan["cases"]
+    ]
 
 
 def _checks(session: EvaluationSession) -> list[str]:
@@ -154,8 +213,10 @@ def _checks(session: EvaluationSession) -> list[str]:
 
 def _accept_detail(session: EvaluationSession) -> str:
     n_cases = len(session.plan["cases"])
-    return (f"correct on {n_cases} case(s) x {len(session.seeds)} seeds (+ replay calls) within tolerance, "
-            "and clean; not timed on CPU")
+    return (
+        f"correct on {n_cases} case(s) x {len(session.seeds)} seeds (+ replay calls) within tolerance, "
+        "and clean; not timed on CPU"
+    )
 
 
 def geomean(values: list[float]) -> float | None:

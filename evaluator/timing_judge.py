@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluator.run_candidate import _call, _judge, _Stop, geomean
+from evaluator.run_candidate import StopEvaluation, call_worker, geomean, judge_outputs
 from evaluator.verdict import Reason, Verdict
 
 if TYPE_CHECKING:
@@ -23,36 +23,54 @@ if TYPE_CHECKING:
 FLOOR_HEADROOM = 1.25  # roofline fraction above this is beyond the datasheet peak: refused
 
 
-def time_candidate(session: EvaluationSession, worker: sandbox.Worker, folder: Path,
-                   evidence: dict[str, Any]) -> Verdict:
+def time_candidate(
+    session: EvaluationSession, worker: sandbox.Worker, folder: Path, evidence: dict[str, Any]
+) -> Verdict:
     options = session.options
     rng = random.Random()
     sample = sorted(rng.sample(range(options.timing_trials), k=min(3, options.timing_trials)))
-    timed = _call(worker, {"op": "time", "seeds": session.timing_seeds, "trials": options.timing_trials,
-                           "warmup_ms": options.warmup_ms, "sample": sample, "outdir": str(folder / "timed"),
-                           "inputs_dir": session.inputs_dir},
-                  max(options.timeout_s, 600), evidence)
+    timed = call_worker(
+        worker,
+        {
+            "op": "time",
+            "seeds": session.timing_seeds,
+            "trials": options.timing_trials,
+            "warmup_ms": options.warmup_ms,
+            "sample": sample,
+            "outdir": str(folder / "timed"),
+            "inputs_dir": session.inputs_dir,
+        },
+        max(options.timeout_s, 600),
+        evidence,
+    )
     evidence["overhead"]["peak_gpu_memory_mb"] = round(timed.get("peak_gpu_memory_mb", 0.0), 1)
     try:
-        _judge(session, timed["outputs"], evidence, "timed-call re-validation")
-    except _Stop as stop:
+        judge_outputs(session, timed["outputs"], evidence, "timed-call re-validation")
+    except StopEvaluation as stop:
         stop.verdict.reason = Reason.CHEAT_SUSPECTED.value
-        stop.verdict.detail = ("outputs of timed calls are wrong although the checked calls were right (behaves "
-                               "well only during checks?): " + stop.verdict.detail)
+        stop.verdict.detail = (
+            "outputs of timed calls are wrong although the checked calls were right (behaves "
+            "well only during checks?): " + stop.verdict.detail
+        )
         raise
     timing, rejection = judge_timing(timed["cases"], session.baselines or {"cases": []}, options)
     evidence["timing"] = timing
     if rejection is not None:
         reason, detail = rejection
         return Verdict.reject(reason, detail, **evidence)
-    detail = (f"correct on {len(timing['cases'])} case(s) x {len(session.seeds)} seeds and clean; geomean speedup "
-              f"{_fmt(timing['geomean_speedup_vs_eager'])} over eager, {_fmt(timing['geomean_speedup_vs_compile'])} "
-              f"over torch.compile, {_fmt(timing['geomean_speedup_vs_best'])} over the better of the two")
+    detail = (
+        f"correct on {len(timing['cases'])} case(s) x {len(session.seeds)} seeds and clean; geomean speedup "
+        f"{_fmt(timing['geomean_speedup_vs_eager'])} over eager, {_fmt(timing['geomean_speedup_vs_compile'])} "
+        f"over torch.compile, {_fmt(timing['geomean_speedup_vs_best'])} over the better of the two"
+    )
     return Verdict.accept(detail, **evidence)
 
 
-def judge_timing(timed_cases: list[dict[str, Any]], baselines: dict[str, Any], options: EvalOptions,
-                 ) -> tuple[dict[str, Any], tuple[Reason, str] | None]:
+def judge_timing(
+    timed_cases: list[dict[str, Any]],
+    baselines: dict[str, Any],
+    options: EvalOptions,
+) -> tuple[dict[str, Any], tuple[Reason, str] | None]:
     """Speedups per case and overall, and the rejection (reason, detail) the timings call for, if any.
 
     Pure: the candidate's and the baselines' statistics in, the verdict's ``timing`` and a decision out.
@@ -67,24 +85,35 @@ def judge_timing(timed_cases: list[dict[str, Any]], baselines: dict[str, Any], o
         "copy_bandwidth_gbps": baselines.get("copy_bandwidth_gbps"),
         "matmul_tflops": baselines.get("matmul_tflops"),
         "baseline_notes": baselines.get("notes", {}),
-        "method": (f"CUDA events around each call with a device-wide sync, 256 MB L2 flush before every call, "
-                   f"{options.timing_input_sets} rotating input sets (one element changed per call), "
-                   f"{options.timing_trials} trials after >= {options.warmup_ms:g} ms warm-up; median with "
-                   "quartiles; CUDA-graph replay below 20 us"),
+        "method": (
+            f"CUDA events around each call with a device-wide sync, 256 MB L2 flush before every call, "
+            f"{options.timing_input_sets} rotating input sets (one element changed per call), "
+            f"{options.timing_trials} trials after >= {options.warmup_ms:g} ms warm-up; median with "
+            "quartiles; CUDA-graph replay below 20 us"
+        ),
     }
     for row in rows:
         case, median = row["case"], row["candidate"]["median_ms"]
         if row.get("empty_graph"):
-            return timing, (Reason.CHEAT_SUSPECTED, f"case {case}: the kernel's work was not captured by a CUDA "
-                            "graph on the current stream (launch on torch.cuda.current_stream())")
+            return timing, (
+                Reason.CHEAT_SUSPECTED,
+                f"case {case}: the kernel's work was not captured by a CUDA "
+                "graph on the current stream (launch on torch.cuda.current_stream())",
+            )
         fraction = row.get("roofline_fraction")
         if fraction and fraction > FLOOR_HEADROOM:
-            return timing, (Reason.CHEAT_SUSPECTED, f"case {case}: {median:.4f} ms is {fraction:.2f}x faster than "
-                            f"the physical floor ({row['floor_ms']:.4f} ms): the work cannot all have been done")
+            return timing, (
+                Reason.CHEAT_SUSPECTED,
+                f"case {case}: {median:.4f} ms is {fraction:.2f}x faster than "
+                f"the physical floor ({row['floor_ms']:.4f} ms): the work cannot all have been done",
+            )
         best = row.get("best_baseline_ms")
         if best and median > options.max_slowdown * best:
-            return timing, (Reason.TOO_SLOW, f"case {case}: {median:.3f} ms is more than {options.max_slowdown:g}x "
-                            f"the best baseline ({best:.3f} ms)")
+            return timing, (
+                Reason.TOO_SLOW,
+                f"case {case}: {median:.3f} ms is more than {options.max_slowdown:g}x "
+                f"the best baseline ({best:.3f} ms)",
+            )
     return timing, None
 
 
