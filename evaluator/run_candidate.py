@@ -143,7 +143,7 @@ def call_worker(
         raise StopEvaluation(Verdict.reject(Reason.CRASHED, str(exc), logs=worker.log_tail(), **evidence)) from exc
     if reply.get("ok", True):
         return reply
-    if reply.get("kind") == "task_error":
+    if reply.get("kind") in ("task_error", "setup_error"):
         from evaluator.verdict import EvalSetupError
 
         raise EvalSetupError(reply["message"])

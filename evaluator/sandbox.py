@@ -92,6 +92,7 @@ class Worker:
     """One spawned worker process and its pipes."""
 
     proc: subprocess.Popen
+    role: str
     result_fd: int
     log_path: Path
     nonce: str
@@ -157,7 +158,7 @@ class Worker:
                 sig = f"signal {-code}"
         self.kill()
         what = f"killed by {sig}" if sig else f"exited with status {code}"
-        raise WorkerDied(f"the candidate process {what} before reporting results", code, sig)
+        raise WorkerDied(f"the {self.role} process {what} before reporting results", code, sig)
 
     def _check_memory(self) -> None:
         rss = process_group_rss_mb(self.proc.pid)
@@ -252,7 +253,7 @@ def spawn_worker(role: str, device: str, workdir: Path, cache_dir: Path, memory_
             close_fds=True,
         )
     os.close(write_fd)
-    return Worker(proc=proc, result_fd=read_fd, log_path=log_path, nonce=nonce, memory_mb=memory_mb,
+    return Worker(proc=proc, role=role, result_fd=read_fd, log_path=log_path, nonce=nonce, memory_mb=memory_mb,
                   started=time.monotonic())
 
 

@@ -42,8 +42,14 @@ def main(argv: list[str]) -> None:
     except ImportError:
         pass
     if device == "cuda":
-        torch.cuda.init()
-        torch.empty(1, device="cuda")
+        try:
+            torch.cuda.init()
+            torch.empty(1, device="cuda")
+        except Exception as exc:  # no GPU, no CUDA build, a broken driver: the evaluation cannot run
+            send({"ready": False, "ok": False, "kind": "setup_error",
+                  "message": f"--device cuda: no usable CUDA device ({type(exc).__name__}: {exc}); run on a GPU "
+                             "machine or use --device cpu (correctness only, Triton interpreter)"})
+            return
     from evaluator.candidate_runner import CandidateRunner, Rejection
     from evaluator.reference_runner import ReferenceRunner
     from evaluator.taskspec import TaskError

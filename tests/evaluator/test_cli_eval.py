@@ -84,3 +84,15 @@ def test_task_without_kernelbench_functions_exits_2(write):
 def test_missing_files_exit_2(tmp_path):
     proc = run_eval(tmp_path / "nope.py", HONEST / "softmax_rowwise.py")
     assert proc.returncode == 2 and "not found" in proc.stderr
+
+
+def test_cuda_requested_without_a_gpu_exits_2_with_advice():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    cmd = [sys.executable, "-m", "kernelevo.cli", "eval", "--task", str(TASKS / "axpy.py"), "--candidate",
+           str(HONEST / "axpy_launcher.py"), "--device", "cuda"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert "no usable CUDA device" in proc.stderr and "--device cpu" in proc.stderr
