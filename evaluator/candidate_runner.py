@@ -47,8 +47,6 @@ class CandidateRunner:
         for si, seed in enumerate(self.seeds):
             self.inputs[seed] = taskspec.cached_cases(task, self.small, seed, taskspec.distribution_for(task, si),
                                                       req.get("inputs_dir"), write=False)
-        for ci, case in enumerate(self.inputs[self.seeds[0]]):
-            self.live[ci] = [taskspec.guarded_copy(v, self.device) for v in case]
         torch.manual_seed(int(req["init_seed"]))
         reference_state = {k: v.detach().clone() for k, v in task.model_cls(*task.init_inputs()).state_dict().items()}
         self.allow_ops = tuple(req.get("allow_ops", ())) + task.allow_ops
@@ -85,7 +83,7 @@ class CandidateRunner:
                 src = reference_state.get(name)
                 if src is not None and src.shape == tensor.shape:
                     tensor.copy_(src.to(tensor.dtype))
-        self.model = model.to(self.device)
+        self.model = model  # moved to the device by check(): a prefetched load touches no GPU memory
         self._check_guards("construction")
         return {"ok": True}
 
@@ -120,6 +118,10 @@ class CandidateRunner:
     # -- correctness calls ------------------------------------------------------------------------
     def check(self, req: dict[str, Any]) -> dict[str, Any]:
         """Run every (case, seed); the first seed three times on identical inputs (races)."""
+        assert self.model is not None
+        self.model = self.model.to(self.device)
+        for ci, case in enumerate(self.inputs[self.seeds[0]]):
+            self.live[ci] = [taskspec.guarded_copy(v, self.device) for v in case]
         outdir = Path(req["outdir"])
         outdir.mkdir(parents=True, exist_ok=True)
         nondeterministic_ok = bool(req.get("nondeterministic_ok"))

@@ -20,3 +20,4 @@ class EvalOptions:
     baselines: tuple[str, ...] = ("eager", "compile_default", "compile_max_autotune")
     max_slowdown: float = 25.0  # slower than this many times the best baseline: too_slow
     allow_torch_ops: tuple[str, ...] = field(default_factory=tuple)  # extra to the task's own list
+    prefetch: bool | None = None  # load the next candidate during the current one (None: on CUDA only)

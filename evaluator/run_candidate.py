@@ -41,8 +41,28 @@ class StopEvaluation(Exception):
         self.verdict = verdict
 
 
-def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence: dict[str, Any]) -> Verdict:
-    """Run the dynamic part of the protocol for one candidate file."""
+def load_request(session: EvaluationSession, path: Path) -> dict[str, Any]:
+    """The request that makes a candidate process ready to run ``path`` (inputs loaded, module imported)."""
+    return {
+        "op": "load",
+        "task": str(session.task_path),
+        "candidate": str(path),
+        "device": session.device,
+        "small": session.small,
+        "seeds": session.seeds,
+        "init_seed": session.init_seed,
+        "allow_ops": list(session.options.allow_torch_ops),
+        "runtime_guards": True,
+        "extension_root": str(session.cache_dir / "torch_extensions"),
+        "inputs_dir": session.inputs_dir,
+        "expected": [{"case": c["case"], "outputs": c["outputs"]} for c in session.plan["cases"]],
+    }
+
+
+def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence: dict[str, Any],
+                  prefetched: sandbox.Worker | None = None) -> Verdict:
+    """Run the dynamic part of the protocol for one candidate file (``prefetched``: a process that was
+    sent the load request earlier, so that its import overlapped the previous candidate)."""
     options = session.options
     overhead: dict[str, float] = {}
     evidence["overhead"] = overhead
@@ -54,31 +74,18 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
         "cases": _case_skeleton(session),
     }
     t0 = time.perf_counter()
-    worker = session.pool.take()
+    if prefetched is None:
+        worker = session.pool.take()
+        worker.send(load_request(session, path))
+    else:
+        worker = prefetched
+    overhead["prefetched"] = prefetched is not None
     try:
         ready = call_worker(worker, None, options.timeout_s, evidence)
         overhead["process_startup_s"] = round(float(ready.get("startup_s", 0.0)), 3)
         overhead["waited_for_process_s"] = round(time.perf_counter() - t0, 3)
         t = time.perf_counter()
-        call_worker(
-            worker,
-            {
-                "op": "load",
-                "task": str(session.task_path),
-                "candidate": str(path),
-                "device": session.device,
-                "small": session.small,
-                "seeds": session.seeds,
-                "init_seed": session.init_seed,
-                "allow_ops": list(options.allow_torch_ops),
-                "runtime_guards": True,
-                "extension_root": str(session.cache_dir / "torch_extensions"),
-                "inputs_dir": session.inputs_dir,
-                "expected": [{"case": c["case"], "outputs": c["outputs"]} for c in session.plan["cases"]],
-            },
-            options.timeout_s,
-            evidence,
-        )
+        call_worker(worker, {"op": "load"}, options.timeout_s, evidence, already_sent=True)
         overhead["load_s"] = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
         checked = call_worker(
@@ -117,11 +124,21 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
 
 
 def call_worker(
-    worker: sandbox.Worker, request: dict[str, Any] | None, timeout: float, evidence: dict[str, Any]
+    worker: sandbox.Worker,
+    request: dict[str, Any] | None,
+    timeout: float,
+    evidence: dict[str, Any],
+    already_sent: bool = False,
 ) -> dict[str, Any]:
-    """One request to the candidate process, turning every failure into a verdict."""
+    """One request to the candidate process (None: its start-up message; ``already_sent``: only wait for
+    the reply), turning every failure into a verdict."""
     try:
-        reply = worker.wait_ready(timeout) if request is None else worker.request(request, timeout)
+        if request is None:
+            reply = worker.wait_ready(timeout)
+        elif already_sent:
+            reply = worker.receive(timeout)
+        else:
+            reply = worker.request(request, timeout)
     except sandbox.WorkerTimeout as exc:
         what = "starting" if request is None else request["op"]
         raise StopEvaluation(

@@ -108,13 +108,21 @@ class Worker:
 
     def request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one request and wait for its reply, killing the process group on timeout."""
+        self.send(payload)
+        return self.receive(timeout_s)
+
+    def send(self, payload: dict[str, Any]) -> None:
+        """Queue a request without waiting (the worker reads it once it is ready); see :meth:`receive`."""
         message = json.dumps({**payload, "nonce": self.nonce}) + "\n"
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write(message.encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            pass  # the reply loop below reports how the process ended
+            pass  # receive() reports how the process ended
+
+    def receive(self, timeout_s: float) -> dict[str, Any]:
+        """The next reply, killing the process group on timeout."""
         return self._read_reply(timeout_s)
 
     def wait_ready(self, timeout_s: float) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from evaluator import sandbox
 from evaluator.options import EvalOptions
 from evaluator.verdict import EvalSetupError, Reason, Verdict
 
+MAX_PREFETCHED = 2  # the candidate about to be evaluated and the one after it
+
 
 class EvaluationSession:
     """Evaluates many candidates for one task; references (and GPU baselines) are computed once."""
@@ -45,6 +47,7 @@ class EvaluationSession:
             cache_dir = get_settings().cache_dir
         self.cache_dir = Path(cache_dir)
         self._counter = 0
+        self._prefetched: dict[str, tuple[sandbox.Worker, Path, Path]] = {}
         self.baselines: dict[str, Any] | None = None
         self.pool = sandbox.WorkerPool("candidate", device, self.workdir / "procs", self.cache_dir,
                                        self.options.memory_mb)
@@ -96,12 +99,6 @@ class EvaluationSession:
         """Evaluate candidate source text (the search hands generated modules straight in)."""
         from evaluator.static_check import check_source
 
-        self._counter += 1
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in (name or "candidate"))[:60]
-        folder = self.workdir / "candidates" / f"{self._counter:05d}-{safe}"
-        folder.mkdir(parents=True)
-        path = folder / "candidate.py"
-        path.write_text(source)
         started = time.perf_counter()
         shown = display or name or "candidate"
         report = check_source(source, shown, allow_torch=self.plan.get("allow_ops", []))
@@ -115,12 +112,53 @@ class EvaluationSession:
                                        "(Triton kernels run in the interpreter); timings need --device cuda.")
         rejection = static_verdict(report, shown, evidence, self.options.static_checks)
         if rejection is not None:
+            self._drop_prefetched(source)
             return rejection
         from evaluator.run_candidate import run_candidate
 
-        verdict = run_candidate(self, path, folder, evidence)
+        entry = self._prefetched.pop(_source_key(source), None)
+        if entry is not None:
+            worker, path, folder = entry
+        else:
+            worker, (path, folder) = None, self._write_candidate(source, name)
+        verdict = run_candidate(self, path, folder, evidence, prefetched=worker)
         verdict.overhead["total_s"] = round(time.perf_counter() - started, 3)
         return verdict
+
+    def prefetch(self, source: str, name: str | None = None) -> None:
+        """Start loading the candidate that will be evaluated next (its process imports it and loads the
+        inputs while the current candidate runs); :meth:`evaluate_source` with the same source picks it up.
+        Only on CUDA by default (on a small CPU machine the overlap just competes for cores)."""
+        from evaluator.run_candidate import load_request
+        from evaluator.static_check import check_source
+
+        enabled = self.options.prefetch if self.options.prefetch is not None else self.device == "cuda"
+        key = _source_key(source)
+        if not enabled or key in self._prefetched:
+            return
+        report = check_source(source, name or "candidate", allow_torch=self.plan.get("allow_ops", []))
+        if report.syntax_error is not None or (self.options.static_checks and report.violations):
+            return  # rejected without running: nothing to prepare
+        while len(self._prefetched) >= MAX_PREFETCHED:  # the oldest was never asked for (a duplicate, say)
+            self._prefetched.pop(next(iter(self._prefetched)))[0].kill()
+        path, folder = self._write_candidate(source, name)
+        worker = self.pool.take()
+        worker.send(load_request(self, path))
+        self._prefetched[key] = (worker, path, folder)
+
+    def _drop_prefetched(self, source: str) -> None:
+        entry = self._prefetched.pop(_source_key(source), None)
+        if entry is not None:
+            entry[0].kill()
+
+    def _write_candidate(self, source: str, name: str | None) -> tuple[Path, Path]:
+        self._counter += 1
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in (name or "candidate"))[:60]
+        folder = self.workdir / "candidates" / f"{self._counter:05d}-{safe}"
+        folder.mkdir(parents=True)
+        path = folder / "candidate.py"
+        path.write_text(source)
+        return path, folder
 
     def precompile(self, sources: dict[str, str], parallel: int = 4) -> dict[str, bool]:
         """Build many candidates at once (load_inline takes 30-60 s per new source), each in its own
@@ -150,6 +188,9 @@ class EvaluationSession:
 
     def close(self) -> None:
         """Stop the processes and remove the session's scratch files."""
+        for worker, _path, _folder in self._prefetched.values():
+            worker.kill()
+        self._prefetched.clear()
         self.pool.close()
         if getattr(self, "reference", None) is not None:
             self.reference.kill()
@@ -160,6 +201,12 @@ class EvaluationSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _source_key(source: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(source.encode()).hexdigest()
 
 
 def evaluate(task: str | Path, candidate: str | Path, device: str = "cpu",

@@ -31,3 +31,5 @@ class Evaluator(Protocol):
     def evaluate_source(self, source: str, name: str) -> Any:
         """Judge one candidate module; returns a Verdict (or anything with ``to_dict()``)."""
         ...
+
+    # Optional: ``prefetch(source)`` starts preparing the candidate that will be judged next.

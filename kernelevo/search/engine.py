@@ -29,7 +29,7 @@ from kernelevo.search.pricing import Price
 from kernelevo.search.proposer import Parent, ProposalRequest, Proposer
 from kernelevo.search.result import Progress
 from kernelevo.search.rundir import RunDir
-from kernelevo.search.slots import Slot, candidate_record, reply_record
+from kernelevo.search.slots import Slot, candidate_record, reply_record, source_sha
 
 REPLY_GRACE_S = 10.0  # how long a stopping run waits for proposer replies already in flight
 
@@ -213,6 +213,23 @@ class SearchLoop:
         self.run_dir.append_candidate(record)
         return record
 
+    def _prefetch_next(self, rest_of_slot: list[dict[str, Any]], later_slots: list[Slot]) -> None:
+        """Let the evaluator load the candidate after the one being judged (its import and inputs overlap
+        the current evaluation); only replies that are already here are looked at, nothing waits."""
+        prefetch = getattr(self.evaluator, "prefetch", None)
+        if prefetch is None:
+            return
+        upcoming = rest_of_slot[:1]
+        if not upcoming and later_slots:
+            nxt = later_slots[0]
+            if nxt.logged is None and (nxt.future is None or not nxt.future.done()):
+                return
+            upcoming = (nxt.reply().get("proposals") or [])[:1]
+        for proposal in upcoming:
+            source = proposal.get("source") or ""
+            if source.strip() and not proposal.get("error") and source_sha(source) not in self.seen:
+                prefetch(source)
+
     def _absorb(self, record: dict[str, Any]) -> bool:
         """Fold one candidate record into the state; True when it is the new best."""
         kind = record.get("kind")
@@ -300,7 +317,7 @@ class SearchLoop:
         gen = slots[0].generation
         best_before = self.population.best.fitness if self.population.best else 0.0
         new_candidates = 0
-        for slot in slots:
+        for index, slot in enumerate(slots):
             reason = self._stop()
             if reason is not None:
                 return reason
@@ -313,6 +330,7 @@ class SearchLoop:
                 reason = self._stop(spend=False) if k else None
                 if reason is not None:
                     return reason
+                self._prefetch_next(proposals[k + 1:], slots[index + 1:])
                 record = self._judge(slot, k, proposal)
                 self._absorb(record)
                 new_candidates += record.get("kind") == "evaluated"

@@ -5,6 +5,7 @@ import json
 import pytest
 from search_doubles import ScriptedEvaluator, ScriptedProposer, candidate_source
 
+from evaluator.verdict import Verdict
 from kernelevo.search.api import run_search
 from kernelevo.search.budget import Budget
 from kernelevo.search.config import SearchConfig
@@ -178,3 +179,31 @@ def test_backend_any_alternates_islands_between_triton_and_cuda(task, tmp_path):
                run_dir=tmp_path / "run", evaluator=ScriptedEvaluator(), config=SearchConfig(islands=4))
     records = read_jsonl(tmp_path / "run" / "proposals.jsonl")
     assert {(r["island"], r["backend"]) for r in records} == {(0, "triton"), (1, "cuda"), (2, "triton"), (3, "cuda")}
+
+
+class PrefetchingEvaluator(ScriptedEvaluator):
+    """Records the order of prefetch and evaluate calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[tuple[str, str]] = []
+
+    def prefetch(self, source: str) -> None:
+        self.events.append(("prefetch", source))
+
+    def evaluate_source(self, source: str, name: str) -> Verdict:
+        self.events.append(("evaluate", source))
+        return super().evaluate_source(source, name)
+
+
+def test_the_next_candidate_is_prefetched_while_the_current_one_is_judged(task, tmp_path):
+    evaluator = PrefetchingEvaluator()
+    search(task, tmp_path / "run", Budget(candidates=12, plateau_generations=None), evaluator=evaluator)
+    evaluated = [s for kind, s in evaluator.events if kind == "evaluate"]
+    prefetched = [s for kind, s in evaluator.events if kind == "prefetch"]
+    assert prefetched, "the loop never prefetched"
+    # Announced before its own evaluation, and only ever for candidates that were then evaluated.
+    assert any(s in evaluated for s in prefetched)
+    for source in prefetched:
+        if source in evaluated:
+            assert evaluator.events.index(("prefetch", source)) < evaluator.events.index(("evaluate", source))
