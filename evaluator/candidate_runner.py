@@ -144,7 +144,7 @@ class CandidateRunner:
                 torch.save([o.detach().cpu().clone() for o in outs], path)
                 written.append({"case": ci, "seed": seed, "file": str(path),
                                 "distribution": taskspec.distribution_for(self.task, si)})
-        return {"ok": True, "outputs": written}
+        return {"ok": True, "outputs": written, "resources": self.launches.resources}
 
     def replay(self, req: dict[str, Any]) -> dict[str, Any]:
         """Calls that look like a benchmark (no poisoning, fresh seeds); their outputs are judged too."""

@@ -81,6 +81,7 @@ class LaunchCounter:
 
     def __init__(self) -> None:
         self.count = 0
+        self.resources: dict[str, dict[str, int]] = {}  # kernel name -> registers, spills, shared memory
         self._installed = False
 
     def install(self, extension_root: Path | None = None) -> None:
@@ -110,9 +111,35 @@ class LaunchCounter:
 
         def counted(self_, *args, **kwargs):
             counter.count += 1
-            return original(self_, *args, **kwargs)
+            result = original(self_, *args, **kwargs)
+            counter.note_resources(self_, result)
+            return result
 
         setattr(cls, name, counted)
+
+    def note_resources(self, fn: Any, compiled: Any) -> None:
+        """Registers, spills and shared memory of a launched kernel (GPU only; the interpreter has none)."""
+        name = getattr(fn, "__name__", None) or getattr(fn, "name", None) or "kernel"
+        if name in self.resources:
+            return
+        if not hasattr(compiled, "n_regs"):  # kernelevo.cuda: the kernel reports its own attributes
+            report = getattr(fn, "resources", None)
+            try:
+                if callable(report):
+                    self.resources[name] = dict(report())
+            except Exception:  # no GPU (CPU compile checks): nothing to report
+                pass
+            return
+        try:
+            metadata = getattr(compiled, "metadata", None)
+            self.resources[name] = {
+                "registers": int(compiled.n_regs),
+                "spills": int(compiled.n_spills),
+                "shared_bytes": int(getattr(metadata, "shared", 0) or 0),
+                "num_warps": int(getattr(metadata, "num_warps", 0) or 0),
+            }
+        except Exception:  # an attribute that a Triton version lacks: report nothing rather than fail
+            pass
 
     def wrap_extension(self, module: Any) -> Any:
         """A proxy for a load_inline module whose function calls count as launches."""

@@ -99,6 +99,7 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
             evidence,
         )
         overhead["check_s"] = round(time.perf_counter() - t, 3)
+        evidence["resources"] = checked.get("resources") or {}
         judge_outputs(session, checked["outputs"], evidence, "correctness")
         if session.device == "cpu":
             rng = random.Random(session.init_seed + len(evidence["candidate"]))

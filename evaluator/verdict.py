@@ -50,6 +50,7 @@ class Verdict:
     timing_note: str = ""
     flags: list[str] = field(default_factory=list)
     overhead: dict[str, float] = field(default_factory=dict)
+    resources: dict[str, dict[str, int]] = field(default_factory=dict)  # per kernel: registers, spills, ...
     environment: dict[str, Any] = field(default_factory=dict)
     logs: str = ""
 

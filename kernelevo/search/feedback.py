@@ -123,8 +123,14 @@ def _resource_lines(verdict: dict[str, Any]) -> list[str]:
     resources.update({k: overhead[k] for k in RESOURCE_KEYS if overhead.get(k) is not None})
     if not resources:
         return []
-    items = ", ".join(f"{k}={_fmt(v)}" for k, v in list(resources.items())[:10])
+    items = ", ".join(f"{k}: {_per_kernel(v)}" if isinstance(v, dict) else f"{k}={_fmt(v)}"
+                      for k, v in list(resources.items())[:10])
     return [f"Resources: {items}"]
+
+
+def _per_kernel(values: dict[str, Any]) -> str:
+    """``registers 32, spills 0, ...`` for one kernel's resource report."""
+    return "(" + ", ".join(f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in values.items()) + ")"
 
 
 def trim_log(logs: str, max_lines: int = MAX_LOG_LINES) -> list[str]:

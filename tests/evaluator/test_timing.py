@@ -31,3 +31,20 @@ def test_successive_perturbations_differ():
         seen.add(tuple(x.nonzero().flatten().tolist()) + (float(x.sum()),))
         restore()
     assert len(seen) == 5 and float(x.abs().sum()) == 0.0
+
+
+def test_launch_counter_records_triton_style_compiled_kernel_resources():
+    from types import SimpleNamespace
+
+    from evaluator.guards import LaunchCounter
+
+    counter = LaunchCounter()
+
+    def softmax_kernel():
+        pass
+
+    compiled = SimpleNamespace(n_regs=40, n_spills=2, metadata=SimpleNamespace(shared=2048, num_warps=8))
+    counter.note_resources(softmax_kernel, compiled)
+    counter.note_resources(softmax_kernel, None)  # later launches change nothing
+    assert counter.resources == {"softmax_kernel": {"registers": 40, "spills": 2, "shared_bytes": 2048,
+                                                    "num_warps": 8}}

@@ -65,3 +65,9 @@ def test_untimed_verdict_says_so_and_long_feedback_is_trimmed():
 
 def test_trim_log_keeps_short_logs_whole():
     assert trim_log("a\n\nb\n") == ["a", "b"]
+
+
+def test_per_kernel_resources_are_listed_by_kernel():
+    verdict = {"verdict": "accepted", "reason": "ok", "detail": "d",
+               "resources": {"rms_norm_kernel": {"registers": 32, "spills": 4}}}
+    assert "rms_norm_kernel: (registers 32, spills 4)" in render_feedback(verdict)
