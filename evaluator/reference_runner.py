@@ -33,7 +33,7 @@ class ReferenceRunner:
 
     def __init__(self) -> None:
         self.task: taskspec.LoadedTask | None = None
-        self.refs: dict[tuple[int, int], list[torch.Tensor]] = {}
+        self.refs: dict[tuple[int, int, float | None], list[torch.Tensor]] = {}
         self.tolerances: dict[int, list[cmp.Tolerance]] = {}
         self.output_dtypes: dict[int, list[str]] = {}
         self.device = "cpu"
@@ -84,12 +84,18 @@ class ReferenceRunner:
             "environment": environment.collect(self.device),
         }
 
-    def _compute_seed(self, seed: int, dist: str) -> list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]:
-        """Inputs, eager outputs and float64 references of every case for one seed (cached)."""
+    def _compute_seed(self, seed: int, dist: str, scale: float | None = None,
+                      only_case: int | None = None) -> list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]:
+        """Inputs, eager outputs and float64 references of the cases of one seed (cached); ``scale``: the
+        floating inputs multiplied by it first, as a timed call saw them."""
         assert self.task is not None
         results = []
         for ci, case in enumerate(taskspec.cached_cases(self.task, self.small, seed, dist, self.inputs_dir, True)):
+            if only_case is not None and ci != only_case:
+                continue
             inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in case]
+            if scale is not None:
+                inputs = taskspec.rescaled(inputs, scale)
             native = self._forward(self.model_native, inputs, f"case {ci}, seed {seed}")
             ref = native
             if self.model_ref is not None:
@@ -97,15 +103,15 @@ class ReferenceRunner:
                     ref = self._forward(self.model_ref, [_to_precision(v, torch.float64) for v in inputs], "")
                 except Exception:
                     self.model_ref, ref = None, native
-            self.refs[(ci, seed)] = [r.detach() for r in ref]
+            self.refs[(ci, seed, scale)] = [r.detach() for r in ref]
             results.append((inputs, native, ref))
         return results
 
-    def reference(self, ci: int, seed: int, dist: str) -> list[torch.Tensor]:
+    def reference(self, ci: int, seed: int, dist: str, scale: float | None = None) -> list[torch.Tensor]:
         """The float64 reference outputs of case ``ci`` under ``seed`` (computed on first use)."""
-        if (ci, seed) not in self.refs:
-            self._compute_seed(seed, dist)
-        return self.refs[(ci, seed)]
+        if (ci, seed, scale) not in self.refs:
+            self._compute_seed(seed, dist, scale, only_case=None if scale is None else ci)
+        return self.refs.pop((ci, seed, scale)) if scale is not None else self.refs[(ci, seed, scale)]
 
     def _build_model(self) -> torch.nn.Module:
         assert self.task is not None
@@ -144,7 +150,7 @@ class ReferenceRunner:
         results = []
         for item in req["outputs"]:
             ci, seed = int(item["case"]), int(item["seed"])
-            refs = self.reference(ci, seed, item.get("distribution", "task"))
+            refs = self.reference(ci, seed, item.get("distribution", "task"), item.get("scale"))
             results.append({"case": ci, "seed": seed, **self._compare_one(ci, refs, item["file"])})
         return {"ok": True, "results": results}
 

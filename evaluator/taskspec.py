@@ -192,6 +192,20 @@ def describe(value: Any) -> dict[str, Any]:
     return {"type": type(value).__name__, "value": value if isinstance(value, (int, float, bool, str)) else None}
 
 
+def rescaled(inputs: list[Any], scale: float, out: list[Any] | None = None) -> list[Any]:
+    """Floating-point inputs multiplied by ``scale`` in their own dtype (other values unchanged): how timed
+    calls vary their inputs. With ``out`` (same structure), the products are written into those tensors, so
+    the storage stays the same while every value changes."""
+    result = []
+    for k, value in enumerate(inputs):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            target = out[k] if out is not None else None
+            result.append(torch.mul(value, scale, out=target) if target is not None else torch.mul(value, scale))
+        else:
+            result.append(value)
+    return result
+
+
 def sentinel_for(dtype: torch.dtype) -> Any:
     """A value that poisons any computation that reads it: NaN for floats, the maximum for integers."""
     if dtype.is_floating_point or dtype.is_complex:

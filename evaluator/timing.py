@@ -9,6 +9,7 @@ cross-check. Tiny ops are also timed by CUDA-graph replay, where launch overhead
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 import warnings
@@ -33,54 +34,65 @@ def summarize(samples_ms: Sequence[float]) -> dict[str, float]:
             "mean_ms": statistics.fmean(ordered), "n": len(ordered)}
 
 
-def time_calls(fn: Callable[..., Any], input_sets: Sequence[Sequence[Any]], trials: int, warmup_ms: float,
+class VariedInputs:
+    """Rotating timing input sets whose floating-point values are rescaled before every call.
+
+    Each call writes ``base * scale`` (a fresh random scale near 1, in the input's dtype) into the same
+    tensors, outside the timed region: no two calls see the same content, so a kernel that memoises
+    results by content (or by pointer) must compute, and a sample of such calls is re-validated against
+    the reference of exactly those values (:func:`evaluator.taskspec.rescaled` reproduces them).
+    """
+
+    def __init__(self, input_sets: Sequence[Sequence[Any]], rng: random.Random):
+        self.sets = input_sets
+        self.rng = rng
+        self.bases = [[x.clone() if isinstance(x, torch.Tensor) and x.is_floating_point() else None for x in inputs]
+                      for inputs in input_sets]
+
+    def prepare(self, i: int) -> tuple[Sequence[Any], float]:
+        """The inputs of call ``i`` (rescaled in place) and the scale used."""
+        j = i % len(self.sets)
+        scale = 1.0 + self.rng.uniform(-0.05, 0.05)
+        for base, x in zip(self.bases[j], self.sets[j]):
+            if base is not None:
+                torch.mul(base, scale, out=x)
+        return self.sets[j], scale
+
+    def restore(self) -> None:
+        """Put the original values back."""
+        for bases, inputs in zip(self.bases, self.sets):
+            for base, x in zip(bases, inputs):
+                if base is not None:
+                    x.copy_(base)
+
+
+def time_calls(fn: Callable[..., Any], inputs: VariedInputs, trials: int, warmup_ms: float,
                flush: torch.Tensor) -> dict[str, float]:
-    """Time ``fn`` over rotating input sets (median and spread of per-call event times)."""
+    """Time ``fn`` over the varied input sets (median and spread of per-call event times)."""
     torch.cuda.synchronize()
     warm_start = time.perf_counter()
     calls = 0
     while calls < 3 or (time.perf_counter() - warm_start) * 1e3 < warmup_ms:
-        fn(*input_sets[calls % len(input_sets)])
+        fn(*inputs.sets[calls % len(inputs.sets)])
         torch.cuda.synchronize()
         calls += 1
     samples = []
-    nonce = torch.Generator(device="cpu").manual_seed(trials)
     host_start = time.perf_counter()
     for i in range(trials):
-        inputs = input_sets[i % len(input_sets)]
-        restore = _perturb(inputs, nonce)
+        args, _scale = inputs.prepare(i)
         flush.zero_()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn(*inputs)
+        fn(*args)
         torch.cuda.synchronize()
         end.record()
         end.synchronize()
         samples.append(start.elapsed_time(end))
-        restore()
     host_ms = (time.perf_counter() - host_start) * 1e3
+    inputs.restore()
     stats = summarize(samples)
     stats["host_loop_ms"] = host_ms
     return stats
-
-
-def _perturb(inputs: Sequence[Any], gen: torch.Generator) -> Callable[[], None]:
-    """Change one element of every floating-point input for one timed call (outside the timed region), so
-    no two timed calls see the same content: a kernel that memoises results by input content must compute.
-    Returns the function that puts the original values back."""
-    saved = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
-            flat = x.view(-1) if x.is_contiguous() else None
-            if flat is None:
-                continue
-            index = int(torch.randint(flat.numel(), (1,), generator=gen))
-            saved.append((flat, index, flat[index].clone()))
-            flat[index] = float(torch.randn(1, generator=gen))
-    def restore() -> None:
-        for flat, index, value in saved:
-            flat[index] = value
-    return restore
 
 
 def time_graph_replay(fn: Callable[..., Any], inputs: Sequence[Any], replays: int = 200) -> dict[str, Any]:

@@ -87,7 +87,7 @@ def judge_timing(
         "baseline_notes": baselines.get("notes", {}),
         "method": (
             f"CUDA events around each call with a device-wide sync, 256 MB L2 flush before every call, "
-            f"{options.timing_input_sets} rotating input sets (one element changed per call), "
+            f"{options.timing_input_sets} rotating input sets rescaled before every call, "
             f"{options.timing_trials} trials after >= {options.warmup_ms:g} ms warm-up; median with "
             "quartiles; CUDA-graph replay below 20 us"
         ),

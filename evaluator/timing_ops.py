@@ -8,6 +8,7 @@ to re-validate: a kernel that behaves well only while it is being checked is cau
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,24 +46,28 @@ def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, An
         return model(*inputs)
 
     results, written = [], []
+    rng = random.Random()  # secret: the candidate cannot predict the scales (nor which calls are checked)
     runner.audit.active = True
     try:
         for ci, sets in enumerate(sets_per_case):
+            varied = timing.VariedInputs(sets, rng)
             launches = runner.launches.count
             with torch.no_grad():
-                stats = timing.time_calls(call, sets, int(req["trials"]), float(req["warmup_ms"]), flush)
+                stats = timing.time_calls(call, varied, int(req["trials"]), float(req["warmup_ms"]), flush)
                 if runner.launches.count - launches < int(req["trials"]):
                     raise Rejection("cheat_suspected", f"case {ci}: some timed calls launched no kernel")
                 for i in sorted(sample):
+                    args, scale = varied.prepare(i)
                     recorder = guards.OpRecorder(runner.allow_ops)
                     with recorder:
-                        out = model(*sets[i % len(sets)])
+                        out = model(*args)
                     torch.cuda.synchronize()
                     recorded += recorder.violations
                     path = outdir / f"timed-{ci}-{i}.pt"
                     torch.save([o.detach().cpu().clone() for o in _as_list(out)], path)
                     written.append({"case": ci, "seed": int(req["seeds"][i % len(sets)]), "file": str(path),
-                                    "distribution": "task"})
+                                    "distribution": "task", "scale": scale})
+                varied.restore()
                 entry: dict[str, Any] = {"case": ci, "candidate": stats}
                 if stats["median_ms"] < timing.GRAPH_BELOW_MS:
                     entry["graph"] = timing.time_graph_replay(call, sets[0])
@@ -96,10 +101,11 @@ def reference_baselines(runner: ReferenceRunner, req: dict[str, Any]) -> dict[st
     for ci, sets in enumerate(sets_per_case):
         entry: dict[str, Any] = {"case": ci}
         with torch.no_grad():
-            entry["eager"] = timing.time_calls(eager, sets, int(req["trials"]), float(req["warmup_ms"]), flush)
+            varied = timing.VariedInputs(sets, random.Random())
+            entry["eager"] = timing.time_calls(eager, varied, int(req["trials"]), float(req["warmup_ms"]), flush)
             for mode, fn in compiled.items():
                 try:
-                    entry[mode] = timing.time_calls(fn, sets, int(req["trials"]), float(req["warmup_ms"]), flush)
+                    entry[mode] = timing.time_calls(fn, varied, int(req["trials"]), float(req["warmup_ms"]), flush)
                 except Exception as exc:  # a compile failure is a missing baseline, not a failed evaluation
                     notes[f"case {ci} {mode}"] = f"{type(exc).__name__}: {str(exc)[:200]}"
             if entry["eager"]["median_ms"] < timing.GRAPH_BELOW_MS:

@@ -1,8 +1,11 @@
 """Timing helpers that do not need a GPU: statistics and per-trial input perturbation."""
 
+import random
+
 import torch
 
-from evaluator.timing import _perturb, summarize
+from evaluator.taskspec import rescaled
+from evaluator.timing import VariedInputs, summarize
 
 
 def test_summary_is_median_with_quartiles_and_min():
@@ -11,26 +14,33 @@ def test_summary_is_median_with_quartiles_and_min():
     assert stats["p25_ms"] <= stats["median_ms"] <= stats["p75_ms"]
 
 
-def test_perturbation_changes_one_element_per_float_input_and_restores_it():
+def test_varied_inputs_change_every_float_value_in_place_and_restore():
     x, w, idx = torch.randn(64, 8), torch.randn(8), torch.arange(4)
-    before = [x.clone(), w.clone(), idx.clone()]
-    gen = torch.Generator().manual_seed(0)
-    restore = _perturb([x, w, idx, 3.0], gen)
-    assert (x != before[0]).sum() == 1 and (w != before[1]).sum() == 1
-    assert torch.equal(idx, before[2])  # integer inputs (indices) are left alone
-    restore()
-    assert all(torch.equal(a, b) for a, b in zip((x, w, idx), before))
+    originals = [x.clone(), w.clone(), idx.clone()]
+    varied = VariedInputs([[x, w, idx, 3.0]], random.Random(0))
+    pointer = x.data_ptr()
+    args, scale = varied.prepare(0)
+    assert args[0] is x and x.data_ptr() == pointer  # same storage, new values
+    assert scale != 1.0 and bool((x != originals[0]).all()) and bool((w != originals[1]).all())
+    assert torch.equal(idx, originals[2]) and args[3] == 3.0  # indices and scalars untouched
+    varied.restore()
+    assert all(torch.equal(a, b) for a, b in zip((x, w, idx), originals))
 
 
-def test_successive_perturbations_differ():
-    x = torch.zeros(1000)
-    gen = torch.Generator().manual_seed(1)
-    seen = set()
-    for _ in range(5):
-        restore = _perturb([x], gen)
-        seen.add(tuple(x.nonzero().flatten().tolist()) + (float(x.sum()),))
-        restore()
-    assert len(seen) == 5 and float(x.abs().sum()) == 0.0
+def test_reference_side_reproduces_the_varied_values_bitwise():
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        base = torch.randn(1000).to(dtype)
+        x = base.clone()
+        varied = VariedInputs([[x]], random.Random(3))
+        _, scale = varied.prepare(5)
+        [again] = rescaled([base.clone()], scale)
+        assert torch.equal(x.view(torch.uint8), again.view(torch.uint8))
+
+
+def test_successive_calls_get_different_scales():
+    varied = VariedInputs([[torch.ones(4)]], random.Random(1))
+    scales = {varied.prepare(i)[1] for i in range(10)}
+    assert len(scales) == 10 and all(0.95 <= s <= 1.05 for s in scales)
 
 
 def test_launch_counter_records_triton_style_compiled_kernel_resources():
@@ -48,3 +58,20 @@ def test_launch_counter_records_triton_style_compiled_kernel_resources():
     counter.note_resources(softmax_kernel, None)  # later launches change nothing
     assert counter.resources == {"softmax_kernel": {"registers": 40, "spills": 2, "shared_bytes": 2048,
                                                     "num_warps": 8}}
+
+
+def test_reference_process_answers_for_rescaled_inputs(tmp_path):
+    from pathlib import Path
+
+    from evaluator.reference_runner import ReferenceRunner
+    from evaluator.taskspec import cached_cases
+
+    task = Path(__file__).resolve().parents[1] / "tasks" / "softmax.py"
+    runner = ReferenceRunner()
+    runner.load({"task": str(task), "device": "cpu", "small": True, "seeds": [11], "init_seed": 5,
+                 "inputs_dir": str(tmp_path)})
+    [x] = cached_cases(runner.task, True, 11, "task", str(tmp_path), write=False)[0]
+    [ref] = runner.reference(0, 11, "task", 1.03)
+    expected = torch.softmax((x * 1.03).double(), dim=-1)
+    assert torch.allclose(ref, expected, rtol=0, atol=1e-12)
+    assert (0, 11, 1.03) not in runner.refs  # one-off answers are not kept
