@@ -22,6 +22,27 @@ L2_FLUSH_BYTES = 256 * 1024 * 1024
 GRAPH_BELOW_MS = 0.020
 
 
+def _persisting_l2_reset() -> Callable[[], None]:
+    """A function that evicts persisting-L2 lines (``cudaCtxResetPersistingL2Cache``), so a kernel that set an
+    access-policy window cannot keep its data in L2 across the flush; a no-op without cuda-bindings."""
+    try:
+        from cuda.bindings import runtime as cudart
+    except ImportError:
+        return lambda: None
+    reset = getattr(cudart, "cudaCtxResetPersistingL2Cache", None)
+    return (lambda: None) if reset is None else (lambda: reset())  # returns an error code, never raises
+
+
+def limit_persisting_l2() -> None:
+    """Set the persisting-L2 carve-out to zero for this process (called before any candidate is imported)."""
+    try:
+        from cuda.bindings import runtime as cudart
+
+        cudart.cudaDeviceSetLimit(cudart.cudaLimit.cudaLimitPersistingL2CacheSize, 0)
+    except Exception:  # older bindings or no GPU: the static checks still refuse the APIs
+        pass
+
+
 def flush_buffer() -> torch.Tensor:
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
 
@@ -77,9 +98,11 @@ def time_calls(fn: Callable[..., Any], inputs: VariedInputs, trials: int, warmup
         torch.cuda.synchronize()
         calls += 1
     samples = []
+    reset_l2 = _persisting_l2_reset()
     host_start = time.perf_counter()
     for i in range(trials):
         args, _scale = inputs.prepare(i)
+        reset_l2()
         flush.zero_()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()

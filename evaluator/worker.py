@@ -45,6 +45,9 @@ def main(argv: list[str]) -> None:
         try:
             torch.cuda.init()
             torch.empty(1, device="cuda")
+            from evaluator.timing import limit_persisting_l2
+
+            limit_persisting_l2()
         except Exception as exc:  # no GPU, no CUDA build, a broken driver: the evaluation cannot run
             send({"ready": False, "ok": False, "kind": "setup_error",
                   "message": f"--device cuda: no usable CUDA device ({type(exc).__name__}: {exc}); run on a GPU "
