@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: install carried wheels, run the GPU tests, run the benchmarks.
-# Usage (device tool): bash bench/device_run.sh [smoke|verifier|all]   — results under $OUT.
+# Usage (device tool): bash bench/device_run.sh smoke|verifier|search   — results under $OUT.
+# Before the first call: bash bench/fetch_wheels.sh (here), then carry [".whl"].
 set -uo pipefail
 mode=${1:-all}
 OUT=${OUT:-/tmp/kernelevo-out}
@@ -27,5 +28,10 @@ case "$mode" in
     tar czf "$OUT/verifier.tgz" -C /tmp verifier
     timeout "${SUITE_S:-290}" python3 bench/gpu_suite.py --small --skip-slow --out "$OUT/gpu_suite_small.json" 2>&1 \
       | tee "$OUT/gpu_suite.log" | tail -25
+    ;;
+  search)  # OPS (comma-separated), MINUTES per op: the issue-4 bench suite, results copied to $OUT
+    timeout "${SEARCH_S:-560}" python3 bench/run.py --device cuda --ops "${OPS:-rms_norm,swiglu}" \
+      --budget-minutes "${MINUTES:-2}" --out /tmp/search-results 2>&1 | tee "$OUT/search.log" | tail -30
+    tar czf "$OUT/search-results.tgz" -C /tmp search-results
     ;;
 esac
