@@ -10,9 +10,9 @@ Public API::
         v2 = session.evaluate_source(source_text, name="gen3-7")        # are computed once
 """
 
-from evaluator.verdict import EvalSetupError, Reason, Verdict
+from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
 
-__all__ = ["EvalOptions", "EvalSetupError", "EvaluationSession", "Reason", "Verdict", "evaluate"]
+__all__ = ["EvalOptions", "EvalSetupError", "EvaluationSession", "NeedsGPU", "Reason", "Verdict", "evaluate"]
 
 
 def __getattr__(name: str):

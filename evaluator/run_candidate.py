@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator import sandbox
-from evaluator.verdict import Reason, Verdict
+from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
 
 if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
@@ -87,6 +87,10 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
         t = time.perf_counter()
         call_worker(worker, {"op": "load"}, options.timeout_s, evidence, already_sent=True)
         overhead["load_s"] = round(time.perf_counter() - t, 3)
+        if session.device == "cpu" and evidence.get("backend") == "cuda":
+            # NVRTC compiled it at import (a compile error would have stopped above): that is all a CPU can check.
+            raise NeedsGPU(f"{evidence['candidate']}: the CUDA kernels compile (NVRTC), but running them needs "
+                                 "a GPU: evaluate with --device cuda")
         t = time.perf_counter()
         checked = call_worker(
             worker,
@@ -162,8 +166,6 @@ def call_worker(
     if reply.get("ok", True):
         return reply
     if reply.get("kind") in ("task_error", "setup_error"):
-        from evaluator.verdict import EvalSetupError
-
         raise EvalSetupError(reply["message"])
     reason = Reason(reply.get("reason", "crashed"))
     raise StopEvaluation(Verdict.reject(reason, reply.get("message", ""), logs=worker.log_tail(), **evidence))

@@ -18,7 +18,7 @@ from typing import Any
 
 from evaluator import sandbox
 from evaluator.options import EvalOptions
-from evaluator.verdict import EvalSetupError, Reason, Verdict
+from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
 
 MAX_PREFETCHED = 2  # the candidate about to be evaluated and the one after it
 
@@ -114,6 +114,9 @@ class EvaluationSession:
         if rejection is not None:
             self._drop_prefetched(source)
             return rejection
+        if self.device == "cpu" and report.backend == "load_inline":
+            raise NeedsGPU(f"{shown}: load_inline candidates build CUDA extensions and run only on a GPU: "
+                                 "evaluate with --device cuda")
         from evaluator.run_candidate import run_candidate
 
         entry = self._prefetched.pop(_source_key(source), None)

@@ -33,6 +33,11 @@ class EvalSetupError(Exception):
     """
 
 
+class NeedsGPU(EvalSetupError):
+    """This candidate can only be run on a GPU (a CUDA or load_inline kernel evaluated with ``--device cpu``);
+    a CUDA compile check has passed where one was possible. Other candidates of the same task may still run."""
+
+
 @dataclass
 class Verdict:
     """The evaluator's conclusion about one candidate, with the evidence behind it."""

@@ -20,6 +20,7 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from evaluator.verdict import NeedsGPU
 from kernelevo.search.budget import Budget, Usage, eta_s, stop_reason
 from kernelevo.search.config import Evaluator, SearchConfig
 from kernelevo.search.feedback import render_feedback
@@ -200,7 +201,13 @@ class SearchLoop:
                           fitness=first.get("fitness", 0.0), accepted=first.get("accepted", False))
         else:
             t0, w0 = self.clock(), self.wall()
-            verdict = self.evaluator.evaluate_source(source, name=f"{self.slug}-{cid}")
+            try:
+                verdict = self.evaluator.evaluate_source(source, name=f"{self.slug}-{cid}")
+            except NeedsGPU as exc:  # e.g. a CUDA candidate in a CPU run: recorded, not fatal to the search
+                record.update(kind="proposal_error", verdict=None, fitness=0.0, accepted=False, detail=str(exc))
+                record["run_elapsed_s"] = self.elapsed()
+                self.run_dir.append_candidate(record)
+                return record
             verdict = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
             eval_s = self.clock() - t0
             if verdict.get("backend") in ("triton", "cuda", "load_inline"):  # what the evaluator saw wins

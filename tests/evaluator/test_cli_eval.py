@@ -96,3 +96,21 @@ def test_cuda_requested_without_a_gpu_exits_2_with_advice():
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert "no usable CUDA device" in proc.stderr and "--device cpu" in proc.stderr
+
+
+def test_cuda_candidate_on_cpu_is_compile_checked(write):
+    """CI has no GPU: a kernelevo.cuda candidate is compiled with NVRTC; a compile error is a rejection with
+    the CUDA line, a clean compile is reported as needing a GPU (exit 2), never as accepted."""
+    good = HONEST / "axpy_cuda.py"
+    proc = run_eval(TASKS / "axpy.py", good)
+    assert proc.returncode == 2 and "compile (NVRTC)" in proc.stderr and "--device cuda" in proc.stderr
+    broken = write("broken_cuda.py", good.read_text().replace("out[i] = alpha", "out[i] = undefined_symbol * alpha", 1))
+    assert "undefined_symbol" in broken.read_text()
+    proc = run_eval(TASKS / "axpy.py", broken, "--json")
+    verdict = json.loads(proc.stdout)
+    assert proc.returncode == 1 and verdict["reason"] == "compile_error" and "CUDA compile failed" in verdict["detail"]
+
+
+def test_load_inline_candidate_on_cpu_needs_a_gpu():
+    proc = run_eval(TASKS / "softmax.py", HONEST / "softmax_load_inline.py")
+    assert proc.returncode == 2 and "load_inline" in proc.stderr and "--device cuda" in proc.stderr

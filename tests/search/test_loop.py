@@ -207,3 +207,24 @@ def test_the_next_candidate_is_prefetched_while_the_current_one_is_judged(task, 
     for source in prefetched:
         if source in evaluated:
             assert evaluator.events.index(("prefetch", source)) < evaluator.events.index(("evaluate", source))
+
+
+class CPUOnlyEvaluator(ScriptedEvaluator):
+    """Refuses every other candidate the way the verifier refuses a CUDA kernel on a CPU."""
+
+    def evaluate_source(self, source: str, name: str) -> Verdict:
+        from evaluator.verdict import NeedsGPU
+
+        if len(self.calls) % 2:
+            self.calls.append(name)
+            raise NeedsGPU(f"{name}: the CUDA kernels compile (NVRTC), but running them needs a GPU")
+        return super().evaluate_source(source, name)
+
+
+def test_a_candidate_that_needs_a_gpu_is_recorded_and_the_search_goes_on(task, tmp_path):
+    result = search(task, tmp_path / "run", Budget(candidates=6, plateau_generations=None),
+                    evaluator=CPUOnlyEvaluator())
+    records = read_jsonl(tmp_path / "run" / "archive.jsonl")
+    refused = [r for r in records if "needs a GPU" in (r.get("detail") or "")]
+    assert refused and all(r["kind"] == "proposal_error" and not r["accepted"] for r in refused)
+    assert result.candidates_evaluated >= 1 and result.best is not None
