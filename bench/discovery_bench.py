@@ -9,10 +9,7 @@ Writes bench/results/discovery_<hostname>.json (date, machine, versions, seconds
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import random
 import socket
 import subprocess
@@ -20,6 +17,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _report import header
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
@@ -157,15 +156,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     host = socket.gethostname()
-    report = {
-        "benchmark": "discovery",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"hostname": host, "platform": platform.platform(), "processor": platform.machine(),
-                    "cpu_count": os.cpu_count()},
-        "versions": {"python": platform.python_version(),
-                     "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()},
-        **run(args.files, not args.no_git),
-    }
+    git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+    report = {**header("discovery", git=git), **run(args.files, not args.no_git)}
     out = args.out or Path(__file__).parent / "results" / f"discovery_{host}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")

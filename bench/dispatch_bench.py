@@ -10,17 +10,17 @@ Writes bench/results/dispatch_<hostname>.json (date, machine, versions, microsec
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
 import json
 import os
-import platform
 import socket
 import sys
 import tempfile
 import timeit
 import warnings
 from pathlib import Path
+
+from _report import header
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
@@ -133,11 +133,7 @@ def main() -> None:
 
     host = socket.gethostname()
     report = {
-        "benchmark": "dispatch",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"hostname": host, "platform": platform.platform(), "processor": platform.machine(),
-                    "cpu_count": os.cpu_count()},
-        "versions": {"python": platform.python_version(), "torch": torch.__version__},
+        **header("dispatch", torch=torch.__version__),
         "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,
         **run(args.calls, args.device, args.repeats),
     }

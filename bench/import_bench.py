@@ -12,16 +12,16 @@ Writes bench/results/import_<hostname>.json.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _report import header
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,11 +89,7 @@ def main() -> None:
     args = parser.parse_args()
     host = socket.gethostname()
     report = {
-        "benchmark": "import",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"hostname": host, "platform": platform.platform(), "processor": platform.machine(),
-                    "cpu_count": os.cpu_count()},
-        "versions": {"python": platform.python_version()},
+        **header("import"),
         "what": "import kernelevo + decorate one function with @kernelevo.optimize, in a fresh interpreter",
         "bytecode_cached": measure(args.runs, cached=True),
         "bytecode_not_cached": measure(args.runs, cached=False),
