@@ -122,6 +122,7 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
     except StopEvaluation as stop:
         return stop.verdict
     finally:
+        overhead["peak_host_memory_mb"] = round(worker.peak_rss_mb, 1)
         evidence_logs = worker.log_tail(3000)
         worker.kill()
         if evidence_logs.strip():

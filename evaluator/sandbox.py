@@ -97,8 +97,6 @@ class Worker:
     log_path: Path
     nonce: str
     memory_mb: int
-    started: float
-    ready_at: float | None = None
     _buffer: bytes = b""
     _peak_rss_mb: float = field(default=0.0)
 
@@ -127,9 +125,7 @@ class Worker:
 
     def wait_ready(self, timeout_s: float) -> dict[str, Any]:
         """Wait for the start-up message (torch and triton imported, device initialised)."""
-        reply = self._read_reply(timeout_s)
-        self.ready_at = time.monotonic()
-        return reply
+        return self._read_reply(timeout_s)
 
     def _read_reply(self, timeout_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
@@ -261,8 +257,7 @@ def spawn_worker(role: str, device: str, workdir: Path, cache_dir: Path, memory_
             close_fds=True,
         )
     os.close(write_fd)
-    return Worker(proc=proc, role=role, result_fd=read_fd, log_path=log_path, nonce=nonce, memory_mb=memory_mb,
-                  started=time.monotonic())
+    return Worker(proc=proc, role=role, result_fd=read_fd, log_path=log_path, nonce=nonce, memory_mb=memory_mb)
 
 
 class WorkerPool:

@@ -114,7 +114,7 @@ def _timing_lines(verdict: dict[str, Any]) -> list[str]:
     return lines
 
 
-RESOURCE_KEYS = ("peak_gpu_memory_mb", "load_s", "check_s")
+RESOURCE_KEYS = ("peak_gpu_memory_mb", "peak_host_memory_mb", "load_s", "check_s")
 
 
 def _resource_lines(verdict: dict[str, Any]) -> list[str]:
