@@ -2,17 +2,20 @@
 # One call on the GPU machine: install carried wheels, run the GPU tests, run the benchmarks.
 # Usage (device tool): bash bench/device_run.sh smoke|verifier|search   — results under $OUT.
 # Before the first call: bash bench/fetch_wheels.sh (here), then carry [".whl"].
+# On a machine of several GPUs, run one mode per GPU side by side, each with its own TAG:
+#   CUDA_VISIBLE_DEVICES=0 bash bench/device_run.sh verifier & CUDA_VISIBLE_DEVICES=1 TAG=b bash ... search; wait
 set -uo pipefail
 mode=${1:-all}
+tag=${TAG:-a}
 OUT=${OUT:-/tmp/kernelevo-out}
 mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site:$PWD || exit 3
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "/tmp/site-$tag" \
+    .whl/*.whl && export PYTHONPATH=/tmp/site-$tag:$PWD || exit 3
 else
   export PYTHONPATH=$PWD
 fi
-export PYTHONUNBUFFERED=1 KERNELEVO_CACHE_DIR=/tmp/kernelevo-cache
+export PYTHONUNBUFFERED=1 KERNELEVO_CACHE_DIR=/tmp/kernelevo-cache-$tag TRITON_CACHE_DIR=/tmp/triton-cache-$tag
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
 case "$mode" in
@@ -31,7 +34,7 @@ case "$mode" in
     ;;
   search)  # OPS (comma-separated), MINUTES per op: the issue-4 bench suite, results copied to $OUT
     timeout "${SEARCH_S:-560}" python3 bench/run.py --device cuda --ops "${OPS:-rms_norm,swiglu}" \
-      --budget-minutes "${MINUTES:-2}" --out /tmp/search-results 2>&1 | tee "$OUT/search.log" | tail -30
-    tar czf "$OUT/search-results.tgz" -C /tmp search-results
+      --budget-minutes "${MINUTES:-2}" --out "/tmp/search-$tag" 2>&1 | tee "$OUT/search-$tag.log" | tail -30
+    tar czf "$OUT/search-$tag.tgz" -C /tmp "search-$tag"
     ;;
 esac

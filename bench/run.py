@@ -25,8 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-COLUMNS = ("op", "accepted", "vs eager", "vs compile", "HBM floor", "cand/GPU-min", "GPU busy", "1st accepted",
-           "stop")
+COLUMNS = ("op", "accepted", "vs eager", "vs compile", "HBM floor", "cand/GPU-min", "GPU busy", "eval busy",
+           "1st accepted", "stop")
 
 
 def geomean(values: list[float]) -> float | None:
@@ -48,7 +48,8 @@ def bench_row(result: dict[str, Any]) -> dict[str, Any]:
         "speedup_vs_best": timing.get("geomean_speedup_vs_best"),
         "hbm_floor_fraction": geomean([c.get("roofline_fraction") for c in cases]),
         "candidates_per_gpu_minute": result["candidates_evaluated"] / minutes if minutes > 0 else None,
-        "gpu_busy_fraction": result.get("gpu_busy_fraction"),
+        "gpu_busy_fraction": result.get("gpu_busy_fraction"),  # NVML kernel-active mean (bench/_gpu_util.py)
+        "evaluator_busy_fraction": result.get("evaluator_busy_fraction"),
         "time_to_first_accepted_s": result.get("time_to_first_accepted_s"),
         "candidates_evaluated": result["candidates_evaluated"],
         "stop_reason": result["stop_reason"],
@@ -81,6 +82,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         cells = [r["op"], "yes" if r["accepted"] else "no", _cell(r["speedup_vs_eager"], "x"),
                  _cell(r["speedup_vs_compile"], "x"), _cell(r["hbm_floor_fraction"], "%"),
                  _cell(r["candidates_per_gpu_minute"], "f"), _cell(r["gpu_busy_fraction"], "%"),
+                 _cell(r.get("evaluator_busy_fraction"), "%"),
                  _cell(r["time_to_first_accepted_s"], "s"), r["stop_reason"]]
         lines.append("| " + " | ".join(cells) + " |")
     vs_compile = geomean([r["speedup_vs_compile"] for r in rows])
@@ -120,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         args.out = ROOT / "bench" / ("results" if args.device == "cuda" else "runs/cpu-results")
 
+    from bench._gpu_util import GpuUtilisation
     from kernelevo.search.api import run_search
     from kernelevo.search.budget import Budget
     from kernelevo.search.config import SearchConfig
@@ -145,14 +148,15 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = args.runs / run_dir_name(op.stem, datetime.now(timezone.utc))
         print(f"[{op.stem}] searching ({args.device}); run directory {run_dir}", flush=True)
         try:
-            result = run_search(op, op_id=op.stem, backend="triton", proposer=make_proposer(args.proposer),
-                                budget=budget, device=args.device, run_dir=run_dir, seed=args.seed, config=config)
+            with GpuUtilisation() as utilisation:
+                result = run_search(op, op_id=op.stem, backend="triton", proposer=make_proposer(args.proposer),
+                                    budget=budget, device=args.device, run_dir=run_dir, seed=args.seed, config=config)
         except Exception as exc:  # one broken op must not lose the others' results
             print(f"[{op.stem}] failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             rows.append({**bench_row({"op_id": op.stem, "candidates_evaluated": 0, "stop_reason": "error"}),
                          "error": f"{type(exc).__name__}: {exc}"})
             continue
-        data = result.to_dict()
+        data = {**result.to_dict(), "gpu_busy_fraction": utilisation.fraction}
         row = bench_row(data)
         rows.append(row)
         record = {

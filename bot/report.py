@@ -134,7 +134,7 @@ def report_context(repo: str, op_id: str, result: dict, request: dict, kernel_di
         "environment": verdict.get("environment") or {},
         "timing_note": verdict.get("timing_note", ""),
         "cost": {k: result.get(k) for k in ("candidates_evaluated", "candidates_accepted", "tokens_in",
-                                            "tokens_out", "cost_usd", "gpu_busy_fraction", "started",
+                                            "tokens_out", "cost_usd", "evaluator_busy_fraction", "started",
                                             "ended", "stop_reason")},
         "reproduce": (f"git checkout {shlex.quote(request.get('head_sha', 'HEAD'))} && kernelevo optimize "
                       f"{shlex.quote(op_id.partition('::')[0])} --op {shlex.quote(op_id)} "

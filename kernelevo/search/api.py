@@ -144,7 +144,7 @@ def _result(
         best={"id": best.id, "source": best.source, "verdict": best.verdict, "fitness": best.fitness} if best else None,
         candidates_evaluated=state.usage.candidates, candidates_accepted=state.accepted,
         tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=round(cost, 6),
-        gpu_busy_fraction=round(state.eval_s / elapsed, 4) if elapsed > 0 else None,
+        evaluator_busy_fraction=round(state.eval_s / elapsed, 4) if elapsed > 0 else None,
         baselines=baselines, started=started, ended=ended, time_to_first_accepted_s=state.first_accepted_s,
         device=device, timed=timed, note="" if (timed or device == "cuda") else CPU_NOTE,
         generations=state.generations, elapsed_s=round(elapsed, 3),

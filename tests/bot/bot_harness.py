@@ -105,7 +105,7 @@ class SearchDouble:
         return {"op_id": op_id, "run_dir": str(run_dir), "stop_reason": "plateau",
                 "best": {"id": "g1-1", "source": source, "verdict": verdict, "fitness": self.speedup},
                 "candidates_evaluated": 12, "candidates_accepted": 3, "tokens_in": 1000, "tokens_out": 500,
-                "cost_usd": 0.12, "gpu_busy_fraction": 0.8, "baselines": {}, "started": "t0", "ended": "t1",
+                "cost_usd": 0.12, "evaluator_busy_fraction": 0.8, "baselines": {}, "started": "t0", "ended": "t1",
                 "time_to_first_accepted_s": 3.0}
 
 

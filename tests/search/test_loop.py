@@ -50,7 +50,7 @@ def test_candidate_budget_is_exact_and_everything_is_recorded(task, tmp_path):
     assert summary["stop_reason"] == "budget_candidates" and summary["stop_reasons"][0]["reason"] == "budget_candidates"
     best = max(records, key=lambda r: r["fitness"])
     assert (tmp_path / "run" / "best" / "kernel.py").read_text() == best["source"] == result.best["source"]
-    assert 0 <= result.gpu_busy_fraction <= 1 and result.time_to_first_accepted_s is not None
+    assert 0 <= result.evaluator_busy_fraction <= 1 and result.time_to_first_accepted_s is not None
 
 
 def test_search_improves_on_its_parents(task, tmp_path):

@@ -55,7 +55,7 @@ def test_summary_lines_name_the_stop_reason_the_best_and_the_run_directory():
         "id": "g2-0", "source": "", "fitness": 1.1, "verdict": {"timing": {
             "geomean_speedup_vs_eager": 15.0, "geomean_speedup_vs_compile": 1.1}}},
         candidates_evaluated=20, candidates_accepted=7, tokens_in=1000, tokens_out=500, cost_usd=0.01,
-        gpu_busy_fraction=0.9, baselines=None, started="", ended="", time_to_first_accepted_s=3.0, timed=True,
+        evaluator_busy_fraction=0.9, baselines=None, started="", ended="", time_to_first_accepted_s=3.0, timed=True,
         elapsed_s=61, unpriced_models=["local-llama"])
     text = "\n".join(summary_lines(result))
     assert "rms_norm: stopped (plateau) after 20 candidates, 7 accepted, 1m01s." in text
