@@ -36,7 +36,7 @@ def main() -> int:
     from evaluator import EvalOptions, EvaluationSession
 
     entries = yaml.safe_load((CANDIDATES / "manifest.yaml").read_text())["entries"]
-    groups: dict[tuple[str, bool], list[dict]] = defaultdict(list)
+    groups: dict[tuple[str, bool, bool], list[dict]] = defaultdict(list)
     for entry in entries:
         if "cuda" not in entry["devices"]:
             continue
@@ -45,12 +45,14 @@ def main() -> int:
             continue
         if args.only and not any(s in entry["file"] for s in args.only.split(",")):
             continue
-        groups[(entry["task"], entry.get("static_checks", True))].append(entry)
+        # full_cases: entries whose exploit lives only at the scored sizes ignore --small
+        small = args.small and not entry.get("full_cases", False)
+        groups[(entry["task"], entry.get("static_checks", True), small)].append(entry)
     results, failures = [], 0
     started = time.perf_counter()
-    for (task, static), group in sorted(groups.items()):
+    for (task, static, small), group in sorted(groups.items()):
         options = EvalOptions(static_checks=static, baselines=("eager", "compile_default"), timeout_s=120,
-                              small_cases=True if args.small else None)
+                              small_cases=True if small else None)
         with EvaluationSession(Path("tests") / "tasks" / task, device="cuda", options=options) as session:
             for entry in group:
                 verdict = session.evaluate(Path("tests") / "candidates" / entry["file"])

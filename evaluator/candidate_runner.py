@@ -234,6 +234,11 @@ class CandidateRunner:
             raise Rejection("cheat_suspected", f"during {where}: the candidate changed {', '.join(changed[:5])}")
         if guards.live_threads() - self.threads_before:
             raise Rejection("cheat_suspected", f"during {where}: the candidate started a thread")
+        if self.launches.foreign_stream_launches:
+            raise Rejection("cheat_suspected", f"during {where}: {self.launches.foreign_stream_launches} kernel "
+                                               "launch(es) went to a CUDA stream other than the one forward was "
+                                               "called on (work there escapes the timer); launch on "
+                                               "torch.cuda.current_stream() and create no streams")
 
 
 def _check_signature(model_cls: type, new_cls: type, n_args: set[int]) -> None:

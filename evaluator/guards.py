@@ -81,6 +81,7 @@ class LaunchCounter:
 
     def __init__(self) -> None:
         self.count = 0
+        self.foreign_stream_launches = 0  # launches while a stream other than the harness's was current
         self.resources: dict[str, dict[str, int]] = {}  # kernel name -> registers, spills, shared memory
         self._installed = False
 
@@ -111,6 +112,7 @@ class LaunchCounter:
 
         def counted(self_, *args, **kwargs):
             counter.count += 1
+            counter.foreign_stream_launches += on_foreign_stream()
             result = original(self_, *args, **kwargs)
             counter.note_resources(self_, result)
             return result
@@ -153,11 +155,23 @@ class LaunchCounter:
 
                 def call(*args, **kwargs):
                     counter.count += 1
+                    counter.foreign_stream_launches += on_foreign_stream()
                     return value(*args, **kwargs)
 
                 return call
 
         return _Counted()
+
+
+def on_foreign_stream() -> bool:
+    """True when a CUDA launch now would go to a stream the harness did not call forward on.
+
+    The harness runs on the device's default stream (or a graph-capture stream it opened); work a
+    candidate sends to a stream of its own runs outside the timer's events.
+    """
+    if not torch.cuda.is_initialized() or torch.cuda.is_current_stream_capturing():
+        return False
+    return torch.cuda.current_stream() != torch.cuda.default_stream()
 
 
 def _triton_function_classes() -> list[type]:

@@ -104,7 +104,9 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
         )
         overhead["check_s"] = round(time.perf_counter() - t, 3)
         evidence["resources"] = checked.get("resources") or {}
+        t = time.perf_counter()
         judge_outputs(session, checked["outputs"], evidence, "correctness")
+        overhead["judge_s"] = round(time.perf_counter() - t, 3)
         if session.device == "cpu":
             rng = random.Random(session.init_seed + len(evidence["candidate"]))
             replay_seeds = [rng.randrange(1 << 31) for _ in range(2)]

@@ -9,6 +9,7 @@ best baseline is ``too_slow``.
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
 
 FLOOR_HEADROOM = 1.25  # roofline fraction above this is beyond the datasheet peak: refused
+# Host time (start event to device-wide sync) this far above the event time means work ran outside the
+# timed stream; the margin covers launch overhead and a flush still running when the start was recorded.
+HOST_EVENT_RATIO, HOST_EVENT_MARGIN_MS = 10.0, 1.0
 
 
 def time_candidate(
@@ -29,6 +33,7 @@ def time_candidate(
     options = session.options
     rng = random.Random()
     sample = sorted(rng.sample(range(options.timing_trials), k=min(3, options.timing_trials)))
+    started = time.perf_counter()
     timed = call_worker(
         worker,
         {
@@ -43,7 +48,11 @@ def time_candidate(
         max(options.timeout_s, 600),
         evidence,
     )
-    evidence["overhead"]["peak_gpu_memory_mb"] = round(timed.get("peak_gpu_memory_mb", 0.0), 1)
+    overhead = evidence["overhead"]
+    overhead["time_s"] = round(time.perf_counter() - started, 3)
+    overhead["time_phases"] = timed.get("phases", {})
+    overhead["peak_gpu_memory_mb"] = round(timed.get("peak_gpu_memory_mb", 0.0), 1)
+    started = time.perf_counter()
     try:
         judge_outputs(session, timed["outputs"], evidence, "timed-call re-validation")
     except StopEvaluation as stop:
@@ -53,6 +62,8 @@ def time_candidate(
             "well only during checks?): " + stop.verdict.detail
         )
         raise
+    finally:
+        overhead["revalidate_s"] = round(time.perf_counter() - started, 3)
     timing, rejection = judge_timing(timed["cases"], session.baselines or {"cases": []}, options)
     evidence["timing"] = timing
     if rejection is not None:
@@ -86,7 +97,8 @@ def judge_timing(
         "matmul_tflops": baselines.get("matmul_tflops"),
         "baseline_notes": baselines.get("notes", {}),
         "method": (
-            f"CUDA events around each call with a device-wide sync, 256 MB L2 flush before every call, "
+            "CUDA events around each call on the current stream, cross-checked against the host clock up to "
+            "a device-wide sync; 256 MB L2 flush before every call, "
             f"{options.timing_input_sets} rotating input sets rescaled before every call, "
             f"{options.timing_trials} trials after >= {options.warmup_ms:g} ms warm-up; median with "
             "quartiles; CUDA-graph replay below 20 us"
@@ -99,6 +111,14 @@ def judge_timing(
                 Reason.CHEAT_SUSPECTED,
                 f"case {case}: the kernel's work was not captured by a CUDA "
                 "graph on the current stream (launch on torch.cuda.current_stream())",
+            )
+        host = row["candidate"].get("host_median_ms")
+        if host is not None and host > HOST_EVENT_RATIO * median + HOST_EVENT_MARGIN_MS:
+            return timing, (
+                Reason.CHEAT_SUSPECTED,
+                f"case {case}: the device stayed busy for {host:.3f} ms per call but the events on the current "
+                f"stream saw {median:.4f} ms: work ran outside the timed stream (launch every kernel on "
+                "torch.cuda.current_stream())",
             )
         fraction = row.get("roofline_fraction")
         if fraction and fraction > FLOOR_HEADROOM:

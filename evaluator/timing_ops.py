@@ -9,6 +9,7 @@ to re-validate: a kernel that behaves well only while it is being checked is cau
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,10 @@ def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, An
 
     assert runner.model is not None
     model = runner.model
+    phases = {"inputs_s": 0.0, "timed_calls_s": 0.0, "sampled_calls_s": 0.0, "graph_s": 0.0}
+    clock = time.perf_counter()
     sets_per_case = _input_sets(runner.task, runner.small, req["seeds"], "cuda", req.get("inputs_dir"), False)
+    phases["inputs_s"] = time.perf_counter() - clock
     flush = timing.flush_buffer()
     sample = set(int(i) for i in req["sample"])
     outdir = Path(req["outdir"])
@@ -53,7 +57,10 @@ def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, An
             varied = timing.VariedInputs(sets, rng)
             launches = runner.launches.count
             with torch.no_grad():
+                clock = time.perf_counter()
                 stats = timing.time_calls(call, varied, int(req["trials"]), float(req["warmup_ms"]), flush)
+                phases["timed_calls_s"] += time.perf_counter() - clock
+                clock = time.perf_counter()
                 if runner.launches.count - launches < int(req["trials"]):
                     raise Rejection("cheat_suspected", f"case {ci}: some timed calls launched no kernel")
                 for i in sorted(sample):
@@ -68,9 +75,12 @@ def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, An
                     written.append({"case": ci, "seed": int(req["seeds"][i % len(sets)]), "file": str(path),
                                     "distribution": "task", "scale": scale})
                 varied.restore()
+                phases["sampled_calls_s"] += time.perf_counter() - clock
                 entry: dict[str, Any] = {"case": ci, "candidate": stats}
                 if stats["median_ms"] < timing.GRAPH_BELOW_MS:
+                    clock = time.perf_counter()
                     entry["graph"] = timing.time_graph_replay(call, sets[0])
+                    phases["graph_s"] += time.perf_counter() - clock
             results.append(entry)
     finally:
         runner.audit.active = False
@@ -79,6 +89,7 @@ def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, An
         raise Rejection("cheat_suspected", f"timed calls ran torch ops {', '.join(sorted(set(recorded)))} that the "
                                            "checked calls did not: the kernels must do the math every time")
     return {"ok": True, "cases": results, "outputs": written,
+            "phases": {k: round(v, 3) for k, v in phases.items()},
             "peak_gpu_memory_mb": torch.cuda.max_memory_allocated() / 2**20}
 
 

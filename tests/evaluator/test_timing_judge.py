@@ -49,3 +49,15 @@ def test_far_slower_than_the_best_baseline_is_too_slow():
 def test_missing_baselines_leave_speedups_empty_without_rejecting():
     timing, rejection = judge_timing([{"case": 0, "candidate": stats(0.5)}], {"cases": []}, EvalOptions())
     assert rejection is None and timing["geomean_speedup_vs_best"] is None
+
+
+def test_host_clock_far_above_the_events_means_work_off_the_timed_stream():
+    hidden = {**stats(0.07), "host_median_ms": 3.5}  # 3.5 ms of device work, 0.07 ms on the timed stream
+    _, rejection = judge_timing([{"case": 0, "candidate": hidden}], BASELINES, EvalOptions())
+    assert rejection[0] is Reason.CHEAT_SUSPECTED and "outside the timed stream" in rejection[1]
+
+
+def test_launch_overhead_on_the_host_clock_is_not_suspicious():
+    honest = {**stats(0.07), "host_median_ms": 0.4}  # launch + sync latency + the tail of the L2 flush
+    _, rejection = judge_timing([{"case": 0, "candidate": honest}], BASELINES, EvalOptions())
+    assert rejection is None
