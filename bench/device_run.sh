@@ -16,7 +16,7 @@ else
   export PYTHONPATH=$PWD
 fi
 export PYTHONUNBUFFERED=1 KERNELEVO_CACHE_DIR=/tmp/kernelevo-cache-$tag TRITON_CACHE_DIR=/tmp/triton-cache-$tag
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
 case "$mode" in
   smoke)
@@ -25,11 +25,11 @@ case "$mode" in
       --device cuda --json > "$OUT/smoke_axpy.json"; echo "exit=$?"
     python3 -c "import json; v=json.load(open('$OUT/smoke_axpy.json')); print(v['verdict'], v['reason'], v['detail']); print(json.dumps(v['timing'], indent=1)[:3000]); print(v.get('logs','')[-2000:])"
     ;;
-  verifier)  # BENCH_S / SUITE_S: seconds for each half (the lease is short)
+  verifier)  # BENCH_S / SUITE_S: seconds for each half (the lease is short); SUITE_ONLY: file substrings
     timeout "${BENCH_S:-280}" python3 bench/verifier_bench.py --out /tmp/verifier --only "${BENCH_ONLY:-}" 2>&1 \
       | tee "$OUT/verifier_bench.log" | tail -30
     tar czf "$OUT/verifier.tgz" -C /tmp verifier
-    timeout "${SUITE_S:-290}" python3 bench/gpu_suite.py --small --skip-slow --out "$OUT/gpu_suite_small.json" 2>&1 \
+    timeout "${SUITE_S:-290}" python3 bench/gpu_suite.py --small --skip-slow --only "${SUITE_ONLY:-}" --out "$OUT/gpu_suite_small.json" 2>&1 \
       | tee "$OUT/gpu_suite.log" | tail -25
     ;;
   search)  # OPS (comma-separated), MINUTES per op: the issue-4 bench suite, results copied to $OUT

@@ -128,11 +128,7 @@ def time_graph_replay(fn: Callable[..., Any], inputs: Sequence[Any], replays: in
     An empty graph means the work did not go to the capturing stream (e.g. legacy default-stream
     launches): reported as ``empty_graph`` so the caller can refuse the candidate.
     """
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn(*inputs)  # warm-up on the side stream before capture
-    torch.cuda.current_stream().wait_stream(stream)
+    fn(*inputs)  # warm (already timed, so nothing lazy is left to initialise during capture)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with warnings.catch_warnings(record=True) as caught:
