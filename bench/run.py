@@ -61,6 +61,19 @@ def bench_row(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def rejections(candidates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Rejected candidates by reason: how many, and the first one's id, strategy and detail (pure)."""
+    tally: dict[str, dict[str, Any]] = {}
+    for record in candidates:
+        verdict = record.get("verdict") or {}
+        if verdict.get("verdict") != "rejected":
+            continue
+        entry = tally.setdefault(verdict.get("reason", "?"), {"count": 0, "first": {
+            "id": record.get("id"), "strategy": record.get("strategy"), "detail": (verdict.get("detail") or "")[:500]}})
+        entry["count"] += 1
+    return tally
+
+
 def _cell(value: Any, kind: str) -> str:
     if value is None:
         return "-"
@@ -127,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelevo.search.budget import Budget
     from kernelevo.search.config import SearchConfig
     from kernelevo.search.proposers import make_proposer
-    from kernelevo.search.rundir import run_dir_name
+    from kernelevo.search.rundir import RunDir, run_dir_name
 
     wanted = {name.strip() for name in args.ops.split(",") if name.strip()}
     ops = sorted(p for p in (ROOT / "bench" / "ops").glob("*.py") if not p.name.startswith("_"))
@@ -165,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             "budget": budget.to_dict(), "config": config.to_dict(), "seed": args.seed, "proposer": args.proposer,
             "row": row, "baselines": result.baselines, "search": {k: v for k, v in data.items() if k != "best"},
             "best": data.get("best"), "note": result.note,
+            "rejections": rejections(RunDir(run_dir).candidates()),
         }
         (args.out / f"{op.stem}.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
         print(f"[{op.stem}] {row['stop_reason']}: {row['candidates_evaluated']} candidates,"

@@ -25,3 +25,11 @@ def test_row_and_table_from_a_timed_result():
     assert "| rms_norm | yes | 14.30x | 1.07x | 60% | 30.0 | 85% | 90% | 4.2 s | plateau |" in table
     assert "| rotary | no | - | - | - | - | - | - | - | error |" in table
     assert "Geomean vs torch.compile over ops with a timed kernel: 1.07x" in table
+
+
+def test_rejections_are_tallied_by_reason_with_the_first_detail():
+    archive = [{"id": "g0-0", "strategy": "a", "verdict": {"verdict": "rejected", "reason": "crashed", "detail": "x"}},
+               {"id": "g0-1", "strategy": "b", "verdict": {"verdict": "accepted", "reason": "ok"}},
+               {"id": "g0-2", "strategy": "b", "verdict": {"verdict": "rejected", "reason": "crashed", "detail": "y"}}]
+    assert bench_run.rejections(archive) == {"crashed": {"count": 2, "first": {"id": "g0-0", "strategy": "a",
+                                                                               "detail": "x"}}}

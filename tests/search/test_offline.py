@@ -252,3 +252,20 @@ def test_looped_softmax_fuses_max_and_sum_into_one_pass(proposer):
     assert p.strategy == "rowwise-looped"
     assert p.source.count("for col_start in range(") == 2
     assert "tl.exp(amax_acc - amax_safe)" in p.source
+
+
+
+def test_concatenated_parts_are_loaded_within_their_own_width(proposer):
+    """Regression (H200): rotate_half's first part was loaded with the whole row's column mask, so the
+    last row read past the end of the input (a fault on the GPU; the interpreter never noticed)."""
+    from kernelevo.search.offline.module import generate
+    from kernelevo.search.offline.trace import trace_task
+
+    path = ROOT / "bench" / "ops" / "rotary.py"
+    for strategy in proposer.strategies(path.read_text()):
+        source = generate(trace_task(path.read_text()), strategy, "rotary")
+        part_loads = [line for line in source.splitlines() if "tl.load(x_part" in line]
+        assert len(part_loads) == 2, source
+        for line in part_loads:
+            pointer = line.split("tl.load(")[1].split("_row")[0]
+            assert f"< {pointer}_ncols)" in line, f"{strategy}: {line.strip()}"

@@ -248,7 +248,9 @@ class Emitter:
                 raise Unsupported("a concatenation used per row")
             parts, offset, host_offset, branches = v.args, "0", "", []
             for i, part in enumerate(parts):
-                pcol = col if i == 0 else self.new_col(f"{col.var} - {offset}", col)
+                # every part gets its own column variable, so its loads are masked to its own width
+                # (the first part too: reading past its width would read past the input's end)
+                pcol = self.new_col(col.var if i == 0 else f"{col.var} - {offset}", col)
                 branches.append((offset, self.emit(part, pcol, ctx)))
                 width = v.attrs["widths"][i]
                 host_offset = f"({width})" if not host_offset else f"{host_offset} + ({width})"
