@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from evaluator import guards, taskspec
+from evaluator.bounds import BoundsChecker
 from evaluator.reference_runner import as_output_list
 
 # Modules a candidate may import itself (the static checker enforces the same list on the source).
@@ -38,6 +39,7 @@ class CandidateRunner:
         self.inputs: dict[int, list[list[Any]]] = {}  # seed -> cases (CPU copies)
         self.live: dict[int, list[Any]] = {}  # case -> the device tensors every seed is written into
         self.kept_outputs: list[torch.Tensor] = []
+        self.bounds = BoundsChecker()  # installed on CPU, where Triton runs in the interpreter
 
     # -- load -------------------------------------------------------------------------------------
     def load(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -54,6 +56,8 @@ class CandidateRunner:
 
         self.launches = guards.LaunchCounter()
         self.launches.install(Path(req["extension_root"]) if req.get("extension_root") else None)
+        if self.device == "cpu":
+            self.bounds.install()
         self.audit = guards.AuditGuard(Path(req["candidate"]), ALLOWED_IMPORT_ROOTS)
         if req.get("runtime_guards", True):
             self.audit.install()
@@ -185,6 +189,9 @@ class CandidateRunner:
             self.audit.active = False
             torch.use_deterministic_algorithms(deterministic)
         self._check_guards(where)
+        if self.bounds.violations:
+            raise Rejection("incorrect", f"{where}: {self.bounds.violations[0]}; mask that access to the tensor's own "
+                                         "elements (on a GPU it reads another allocation's memory or faults)")
         if recorder.violations:
             raise Rejection("cheat_suspected", f"{where}: forward ran torch ops {', '.join(recorder.violations)}; "
                                                "the candidate's own kernels must do the math (allocation, views and "
