@@ -19,6 +19,7 @@ from typing import Any
 from evaluator import sandbox
 from evaluator.options import EvalOptions
 from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
+from kernelevo import pyast
 
 MAX_PREFETCHED = 2  # the candidate about to be evaluated and the one after it
 
@@ -266,7 +267,7 @@ def _declared_allow_ops(task: Path) -> list[str]:
     import ast
 
     try:
-        tree = ast.parse(task.read_text())
+        tree = pyast.parse(task.read_text())
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return []
     for node in tree.body:

@@ -61,6 +61,7 @@ from evaluator.static_paths import hook_roots, launch_sites, passed_kernels, rea
 from evaluator.static_rules import normalise_allow
 from evaluator.static_structure import check_entry_definition, check_hooks, check_rebinding
 from evaluator.static_visitor import RuleVisitor
+from kernelevo import pyast
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ def check_source(
     """
     out = _Collector()
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = pyast.parse(source, filename=filename)
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as exc:
         line = getattr(exc, "lineno", None) or 1
         col = max((getattr(exc, "offset", None) or 1) - 1, 0)

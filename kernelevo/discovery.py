@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from kernelevo import pyast
 from kernelevo.op import op_id, source_hash
 
 # A file is parsed only if its text contains one of these (cheap pre-filter for 10,000-file repos).
@@ -226,7 +227,7 @@ def discover_source(text: str, rel_path: str) -> tuple[list[DiscoveredOp], list[
     if not any(marker in text for marker in _MARKERS):
         return [], []
     try:
-        tree = ast.parse(text, filename=rel_path)
+        tree = pyast.parse(text, filename=rel_path)
     except SyntaxError as exc:
         return [], [DiscoveryError(rel_path, exc.lineno, f"does not parse: {exc.msg}")]
     except ValueError as exc:  # e.g. null bytes

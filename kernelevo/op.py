@@ -112,9 +112,9 @@ def source_hash(text: str, qualname: str | None, tree: object | None = None) -> 
         segment = text
     else:
         if tree is None:
-            import ast
+            from kernelevo import pyast
 
-            tree = ast.parse(text)
+            tree = pyast.parse(text)
         node = find_definition(tree, qualname)
         if node is None:
             return None

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from kernelevo import pyast
+
 _PY_LANGS = {"python", "py", "python3", "", "triton"}
 
 
@@ -54,7 +56,7 @@ def fenced_blocks(reply: str) -> list[Block]:
 
 def _parses(code: str) -> ast.Module | None:
     try:
-        return ast.parse(code)
+        return pyast.parse(code)
     except SyntaxError:
         return None
 
@@ -115,7 +117,7 @@ def extract_candidate(reply: str, finish_reason: str | None = None) -> Extractio
         broken = [b for b, t in parsed if t is None and "ModelNew" in b.text]
         if broken:
             try:
-                ast.parse(broken[-1].text)
+                pyast.parse(broken[-1].text)
             except SyntaxError as exc:
                 return Extraction(None, f"the code block defining ModelNew does not parse: line {exc.lineno}: "
                                         f"{exc.msg}")

@@ -17,6 +17,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from kernelevo import pyast
+
 _KNOB = re.compile(r"^(BLOCK\w*|\w*_BLOCK\w*|TILE\w*|\w*_TILE|ROW_TILE|GROUP\w*|NUM_WARPS|NUM_STAGES|"
                    r"num_warps|num_stages|\w*BLOCK_SIZE\w*|MAX_BLOCK\w*)$")
 
@@ -49,7 +51,7 @@ def _bounds(name: str) -> tuple[int, int]:
 def find_knobs(source: str) -> list[Knob]:
     """Integer launch parameters in ``source`` (empty when it does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return []
     knobs: list[Knob] = []

@@ -1,0 +1,20 @@
+"""``ast.parse`` behind one process-wide lock.
+
+CPython 3.11 keeps the AST converter's recursion depth in shared state, so two threads parsing at once
+can fail with ``SystemError: AST constructor recursion depth mismatch`` (python/cpython#106905; seen in
+CI when the LLM proposer parsed several replies concurrently). The search parses replies, tunes
+sources and runs static checks on different threads, so every parse in the project goes through here.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+
+_PARSE_LOCK = threading.Lock()
+
+
+def parse(source: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse(source, filename)``, safe to call from any thread (raises SyntaxError as it does)."""
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=filename)
