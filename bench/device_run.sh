@@ -32,9 +32,9 @@ case "$mode" in
     timeout "${SUITE_S:-290}" python3 bench/gpu_suite.py --small --skip-slow --only "${SUITE_ONLY:-}" --out "$OUT/gpu_suite_small.json" 2>&1 \
       | tee "$OUT/gpu_suite.log" | tail -25
     ;;
-  search)  # OPS (comma-separated), MINUTES per op: the issue-4 bench suite, results copied to $OUT
+  search)  # OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto): the issue-4 bench suite
     timeout "${SEARCH_S:-560}" python3 bench/run.py --device cuda --ops "${OPS:-rms_norm,swiglu}" \
-      --budget-minutes "${MINUTES:-2}" --out "/tmp/search-$tag" 2>&1 | tee "$OUT/search-$tag.log" | tail -30
+      --budget-minutes "${MINUTES:-2}" --parallel-evaluations "${PARALLEL:-0}" --out "/tmp/search-$tag" 2>&1 | tee "$OUT/search-$tag.log" | tail -30
     tar czf "$OUT/search-$tag.tgz" -C /tmp "search-$tag"
     ;;
 esac

@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-minutes", type=float, default=8.0, help="per op")
     parser.add_argument("--plateau", type=int, default=3, help="generations without improvement")
     parser.add_argument("--generation-size", type=int, default=8)
+    parser.add_argument("--parallel-evaluations", type=int, default=0,
+                        help="candidates judged at once (0: 3 on a GPU, 1 on CPU)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None,
                         help="results folder [bench/results on cuda, bench/runs/cpu-results on cpu]")
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         budget = Budget(candidates=args.budget_candidates, minutes=args.budget_minutes,
                         plateau_generations=args.plateau)
-        config = SearchConfig(generation_size=args.generation_size)
+        config = SearchConfig(generation_size=args.generation_size, parallel_evaluations=args.parallel_evaluations)
     args.out.mkdir(parents=True, exist_ok=True)
     rows, started = [], time.perf_counter()
     for op in ops:

@@ -92,16 +92,17 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
             raise NeedsGPU(f"{evidence['candidate']}: the CUDA kernels compile (NVRTC), but running them needs "
                                  "a GPU: evaluate with --device cuda")
         t = time.perf_counter()
-        checked = call_worker(
-            worker,
-            {
-                "op": "check",
-                "outdir": str(folder / "outputs"),
-                "nondeterministic_ok": session.plan.get("nondeterministic_ok", False),
-            },
-            options.timeout_s,
-            evidence,
-        )
+        with session.gpu.shared():  # other evaluations may check at the same time, none is timing
+            checked = call_worker(
+                worker,
+                {
+                    "op": "check",
+                    "outdir": str(folder / "outputs"),
+                    "nondeterministic_ok": session.plan.get("nondeterministic_ok", False),
+                },
+                options.timeout_s,
+                evidence,
+            )
         overhead["check_s"] = round(time.perf_counter() - t, 3)
         evidence["resources"] = checked.get("resources") or {}
         t = time.perf_counter()
@@ -179,9 +180,9 @@ def judge_outputs(
 ) -> None:
     """Ask the reference process to compare written outputs; stop with ``incorrect`` on any failure."""
     try:
-        reply = session.reference.request({"op": "compare", "outputs": outputs}, max(session.options.timeout_s, 600))
+        reply = session.reference_request({"op": "compare", "outputs": outputs}, max(session.options.timeout_s, 600))
     except (sandbox.WorkerDied, sandbox.WorkerTimeout, sandbox.WorkerMemoryExceeded) as exc:
-        session._start_reference()  # keep the session usable for the next candidate
+        session.restart_reference()  # keep the session usable for the next candidate
         raise StopEvaluation(
             Verdict.reject(Reason.CRASHED, f"comparing the candidate's outputs failed: {exc}", **evidence)
         ) from exc

@@ -12,11 +12,13 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from evaluator import sandbox
+from evaluator.gpu_phases import GpuPhases
 from evaluator.options import EvalOptions
 from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
 from kernelevo import pyast
@@ -49,6 +51,10 @@ class EvaluationSession:
         self.cache_dir = Path(cache_dir)
         self._counter = 0
         self._prefetched: dict[str, tuple[sandbox.Worker, Path, Path]] = {}
+        # evaluate_source may run on several threads at once (the search's parallel evaluations)
+        self._lock = threading.Lock()  # the counter and the prefetched candidates
+        self._reference_lock = threading.RLock()  # one request at a time to the reference process
+        self.gpu = GpuPhases()
         self.baselines: dict[str, Any] | None = None
         self.pool = sandbox.WorkerPool("candidate", device, self.workdir / "procs", self.cache_dir,
                                        self.options.memory_mb)
@@ -75,10 +81,21 @@ class EvaluationSession:
                                         "trials": self.options.timing_trials, "warmup_ms": self.options.warmup_ms,
                                         "modes": list(self.options.baselines)}, timeout=1800)
 
+    def restart_reference(self) -> None:
+        """Replace a reference process that died or hung, so the session stays usable."""
+        with self._reference_lock:
+            self.reference.kill()
+            self._start_reference()
+
+    def reference_request(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """One request to the reference process (thread-safe; GPU work shared with other evaluations)."""
+        with self._reference_lock, self.gpu.shared():
+            return self.reference.request(request, timeout)
+
     def _ref(self, request: dict[str, Any], timeout: float | None = None, wait_ready: bool = False) -> dict[str, Any]:
         timeout = timeout or max(self.options.timeout_s, 600)
         try:
-            reply = self.reference.wait_ready(timeout) if wait_ready else self.reference.request(request, timeout)
+            reply = self.reference.wait_ready(timeout) if wait_ready else self.reference_request(request, timeout)
         except (sandbox.WorkerDied, sandbox.WorkerTimeout, sandbox.WorkerMemoryExceeded) as exc:
             raise EvalSetupError(f"{self.task_path}: the reference process failed ({exc}). Last output:\n"
                                  f"{self.reference.log_tail(1500)}") from exc
@@ -120,7 +137,8 @@ class EvaluationSession:
                                  "evaluate with --device cuda")
         from evaluator.run_candidate import run_candidate
 
-        entry = self._prefetched.pop(_source_key(source), None)
+        with self._lock:
+            entry = self._prefetched.pop(_source_key(source), None)
         if entry is not None:
             worker, path, folder = entry
         else:
@@ -138,27 +156,32 @@ class EvaluationSession:
 
         enabled = self.options.prefetch if self.options.prefetch is not None else self.device == "cuda"
         key = _source_key(source)
-        if not enabled or key in self._prefetched:
-            return
+        with self._lock:
+            if not enabled or key in self._prefetched:
+                return
         report = check_source(source, name or "candidate", allow_torch=self.plan.get("allow_ops", []))
         if report.syntax_error is not None or (self.options.static_checks and report.violations):
             return  # rejected without running: nothing to prepare
-        while len(self._prefetched) >= MAX_PREFETCHED:  # the oldest was never asked for (a duplicate, say)
-            self._prefetched.pop(next(iter(self._prefetched)))[0].kill()
         path, folder = self._write_candidate(source, name)
         worker = self.pool.take()
         worker.send(load_request(self, path))
-        self._prefetched[key] = (worker, path, folder)
+        with self._lock:
+            while len(self._prefetched) >= MAX_PREFETCHED:  # the oldest was never asked for (a duplicate, say)
+                self._prefetched.pop(next(iter(self._prefetched)))[0].kill()
+            self._prefetched[key] = (worker, path, folder)
 
     def _drop_prefetched(self, source: str) -> None:
-        entry = self._prefetched.pop(_source_key(source), None)
+        with self._lock:
+            entry = self._prefetched.pop(_source_key(source), None)
         if entry is not None:
             entry[0].kill()
 
     def _write_candidate(self, source: str, name: str | None) -> tuple[Path, Path]:
-        self._counter += 1
+        with self._lock:
+            self._counter += 1
+            number = self._counter
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in (name or "candidate"))[:60]
-        folder = self.workdir / "candidates" / f"{self._counter:05d}-{safe}"
+        folder = self.workdir / "candidates" / f"{number:05d}-{safe}"
         folder.mkdir(parents=True)
         path = folder / "candidate.py"
         path.write_text(source)

@@ -34,20 +34,21 @@ def time_candidate(
     rng = random.Random()
     sample = sorted(rng.sample(range(options.timing_trials), k=min(3, options.timing_trials)))
     started = time.perf_counter()
-    timed = call_worker(
-        worker,
-        {
-            "op": "time",
-            "seeds": session.timing_seeds,
-            "trials": options.timing_trials,
-            "warmup_ms": options.warmup_ms,
-            "sample": sample,
-            "outdir": str(folder / "timed"),
-            "inputs_dir": session.inputs_dir,
-        },
-        max(options.timeout_s, 600),
-        evidence,
-    )
+    with session.gpu.exclusive():  # nothing else of this session runs on the GPU while it is timed
+        timed = call_worker(
+            worker,
+            {
+                "op": "time",
+                "seeds": session.timing_seeds,
+                "trials": options.timing_trials,
+                "warmup_ms": options.warmup_ms,
+                "sample": sample,
+                "outdir": str(folder / "timed"),
+                "inputs_dir": session.inputs_dir,
+            },
+            max(options.timeout_s, 600),
+            evidence,
+        )
     overhead = evidence["overhead"]
     overhead["time_s"] = round(time.perf_counter() - started, 3)
     overhead["time_phases"] = timed.get("phases", {})

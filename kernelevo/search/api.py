@@ -116,6 +116,7 @@ def run_search(
             config=config, seed=seed, backend=backend, prices=prices,
             hardware=hardware_facts(device, getattr(session, "environment", None)),
             on_progress=on_progress, should_cancel=should_cancel,
+            evaluations_in_flight=config.evaluations_in_flight(device),
         )
         reason = loop.run()
         baselines = getattr(session, "baselines", None)

@@ -16,6 +16,13 @@ class SearchConfig:
     migration_interval: int = 3  # generations between ring migrations
     lookahead: bool = True  # request generation g+1 while generation g is evaluated
     proposal_workers: int = 4  # proposer calls in flight
+    parallel_evaluations: int = 0  # candidates judged at once; 0: 3 on a GPU, 1 on CPU (where cores are few)
+
+    def evaluations_in_flight(self, device: str) -> int:
+        """How many candidates to judge at once on ``device`` (the GPU idles through the checks)."""
+        if self.parallel_evaluations > 0:
+            return self.parallel_evaluations
+        return 3 if device == "cuda" else 1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

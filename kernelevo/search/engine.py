@@ -31,6 +31,7 @@ from kernelevo.search.proposer import Parent, ProposalRequest, Proposer
 from kernelevo.search.result import Progress
 from kernelevo.search.rundir import RunDir
 from kernelevo.search.slots import Slot, candidate_record, reply_record, source_sha
+from kernelevo.search.window import EvaluationWindow
 
 REPLY_GRACE_S = 10.0  # how long a stopping run waits for proposer replies already in flight
 
@@ -74,12 +75,14 @@ class SearchLoop:
         should_cancel: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        evaluations_in_flight: int = 1,
     ) -> None:
         self.op_id, self.task_source, self.proposer, self.evaluator = op_id, task_source, proposer, evaluator
         self.run_dir, self.budget, self.config, self.seed = run, budget, config, seed
         self.backend, self.hardware, self.prices = backend, hardware, prices
         self.on_progress, self.should_cancel = on_progress, should_cancel or (lambda: False)
         self.clock, self.wall = clock, wall
+        self.evaluations_in_flight = max(1, evaluations_in_flight)
         self.rng = random.Random(seed)
         self.slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", op_id).strip("._") or "op"  # candidate names in files
         self.population = Population(config.islands, config.island_capacity)
@@ -96,11 +99,22 @@ class SearchLoop:
     def elapsed(self) -> float:
         return self.prior_elapsed + (self.clock() - self.session_start)
 
-    def _stop(self, spend: bool = True) -> str | None:
-        """Why to stop now; ``spend=False`` ignores tokens and money (already paid for the reply at hand)."""
+    def _stop(self, spend: bool = True, in_flight: int = 0) -> str | None:
+        """Why to stop now; ``spend=False`` ignores tokens and money (already paid for the reply at hand);
+        ``in_flight`` candidates being judged count as evaluated."""
         self.state.usage.elapsed_s = self.elapsed()
         budget = self.budget if spend else replace(self.budget, tokens=None, usd=None)
-        return stop_reason(budget, self.state.usage, cancelled=bool(self.should_cancel()))
+        usage = replace(self.state.usage, candidates=self.state.usage.candidates + in_flight)
+        return stop_reason(budget, usage, cancelled=bool(self.should_cancel()))
+
+    def _gate(self, window: EvaluationWindow, spend: bool = True) -> str | None:
+        """The stop reason before submitting another candidate. When only the candidates in flight would
+        reach a budget, they are absorbed first and the budget is checked on what they really counted."""
+        reason = self._stop(spend)
+        if reason is None and window.pending and self._stop(spend, in_flight=window.pending):
+            window.drain()
+            reason = self._stop(spend)
+        return reason
 
     # -- planning and proposing ------------------------------------------------------------------
     def _slot_backend(self, island: int) -> str:
@@ -324,26 +338,23 @@ class SearchLoop:
         gen = slots[0].generation
         best_before = self.population.best.fitness if self.population.best else 0.0
         new_candidates = 0
-        for index, slot in enumerate(slots):
-            reason = self._stop()
-            if reason is not None:
-                return reason
-            reply = slot.reply()
-            self.planned_pending -= 1
-            self.state.slots_consumed += 1
-            self._account_slot(reply)  # paid for: its candidates are judged even if that crosses a budget
-            proposals = reply.get("proposals") or [{"error": reply.get("error") or "the proposer returned nothing"}]
-            for k, proposal in enumerate(proposals):
-                reason = self._stop(spend=False) if k else None
-                if reason is not None:
-                    return reason
-                self._prefetch_next(proposals[k + 1:], slots[index + 1:])
-                record = self._judge(slot, k, proposal)
-                self._absorb(record)
-                new_candidates += record.get("kind") == "evaluated"
-                last = {k2: record.get(k2) for k2 in ("id", "operator", "kind", "fitness", "accepted", "replayed")}
-                last["reason"] = (record.get("verdict") or {}).get("reason")
-                self._emit("candidate", gen, last=last)
+
+        def absorb(record: dict[str, Any]) -> None:
+            nonlocal new_candidates
+            self._absorb(record)
+            new_candidates += record.get("kind") == "evaluated"
+            last = {k: record.get(k) for k in ("id", "operator", "kind", "fitness", "accepted", "replayed")}
+            last["reason"] = (record.get("verdict") or {}).get("reason")
+            self._emit("candidate", gen, last=last)
+
+        window = EvaluationWindow(self.evaluations_in_flight, absorb)
+        try:
+            reason = self._submit_generation(slots, window)
+            window.drain()  # candidates in flight are judged and counted even when a budget stops the loop
+        finally:
+            window.close()
+        if reason is not None:
+            return reason
         self.state.generations = gen + 1
         usage = self.state.usage
         best_after = self.population.best.fitness if self.population.best else 0.0
@@ -353,4 +364,26 @@ class SearchLoop:
         if self.config.migration_interval and (gen + 1) % self.config.migration_interval == 0:
             self.population.migrate()
         self._emit("generation", gen + 1)
+        return None
+
+    def _submit_generation(self, slots: list[Slot], window: EvaluationWindow) -> str | None:
+        """Hand every candidate of the generation to the window; returns why it stopped early, if it did."""
+        for index, slot in enumerate(slots):
+            reason = self._gate(window)
+            if reason is not None:
+                return reason
+            reply = slot.reply()
+            self.planned_pending -= 1
+            self.state.slots_consumed += 1
+            self._account_slot(reply)  # paid for: its candidates are judged even if that crosses a budget
+            proposals = reply.get("proposals") or [{"error": reply.get("error") or "the proposer returned nothing"}]
+            for k, proposal in enumerate(proposals):
+                reason = self._gate(window, spend=False) if k else None
+                if reason is not None:
+                    return reason
+                if window.size == 1:  # one at a time: load the next candidate while this one is judged
+                    self._prefetch_next(proposals[k + 1:], slots[index + 1:])
+                source = proposal.get("source") or ""
+                key = source_sha(source) if source.strip() and not proposal.get("error") else None
+                window.submit(lambda slot=slot, k=k, proposal=proposal: self._judge(slot, k, proposal), key=key)
         return None

@@ -65,11 +65,23 @@ class ScriptedEvaluator:
         self.timed, self.delay_s = timed, delay_s
         self.calls: list[str] = []
         self.baselines = {"cases": [{"eager": {"median_ms": 1.0}}]} if timed else None
+        self._lock = threading.Lock()
+        self.in_flight = self.most_in_flight = 0  # evaluations running at once (the loop may overlap them)
 
     def evaluate_source(self, source: str, name: str) -> Verdict:
-        self.calls.append(name)
-        if self.delay_s:
-            time.sleep(self.delay_s)
+        with self._lock:
+            self.calls.append(name)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            return self._verdict(source, name)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _verdict(self, source: str, name: str) -> Verdict:
         quality = quality_of(source)
         if quality <= 0:
             return Verdict(verdict="rejected", reason="incorrect", detail=f"{name}: case 0, seed 1: max_abs_err=3.2")

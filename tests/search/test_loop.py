@@ -24,14 +24,17 @@ def task(tmp_path):
 
 
 def search(task, run_dir, budget, proposer=None, evaluator=None, seed=0, config=None, **kwargs):
+    """A scripted search; one evaluation at a time unless ``config`` says otherwise."""
     return run_search(task, op_id="demo", backend="triton", proposer=proposer or ScriptedProposer(),
                       budget=budget, device="cuda", run_dir=run_dir, seed=seed,
-                      evaluator=evaluator or ScriptedEvaluator(), config=config, **kwargs)
+                      evaluator=evaluator or ScriptedEvaluator(), config=config or SearchConfig(parallel_evaluations=1),
+                      **kwargs)
 
 
 def archive(run_dir):
-    return [(r["id"], r["source_sha"], r["fitness"], r["parent_ids"], r["operator"], r["island"])
-            for r in read_jsonl(run_dir / "archive.jsonl")]
+    """The archive's records by id (evaluations in flight append in completion order)."""
+    return sorted((r["id"], r["source_sha"], r["fitness"], r["parent_ids"], r["operator"], r["island"])
+                  for r in read_jsonl(run_dir / "archive.jsonl"))
 
 
 def test_candidate_budget_is_exact_and_everything_is_recorded(task, tmp_path):
@@ -228,3 +231,49 @@ def test_a_candidate_that_needs_a_gpu_is_recorded_and_the_search_goes_on(task, t
     refused = [r for r in records if "needs a GPU" in (r.get("detail") or "")]
     assert refused and all(r["kind"] == "proposal_error" and not r["accepted"] for r in refused)
     assert result.candidates_evaluated >= 1 and result.best is not None
+
+
+def test_parallel_evaluations_give_the_run_of_one_at_a_time(task, tmp_path):
+    """Candidates judged three at once, absorbed in submission order: the same population, best and
+    counters as the sequential run (only the archive's line order may differ)."""
+    budget = Budget(candidates=40, plateau_generations=None)
+    sequential = search(task, tmp_path / "one", budget, seed=5)
+    evaluator = ScriptedEvaluator(delay_s=0.01)
+    parallel = search(task, tmp_path / "three", budget, seed=5, evaluator=evaluator,
+                      config=SearchConfig(parallel_evaluations=3))
+    assert evaluator.most_in_flight == 3
+    assert archive(tmp_path / "one") == archive(tmp_path / "three")
+    assert parallel.best["id"] == sequential.best["id"] and parallel.stop_reason == sequential.stop_reason
+    assert (parallel.candidates_evaluated, parallel.candidates_accepted, parallel.generations) == (
+        sequential.candidates_evaluated, sequential.candidates_accepted, sequential.generations)
+
+
+def test_parallel_candidate_budget_is_exact(task, tmp_path):
+    evaluator = ScriptedEvaluator(delay_s=0.005)
+    result = search(task, tmp_path / "run", Budget(candidates=21, plateau_generations=None), evaluator=evaluator,
+                    config=SearchConfig(parallel_evaluations=4))
+    assert result.stop_reason == "budget_candidates"
+    assert result.candidates_evaluated == 21 == len(evaluator.calls) == len(read_jsonl(tmp_path / "run" /
+                                                                                     "archive.jsonl"))
+
+
+class RepeatingProposer(ScriptedProposer):
+    """Every reply repeats its first candidate: duplicates arrive while the original is still judged."""
+
+    def propose(self, request):
+        proposals = super().propose(request)
+        return [proposals[0], proposals[0]] if proposals and not proposals[0].error else proposals
+
+
+def test_a_duplicate_in_flight_is_judged_once_from_the_original(task, tmp_path):
+    evaluator = ScriptedEvaluator(delay_s=0.01)
+    result = search(task, tmp_path / "run", Budget(candidates=8, plateau_generations=None),
+                    proposer=RepeatingProposer(), evaluator=evaluator, config=SearchConfig(parallel_evaluations=4))
+    records = read_jsonl(tmp_path / "run" / "archive.jsonl")
+    duplicates = [r for r in records if r["kind"] == "duplicate"]
+    assert duplicates and result.duplicates == len(duplicates)
+    by_id = {r["id"]: r for r in records}
+    for dup in duplicates:
+        original = by_id[dup["duplicate_of"]]
+        assert original["kind"] == "evaluated" and dup["fitness"] == original["fitness"]
+    assert len(evaluator.calls) == len({r["source_sha"] for r in records if r["kind"] == "evaluated"})

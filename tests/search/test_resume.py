@@ -19,8 +19,9 @@ ROOT = HERE.parents[1]
 
 
 def comparable(run_dir):
-    return [(r["id"], r["source_sha"], r["fitness"], r["parent_ids"], r["operator"], r["island"], r["kind"])
-            for r in read_jsonl(run_dir / "archive.jsonl")]
+    """Records by id: CONFIG runs three evaluations at once, which append in completion order."""
+    return sorted((r["id"], r["source_sha"], r["fitness"], r["parent_ids"], r["operator"], r["island"], r["kind"])
+                  for r in read_jsonl(run_dir / "archive.jsonl"))
 
 
 def resume(task, run_dir, evaluator, proposer):
