@@ -21,3 +21,4 @@ class EvalOptions:
     max_slowdown: float = 25.0  # slower than this many times the best baseline: too_slow
     allow_torch_ops: tuple[str, ...] = field(default_factory=tuple)  # extra to the task's own list
     prefetch: bool | None = None  # load the next candidate during the current one (None: on CUDA only)
+    ready_workers: int = 1  # candidate processes started ahead: one per evaluation the caller runs at once

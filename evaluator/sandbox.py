@@ -261,26 +261,26 @@ def spawn_worker(role: str, device: str, workdir: Path, cache_dir: Path, memory_
 
 
 class WorkerPool:
-    """Keeps one started worker ready so that start-up overlaps the previous evaluation."""
+    """Keeps ``ready`` started workers so that start-up overlaps the evaluations before them (one per
+    evaluation that runs at once)."""
 
     def __init__(self, role: str, device: str, workdir: Path, cache_dir: Path, memory_mb: int,
-                 prestart: bool = True):
+                 prestart: bool = True, ready: int = 1):
         self._args = (role, device, workdir, cache_dir, memory_mb)
         self._lock = threading.Lock()
-        self._next: Worker | None = None
-        self._prestart = prestart
-        if prestart:
-            self._next = spawn_worker(*self._args)
+        self._ready = max(1, ready) if prestart else 0
+        self._started: list[Worker] = [spawn_worker(*self._args) for _ in range(self._ready)]
 
     def take(self) -> Worker:
-        """A started worker (the pre-started one if any); starts the next one in the background."""
+        """A started worker (a pre-started one if any); starts its replacement in the background."""
         with self._lock:
-            worker = self._next or spawn_worker(*self._args)
-            self._next = spawn_worker(*self._args) if self._prestart else None
+            worker = self._started.pop(0) if self._started else spawn_worker(*self._args)
+            while len(self._started) < self._ready:
+                self._started.append(spawn_worker(*self._args))
         return worker
 
     def close(self) -> None:
         with self._lock:
-            if self._next is not None:
-                self._next.kill()
-                self._next = None
+            for worker in self._started:
+                worker.kill()
+            self._started.clear()

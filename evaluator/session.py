@@ -57,7 +57,7 @@ class EvaluationSession:
         self.gpu = GpuPhases()
         self.baselines: dict[str, Any] | None = None
         self.pool = sandbox.WorkerPool("candidate", device, self.workdir / "procs", self.cache_dir,
-                                       self.options.memory_mb)
+                                       self.options.memory_mb, ready=self.options.ready_workers)
         try:
             self._start_reference()
         except BaseException:

@@ -7,6 +7,7 @@ A Celery chunk calls ``run_search(..., resume=True)`` on the same run directory 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -107,6 +108,11 @@ def run_search(
     if run.summary_path.exists():
         previous = SearchResult.from_dict(json.loads(run.summary_path.read_text(encoding="utf-8"))).stop_reasons
 
+    in_flight = config.evaluations_in_flight(device)
+    if evaluator is None:  # one started candidate process ready per evaluation in flight
+        from evaluator import EvalOptions
+
+        eval_options = dataclasses.replace(eval_options or EvalOptions(), ready_workers=in_flight)
     context = contextlib.nullcontext(evaluator) if evaluator is not None else _evaluation_session(
         task_path, device, eval_options
     )
@@ -116,7 +122,7 @@ def run_search(
             config=config, seed=seed, backend=backend, prices=prices,
             hardware=hardware_facts(device, getattr(session, "environment", None)),
             on_progress=on_progress, should_cancel=should_cancel,
-            evaluations_in_flight=config.evaluations_in_flight(device),
+            evaluations_in_flight=in_flight,
         )
         reason = loop.run()
         baselines = getattr(session, "baselines", None)
