@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = ROOT / "bench" / ("results" if args.device == "cuda" else "runs/cpu-results")
+    args.out, args.runs = args.out.resolve(), args.runs.resolve()
 
     from bench._gpu_util import GpuUtilisation
     from kernelevo.search.api import run_search
@@ -145,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     from kernelevo.search.rundir import RunDir, run_dir_name
 
     wanted = {name.strip() for name in args.ops.split(",") if name.strip()}
-    ops = sorted(p for p in (ROOT / "bench" / "ops").glob("*.py") if not p.name.startswith("_"))
+    os.chdir(ROOT)  # paths in the results are relative to the checkout, not to this machine
+    ops = sorted(p.relative_to(ROOT) for p in (ROOT / "bench" / "ops").glob("*.py") if not p.name.startswith("_"))
     ops = [p for p in ops if not wanted or p.stem in wanted]
     if not ops:
         print(f"bench/run.py: no ops matched {args.ops!r} in bench/ops/", file=sys.stderr)
@@ -160,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rows, started = [], time.perf_counter()
     for op in ops:
-        run_dir = args.runs / run_dir_name(op.stem, datetime.now(timezone.utc))
+        run_dir = Path(os.path.relpath(args.runs / run_dir_name(op.stem, datetime.now(timezone.utc)), ROOT))
         print(f"[{op.stem}] searching ({args.device}); run directory {run_dir}", flush=True)
         try:
             with GpuUtilisation() as utilisation:
