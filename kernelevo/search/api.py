@@ -84,7 +84,7 @@ def run_search(
     (``should_cancel``) stops between candidates with ``stop_reason == "cancelled"``. Raises
     ``evaluator.EvalSetupError`` when the task itself cannot be evaluated.
     """
-    task_path = Path(task_path).resolve()
+    given_task, task_path = Path(task_path), Path(task_path).resolve()  # verdicts show the path as given
     try:
         task_source = task_path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -114,7 +114,7 @@ def run_search(
 
         eval_options = dataclasses.replace(eval_options or EvalOptions(), ready_workers=in_flight)
     context = contextlib.nullcontext(evaluator) if evaluator is not None else _evaluation_session(
-        task_path, device, eval_options
+        given_task, device, eval_options
     )
     with context as session:
         loop = SearchLoop(
