@@ -42,7 +42,7 @@ class SearchResult:
     tokens_in: int
     tokens_out: int
     cost_usd: float
-    evaluator_busy_fraction: float | None
+    evaluator_busy_fraction: float | None  # time inside evaluations / elapsed (> 1 when they overlap)
     baselines: dict[str, Any] | None
     started: str
     ended: str
