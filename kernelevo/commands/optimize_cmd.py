@@ -65,9 +65,13 @@ def optimize_command(
     json_lines: bool = typer.Option(False, "--json-lines", help="progress and result as JSON lines on stdout"),
     quiet: bool = typer.Option(False, "--quiet", help="no live display; print the summary only"),
     runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run directories go [runs/]"),
-    generation_size: int | None = typer.Option(None, "--generation-size", help="candidates per generation [8]"),
+    generation_size: int | None = typer.Option(None, "--generation-size", min=1,
+                                               help="candidates per generation [8]"),
+    parallel_evaluations: int | None = typer.Option(None, "--parallel-evaluations", min=1,
+                                                    help="candidates judged at once [3 on cuda, 1 on cpu]"),
 ) -> None:
     """Search for a faster verified kernel for each op under PATH (or continue a run with --resume)."""
+    from kernelevo.search.config import SearchConfig
     from kernelevo.search.proposers import ProposerError, make_proposer
     from kernelevo.search.targets import TargetError, resolve_targets
     from kernelevo.settings import get_settings
@@ -97,10 +101,13 @@ def optimize_command(
         # Untimed, every accepted kernel scores 1.0: more generations cannot improve on the first one.
         given["plateau_generations"] = CPU_PLATEAU
     root = runs_dir or get_settings().runs_dir
+    shape = {k: v for k, v in (("generation_size", generation_size), ("parallel_evaluations", parallel_evaluations))
+             if v is not None}
+    config = SearchConfig(**shape) if shape else None
     all_accepted = True
     try:
         for job in jobs:
-            all_accepted &= _search_job(job, root, proposer_obj, backend, device, seed, given, generation_size,
+            all_accepted &= _search_job(job, root, proposer_obj, backend, device, seed, given, config,
                                         json_lines, quiet, write_kernel)
     finally:
         close = getattr(proposer_obj, "close", None)
@@ -110,14 +117,13 @@ def optimize_command(
         raise typer.Exit(1)
 
 
-def _search_job(job, root, proposer_obj, backend, device, seed, given, generation_size, json_lines, quiet,
+def _search_job(job, root, proposer_obj, backend, device, seed, given, config, json_lines, quiet,
                 write_kernel) -> bool:
     """Search one op; True when it ends with an accepted kernel."""
     from kernelevo.search.targets import write_accepted_kernel
 
     target = job["target"]
-    result = _run_one(target, job, root, proposer_obj, backend, device, seed, given, generation_size,
-                      json_lines, quiet)
+    result = _run_one(target, job, root, proposer_obj, backend, device, seed, given, config, json_lines, quiet)
     if write_kernel and result.best is not None:
         directory = write_accepted_kernel(target, result.best["source"], result.best["verdict"], device)
         typer.echo(f"Wrote {directory}", err=json_lines)
@@ -142,10 +148,9 @@ def _resume_job(run_dir: Path, given: dict[str, Any]) -> dict[str, Any]:
     return {"target": target, "run_dir": Path(run_dir), "meta": meta, "device": meta.get("device")}
 
 
-def _run_one(target, job, root, proposer, backend, device, seed, given, generation_size, json_lines, quiet):
+def _run_one(target, job, root, proposer, backend, device, seed, given, config, json_lines, quiet):
     from evaluator import EvalSetupError
     from kernelevo.search.api import run_search
-    from kernelevo.search.config import SearchConfig
     from kernelevo.search.progress import JsonLinesReporter, RichReporter, summary_lines
     from kernelevo.search.rundir import run_dir_name
 
@@ -162,7 +167,6 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, generati
             {"op": target.op.to_dict(), "repo_root": str(target.repo_root)}, indent=2), encoding="utf-8")
         budget = _budget({}, **given)
         task_path = target.task_path(run_dir)
-    config = SearchConfig(generation_size=generation_size) if generation_size else None
     reporter = JsonLinesReporter(sys.stdout) if json_lines else None
     live = RichReporter(op_id, budget) if not (json_lines or quiet) else None
     try:

@@ -32,7 +32,8 @@ def test_optimize_on_cpu_with_the_real_evaluator_then_resume_and_write_the_kerne
     common = ["--proposer", "search_doubles:KnownGoodProposer", "--device", "cpu", "--runs-dir", str(runs),
               "--generation-size", "2", "--seed", "7"]  # seed 7: g0-1 has the wrong math
 
-    first = optimize("scale_add.py", "--budget-candidates", "3", "--plateau", "50", "--json-lines", *common, cwd=repo)
+    first = optimize("scale_add.py", "--budget-candidates", "3", "--plateau", "50", "--json-lines",
+                     "--parallel-evaluations", "2", *common, cwd=repo)  # two judged at once by one session
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr
     events = [json.loads(line) for line in first.stdout.splitlines()]
     assert [e["event"] for e in events if e["event"] != "candidate"][-2:] == ["done", "result"]
@@ -45,6 +46,7 @@ def test_optimize_on_cpu_with_the_real_evaluator_then_resume_and_write_the_kerne
     reasons = {r["id"]: r["verdict"]["reason"] for r in archive}
     assert "incorrect" in reasons.values() and "ok" in reasons.values()  # the wrong-math kernel was caught
     assert (run_dir / "best" / "kernel.py").read_text() == result["best"]["source"]
+    assert json.loads((run_dir / "run.json").read_text())["config"]["parallel_evaluations"] == 2
 
     second = optimize("--resume", str(run_dir), "--budget-candidates", "5", "--quiet", "--write-kernel",
                       *common[:2], cwd=repo)
@@ -70,6 +72,7 @@ def test_optimize_on_cpu_with_the_real_evaluator_then_resume_and_write_the_kerne
     ([str(HERE / "data" / "scale_add.py"), "--proposer", "search_doubles:KnownGoodProposer", "--op", "other"],
      "no op named 'other'"),
     ([str(HERE / "data"), "--resume", "x"], "not both"),
+    ([str(HERE / "data" / "scale_add.py"), "--parallel-evaluations", "0"], "--parallel-evaluations"),
     ([str(HERE / "data" / "scale_add.py"), "--proposer", "llm"], "needs an endpoint: set KERNELEVO_LLM_BASE_URL"),
 ])
 def test_bad_arguments_exit_2_with_a_message(args, message, monkeypatch, request):
