@@ -26,6 +26,7 @@ class BoundsChecker:
     installed: bool = False
     _extents: list[tuple[int, int, str]] = field(default_factory=list)  # [start, end) bytes, argument name
     _kernel: str = ""
+    _np_dtype: Any = None  # the interpreter's Triton-type -> numpy-dtype mapping, found at install
 
     def install(self) -> None:
         try:
@@ -34,7 +35,8 @@ class BoundsChecker:
             return
         executor = getattr(interpreter, "GridExecutor", None)
         builder = getattr(interpreter, "interpreter_builder", None)
-        if executor is None or builder is None or not hasattr(builder, "create_masked_load"):
+        self._np_dtype = getattr(interpreter, "_get_np_dtype", None)
+        if executor is None or builder is None or self._np_dtype is None or not hasattr(builder, "create_masked_load"):
             return
         self._wrap_executor(executor)
         self._wrap_builder(builder)
@@ -73,7 +75,7 @@ class BoundsChecker:
             return
         try:
             addresses = np.broadcast_to(np.asarray(ptrs.data, dtype=np.uint64), np.shape(mask.data))
-            width = int(np.dtype(_element_dtype(ptrs)).itemsize)
+            width = int(np.dtype(self._np_dtype(ptrs.get_element_ty())).itemsize)
             active = addresses[np.asarray(mask.data, dtype=bool)].astype(np.int64)
         except Exception:  # an unexpected handle layout: check nothing rather than break the kernel
             return
@@ -111,8 +113,3 @@ def _where(address: int, extents: list[tuple[int, int, str]]) -> str:
         return f"{start - address} bytes before the start of {name}"
     return f"{address - end} bytes past the end of {name}"
 
-
-def _element_dtype(ptrs: Any) -> Any:
-    from triton.runtime.interpreter import _get_np_dtype
-
-    return _get_np_dtype(ptrs.get_element_ty())
