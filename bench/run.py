@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelevo.search.budget import Budget
     from kernelevo.search.config import SearchConfig
     from kernelevo.search.proposers import make_proposer
-    from kernelevo.search.rundir import RunDir, run_dir_name
+    from kernelevo.search.rundir import RunDir, reserve_run_dir
 
     wanted = {name.strip() for name in args.ops.split(",") if name.strip()}
     os.chdir(ROOT)  # paths in the results are relative to the checkout, not to this machine
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rows, started = [], time.perf_counter()
     for op in ops:
-        run_dir = Path(os.path.relpath(args.runs / run_dir_name(op.stem, datetime.now(timezone.utc)), ROOT))
+        run_dir = Path(os.path.relpath(reserve_run_dir(args.runs, op.stem, datetime.now(timezone.utc)), ROOT))
         print(f"[{op.stem}] searching ({args.device}); run directory {run_dir}", flush=True)
         try:
             with GpuUtilisation() as utilisation:

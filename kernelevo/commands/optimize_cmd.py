@@ -152,7 +152,7 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, config, 
     from evaluator import EvalSetupError
     from kernelevo.search.api import run_search
     from kernelevo.search.progress import JsonLinesReporter, RichReporter, summary_lines
-    from kernelevo.search.rundir import run_dir_name
+    from kernelevo.search.rundir import reserve_run_dir
 
     meta = job.get("meta")
     op_id = target.op_id
@@ -161,8 +161,7 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, config, 
         budget = _budget(meta.get("budget") or {}, **given)
         task_path = Path(meta["task_path"])
     else:
-        run_dir = Path(root) / run_dir_name(target.op_id, datetime.now(timezone.utc))
-        run_dir.mkdir(parents=True, exist_ok=False)
+        run_dir = reserve_run_dir(Path(root), target.op_id, datetime.now(timezone.utc))
         (run_dir / "target.json").write_text(json.dumps(
             {"op": target.op.to_dict(), "repo_root": str(target.repo_root)}, indent=2), encoding="utf-8")
         budget = _budget({}, **given)

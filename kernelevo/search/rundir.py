@@ -10,6 +10,10 @@ Layout of ``runs/<timestamp>-<op>/``:
 
 Lines are appended, flushed and fsynced one at a time, so ``kill -9`` loses at most the line being
 written; a truncated last line is cut off when the run is resumed.
+
+Several searches may start at once (one per GPU, the same second): ``reserve_run_dir`` claims each a
+directory of its own with an atomic ``mkdir``, and ``RunDir.create`` claims ``run.json`` with an
+exclusive create, so two processes never share a run.
 """
 
 from __future__ import annotations
@@ -62,10 +66,34 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def run_dir_name(op_id: str, now: datetime) -> str:
+_MAX_RESERVE_TRIES = 10_000
+
+
+def _run_dir_name(op_id: str, now: datetime) -> str:
     """``<UTC timestamp>-<op>``, with the op id made safe for a directory name."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", op_id).strip("._") or "op"
     return f"{now.astimezone(timezone.utc):%Y%m%d-%H%M%S}-{slug[:80]}"
+
+
+def reserve_run_dir(parent: Path, op_id: str, now: datetime) -> Path:
+    """Claim a new, empty run directory ``<parent>/<UTC timestamp>-<op>[-N]`` and return its path.
+
+    Each name is claimed with an atomic ``mkdir`` (no existence check first), trying ``<name>``,
+    ``<name>-2``, ``<name>-3``, ... so processes started in the same second each get their own
+    directory. ``parent`` is created if missing.
+    """
+    parent = Path(parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    base = _run_dir_name(op_id, now)
+    for number in range(1, _MAX_RESERVE_TRIES + 1):
+        path = parent / (base if number == 1 else f"{base}-{number}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"{parent}: {base} and {_MAX_RESERVE_TRIES - 1} numbered variants already exist;"
+                          " remove old run directories or choose another parent directory")
 
 
 class RunDir:
@@ -82,18 +110,31 @@ class RunDir:
     best_dir = property(lambda self: self.path / "best")
 
     def create(self, meta: dict[str, Any]) -> None:
-        """Make a new run directory holding ``run.json``; refuses to overwrite an existing run."""
-        if self.meta_path.exists():
-            raise FileExistsError(f"{self.path} already holds a run; resume it with --resume {self.path}")
+        """Start a new run here by writing ``run.json``; refuses a directory that already holds a run.
+
+        The directory may exist already (empty, as ``reserve_run_dir`` leaves it). ``run.json`` is
+        claimed with an exclusive create before its content is written, so of two processes given
+        the same directory exactly one starts the run and the other gets ``FileExistsError``.
+        """
         self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            os.close(os.open(self.meta_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            raise FileExistsError(f"{self.path} already holds a run; resume it with --resume {self.path}") from None
         _atomic_write(self.meta_path, json.dumps(meta, indent=2, default=str))
 
     def read_meta(self) -> dict[str, Any]:
-        """The run's ``run.json``; a clear error when the directory is not a run."""
+        """The run's ``run.json``; a clear error when the directory is not a run or run.json is unreadable."""
         try:
-            return json.loads(self.meta_path.read_text(encoding="utf-8"))
+            text = self.meta_path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise FileNotFoundError(f"{self.path} is not a run directory (no run.json)") from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            message = (f"{self.meta_path} is empty or corrupt ({exc}); the process that created the run was"
+                       f" probably killed while starting it: delete {self.path} and start a new run")
+            raise ValueError(message) from None
 
     def prepare_resume(self) -> None:
         """Cut half-written last lines left by a killed process, so appends start on a fresh line."""
