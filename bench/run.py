@@ -6,8 +6,9 @@
 
 For each op: an ``EvaluationSession`` measures the baselines (eager, torch.compile default and
 max-autotune-no-cudagraphs), then ``run_search`` runs the offline proposer under the budget. Writes
-``<out>/<op>.json`` (date, GPU, driver, torch, triton, budget, the result and the best kernel) and
-``<out>/search_summary.json``, and prints a Markdown table (the one in bench/README.md).
+``<out>/<op>.json`` (date, GPU, driver, torch, triton, budget, the result, the best kernel, the rejections
+and where evaluation time went) and ``<out>/search_summary.json``, and prints a Markdown table (the one in
+bench/README.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import time
 from datetime import datetime, timezone
@@ -75,6 +77,57 @@ def rejections(candidates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return tally
 
 
+def _seconds(value: Any) -> float | None:
+    """``value`` as seconds, or None when it is not a finite number (bools, strings, NaN are skipped)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def evaluation_costs(candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where evaluation time went, over the candidates that recorded it (pure).
+
+    ``n`` candidates with numbers; ``median`` and ``total`` seconds of ``eval_s`` (the search's wall
+    time per candidate) and of each ``*_s`` entry of the verdict's ``overhead`` (load, check, judge,
+    time, ...); ``time_phases_median``: the median of each phase of the timing step. Keys missing from
+    some candidates are summarised over those that have them; empty input gives ``{"n": 0}``.
+    """
+    samples: dict[str, list[float]] = {}
+    phases: dict[str, list[float]] = {}
+    n = 0
+    for record in candidates:
+        overhead = (record.get("verdict") or {}).get("overhead")
+        overhead = overhead if isinstance(overhead, dict) else {}
+        time_phases = overhead.get("time_phases")
+        time_phases = time_phases if isinstance(time_phases, dict) else {}
+        found = {key: seconds for key, value in (("eval_s", record.get("eval_s")), *overhead.items())
+                 if key.endswith("_s") and (seconds := _seconds(value)) is not None}
+        found_phases = {key: seconds for key, value in time_phases.items() if (seconds := _seconds(value)) is not None}
+        if not (found or found_phases):
+            continue
+        n += 1
+        for key, seconds in found.items():
+            samples.setdefault(key, []).append(seconds)
+        for key, seconds in found_phases.items():
+            phases.setdefault(key, []).append(seconds)
+    if n == 0:
+        return {"n": 0}
+    costs: dict[str, Any] = {"n": n, "median": {k: round(statistics.median(v), 3) for k, v in samples.items()},
+                             "total": {k: round(sum(v), 3) for k, v in samples.items()}}
+    if phases:
+        costs["time_phases_median"] = {k: round(statistics.median(v), 3) for k, v in phases.items()}
+    return costs
+
+
+def costs_line(costs: dict[str, Any]) -> str:
+    """One short line of median evaluation seconds (eval, check, judge, time) for the console."""
+    if not costs.get("n"):
+        return "no evaluation costs recorded"
+    median = costs.get("median") or {}
+    cells = ", ".join(f"{name} {_cell(median.get(f'{name}_s'), 's2')}" for name in ("eval", "check", "judge", "time"))
+    return f"median per candidate ({costs['n']}): {cells}"
+
+
 def _cell(value: Any, kind: str) -> str:
     if value is None:
         return "-"
@@ -84,6 +137,8 @@ def _cell(value: Any, kind: str) -> str:
         return f"{100 * value:.0f}%"
     if kind == "s":
         return f"{value:.1f} s"
+    if kind == "s2":
+        return f"{value:.2f} s"
     if kind == "f":
         return f"{value:.1f}"
     return str(value)
@@ -177,17 +232,20 @@ def main(argv: list[str] | None = None) -> int:
         data = {**result.to_dict(), "gpu_busy_fraction": utilisation.fraction}
         row = bench_row(data)
         rows.append(row)
+        candidates = RunDir(run_dir).candidates()
+        costs = evaluation_costs(candidates)
         record = {
             "benchmark": "search", "op": op.stem, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "device": args.device, "machine": machine(result.environment), "versions": versions(result.environment),
             "budget": budget.to_dict(), "config": config.to_dict(), "seed": args.seed, "proposer": args.proposer,
             "row": row, "baselines": result.baselines, "search": {k: v for k, v in data.items() if k != "best"},
             "best": data.get("best"), "note": result.note,
-            "rejections": rejections(RunDir(run_dir).candidates()),
+            "rejections": rejections(candidates), "evaluation_costs": costs,
         }
         (args.out / f"{op.stem}.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
         print(f"[{op.stem}] {row['stop_reason']}: {row['candidates_evaluated']} candidates,"
               f" accepted={row['accepted']}", flush=True)
+        print(f"[{op.stem}] {costs_line(costs)}", flush=True)
     summary = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "device": args.device,
                "wall_s": round(time.perf_counter() - started, 1), "rows": rows}
     (args.out / "search_summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")

@@ -33,3 +33,32 @@ def test_rejections_are_tallied_by_reason_with_the_first_detail():
                {"id": "g0-2", "strategy": "b", "verdict": {"verdict": "rejected", "reason": "crashed", "detail": "y"}}]
     assert bench_run.rejections(archive) == {"crashed": {"count": 2, "first": {"id": "g0-0", "strategy": "a",
                                                                                "detail": "x"}}}
+
+
+def test_evaluation_costs_are_medians_and_totals_over_candidates_with_numbers():
+    def candidate(eval_s, **overhead):
+        return {"id": "c", "eval_s": eval_s, "verdict": {"verdict": "accepted", "overhead": overhead}}
+
+    archive = [
+        candidate(1.0, load_s=0.2, check_s=0.5, judge_s=0.1, peak_host_memory_mb=900.0, prefetched=True,
+                  time_phases={"inputs_s": 0.1, "timed_calls_s": 2.0}),
+        candidate(3.0, load_s=0.4, check_s=0.7, judge_s="n/a", time_s=2.5, time_phases={"inputs_s": 0.3}),
+        candidate(2.0, load_s=0.3, check_s=0.6, judge_s=0.3),
+        {"id": "proposer-failed", "verdict": None},  # nothing measured: not counted
+        {"id": "no-overhead", "verdict": {"verdict": "rejected", "reason": "crashed"}},
+    ]
+    costs = bench_run.evaluation_costs(archive)
+    assert costs == {
+        "n": 3,
+        "median": {"eval_s": 2.0, "load_s": 0.3, "check_s": 0.6, "judge_s": 0.2, "time_s": 2.5},
+        "total": {"eval_s": 6.0, "load_s": 0.9, "check_s": 1.8, "judge_s": 0.4, "time_s": 2.5},
+        "time_phases_median": {"inputs_s": 0.2, "timed_calls_s": 2.0},
+    }
+    assert bench_run.costs_line(costs) == ("median per candidate (3): eval 2.00 s, check 0.60 s, judge 0.20 s,"
+                                           " time 2.50 s")
+
+
+def test_evaluation_costs_of_no_candidates():
+    assert bench_run.evaluation_costs([]) == {"n": 0}
+    assert bench_run.evaluation_costs([{"id": "c", "verdict": {"overhead": {"prefetched": False}}}]) == {"n": 0}
+    assert bench_run.costs_line({"n": 0}) == "no evaluation costs recorded"
