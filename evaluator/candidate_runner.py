@@ -9,13 +9,21 @@ reference output.
 from __future__ import annotations
 
 import inspect
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from evaluator import guards, taskspec
+from evaluator import guards, handoff, taskspec
 from evaluator.bounds import BoundsChecker
+from evaluator.output_checks import (
+    Rejection,
+    require_no_alias,
+    require_outputs_left_alone,
+    require_same,
+    same_bits,
+)
 from evaluator.reference_runner import as_output_list
 
 # Modules a candidate may import itself (the static checker enforces the same list on the source).
@@ -23,14 +31,6 @@ ALLOWED_IMPORT_ROOTS = frozenset({
     "torch", "triton", "math", "typing", "dataclasses", "functools", "itertools", "collections", "enum",
     "operator", "__future__", "kernelevo",
 })
-
-
-class Rejection(Exception):
-    """The candidate broke a rule at run time; ``reason`` is a verdict reason."""
-
-    def __init__(self, reason: str, message: str):
-        super().__init__(message)
-        self.reason = reason
 
 
 class CandidateRunner:
@@ -130,6 +130,7 @@ class CandidateRunner:
         outdir.mkdir(parents=True, exist_ok=True)
         nondeterministic_ok = bool(req.get("nondeterministic_ok"))
         written = []
+        phases = {"first_call_s": 0.0, "calls_s": 0.0, "handoff_s": 0.0}  # first call: JIT compiles land here
         for si, seed in enumerate(self.seeds):
             for ci, fresh in enumerate(self.inputs[seed]):
                 live = self.live[ci]
@@ -139,16 +140,23 @@ class CandidateRunner:
                             dst.copy_(src)
                         else:  # non-tensor inputs (or a seed that changes a shape) are passed as drawn
                             live[j] = taskspec.guarded_copy(src, self.device)
+                clock = time.perf_counter()
                 outs = self._guarded_call(live, ci, where=f"case {ci}, seed {seed}")
+                phases["first_call_s" if not written else "calls_s"] += time.perf_counter() - clock
+                clock = time.perf_counter()
                 if si == 0:
                     for repeat in (2, 3):
                         again = self._guarded_call(live, ci, where=f"case {ci}, seed {seed} (run {repeat})")
-                        _require_same(outs, again, nondeterministic_ok, f"case {ci}, seed {seed}")
-                path = outdir / f"out-{ci}-{seed}.pt"
-                torch.save([o.detach().cpu().clone() for o in outs], path)
-                written.append({"case": ci, "seed": seed, "file": str(path),
-                                "distribution": taskspec.distribution_for(self.task, si)})
-        return {"ok": True, "outputs": written, "resources": self.launches.resources}
+                        require_same(outs, again, nondeterministic_ok, f"case {ci}, seed {seed}")
+                phases["calls_s"] += time.perf_counter() - clock
+                clock = time.perf_counter()
+                sent = handoff.send(outs, outdir / f"out-{ci}-{seed}.pt", req.get("handoff"), f"case {ci}, seed {seed}")
+                written.append({"case": ci, "seed": seed, "distribution": taskspec.distribution_for(self.task, si),
+                                **sent})
+                phases["handoff_s"] += time.perf_counter() - clock
+        require_outputs_left_alone()
+        return {"ok": True, "outputs": written, "resources": self.launches.resources,
+                "phases": {k: round(v, 3) for k, v in phases.items()}}
 
     def replay(self, req: dict[str, Any]) -> dict[str, Any]:
         """Calls that look like a benchmark (no poisoning, fresh seeds); their outputs are judged too."""
@@ -159,10 +167,21 @@ class CandidateRunner:
             for ci, case in enumerate(cases):
                 live = [taskspec.guarded_copy(v, self.device) for v in case]
                 outs = self._guarded_call(live, ci, where=f"case {ci}, replay seed {seed}", poison=False)
-                path = outdir / f"replay-{ci}-{seed}.pt"
-                torch.save([o.detach().cpu().clone() for o in outs], path)
-                written.append({"case": ci, "seed": int(seed), "file": str(path), "distribution": "task"})
+                sent = handoff.send(outs, outdir / f"replay-{ci}-{seed}.pt", req.get("handoff"),
+                                    f"case {ci}, replay seed {seed}")
+                written.append({"case": ci, "seed": int(seed), "distribution": "task", **sent})
+        require_outputs_left_alone()
         return {"ok": True, "outputs": written}
+
+    def save_kept(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Outputs sent earlier through CUDA IPC, written as files instead (the reference could not map them)."""
+        resent = []
+        for item in req["outputs"]:
+            if "kept" in item:
+                rest = {k: v for k, v in item.items() if k not in ("ipc", "kept", "path")}
+                item = {**rest, **handoff.save_kept(int(item["kept"]), Path(item["path"]))}
+            resent.append(item)
+        return {"ok": True, "outputs": resent}
 
     def _guarded_call(self, inputs: list[Any], case: int, where: str, poison: bool = True) -> list[torch.Tensor]:
         assert self.model is not None
@@ -206,9 +225,9 @@ class CandidateRunner:
             if out.device.type != self.device:
                 raise Rejection("incorrect", f"{where}: output {k} is on {out.device}, expected {self.device}")
         self._require_expected_outputs(outs, case, where)
-        _require_no_alias(outs, inputs, self.kept_outputs, where)
+        require_no_alias(outs, inputs, self.kept_outputs, where)
         for k, (x, old) in enumerate(zip(inputs, before)):
-            if old is not None and not _bitwise_equal(x, old):
+            if old is not None and not same_bits(x, old):
                 raise Rejection("cheat_suspected", f"{where}: the candidate modified input {k} in place")
             if not taskspec.guards_intact(x):
                 raise Rejection("incorrect", f"{where}: the candidate wrote outside input {k} (out-of-bounds store)")
@@ -264,41 +283,6 @@ def _check_signature(model_cls: type, new_cls: type, n_args: set[int]) -> None:
     raise Rejection("compile_error", f"ModelNew.forward({', '.join(p.name for p in params)}) cannot take the "
                                      f"{'/'.join(map(str, sorted(n_args)))} inputs the task passes to "
                                      f"Model.forward({', '.join(ref)}); keep the same arguments")
-
-
-def _require_same(a: list[torch.Tensor], b: list[torch.Tensor], tolerant: bool, where: str) -> None:
-    for k, (x, y) in enumerate(zip(a, b)):
-        same = torch.allclose(x, y, rtol=1e-3, atol=1e-5, equal_nan=True) if tolerant else _bitwise_equal(x, y)
-        if x.shape != y.shape or not same:
-            raise Rejection("incorrect", f"{where}: output {k} differs between runs on identical inputs (a race or "
-                                         "uninitialised memory); set NONDETERMINISTIC_OK in the task if atomics "
-                                         "make this expected")
-
-
-def _bitwise_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
-    if x.shape != y.shape or x.dtype != y.dtype:
-        return False
-    return torch.equal(x.reshape(-1).view(torch.uint8) if x.numel() else x,
-                       y.reshape(-1).view(torch.uint8) if y.numel() else y)
-
-
-def _require_no_alias(outs: list[torch.Tensor], inputs: list[Any], kept: list[torch.Tensor], where: str) -> None:
-    def span(t: torch.Tensor) -> tuple[int, int]:
-        start = t.untyped_storage().data_ptr()
-        return start, start + t.untyped_storage().nbytes()
-
-    input_spans = [span(x) for x in inputs if isinstance(x, torch.Tensor) and x.numel()]
-    kept_ptrs = {t.untyped_storage().data_ptr() for t in kept if t.numel()}
-    seen: set[int] = set()
-    for k, out in enumerate(outs):
-        if not out.numel():
-            continue
-        lo, hi = span(out)
-        if any(lo < b and a < hi for a, b in input_spans):
-            raise Rejection("cheat_suspected", f"{where}: output {k} shares memory with an input")
-        if lo in kept_ptrs or lo in seen:
-            raise Rejection("cheat_suspected", f"{where}: output {k} reuses the memory of an earlier output")
-        seen.add(lo)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -22,3 +22,4 @@ class EvalOptions:
     allow_torch_ops: tuple[str, ...] = field(default_factory=tuple)  # extra to the task's own list
     prefetch: bool | None = None  # load the next candidate during the current one (None: on CUDA only)
     ready_workers: int = 1  # candidate processes started ahead: one per evaluation the caller runs at once
+    output_handoff: str = "auto"  # "auto": CUDA IPC on a GPU, files on CPU; "file": always files

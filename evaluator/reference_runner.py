@@ -1,20 +1,20 @@
 """The reference process: computes the task's answers where no candidate can reach them.
 
 It imports only the task (never a candidate), computes a float64 reference and the eager output in
-the task's own dtypes for every case and seed, keeps them in its own memory, and compares the
-outputs that candidate processes wrote to disk (loaded with ``weights_only=True``, so a candidate
-cannot smuggle code into this process). On CUDA it also measures the baselines.
+the task's own dtypes for every case and seed, keeps them in its own memory, and compares the outputs
+candidate processes hand over (mapped from their GPU memory, or files loaded with ``weights_only=True``
+so a candidate cannot smuggle code into this process: :mod:`evaluator.handoff`). On CUDA it also
+measures the baselines.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from evaluator import compare as cmp
-from evaluator import environment, taskspec
+from evaluator import environment, handoff, taskspec
 
 
 def as_output_list(value: Any) -> list[Any]:
@@ -146,20 +146,28 @@ class ReferenceRunner:
         return reference_baselines(self, req)
 
     def compare(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Compare each (case, seed) output file written by a candidate process."""
+        """Compare each (case, seed) output a candidate process sent (:mod:`evaluator.handoff`).
+
+        ``handoff_unavailable`` in the reply: CUDA IPC failed here, so nothing was compared; the caller
+        has the candidate write the same outputs as files and asks again."""
         results = []
         for item in req["outputs"]:
             ci, seed = int(item["case"]), int(item["seed"])
             refs = self.reference(ci, seed, item.get("distribution", "task"), item.get("scale"))
-            results.append({"case": ci, "seed": seed, **self._compare_one(ci, refs, item["file"])})
+            try:
+                outs = handoff.receive(item, self.device, req.get("key"))
+            except handoff.HandoffError as exc:
+                if exc.kind == "unavailable":
+                    return {"ok": True, "results": [], "handoff_unavailable": str(exc)}
+                reason = {"tampered": "cheat_suspected"}.get(exc.kind, "incorrect")
+                results.append({"case": ci, "seed": seed, "ok": False, "problem": str(exc), "reason": reason,
+                                "outputs": []})
+                continue
+            results.append({"case": ci, "seed": seed, **self._compare_one(ci, refs, outs)})
+            del outs  # an IPC mapping is released here, before the candidate process is killed
         return {"ok": True, "results": results}
 
-    def _compare_one(self, ci: int, refs: list[torch.Tensor], path: str) -> dict[str, Any]:
-        try:
-            outs = torch.load(path, weights_only=True, map_location=self.device)
-        except Exception as exc:
-            return {"ok": False, "problem": f"candidate outputs could not be read safely: {exc}", "outputs": []}
-        Path(path).unlink(missing_ok=True)
+    def _compare_one(self, ci: int, refs: list[torch.Tensor], outs: Any) -> dict[str, Any]:
         if not isinstance(outs, list) or not all(type(o) is torch.Tensor for o in outs):
             return {"ok": False, "problem": "outputs must be plain torch.Tensor objects", "outputs": []}
         if len(outs) != len(refs):
@@ -176,4 +184,3 @@ class ReferenceRunner:
         ok = all(p["ok"] for p in per_output)
         problem = "; ".join(f"output {k}: {p['problem']}" for k, p in enumerate(per_output) if not p["ok"])
         return {"ok": ok, "problem": problem, "outputs": per_output}
-

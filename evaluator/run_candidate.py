@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 import random
+import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +41,18 @@ CHECKS = [
 class StopEvaluation(Exception):
     def __init__(self, verdict: Verdict):
         self.verdict = verdict
+
+
+@dataclass(frozen=True)
+class OutputChannel:
+    """How one evaluation's candidate process hands outputs to the reference (:mod:`evaluator.handoff`):
+    the process, and the fingerprint key drawn for this evaluation alone."""
+
+    worker: sandbox.Worker
+    key: int
+
+    def request(self, session: EvaluationSession) -> dict[str, Any]:
+        return {"mode": session.handoff_mode, "key": self.key}
 
 
 def load_request(session: EvaluationSession, path: Path) -> dict[str, Any]:
@@ -91,6 +105,7 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
             # NVRTC compiled it at import (a compile error would have stopped above): that is all a CPU can check.
             raise NeedsGPU(f"{evidence['candidate']}: the CUDA kernels compile (NVRTC), but running them needs "
                                  "a GPU: evaluate with --device cuda")
+        channel = OutputChannel(worker, secrets.randbits(62))
         t = time.perf_counter()
         with session.gpu.shared():  # other evaluations may check at the same time, none is timing
             checked = call_worker(
@@ -99,29 +114,32 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
                     "op": "check",
                     "outdir": str(folder / "outputs"),
                     "nondeterministic_ok": session.plan.get("nondeterministic_ok", False),
+                    "handoff": channel.request(session),
                 },
                 options.timeout_s,
                 evidence,
             )
         overhead["check_s"] = round(time.perf_counter() - t, 3)
+        overhead["check_phases"] = checked.get("phases", {})
         evidence["resources"] = checked.get("resources") or {}
         t = time.perf_counter()
-        judge_outputs(session, checked["outputs"], evidence, "correctness")
+        judge_outputs(session, channel, checked["outputs"], evidence, "correctness")
         overhead["judge_s"] = round(time.perf_counter() - t, 3)
         if session.device == "cpu":
             rng = random.Random(session.init_seed + len(evidence["candidate"]))
             replay_seeds = [rng.randrange(1 << 31) for _ in range(2)]
             replayed = call_worker(
                 worker,
-                {"op": "replay", "outdir": str(folder / "outputs"), "seeds": replay_seeds},
+                {"op": "replay", "outdir": str(folder / "outputs"), "seeds": replay_seeds,
+                 "handoff": channel.request(session)},
                 options.timeout_s,
                 evidence,
             )
-            judge_outputs(session, replayed["outputs"], evidence, "replay")
+            judge_outputs(session, channel, replayed["outputs"], evidence, "replay")
             return Verdict.accept(_accept_detail(session), **evidence)
         from evaluator.timing_judge import time_candidate
 
-        return time_candidate(session, worker, folder, evidence)
+        return time_candidate(session, channel, folder, evidence)
     except StopEvaluation as stop:
         return stop.verdict
     finally:
@@ -176,11 +194,21 @@ def call_worker(
 
 
 def judge_outputs(
-    session: EvaluationSession, outputs: list[dict[str, Any]], evidence: dict[str, Any], phase: str
+    session: EvaluationSession, channel: OutputChannel, outputs: list[dict[str, Any]], evidence: dict[str, Any],
+    phase: str,
 ) -> None:
-    """Ask the reference process to compare written outputs; stop with ``incorrect`` on any failure."""
+    """Ask the reference process to compare the outputs the candidate sent; stop with ``incorrect`` (or
+    ``cheat_suspected`` for an output changed after it was returned) on any failure. Where CUDA IPC
+    turns out not to work, the candidate writes the same outputs as files and the session keeps to files."""
+    request = {"op": "compare", "outputs": outputs, "key": channel.key}
     try:
-        reply = session.reference_request({"op": "compare", "outputs": outputs}, max(session.options.timeout_s, 600))
+        reply = session.reference_request(request, max(session.options.timeout_s, 600))
+        if reply.get("handoff_unavailable"):
+            session.use_file_handoff(reply["handoff_unavailable"])
+            resent = call_worker(channel.worker, {"op": "save_kept", "outputs": outputs}, session.options.timeout_s,
+                                 evidence)
+            reply = session.reference_request({**request, "outputs": resent["outputs"]},
+                                              max(session.options.timeout_s, 600))
     except (sandbox.WorkerDied, sandbox.WorkerTimeout, sandbox.WorkerMemoryExceeded) as exc:
         session.restart_reference()  # keep the session usable for the next candidate
         raise StopEvaluation(
@@ -198,7 +226,7 @@ def judge_outputs(
         shapes = ", ".join("x".join(map(str, i["shape"])) for i in case["inputs"] if "shape" in i)
         raise StopEvaluation(
             Verdict.reject(
-                Reason.INCORRECT,
+                Reason(failure.get("reason", Reason.INCORRECT.value)),
                 f"case {failure['case']} ({shapes}), seed {failure['seed']} [{phase}]: {failure['problem']}",
                 **evidence,
             )

@@ -9,6 +9,7 @@ records a verdict and goes on to the next one.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import shutil
 import tempfile
@@ -22,6 +23,8 @@ from evaluator.gpu_phases import GpuPhases
 from evaluator.options import EvalOptions
 from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
 from kernelevo import pyast
+
+log = logging.getLogger(__name__)
 
 MAX_PREFETCHED = 2  # the candidate about to be evaluated and the one after it
 
@@ -55,6 +58,9 @@ class EvaluationSession:
         self._lock = threading.Lock()  # the counter and the prefetched candidates
         self._reference_lock = threading.RLock()  # one request at a time to the reference process
         self.gpu = GpuPhases()
+        if self.options.output_handoff not in ("auto", "file"):
+            raise EvalSetupError(f"output_handoff={self.options.output_handoff!r}: use auto or file")
+        self.handoff_mode = "ipc" if device == "cuda" and self.options.output_handoff == "auto" else "file"
         self.baselines: dict[str, Any] | None = None
         self.pool = sandbox.WorkerPool("candidate", device, self.workdir / "procs", self.cache_dir,
                                        self.options.memory_mb, ready=self.options.ready_workers)
@@ -86,6 +92,13 @@ class EvaluationSession:
         with self._reference_lock:
             self.reference.kill()
             self._start_reference()
+
+    def use_file_handoff(self, why: str) -> None:
+        """From now on candidates hand outputs over as files (CUDA IPC failed between this machine's processes)."""
+        with self._lock:
+            if self.handoff_mode != "file":
+                self.handoff_mode = "file"
+                log.warning("candidate outputs go through files from now on: %s", why)
 
     def reference_request(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         """One request to the reference process (thread-safe; GPU work shared with other evaluations)."""

@@ -1,9 +1,11 @@
 """GPU timing shared by candidate and baseline measurements (DESIGN.md section 5, step 4).
 
-Every trial: flush L2 by zeroing a 256 MB buffer, record a start event, call, record the end event on
-the same stream, then synchronise the whole device before the next trial. The flush runs long enough
-for the host to queue the call behind the start event, so the interval is GPU time, not host jitter
-or synchronisation latency. Work on another stream would escape it: the launch counter refuses any
+Every trial: flush L2 by zeroing a 256 MB buffer, keep the GPU busy for a fixed 0.2 ms more, record a
+start event, call, record the end event on the same stream, then synchronise the whole device before
+the next trial. The flush and the busy wait give the host time to queue the whole call behind the start
+event, so the interval is GPU time, not launch latency or host jitter (a call of several launches, such
+as eager PyTorch or a torch.compile wrapper, would otherwise be timed with the gaps between them, which
+grow when other processes load the host's CPUs). Work on another stream would escape it: the launch counter refuses any
 launch made while a stream other than the harness's is current (evaluator.guards), the static checker
 refuses stream creation in Python and CUDA source, and the host clock from the start event to the
 device-wide sync is kept per trial as a cross-check. Inputs rotate through several sets generated
@@ -13,6 +15,7 @@ ops are also timed by CUDA-graph replay, where launch overhead no longer dominat
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
 import time
@@ -24,6 +27,32 @@ import torch
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 GRAPH_BELOW_MS = 0.020
+LAUNCH_COVER_MS = 0.2
+
+
+@functools.lru_cache(maxsize=1)
+def _sleep_cycles_per_ms() -> float | None:
+    """GPU clock cycles per millisecond of ``torch.cuda._sleep`` on this device (None where it is missing)."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        return None
+    sleep(1000)  # load the kernel
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    sleep(1_000_000)
+    end.record()
+    end.synchronize()
+    return 1_000_000 / max(start.elapsed_time(end), 1e-3)
+
+
+def launch_cover(ms: float = LAUNCH_COVER_MS) -> Callable[[], None]:
+    """A function that queues ``ms`` of GPU busy-waiting on the current stream, so the host can queue the
+    timed call behind the start event before the GPU reaches it (a no-op where torch lacks ``_sleep``)."""
+    cycles_per_ms = _sleep_cycles_per_ms()
+    if cycles_per_ms is None:
+        return lambda: None
+    cycles = int(cycles_per_ms * ms)
+    return lambda: torch.cuda._sleep(cycles)
 
 
 def _persisting_l2_reset() -> Callable[[], None]:
@@ -103,11 +132,12 @@ def time_calls(fn: Callable[..., Any], inputs: VariedInputs, trials: int, warmup
         torch.cuda.synchronize()
         calls += 1
     samples, host_samples = [], []
-    reset_l2 = _persisting_l2_reset()
+    reset_l2, cover = _persisting_l2_reset(), launch_cover()
     for i in range(trials):
         args, _scale = inputs.prepare(i)
         reset_l2()
         flush.zero_()
+        cover()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         host_start = time.perf_counter()  # the flush may still run: host time >= device time of the call
         start.record()

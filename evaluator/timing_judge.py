@@ -13,11 +13,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluator.run_candidate import StopEvaluation, call_worker, geomean, judge_outputs
+from evaluator.run_candidate import OutputChannel, StopEvaluation, call_worker, geomean, judge_outputs
 from evaluator.verdict import Reason, Verdict
 
 if TYPE_CHECKING:
-    from evaluator import sandbox
     from evaluator.options import EvalOptions
     from evaluator.session import EvaluationSession
 
@@ -28,7 +27,7 @@ HOST_EVENT_RATIO, HOST_EVENT_MARGIN_MS = 10.0, 1.0
 
 
 def time_candidate(
-    session: EvaluationSession, worker: sandbox.Worker, folder: Path, evidence: dict[str, Any]
+    session: EvaluationSession, channel: OutputChannel, folder: Path, evidence: dict[str, Any]
 ) -> Verdict:
     options = session.options
     rng = random.Random()
@@ -36,7 +35,7 @@ def time_candidate(
     started = time.perf_counter()
     with session.gpu.exclusive():  # nothing else of this session runs on the GPU while it is timed
         timed = call_worker(
-            worker,
+            channel.worker,
             {
                 "op": "time",
                 "seeds": session.timing_seeds,
@@ -45,6 +44,7 @@ def time_candidate(
                 "sample": sample,
                 "outdir": str(folder / "timed"),
                 "inputs_dir": session.inputs_dir,
+                "handoff": channel.request(session),
             },
             max(options.timeout_s, 600),
             evidence,
@@ -55,7 +55,7 @@ def time_candidate(
     overhead["peak_gpu_memory_mb"] = round(timed.get("peak_gpu_memory_mb", 0.0), 1)
     started = time.perf_counter()
     try:
-        judge_outputs(session, timed["outputs"], evidence, "timed-call re-validation")
+        judge_outputs(session, channel, timed["outputs"], evidence, "timed-call re-validation")
     except StopEvaluation as stop:
         stop.verdict.reason = Reason.CHEAT_SUSPECTED.value
         stop.verdict.detail = (

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from evaluator import guards, taskspec, timing
+from evaluator import guards, handoff, taskspec, timing
 
 if TYPE_CHECKING:
     from evaluator.candidate_runner import CandidateRunner
@@ -32,7 +32,7 @@ def _input_sets(task: taskspec.LoadedTask, small: bool, seeds: list[int], device
 
 
 def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, Any]:
-    from evaluator.candidate_runner import Rejection
+    from evaluator.output_checks import Rejection, require_outputs_left_alone
 
     assert runner.model is not None
     model = runner.model
@@ -70,10 +70,10 @@ def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, An
                         out = model(*args)
                     torch.cuda.synchronize()
                     recorded += recorder.violations
-                    path = outdir / f"timed-{ci}-{i}.pt"
-                    torch.save([o.detach().cpu().clone() for o in _as_list(out)], path)
-                    written.append({"case": ci, "seed": int(req["seeds"][i % len(sets)]), "file": str(path),
-                                    "distribution": "task", "scale": scale})
+                    sent = handoff.send(_as_list(out), outdir / f"timed-{ci}-{i}.pt", req.get("handoff"),
+                                        f"case {ci}, timed call {i}")
+                    written.append({"case": ci, "seed": int(req["seeds"][i % len(sets)]), "distribution": "task",
+                                    "scale": scale, **sent})
                 varied.restore()
                 phases["sampled_calls_s"] += time.perf_counter() - clock
                 entry: dict[str, Any] = {"case": ci, "candidate": stats}
@@ -85,6 +85,7 @@ def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, An
     finally:
         runner.audit.active = False
     runner._check_guards("timing")
+    require_outputs_left_alone()
     if recorded:
         raise Rejection("cheat_suspected", f"timed calls ran torch ops {', '.join(sorted(set(recorded)))} that the "
                                            "checked calls did not: the kernels must do the math every time")

@@ -53,7 +53,8 @@ def main(argv: list[str]) -> None:
                   "message": f"--device cuda: no usable CUDA device ({type(exc).__name__}: {exc}); run on a GPU "
                              "machine or use --device cpu (correctness only, Triton interpreter)"})
             return
-    from evaluator.candidate_runner import CandidateRunner, Rejection
+    from evaluator.candidate_runner import CandidateRunner
+    from evaluator.output_checks import Rejection
     from evaluator.reference_runner import ReferenceRunner
     from evaluator.taskspec import TaskError
 

@@ -1,0 +1,133 @@
+"""Outputs handed from a candidate process to the reference: fingerprints, descriptor checks, CUDA IPC."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from evaluator import handoff
+
+KEY = 0x2F3A_1B4C_5D6E_7F80
+
+
+def test_fingerprint_is_stable_and_sees_a_one_element_change():
+    x = torch.randn(1000, 37)
+    assert handoff.fingerprint(x, KEY) == handoff.fingerprint(x.clone(), KEY)
+    changed = x.clone()
+    changed[512, 3] = torch.nextafter(changed[512, 3], torch.tensor(1e9))
+    assert handoff.fingerprint(changed, KEY) != handoff.fingerprint(x, KEY)
+    assert handoff.fingerprint(x, KEY) != handoff.fingerprint(x, KEY + 1)
+
+
+def test_fingerprint_sees_swapped_elements_and_follows_logical_order():
+    x = torch.arange(64, dtype=torch.float16).reshape(8, 8)
+    swapped = x.clone()
+    swapped[0, 0], swapped[0, 1] = x[0, 1], x[0, 0]
+    assert handoff.fingerprint(swapped, KEY) != handoff.fingerprint(x, KEY)
+    assert handoff.fingerprint(x.t(), KEY) == handoff.fingerprint(x.t().contiguous(), KEY)
+
+
+@pytest.mark.parametrize("tensor", [torch.ones(7, dtype=torch.uint8), torch.zeros(3, dtype=torch.bool),
+                                    torch.empty(0), torch.randn(5, dtype=torch.bfloat16)])
+def test_fingerprint_handles_any_byte_length(tensor):
+    assert isinstance(handoff.fingerprint(tensor, KEY), int)
+
+
+def test_outputs_go_through_a_file_on_cpu_even_when_ipc_is_asked(tmp_path: Path):
+    outputs = [torch.randn(4, 5), torch.arange(3)]
+    sent = handoff.send(outputs, tmp_path / "out.pt", {"mode": "ipc", "key": KEY}, "case 0, seed 1")
+    assert set(sent) == {"file"}
+    received = handoff.receive(sent, "cpu", KEY)
+    assert all(torch.equal(a, b) for a, b in zip(outputs, received))
+    assert not (tmp_path / "out.pt").exists()  # the reference removes what it read
+
+
+def test_a_late_write_into_a_sent_output_is_noticed(tmp_path: Path):
+    first, second = torch.randn(8, 8), torch.randn(3)
+    handoff.send([first], tmp_path / "a.pt", {"mode": "file", "key": KEY}, "case 0, seed 1")
+    handoff.send([torch.ones(2), second], tmp_path / "b.pt", {"mode": "file", "key": KEY}, "case 1, seed 1")
+    assert handoff.changed_since_sent() is None
+    second[1] += 1.0
+    assert handoff.changed_since_sent() == "output 1 of case 1, seed 1"
+
+
+def test_an_unreadable_file_is_reported_not_raised(tmp_path: Path):
+    (tmp_path / "out.pt").write_bytes(b"not a tensor file")
+    with pytest.raises(handoff.HandoffError) as caught:
+        handoff.receive({"file": str(tmp_path / "out.pt")}, "cpu", KEY)
+    assert caught.value.kind == "invalid"
+
+
+def _descriptor(**change) -> dict:
+    good = {"device": 0, "handle": "AAAA", "size_bytes": 64, "offset_bytes": 0, "counter": "L3RvcmNoXzFfMl8z",
+            "counter_offset": 0, "event": None, "event_sync": False, "dtype": "float32", "shape": [4, 4],
+            "stride": [4, 1], "storage_offset": 0, "fingerprint": 1}
+    return {**good, **change}
+
+
+@pytest.mark.parametrize("change,why", [
+    ({"dtype": "object"}, "malformed"),
+    ({"shape": "4x4"}, "malformed"),
+    ({"fingerprint": "x"}, "malformed"),
+    ({"counter": "L2V0Yy9wYXNzd2Q="}, "out of range"),  # /etc/passwd: not a torch reference counter
+    ({"stride": [-4, 1]}, "out of range"),
+    ({"shape": [4, 5]}, "past its allocation"),
+    ({"storage_offset": 1}, "past its allocation"),
+])
+def test_descriptors_are_validated_before_anything_is_mapped(change, why):
+    with pytest.raises(handoff.HandoffError) as caught:
+        handoff.receive({"ipc": [_descriptor(**change)]}, "cuda", KEY)
+    assert caught.value.kind == "invalid" and why in str(caught.value)
+
+
+def test_ipc_without_a_key_is_refused():
+    with pytest.raises(handoff.HandoffError) as caught:
+        handoff.receive({"ipc": [_descriptor()]}, "cuda", None)
+    assert caught.value.kind == "invalid"
+
+
+PRODUCER = textwrap.dedent("""
+    import json, sys, torch
+    from pathlib import Path
+    from evaluator import handoff
+    key = int(sys.argv[1])
+    out = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)[7:].view(-1, 3)  # offset view
+    print(json.dumps(handoff.send([out], Path("unused.pt"), {"mode": "ipc", "key": key}, "case 0, seed 1")), flush=True)
+    sys.stdin.readline()
+    out.zero_()  # a late write into the output already handed over
+    torch.cuda.synchronize()
+    print(json.dumps({"late_write": True}), flush=True)
+    sys.stdin.readline()
+""")
+
+
+@pytest.mark.gpu
+def test_cuda_ipc_hands_over_in_place_and_catches_a_late_write():
+    root = Path(__file__).resolve().parents[2]
+    producer = subprocess.Popen([sys.executable, "-c", PRODUCER, str(KEY)], cwd=root, text=True,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        sent = json.loads(producer.stdout.readline())
+        assert "ipc" in sent, sent
+        (received,) = handoff.receive(sent, "cuda", KEY)
+        assert received.shape == (349523, 3) and received.dtype == torch.bfloat16 and received.abs().sum() > 0
+        del received
+        producer.stdin.write("\n")
+        producer.stdin.flush()
+        assert json.loads(producer.stdout.readline()) == {"late_write": True}
+        with pytest.raises(handoff.HandoffError) as caught:
+            handoff.receive(sent, "cuda", KEY)
+        assert caught.value.kind == "tampered"
+        with pytest.raises(handoff.HandoffError) as caught:
+            handoff.receive(sent, "cuda", KEY + 1)  # the wrong key never matches either
+        assert caught.value.kind == "tampered"
+    finally:
+        producer.stdin.write("\n")
+        producer.stdin.close()
+        producer.wait(timeout=60)
