@@ -185,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generation-size", type=int, default=8)
     parser.add_argument("--parallel-evaluations", type=int, default=0,
                         help="candidates judged at once (0: 3 on a GPU, 1 on CPU)")
+    parser.add_argument("--output-handoff", default="auto", choices=("auto", "file"),
+                        help="how outputs reach the reference: auto (CUDA IPC on a GPU) or file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None,
                         help="results folder [bench/results on cuda, bench/runs/cpu-results on cpu]")
@@ -195,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out, args.runs = args.out.resolve(), args.runs.resolve()
 
     from bench._gpu_util import GpuUtilisation
+    from evaluator import EvalOptions
     from kernelevo.search.api import run_search
     from kernelevo.search.budget import Budget
     from kernelevo.search.config import SearchConfig
@@ -223,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with GpuUtilisation() as utilisation:
                 result = run_search(op, op_id=op.stem, backend="triton", proposer=make_proposer(args.proposer),
-                                    budget=budget, device=args.device, run_dir=run_dir, seed=args.seed, config=config)
+                                    budget=budget, device=args.device, run_dir=run_dir, seed=args.seed, config=config,
+                                    eval_options=EvalOptions(output_handoff=args.output_handoff))
         except Exception as exc:  # one broken op must not lose the others' results
             print(f"[{op.stem}] failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             rows.append({**bench_row({"op_id": op.stem, "candidates_evaluated": 0, "stop_reason": "error"}),

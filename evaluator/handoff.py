@@ -171,6 +171,7 @@ def _import(d: dict[str, Any]) -> torch.Tensor:
         raise HandoffError("invalid", "output view reaches past its allocation")
     if not 0 <= int(d["device"]) < torch.cuda.device_count():
         raise HandoffError("invalid", f"output on CUDA device {d['device']}, which this process does not see")
+    torch.cuda.init()  # mapping a handle in a process whose CUDA is not yet initialised crashes it
     try:
         storage = torch.UntypedStorage._new_shared_cuda(
             int(d["device"]), handle, size_bytes, int(d["offset_bytes"]), counter, int(d["counter_offset"]),

@@ -201,10 +201,12 @@ def judge_outputs(
     ``cheat_suspected`` for an output changed after it was returned) on any failure. Where CUDA IPC
     turns out not to work, the candidate writes the same outputs as files and the session keeps to files."""
     request = {"op": "compare", "outputs": outputs, "key": channel.key}
+    evidence["overhead"]["output_handoff"] = "ipc" if any("ipc" in item for item in outputs) else "file"
     try:
         reply = session.reference_request(request, max(session.options.timeout_s, 600))
         if reply.get("handoff_unavailable"):
             session.use_file_handoff(reply["handoff_unavailable"])
+            evidence["overhead"]["output_handoff"] = f"file (CUDA IPC failed: {reply['handoff_unavailable'][:200]})"
             resent = call_worker(channel.worker, {"op": "save_kept", "outputs": outputs}, session.options.timeout_s,
                                  evidence)
             reply = session.reference_request({**request, "outputs": resent["outputs"]},
