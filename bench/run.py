@@ -67,7 +67,7 @@ def bench_row(result: dict[str, Any]) -> dict[str, Any]:
 def rejections(candidates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Rejected candidates by reason: how many, and the first one's id, strategy and detail (pure)."""
     tally: dict[str, dict[str, Any]] = {}
-    for record in candidates:
+    for record in evaluated(candidates):
         verdict = record.get("verdict") or {}
         if verdict.get("verdict") != "rejected":
             continue
@@ -84,38 +84,48 @@ def _seconds(value: Any) -> float | None:
     return float(value)
 
 
+def evaluated(candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The archive records of candidates that were evaluated (a duplicate repeats its first's verdict)."""
+    return [r for r in candidates if r.get("kind", "evaluated") == "evaluated"]
+
+
+PHASE_GROUPS = ("check_phases", "time_phases")  # nested per-phase seconds in a verdict's overhead
+
+
 def evaluation_costs(candidates: list[dict[str, Any]]) -> dict[str, Any]:
-    """Where evaluation time went, over the candidates that recorded it (pure).
+    """Where evaluation time went, over the evaluated candidates that recorded it (pure).
 
     ``n`` candidates with numbers; ``median`` and ``total`` seconds of ``eval_s`` (the search's wall
     time per candidate) and of each ``*_s`` entry of the verdict's ``overhead`` (load, check, judge,
-    time, ...); ``time_phases_median``: the median of each phase of the timing step. Keys missing from
-    some candidates are summarised over those that have them; empty input gives ``{"n": 0}``.
+    time, ...); ``check_phases_median`` / ``time_phases_median``: the median of each phase of those
+    steps. Keys missing from some candidates are summarised over those that have them; empty input
+    gives ``{"n": 0}``.
     """
-    samples: dict[str, list[float]] = {}
-    phases: dict[str, list[float]] = {}
+    samples: dict[str, dict[str, list[float]]] = {"": {}, **{group: {} for group in PHASE_GROUPS}}
     n = 0
-    for record in candidates:
+    for record in evaluated(candidates):
         overhead = (record.get("verdict") or {}).get("overhead")
         overhead = overhead if isinstance(overhead, dict) else {}
-        time_phases = overhead.get("time_phases")
-        time_phases = time_phases if isinstance(time_phases, dict) else {}
-        found = {key: seconds for key, value in (("eval_s", record.get("eval_s")), *overhead.items())
-                 if key.endswith("_s") and (seconds := _seconds(value)) is not None}
-        found_phases = {key: seconds for key, value in time_phases.items() if (seconds := _seconds(value)) is not None}
-        if not (found or found_phases):
+        found = {"": {key: seconds for key, value in (("eval_s", record.get("eval_s")), *overhead.items())
+                      if key.endswith("_s") and (seconds := _seconds(value)) is not None}}
+        for group in PHASE_GROUPS:
+            phases = overhead.get(group)
+            found[group] = {key: seconds for key, value in (phases if isinstance(phases, dict) else {}).items()
+                            if (seconds := _seconds(value)) is not None}
+        if not any(found.values()):
             continue
         n += 1
-        for key, seconds in found.items():
-            samples.setdefault(key, []).append(seconds)
-        for key, seconds in found_phases.items():
-            phases.setdefault(key, []).append(seconds)
+        for group, values in found.items():
+            for key, seconds in values.items():
+                samples[group].setdefault(key, []).append(seconds)
     if n == 0:
         return {"n": 0}
-    costs: dict[str, Any] = {"n": n, "median": {k: round(statistics.median(v), 3) for k, v in samples.items()},
-                             "total": {k: round(sum(v), 3) for k, v in samples.items()}}
-    if phases:
-        costs["time_phases_median"] = {k: round(statistics.median(v), 3) for k, v in phases.items()}
+    top = samples[""]
+    costs: dict[str, Any] = {"n": n, "median": {k: round(statistics.median(v), 3) for k, v in top.items()},
+                             "total": {k: round(sum(v), 3) for k, v in top.items()}}
+    for group in PHASE_GROUPS:
+        if samples[group]:
+            costs[f"{group}_median"] = {k: round(statistics.median(v), 3) for k, v in samples[group].items()}
     return costs
 
 

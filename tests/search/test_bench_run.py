@@ -62,3 +62,15 @@ def test_evaluation_costs_of_no_candidates():
     assert bench_run.evaluation_costs([]) == {"n": 0}
     assert bench_run.evaluation_costs([{"id": "c", "verdict": {"overhead": {"prefetched": False}}}]) == {"n": 0}
     assert bench_run.costs_line({"n": 0}) == "no evaluation costs recorded"
+
+
+def test_duplicates_count_once_and_check_phases_are_summarised():
+    verdict = {"verdict": "rejected", "reason": "crashed", "detail": "x",
+               "overhead": {"check_s": 2.0, "check_phases": {"first_call_s": 1.5, "handoff_s": 0.1}}}
+    archive = [{"id": "g0-0", "kind": "evaluated", "eval_s": 3.0, "verdict": verdict},
+               {"id": "g1-0", "kind": "duplicate", "eval_s": 0.0, "verdict": verdict},
+               {"id": "g1-1", "kind": "proposal_error", "verdict": None}]
+    assert bench_run.rejections(archive)["crashed"]["count"] == 1
+    costs = bench_run.evaluation_costs(archive)
+    assert costs["n"] == 1 and costs["total"]["check_s"] == 2.0
+    assert costs["check_phases_median"] == {"first_call_s": 1.5, "handoff_s": 0.1}
