@@ -89,6 +89,17 @@ def evaluated(candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in candidates if r.get("kind", "evaluated") == "evaluated"]
 
 
+def handoff_modes(candidates: list[dict[str, Any]]) -> dict[str, int]:
+    """How many evaluated candidates' outputs reached the reference each way (``ipc``, ``file``, or a file
+    fallback with the IPC error), from the verdicts' overhead (pure)."""
+    modes: dict[str, int] = {}
+    for record in evaluated(candidates):
+        mode = ((record.get("verdict") or {}).get("overhead") or {}).get("output_handoff")
+        if isinstance(mode, str):
+            modes[mode] = modes.get(mode, 0) + 1
+    return modes
+
+
 PHASE_GROUPS = ("check_phases", "time_phases")  # nested per-phase seconds in a verdict's overhead
 
 
@@ -255,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
             "row": row, "baselines": result.baselines, "search": {k: v for k, v in data.items() if k != "best"},
             "best": data.get("best"), "note": result.note,
             "rejections": rejections(candidates), "evaluation_costs": costs,
+            "output_handoff": handoff_modes(candidates),
         }
         (args.out / f"{op.stem}.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
         print(f"[{op.stem}] {row['stop_reason']}: {row['candidates_evaluated']} candidates,"

@@ -74,3 +74,12 @@ def test_duplicates_count_once_and_check_phases_are_summarised():
     costs = bench_run.evaluation_costs(archive)
     assert costs["n"] == 1 and costs["total"]["check_s"] == 2.0
     assert costs["check_phases_median"] == {"first_call_s": 1.5, "handoff_s": 0.1}
+
+
+def test_handoff_modes_are_counted_per_evaluated_candidate():
+    def record(kind, mode):
+        return {"kind": kind, "verdict": {"overhead": {"output_handoff": mode}}}
+
+    archive = [record("evaluated", "ipc"), record("evaluated", "ipc"), record("duplicate", "ipc"),
+               record("evaluated", "file"), {"kind": "evaluated", "verdict": None}]
+    assert bench_run.handoff_modes(archive) == {"ipc": 2, "file": 1}
