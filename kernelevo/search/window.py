@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from typing import Any
 
 Record = dict[str, Any]
+BACKLOG = 4  # finished results that may wait behind a slow one, per slot
 
 
 class EvaluationWindow:
@@ -37,12 +39,23 @@ class EvaluationWindow:
         return len(self._queue)
 
     def submit(self, judge: Callable[[], Record], key: str | None = None) -> None:
-        """Judge a candidate (now, or on a thread); absorbs the oldest results while the window is full."""
+        """Judge a candidate (now, or on a thread) as soon as fewer than ``size`` are running.
+
+        Finished results are absorbed in submission order as they become absorbable; one slow candidate
+        at the head does not keep the other slots empty (up to ``BACKLOG`` x ``size`` finished results wait
+        behind it)."""
         if self._pool is None:
             self._absorb(judge())
             return
-        while len(self._queue) >= self.size:
-            self._take_oldest()
+        while True:
+            self._absorb_finished()
+            running = [future for future, _, _ in self._queue if future is not None and not future.done()]
+            if len(running) < self.size and len(self._queue) < self.size * BACKLOG:
+                break
+            if len(self._queue) >= self.size * BACKLOG:
+                self._take_oldest()
+            else:
+                wait_futures(running, return_when=FIRST_COMPLETED)
         if key is not None and self._keys.get(key):
             self._queue.append((None, judge, None))  # same source as one in flight: judged once that one is in
             return
@@ -59,6 +72,11 @@ class EvaluationWindow:
         """Wait for the threads (after a drain, or when unwinding an error)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _absorb_finished(self) -> None:
+        """Absorb the head of the queue while it is ready (finished, or a duplicate whose original is in)."""
+        while self._queue and (self._queue[0][0] is None or self._queue[0][0].done()):
+            self._take_oldest()
 
     def _take_oldest(self) -> None:
         future, judge, key = self._queue.popleft()

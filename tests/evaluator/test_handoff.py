@@ -131,3 +131,54 @@ def test_cuda_ipc_hands_over_in_place_and_catches_a_late_write():
         producer.stdin.write("\n")
         producer.stdin.close()
         producer.wait(timeout=60)
+
+
+def test_kept_outputs_can_be_written_as_a_file_afterwards(tmp_path: Path):
+    outputs = [torch.randn(6, 2)]
+    handoff.send(outputs, tmp_path / "first.pt", {"mode": "ipc", "key": KEY}, "case 0, seed 2")
+    kept = len(handoff._sent) - 1
+    sent = handoff.save_kept(kept, tmp_path / "again.pt")
+    assert torch.equal(handoff.receive(sent, "cpu", KEY)[0], outputs[0])
+
+
+class ScriptedReference:
+    """A session whose reference process cannot map CUDA IPC handles (the first reply says so)."""
+
+    def __init__(self):
+        from evaluator.options import EvalOptions
+
+        self.options, self.handoff_mode, self.requests = EvalOptions(), "ipc", []
+        self.replies = [{"ok": True, "results": [], "handoff_unavailable": "CUDA IPC could not map: error 201"},
+                        {"ok": True, "results": [{"case": 0, "seed": 1, "ok": True, "outputs": []}]}]
+
+    def reference_request(self, request, timeout):
+        self.requests.append(request)
+        return self.replies.pop(0)
+
+    def use_file_handoff(self, why):
+        self.handoff_mode = "file"
+
+
+class KeptOutputsWorker:
+    """The candidate process's side of the fallback: it writes the outputs it kept as files."""
+
+    def __init__(self):
+        self.requests = []
+
+    def request(self, request, timeout):
+        self.requests.append(request)
+        return {"ok": True, "outputs": [{"case": 0, "seed": 1, "file": "out-0-1.pt"}]}
+
+
+def test_when_ipc_cannot_be_mapped_the_same_outputs_are_judged_from_files_and_the_session_keeps_to_files():
+    from evaluator.run_candidate import OutputChannel, judge_outputs
+
+    session, worker = ScriptedReference(), KeptOutputsWorker()
+    sent = [{"case": 0, "seed": 1, "ipc": [_descriptor()], "kept": 0, "path": "out-0-1.pt"}]
+    evidence = {"overhead": {}, "correctness": {"cases": [{"case": 0, "inputs": [], "seeds": []}]}}
+    judge_outputs(session, OutputChannel(worker, KEY), sent, evidence, "correctness")
+    assert worker.requests == [{"op": "save_kept", "outputs": sent}]
+    assert [r["outputs"] for r in session.requests] == [sent, [{"case": 0, "seed": 1, "file": "out-0-1.pt"}]]
+    assert session.handoff_mode == "file"
+    assert evidence["overhead"]["output_handoff"].startswith("file (CUDA IPC failed")
+    assert evidence["correctness"]["cases"][0]["seeds"][0]["ok"] is True
