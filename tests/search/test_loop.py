@@ -248,6 +248,57 @@ def test_parallel_evaluations_give_the_run_of_one_at_a_time(task, tmp_path):
         sequential.candidates_evaluated, sequential.candidates_accepted, sequential.generations)
 
 
+class TimelineEvaluator(ScriptedEvaluator):
+    """Records when each candidate's evaluation starts and ends."""
+
+    def __init__(self, delay_s):
+        super().__init__(delay_s=delay_s)
+        self.timeline = []
+
+    def evaluate_source(self, source, name):
+        with self._lock:
+            self.timeline.append(("start", name))
+        try:
+            return super().evaluate_source(source, name)
+        finally:
+            with self._lock:
+                self.timeline.append(("end", name))
+
+
+def test_the_next_generation_starts_while_the_last_results_of_this_one_come_in(task, tmp_path):
+    evaluator = TimelineEvaluator(delay_s=0.02)
+    search(task, tmp_path / "run", Budget(candidates=24, plateau_generations=None), evaluator=evaluator,
+           config=SearchConfig(parallel_evaluations=3))
+
+    def generation(name):
+        return int(name.rsplit("-g", 1)[1].split("-")[0])
+
+    last_end = max(i for i, (kind, name) in enumerate(evaluator.timeline) if kind == "end" and generation(name) == 0)
+    first_start = min(i for i, (kind, name) in enumerate(evaluator.timeline)
+                      if kind == "start" and generation(name) == 1)
+    assert first_start < last_end, evaluator.timeline
+
+
+@pytest.mark.parametrize("budget", [Budget(candidates=None, plateau_generations=2),
+                                    Budget(tokens=2600, **UNLIMITED), Budget(usd=0.011, **UNLIMITED)],
+                         ids=["plateau", "tokens", "usd"])
+def test_overlapping_generations_stop_where_one_at_a_time_stops(task, tmp_path, budget):
+    """A plateau (decided when a generation closes) and spend budgets (that size the planned generations)
+    give the same population with three evaluations in flight as with one; candidates of a generation
+    that a plateau cut short are not counted."""
+    config = dict(generation_size=4)
+    sequential = search(task, tmp_path / "one", budget, seed=2, evaluator=ScriptedEvaluator(timed=False),
+                        config=SearchConfig(parallel_evaluations=1, **config))
+    parallel = search(task, tmp_path / "three", budget, seed=2,
+                      evaluator=ScriptedEvaluator(timed=False, delay_s=0.01),
+                      config=SearchConfig(parallel_evaluations=3, **config))
+    assert (parallel.stop_reason, parallel.generations, parallel.candidates_evaluated, parallel.tokens_in) == (
+        sequential.stop_reason, sequential.generations, sequential.candidates_evaluated, sequential.tokens_in)
+    assert parallel.best["id"] == sequential.best["id"]
+    counted = {r[0] for r in archive(tmp_path / "one")}
+    assert counted <= {r[0] for r in archive(tmp_path / "three")}
+
+
 def test_parallel_candidate_budget_is_exact(task, tmp_path):
     evaluator = ScriptedEvaluator(delay_s=0.005)
     result = search(task, tmp_path / "run", Budget(candidates=21, plateau_generations=None), evaluator=evaluator,
