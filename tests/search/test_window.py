@@ -33,28 +33,34 @@ def test_results_are_absorbed_in_submission_order_whatever_finishes_first():
     assert absorbed == [f"c{i}" for i in range(6)]
 
 
-def test_a_slow_candidate_at_the_head_does_not_keep_the_other_slots_empty():
+def slow_head_then_quick(size, slow_s, quick, after_each=None):
+    """A window of ``size`` given one slow candidate, then ``quick`` fast ones; ``after_each`` runs after
+    every quick submission. Returns the absorbed ids, the recorder and whether every submission returned
+    before the slow one ended."""
     absorbed, recorder = [], Recorder()
-    window = EvaluationWindow(3, lambda record: absorbed.append(record["id"]))
-    window.submit(recorder.judge("slow", 1.0))
-    for i in range(8):
+    window = EvaluationWindow(size, lambda record: absorbed.append(record["id"]))
+    window.submit(recorder.judge("slow", slow_s))
+    for i in range(quick):
         window.submit(recorder.judge(f"quick{i}", 0.01))
-    submitted_before_the_slow_one_ended = ("end", "slow") not in recorder.events
+        if after_each:
+            after_each(window)
+    returned_early = ("end", "slow") not in recorder.events
     window.drain()
     window.close()
+    return absorbed, recorder, returned_early
+
+
+def test_a_slow_candidate_at_the_head_does_not_keep_the_other_slots_empty():
+    absorbed, recorder, returned_early = slow_head_then_quick(3, 1.0, 8)
     before_slow_ended = recorder.events[:recorder.events.index(("end", "slow"))]
-    assert submitted_before_the_slow_one_ended
+    assert returned_early
     assert sum(kind == "start" for kind, _ in before_slow_ended) == 9, recorder.events
     assert absorbed == ["slow"] + [f"quick{i}" for i in range(8)]
 
 
 def test_the_backlog_behind_a_slow_head_is_bounded():
-    absorbed, recorder = [], Recorder()
-    window = EvaluationWindow(2, lambda record: absorbed.append(record["id"]))
-    window.submit(recorder.judge("slow", 0.3))
-    for i in range(20):
-        window.submit(recorder.judge(f"quick{i}", 0.0))
+    def bounded(window):
         assert window.pending <= 2 * 4  # size x BACKLOG
-    window.drain()
-    window.close()
+
+    absorbed, _, _ = slow_head_then_quick(2, 0.3, 20, after_each=bounded)
     assert absorbed[0] == "slow" and len(absorbed) == 21
