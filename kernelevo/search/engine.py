@@ -80,7 +80,16 @@ class SearchLoop(Planning, Judging):
         self.prior_elapsed = max((float(r.get("run_elapsed_s") or 0) for r in records), default=0.0)
         self.session_start = clock()
         self.planned_pending = 0  # slots planned whose replies have not been consumed yet
+        # Generations: planned and not yet started (``pending``), open (results being absorbed, not closed),
+        # waiting (candidates running, results held behind the window's fence until ``open`` closes).
         self.tallies: dict[int, Tally] = {}
+        self.pending: deque[list[Slot]] = deque()
+        self.next_gen = 0
+        self.open: Tally | None = None
+        self.waiting: Tally | None = None
+        self.stopped_closing = False  # closing a generation stopped the run: the waiting one is not counted
+        self.pool: ThreadPoolExecutor | None = None  # proposer threads, while run() runs
+        self.submitting: list[Slot] = []  # the generation whose candidates are being handed to the window
 
     # -- time and stopping -------------------------------------------------------------------
     def elapsed(self) -> float:
@@ -133,8 +142,6 @@ class SearchLoop(Planning, Judging):
         """Search until a budget, a plateau or cancellation stops it; returns the stop reason."""
         self.pool = ThreadPoolExecutor(max_workers=max(1, self.config.proposal_workers), thread_name_prefix="propose")
         window = EvaluationWindow(self.evaluations_in_flight, self._absorb_in_order)
-        self.pending: deque[list[Slot]] = deque()
-        self.next_gen, self.open, self.waiting, self.stopped_closing = 0, None, None, False
         reason: str | None = None
         try:
             while reason is None:
@@ -162,7 +169,7 @@ class SearchLoop(Planning, Judging):
             window.close()
         # Replies already on their way get a short grace so that they are logged (and paid for) once;
         # a slow endpoint must not hold the run past its time budget or a cancellation.
-        in_flight = [slot.future for gen in self.pending for slot in gen if slot.future is not None]
+        in_flight = [slot.future for gen in (self.submitting, *self.pending) for slot in gen if slot.future is not None]
         self.pool.shutdown(wait=False, cancel_futures=True)
         wait_futures([f for f in in_flight if not f.cancelled()], timeout=REPLY_GRACE_S)
         self._emit("done", self.state.generations, stop=reason)
@@ -171,6 +178,7 @@ class SearchLoop(Planning, Judging):
     def _run_generation(self, slots: list[Slot], window: EvaluationWindow) -> str | None:
         """Submit a generation's candidates. Its results are absorbed once the generation before it is
         closed (until then they run, and wait behind the window's fence)."""
+        self.submitting = slots
         tally = Tally(slots[0].generation, consumed=self._consumption())
         self.tallies[tally.gen] = tally
         if self.open is None:
