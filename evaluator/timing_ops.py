@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from evaluator import guards, handoff, taskspec, timing
+from evaluator.output_checks import Rejection, require_outputs_left_alone
 
 if TYPE_CHECKING:
     from evaluator.candidate_runner import CandidateRunner
@@ -32,8 +33,6 @@ def _input_sets(task: taskspec.LoadedTask, small: bool, seeds: list[int], device
 
 
 def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, Any]:
-    from evaluator.output_checks import Rejection, require_outputs_left_alone
-
     assert runner.model is not None
     model = runner.model
     phases = {"inputs_s": 0.0, "timed_calls_s": 0.0, "sampled_calls_s": 0.0, "graph_s": 0.0}
