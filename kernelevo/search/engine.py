@@ -82,7 +82,6 @@ class SearchLoop(Planning, Judging):
         self.planned_pending = 0  # slots planned whose replies have not been consumed yet
         # Generations: planned and not yet started (``pending``), open (results being absorbed, not closed),
         # waiting (candidates running, results held behind the window's fence until ``open`` closes).
-        self.tallies: dict[int, Tally] = {}
         self.pending: deque[list[Slot]] = deque()
         self.next_gen = 0
         self.open: Tally | None = None
@@ -180,7 +179,6 @@ class SearchLoop(Planning, Judging):
         closed (until then they run, and wait behind the window's fence)."""
         self.submitting = slots
         tally = Tally(slots[0].generation, consumed=self._consumption())
-        self.tallies[tally.gen] = tally
         if self.open is None:
             self._open(tally, window)
         else:
@@ -242,7 +240,8 @@ class SearchLoop(Planning, Judging):
         return reason
 
     def _absorb_in_order(self, record: dict[str, Any]) -> None:
-        tally = self.tallies[record["generation"]]
+        tally = self.open  # the fence lets only the open generation's results through
+        assert tally is not None and tally.gen == record["generation"], (record["id"], tally)
         self._absorb(record)
         tally.new_candidates += record.get("kind") == "evaluated"
         last = {k: record.get(k) for k in ("id", "operator", "kind", "fitness", "accepted", "replayed")}
