@@ -34,11 +34,22 @@ def render_summary(verdict: Verdict) -> str:
     elif verdict.timing_note:
         lines.append(f"  {verdict.timing_note}")
     if verdict.overhead:
-        lines.append("  overhead: " + ", ".join(f"{k}={v}" for k, v in verdict.overhead.items()))
+        lines.append("  overhead: " + ", ".join(f"{k}={v}" for k, v in _flat(verdict.overhead)))
     if not verdict.accepted and verdict.logs:
         lines.append("  candidate output (tail):")
         lines.extend("    " + line for line in verdict.logs.strip().splitlines()[-8:])
     return "\n".join(lines)
+
+
+def _flat(overhead: dict) -> list[tuple[str, object]]:
+    """Overhead entries with nested phase tables spelled out (``check_phases.first_call_s``)."""
+    items: list[tuple[str, object]] = []
+    for key, value in overhead.items():
+        if isinstance(value, dict):
+            items.extend((f"{key}.{phase}", seconds) for phase, seconds in value.items())
+        else:
+            items.append((key, value))
+    return items
 
 
 def _ms(x: float | None) -> str:
