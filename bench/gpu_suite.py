@@ -17,8 +17,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 CANDIDATES = ROOT / "tests" / "candidates"
@@ -35,7 +33,10 @@ def main() -> int:
     os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths
     from evaluator import EvalOptions, EvaluationSession
 
-    entries = yaml.safe_load((CANDIDATES / "manifest.yaml").read_text())["entries"]
+    sys.path.insert(0, str(CANDIDATES))
+    from suite_manifest import load_entries
+
+    entries = load_entries()
     groups: dict[tuple[str, bool, bool], list[dict]] = defaultdict(list)
     for entry in entries:
         if "cuda" not in entry["devices"]:

@@ -21,12 +21,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CANDIDATES = ROOT / "tests" / "candidates"
 TASKS = ROOT / "tests" / "tasks"
-MANIFEST = CANDIDATES / "manifest.yaml"
+sys.path.insert(0, str(CANDIDATES))
+from suite_manifest import load_entries  # noqa: E402
+
 REASONS = {"ok", "compile_error", "incorrect", "static_violation", "cheat_suspected", "crashed", "timeout",
            "too_slow"}
 # DESIGN.md section 5, "Known exploits": the suite must hold at least one candidate per category.
@@ -44,11 +45,8 @@ CAPPED_MEMORY_MB = 2048
 
 
 def load_manifest() -> list[dict]:
-    """The manifest's entries, with defaults filled in."""
-    entries = yaml.safe_load(MANIFEST.read_text())["entries"]
-    for entry in entries:
-        entry.setdefault("static_checks", True)
-    return entries
+    """The manifest's entries (manifest.yaml and manifest.d/*.yaml), with defaults filled in."""
+    return load_entries()
 
 
 def entry_id(entry: dict, device: str) -> str:
@@ -89,7 +87,7 @@ def test_manifest_is_well_formed():
     entries = load_manifest()
     seen = set()
     for entry in entries:
-        where = f"{MANIFEST}: entry {entry.get('file')!r}"
+        where = f"{entry['_manifest']}: entry {entry.get('file')!r}"
         assert {"file", "task", "devices", "expect", "reasons", "category", "note"} <= set(entry), where
         assert (CANDIDATES / entry["file"]).is_file(), f"{where}: candidate file missing"
         assert (TASKS / entry["task"]).is_file(), f"{where}: task file missing"
@@ -104,7 +102,7 @@ def test_manifest_is_well_formed():
         seen.add(key)
     covered = {e["category"] for e in entries}
     assert CATEGORIES <= covered, f"categories without a candidate: {sorted(CATEGORIES - covered)}"
-    on_disk = {str(p.relative_to(CANDIDATES)) for p in CANDIDATES.glob("*/*.py")}
+    on_disk = {p.relative_to(CANDIDATES).as_posix() for p in CANDIDATES.glob("*/**/*.py")}
     assert on_disk == {e["file"] for e in entries}, "candidate files not in the manifest (or missing)"
     honest = [e for e in entries if e["category"] == "honest"]
     assert sum("cpu" in e["devices"] for e in honest) >= 8
