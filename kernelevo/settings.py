@@ -27,6 +27,12 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(default_factory=_default_cache_dir, description="compile caches and runs")
     disable: bool = Field(default=False, description="turn off runtime dispatch to accepted kernels")
 
+    # Isolation of untrusted code (user repositories, candidate kernels)
+    isolation: str = Field(default="required", pattern=r"^(required|off)$",
+                           description="'required': refuse untrusted code without a sandbox; 'off': trusted "
+                                       "single-user machines only")
+    cgroup_parent: Path | None = Field(default=None, description="a delegated cgroup v2 directory for sandboxes")
+
     # Evaluator
     eval_timeout_s: float = Field(default=300.0, description="wall-clock limit per candidate phase")
     eval_memory_mb: int = Field(default=16384, description="host memory cap per candidate process")

@@ -1,0 +1,133 @@
+"""What a sandboxed process may see, as data, and the bubblewrap command line that enforces it.
+
+Pure: :func:`bwrap_argv` turns a :class:`SandboxPolicy` into argv for ``bwrap`` (Debian's
+``bubblewrap``), and :func:`system_binds` lists the read-only view of the machine every sandbox gets
+(system directories, the Python installation, the import path), nothing else. Everything the policy
+does not name is absent inside: home directories, ``/tmp``, ``/var``, ``/run``, other processes (a PID
+namespace), the network (a network namespace with only a loopback that nothing listens on), System V
+IPC and the host name (their own namespaces), every capability.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Files of /etc that programs need to start (dynamic loader, user names, time zone); /etc as a whole may hold
+# deployment secrets, so it is never bound whole.
+ETC_FILES = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "localtime", "os-release",
+    "alternatives", "hosts", "debian_version", "lsb-release", "mime.types", "ssl/openssl.cnf",
+)
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+GPU_DEVICE_PREFIXES = ("nvidia", "dri")  # /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/dri/...
+SANDBOX_UID = 65534  # "nobody" inside the user namespace
+
+
+class Bind(BaseModel):
+    """A path of the host made visible inside the sandbox (at the same path unless ``target`` is given)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Path
+    target: Path | None = None
+    writable: bool = False
+    device: bool = False  # a device node (bound with device access)
+
+    @property
+    def inside(self) -> Path:
+        return self.target or self.source
+
+
+class SandboxPolicy(BaseModel):
+    """Everything a sandboxed process gets. The network, other processes and every path not listed are absent."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="what runs inside, for logs and cgroup names (e.g. 'candidate')")
+    binds: tuple[Bind, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict, description="the whole environment (nothing is inherited)")
+    cwd: Path = Path("/tmp")
+    gpu: bool = False
+    memory_mb: int | None = Field(default=None, ge=64, description="cgroup memory.max where cgroup v2 is delegated")
+    pids_max: int | None = Field(default=512, ge=8, description="cgroup pids.max where cgroup v2 is delegated")
+    tmp_size_mb: int = Field(default=4096, ge=16, description="size of the private /tmp (tmpfs)")
+
+
+def existing(paths: Iterable[str | Path]) -> list[Path]:
+    """The paths that exist (a missing system directory is simply not bound)."""
+    return [Path(p) for p in paths if os.path.lexists(p)]
+
+
+def python_paths() -> list[Path]:
+    """Where this interpreter and its modules live: prefixes, the executable's real location, sys.path folders."""
+    candidates: list[str | Path] = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                                    Path(sys.executable).resolve().parent.parent]
+    candidates += [p for p in sys.path if p]
+    found: list[Path] = []
+    for raw in candidates:
+        path = Path(raw).resolve()
+        if path.is_file():  # a zip on sys.path
+            path = path.parent
+        if path.is_dir() and not any(path == f or path.is_relative_to(f) for f in found):
+            found = [f for f in found if not f.is_relative_to(path)] + [path]
+    return sorted(found)
+
+
+def system_binds(extra_read_only: Sequence[str | Path] = ()) -> tuple[Bind, ...]:
+    """The read-only view of the machine: system directories, selected /etc files, the Python installation."""
+    paths = existing(SYSTEM_DIRS) + existing(f"/etc/{name}" for name in ETC_FILES)
+    paths += python_paths() + [Path(p).resolve() for p in extra_read_only if os.path.exists(p)]
+    binds, seen = [], set()
+    for path in paths:
+        if path not in seen:
+            seen.add(path)
+            binds.append(Bind(source=path))
+    return tuple(binds)
+
+
+def gpu_binds(dev: Path = Path("/dev")) -> tuple[Bind, ...]:
+    """The GPU's device nodes and the read-only /sys the driver libraries read (PCI topology, NUMA)."""
+    nodes = sorted(p for p in dev.iterdir() if p.name.startswith(GPU_DEVICE_PREFIXES)) if dev.is_dir() else []
+    binds = [Bind(source=p, device=True) for p in nodes]
+    binds += [Bind(source=Path(p)) for p in existing(["/sys"])]
+    return tuple(binds)
+
+
+def _symlink_args(path: Path) -> list[str] | None:
+    """Merged-/usr systems have /bin -> usr/bin: recreate the link instead of binding it twice."""
+    if path.is_symlink() and str(path) in SYSTEM_DIRS:
+        return ["--symlink", os.readlink(path), str(path)]
+    return None
+
+
+def bwrap_argv(policy: SandboxPolicy, command: Sequence[str], *, bwrap: str = "bwrap",
+               block_fd: int | None = None, cgroup_namespace: bool = True) -> list[str]:
+    """The ``bwrap`` command line running ``command`` under ``policy`` (see the module docstring).
+
+    ``block_fd``: bwrap waits until that fd is readable before starting ``command`` (the caller moves bwrap
+    into a cgroup first, so that no process of the sandbox ever runs outside it).
+    """
+    argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts"]
+    if cgroup_namespace:
+        argv.append("--unshare-cgroup-try")
+    argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
+             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+    for key, value in sorted(policy.env.items()):
+        argv += ["--setenv", key, value]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(policy.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    for bind in sorted(policy.binds, key=lambda b: len(b.inside.parts)):  # parents before children
+        link = _symlink_args(bind.source)
+        if link is not None:
+            argv += link
+            continue
+        flag = "--dev-bind" if bind.device else ("--bind" if bind.writable else "--ro-bind")
+        argv += [flag, str(bind.source), str(bind.inside)]
+    argv += ["--chdir", str(policy.cwd)]
+    if block_fd is not None:
+        argv += ["--block-fd", str(block_fd)]
+    return [*argv, "--", *command]
