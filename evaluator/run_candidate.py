@@ -6,16 +6,16 @@ blow-up) becomes a verdict with the matching reason; the session then moves on.
 
 from __future__ import annotations
 
-import math
 import random
 import secrets
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluator import sandbox
-from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
+from evaluator import processes
+from evaluator.calls import OutputChannel, StopEvaluation, call_worker, judge_outputs
+from evaluator.timing_judge import time_candidate
+from evaluator.verdict import NeedsGPU, Verdict
 
 if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
@@ -38,23 +38,6 @@ CHECKS = [
 ]
 
 
-class StopEvaluation(Exception):
-    def __init__(self, verdict: Verdict):
-        self.verdict = verdict
-
-
-@dataclass(frozen=True)
-class OutputChannel:
-    """How one evaluation's candidate process hands outputs to the reference (:mod:`evaluator.handoff`):
-    the process, and the fingerprint key drawn for this evaluation alone."""
-
-    worker: sandbox.Worker
-    key: int
-
-    def request(self, session: EvaluationSession) -> dict[str, Any]:
-        return {"mode": session.handoff_mode, "key": self.key}
-
-
 def load_request(session: EvaluationSession, path: Path) -> dict[str, Any]:
     """The request that makes a candidate process ready to run ``path`` (inputs loaded, module imported)."""
     return {
@@ -74,7 +57,7 @@ def load_request(session: EvaluationSession, path: Path) -> dict[str, Any]:
 
 
 def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence: dict[str, Any],
-                  prefetched: sandbox.Worker | None = None) -> Verdict:
+                  prefetched: processes.Worker | None = None) -> Verdict:
     """Run the dynamic part of the protocol for one candidate file (``prefetched``: a process that was
     sent the load request earlier, so that its import overlapped the previous candidate)."""
     options = session.options
@@ -137,8 +120,6 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
             )
             judge_outputs(session, channel, replayed["outputs"], evidence, "replay")
             return Verdict.accept(_accept_detail(session), **evidence)
-        from evaluator.timing_judge import time_candidate
-
         return time_candidate(session, channel, folder, evidence)
     except StopEvaluation as stop:
         return stop.verdict
@@ -148,101 +129,6 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
         worker.kill()
         if evidence_logs.strip():
             evidence["logs"] = evidence_logs
-
-
-def call_worker(
-    worker: sandbox.Worker,
-    request: dict[str, Any] | None,
-    timeout: float,
-    evidence: dict[str, Any],
-    already_sent: bool = False,
-) -> dict[str, Any]:
-    """One request to the candidate process (None: its start-up message; ``already_sent``: only wait for
-    the reply), turning every failure into a verdict."""
-    try:
-        if request is None:
-            reply = worker.wait_ready(timeout)
-        elif already_sent:
-            reply = worker.receive(timeout)
-        else:
-            reply = worker.request(request, timeout)
-    except sandbox.WorkerTimeout as exc:
-        what = "starting" if request is None else request["op"]
-        raise StopEvaluation(
-            Verdict.reject(
-                Reason.TIMEOUT,
-                f"the candidate did not finish {what} within "
-                f"{timeout:.0f} s (hang or infinite loop?); its processes were killed",
-                logs=worker.log_tail(),
-                **evidence,
-            )
-        ) from exc
-    except sandbox.WorkerMemoryExceeded as exc:
-        raise StopEvaluation(
-            Verdict.reject(
-                Reason.CRASHED, f"the candidate process {exc} and was killed", logs=worker.log_tail(), **evidence
-            )
-        ) from exc
-    except sandbox.WorkerDied as exc:
-        raise StopEvaluation(Verdict.reject(Reason.CRASHED, str(exc), logs=worker.log_tail(), **evidence)) from exc
-    if reply.get("ok", True):
-        return reply
-    if reply.get("kind") in ("task_error", "setup_error"):
-        raise EvalSetupError(reply["message"])
-    reason = Reason(reply.get("reason", "crashed"))
-    raise StopEvaluation(Verdict.reject(reason, reply.get("message", ""), logs=worker.log_tail(), **evidence))
-
-
-def judge_outputs(
-    session: EvaluationSession, channel: OutputChannel, outputs: list[dict[str, Any]], evidence: dict[str, Any],
-    phase: str,
-) -> None:
-    """Ask the reference process to compare the outputs the candidate sent; stop with ``incorrect`` (or
-    ``cheat_suspected`` for an output changed after it was returned) on any failure. Where CUDA IPC
-    turns out not to work, the candidate writes the same outputs as files and the session keeps to files."""
-    request = {"op": "compare", "outputs": outputs, "key": channel.key}
-    evidence["overhead"]["output_handoff"] = "ipc" if any("ipc" in item for item in outputs) else "file"
-    try:
-        reply = session.reference_request(request, max(session.options.timeout_s, 600))
-        if reply.get("handoff_unavailable"):
-            session.use_file_handoff(reply["handoff_unavailable"])
-            evidence["overhead"]["output_handoff"] = f"file (CUDA IPC failed: {reply['handoff_unavailable'][:200]})"
-            resent = call_worker(channel.worker, {"op": "save_kept", "outputs": outputs}, session.options.timeout_s,
-                                 evidence)
-            reply = session.reference_request({**request, "outputs": resent["outputs"]},
-                                              max(session.options.timeout_s, 600))
-    except (sandbox.WorkerDied, sandbox.WorkerTimeout, sandbox.WorkerMemoryExceeded) as exc:
-        session.restart_reference()  # keep the session usable for the next candidate
-        raise StopEvaluation(
-            Verdict.reject(Reason.CRASHED, f"comparing the candidate's outputs failed: {exc}", **evidence)
-        ) from exc
-    cases = {c["case"]: c for c in evidence["correctness"]["cases"]}
-    failure = None
-    for result in reply["results"]:
-        entry = {"seed": result["seed"], "phase": phase, "ok": result["ok"], **_errors(result)}
-        cases[result["case"]]["seeds"].append(entry)
-        if not result["ok"] and failure is None:
-            failure = result
-    if failure is not None:
-        case = cases[failure["case"]]
-        shapes = ", ".join("x".join(map(str, i["shape"])) for i in case["inputs"] if "shape" in i)
-        raise StopEvaluation(
-            Verdict.reject(
-                Reason(failure.get("reason", Reason.INCORRECT.value)),
-                f"case {failure['case']} ({shapes}), seed {failure['seed']} [{phase}]: {failure['problem']}",
-                **evidence,
-            )
-        )
-
-
-def _errors(result: dict[str, Any]) -> dict[str, Any]:
-    outs = result.get("outputs") or []
-
-    def worst(key: str) -> float | None:
-        values = [o.get(key) for o in outs if o.get(key) is not None]
-        return max(values) if values else None
-
-    return {"max_abs_err": worst("max_abs_err"), "max_rel_err": worst("max_rel_err"), "rel_l2_err": worst("rel_l2_err")}
 
 
 def _case_skeleton(session: EvaluationSession) -> list[dict[str, Any]]:
@@ -271,11 +157,3 @@ def _accept_detail(session: EvaluationSession) -> str:
         f"correct on {n_cases} case(s) x {len(session.seeds)} seeds (+ replay calls) within tolerance, "
         "and clean; not timed on CPU"
     )
-
-
-def geomean(values: list[float]) -> float | None:
-    """Geometric mean of positive values (None when there are none)."""
-    positive = [v for v in values if v and v > 0]
-    if not positive:
-        return None
-    return math.exp(sum(math.log(v) for v in positive) / len(positive))

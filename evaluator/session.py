@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evaluator import sandbox
+from evaluator import processes
 from evaluator.gpu_phases import GpuPhases
 from evaluator.options import EvalOptions
 from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
@@ -53,7 +53,7 @@ class EvaluationSession:
             cache_dir = get_settings().cache_dir
         self.cache_dir = Path(cache_dir)
         self._counter = 0
-        self._prefetched: dict[str, tuple[sandbox.Worker, Path, Path]] = {}
+        self._prefetched: dict[str, tuple[processes.Worker, Path, Path]] = {}
         # evaluate_source may run on several threads at once (the search's parallel evaluations)
         self._lock = threading.Lock()  # the counter and the prefetched candidates
         self._reference_lock = threading.RLock()  # one request at a time to the reference process
@@ -62,7 +62,7 @@ class EvaluationSession:
             raise EvalSetupError(f"output_handoff={self.options.output_handoff!r}: use auto or file")
         self.handoff_mode = "ipc" if device == "cuda" and self.options.output_handoff == "auto" else "file"
         self.baselines: dict[str, Any] | None = None
-        self.pool = sandbox.WorkerPool("candidate", device, self.workdir / "procs", self.cache_dir,
+        self.pool = processes.WorkerPool("candidate", device, self.workdir / "procs", self.cache_dir,
                                        self.options.memory_mb, ready=self.options.ready_workers)
         try:
             self._start_reference()
@@ -74,7 +74,7 @@ class EvaluationSession:
     def _start_reference(self) -> None:
         # The reference holds every case's inputs and float64 answers: give it more room than a candidate.
         reference_mb = self.options.memory_mb * (4 if self.device == "cuda" else 1)
-        self.reference = sandbox.spawn_worker("reference", self.device, self.workdir / "procs", self.cache_dir,
+        self.reference = processes.spawn_worker("reference", self.device, self.workdir / "procs", self.cache_dir,
                                               max(reference_mb, 4096))
         ready = self._ref({"op": "ready"}, wait_ready=True)
         self.reference_startup_s = float(ready.get("startup_s", 0.0))
@@ -109,7 +109,7 @@ class EvaluationSession:
         timeout = timeout or max(self.options.timeout_s, 600)
         try:
             reply = self.reference.wait_ready(timeout) if wait_ready else self.reference_request(request, timeout)
-        except (sandbox.WorkerDied, sandbox.WorkerTimeout, sandbox.WorkerMemoryExceeded) as exc:
+        except (processes.WorkerDied, processes.WorkerTimeout, processes.WorkerMemoryExceeded) as exc:
             raise EvalSetupError(f"{self.task_path}: the reference process failed ({exc}). Last output:\n"
                                  f"{self.reference.log_tail(1500)}") from exc
         if reply.get("ok", True) is False:
@@ -210,7 +210,7 @@ class EvaluationSession:
             folder = self.workdir / "precompile" / name
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "candidate.py").write_text(source)
-            worker = sandbox.spawn_worker("candidate", self.device, self.workdir / "procs", self.cache_dir,
+            worker = processes.spawn_worker("candidate", self.device, self.workdir / "procs", self.cache_dir,
                                           self.options.memory_mb)
             try:
                 worker.wait_ready(self.options.timeout_s)
@@ -218,7 +218,7 @@ class EvaluationSession:
                                         "extension_root": str(self.cache_dir / "torch_extensions")},
                                        self.options.timeout_s)
                 return name, bool(reply.get("compiled"))
-            except (sandbox.WorkerDied, sandbox.WorkerTimeout, sandbox.WorkerMemoryExceeded):
+            except (processes.WorkerDied, processes.WorkerTimeout, processes.WorkerMemoryExceeded):
                 return name, False
             finally:
                 worker.kill()

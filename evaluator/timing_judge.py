@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluator.run_candidate import OutputChannel, StopEvaluation, call_worker, geomean, judge_outputs
+from evaluator.calls import OutputChannel, StopEvaluation, call_worker, geomean, judge_outputs
 from evaluator.verdict import Reason, Verdict
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 Nothing here runs at import time: call :func:`get_settings` where a value is needed.
 Secrets are ``SecretStr`` so that they never appear in logs, reprs or error messages, and
-:func:`candidate_environment` (in ``evaluator.sandbox``) never passes them to candidate processes.
+:func:`candidate_environment` (in ``evaluator.processes``) never passes them to candidate processes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Out-of-bounds reads and writes of Triton kernels are caught on CPU (evaluator.bounds).
+"""Out-of-bounds reads and writes of Triton kernels are caught on CPU (evaluator.sandboxed.bounds).
 
 The interpreter reads host memory without complaint, and a value read out of bounds and then
 discarded leaves the outputs right; on a GPU the same read faults or reads another allocation.
@@ -99,7 +99,7 @@ CHECKER_SCRIPT = textwrap.dedent('''
     import os
     os.environ["TRITON_INTERPRET"] = "1"
     import torch, triton, triton.language as tl
-    from evaluator.bounds import BoundsChecker
+    from evaluator.sandboxed.bounds import BoundsChecker
 
     checker = BoundsChecker()
     checker.install()

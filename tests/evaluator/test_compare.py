@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from evaluator.compare import Tolerance, compare, relative_l2, tolerance_for
+from evaluator.sandboxed.compare import Tolerance, compare, relative_l2, tolerance_for
 
 
 def test_default_tolerances_follow_kernelbench_per_dtype():

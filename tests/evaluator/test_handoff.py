@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from evaluator import handoff
+from evaluator.sandboxed import handoff
 
 KEY = 0x2F3A_1B4C_5D6E_7F80
 
@@ -95,7 +95,7 @@ def test_ipc_without_a_key_is_refused():
 PRODUCER = textwrap.dedent("""
     import json, sys, torch
     from pathlib import Path
-    from evaluator import handoff
+    from evaluator.sandboxed import handoff
     key = int(sys.argv[1])
     out = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)[7:].view(-1, 3)  # offset view
     print(json.dumps(handoff.send([out], Path("unused.pt"), {"mode": "ipc", "key": key}, "case 0, seed 1")), flush=True)

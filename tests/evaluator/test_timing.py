@@ -4,8 +4,8 @@ import random
 
 import torch
 
-from evaluator.taskspec import rescaled
-from evaluator.timing import VariedInputs, summarize
+from evaluator.sandboxed.taskspec import rescaled
+from evaluator.sandboxed.timing import VariedInputs, summarize
 
 
 def test_summary_is_median_with_quartiles_and_min():
@@ -46,7 +46,7 @@ def test_successive_calls_get_different_scales():
 def test_launch_counter_records_triton_style_compiled_kernel_resources():
     from types import SimpleNamespace
 
-    from evaluator.guards import LaunchCounter
+    from evaluator.sandboxed.guards import LaunchCounter
 
     counter = LaunchCounter()
 
@@ -63,8 +63,8 @@ def test_launch_counter_records_triton_style_compiled_kernel_resources():
 def test_reference_process_answers_for_rescaled_inputs(tmp_path):
     from pathlib import Path
 
-    from evaluator.reference_runner import ReferenceRunner
-    from evaluator.taskspec import cached_cases
+    from evaluator.sandboxed.reference import ReferenceRunner
+    from evaluator.sandboxed.taskspec import cached_cases
 
     task = Path(__file__).resolve().parents[1] / "tasks" / "softmax.py"
     runner = ReferenceRunner()

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from evaluator import guards, handoff, taskspec, timing
-from evaluator.output_checks import Rejection, require_outputs_left_alone
+from evaluator.sandboxed import guards, handoff, taskspec, timing
+from evaluator.sandboxed.output_checks import Rejection, require_outputs_left_alone
 
 if TYPE_CHECKING:
-    from evaluator.candidate_runner import CandidateRunner
-    from evaluator.reference_runner import ReferenceRunner
+    from evaluator.sandboxed.candidate import CandidateRunner
+    from evaluator.sandboxed.reference import ReferenceRunner
 
 
 def _input_sets(task: taskspec.LoadedTask, small: bool, seeds: list[int], device: str, inputs_dir: str | None,

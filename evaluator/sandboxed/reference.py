@@ -3,7 +3,7 @@
 It imports only the task (never a candidate), computes a float64 reference and the eager output in
 the task's own dtypes for every case and seed, keeps them in its own memory, and compares the outputs
 candidate processes hand over (mapped from their GPU memory, or files loaded with ``weights_only=True``
-so a candidate cannot smuggle code into this process: :mod:`evaluator.handoff`). On CUDA it also
+so a candidate cannot smuggle code into this process: :mod:`evaluator.sandboxed.handoff`). On CUDA it also
 measures the baselines.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from evaluator import compare as cmp
-from evaluator import environment, handoff, taskspec
+from evaluator.sandboxed import compare as cmp
+from evaluator.sandboxed import environment, handoff, taskspec
 
 
 def as_output_list(value: Any) -> list[Any]:
@@ -141,12 +141,12 @@ class ReferenceRunner:
 
     def baselines(self, req: dict[str, Any]) -> dict[str, Any]:
         """Time eager and torch.compile on the timing input sets (CUDA only)."""
-        from evaluator.timing_ops import reference_baselines
+        from evaluator.sandboxed.timing_ops import reference_baselines
 
         return reference_baselines(self, req)
 
     def compare(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Compare each (case, seed) output a candidate process sent (:mod:`evaluator.handoff`).
+        """Compare each (case, seed) output a candidate process sent (:mod:`evaluator.sandboxed.handoff`).
 
         ``handoff_unavailable`` in the reply: CUDA IPC failed here, so nothing was compared; the caller
         has the candidate write the same outputs as files and asks again."""

@@ -1,4 +1,4 @@
-"""Entry point of a worker process (started by :mod:`evaluator.sandbox`, never imported by the parent).
+"""Entry point of a worker process (started by :mod:`evaluator.processes`, never imported by the parent).
 
 Start-up (interpreter, torch, triton, CUDA context) happens before the first request arrives, so a
 pre-started worker is ready the moment a candidate needs it. Replies go to a private pipe; stdout and
@@ -45,7 +45,7 @@ def main(argv: list[str]) -> None:
         try:
             torch.cuda.init()
             torch.empty(1, device="cuda")
-            from evaluator.timing import limit_persisting_l2
+            from evaluator.sandboxed.timing import limit_persisting_l2
 
             limit_persisting_l2()
         except Exception as exc:  # no GPU, no CUDA build, a broken driver: the evaluation cannot run
@@ -53,13 +53,13 @@ def main(argv: list[str]) -> None:
                   "message": f"--device cuda: no usable CUDA device ({type(exc).__name__}: {exc}); run on a GPU "
                              "machine or use --device cpu (correctness only, Triton interpreter)"})
             return
-    from evaluator.candidate_runner import CandidateRunner
-    from evaluator.output_checks import Rejection
-    from evaluator.reference_runner import ReferenceRunner
-    from evaluator.taskspec import TaskError
+    from evaluator.sandboxed.candidate import CandidateRunner
+    from evaluator.sandboxed.output_checks import Rejection
+    from evaluator.sandboxed.reference import ReferenceRunner
+    from evaluator.sandboxed.taskspec import TaskError
 
     if role == "candidate":
-        from evaluator.guards import warm_up_guards
+        from evaluator.sandboxed.guards import warm_up_guards
 
         warm_up_guards()
     runner: Any = ReferenceRunner() if role == "reference" else CandidateRunner()

@@ -6,7 +6,7 @@ the next trial. The flush and the busy wait give the host time to queue the whol
 event, so the interval is GPU time, not launch latency or host jitter (a call of several launches, such
 as eager PyTorch or a torch.compile wrapper, would otherwise be timed with the gaps between them, which
 grow when other processes load the host's CPUs). Work on another stream would escape it: the launch counter refuses any
-launch made while a stream other than the harness's is current (evaluator.guards), the static checker
+launch made while a stream other than the harness's is current (evaluator.sandboxed.guards), the static checker
 refuses stream creation in Python and CUDA source, and the host clock from the start event to the
 device-wide sync is kept per trial as a cross-check. Inputs rotate through several sets generated
 outside the timed region. Results are the median of at least ``trials`` calls with their spread. Tiny
@@ -94,7 +94,7 @@ class VariedInputs:
     Each call writes ``base * scale`` (a fresh random scale near 1, in the input's dtype) into the same
     tensors, outside the timed region: no two calls see the same content, so a kernel that memoises
     results by content (or by pointer) must compute, and a sample of such calls is re-validated against
-    the reference of exactly those values (:func:`evaluator.taskspec.rescaled` reproduces them).
+    the reference of exactly those values (:func:`evaluator.sandboxed.taskspec.rescaled` reproduces them).
     """
 
     def __init__(self, input_sets: Sequence[Sequence[Any]], rng: random.Random):

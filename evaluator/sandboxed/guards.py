@@ -90,7 +90,7 @@ class LaunchCounter:
             return
         self._installed = True
         if extension_root is not None:
-            from evaluator import inline_ext
+            from evaluator.sandboxed import inline_ext
 
             inline_ext.install(self, extension_root)
         for cls in _triton_function_classes():

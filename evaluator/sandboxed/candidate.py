@@ -15,16 +15,16 @@ from typing import Any
 
 import torch
 
-from evaluator import guards, handoff, taskspec
-from evaluator.bounds import BoundsChecker
-from evaluator.output_checks import (
+from evaluator.sandboxed import guards, handoff, taskspec
+from evaluator.sandboxed.bounds import BoundsChecker
+from evaluator.sandboxed.output_checks import (
     Rejection,
     require_no_alias,
     require_outputs_left_alone,
     require_same,
     same_bits,
 )
-from evaluator.reference_runner import as_output_list
+from evaluator.sandboxed.reference import as_output_list
 
 # Modules a candidate may import itself (the static checker enforces the same list on the source).
 ALLOWED_IMPORT_ROOTS = frozenset({
@@ -236,7 +236,7 @@ class CandidateRunner:
 
     def time(self, req: dict[str, Any]) -> dict[str, Any]:
         """Time the candidate on the rotating timing input sets (CUDA only)."""
-        from evaluator.timing_ops import candidate_time
+        from evaluator.sandboxed.timing_ops import candidate_time
 
         return candidate_time(self, req)
 

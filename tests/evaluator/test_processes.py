@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from evaluator import EvalOptions, evaluate
-from evaluator.sandbox import candidate_environment, process_group_rss_mb
+from evaluator.processes import candidate_environment, process_group_rss_mb
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 

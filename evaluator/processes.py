@@ -238,7 +238,7 @@ def spawn_worker(role: str, device: str, workdir: Path, cache_dir: Path, memory_
     # (wheels unpacked to a folder on PYTHONPATH must still be importable by the worker).
     bootstrap = (
         "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); "
-        "from evaluator.worker import main; main(sys.argv[2:])"
+        "from evaluator.sandboxed.entry import main; main(sys.argv[2:])"
     )
     search_path = [str(PROJECT_ROOT)] + [p for p in sys.path if p and Path(p).is_dir() and p != str(PROJECT_ROOT)]
     args = [sys.executable, "-I", "-c", bootstrap, json.dumps(search_path), role, device, str(write_fd),

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from evaluator import handoff
+from evaluator.sandboxed import handoff
 
 
 class Rejection(Exception):
