@@ -120,7 +120,7 @@ def report_context(repo: str, op_id: str, result: dict, request: dict, kernel_di
             "roofline": case.get("roofline_fraction"),
         })
     correctness = verdict.get("correctness") or {}
-    checks = [(c.get("case"), s) for c in correctness.get("cases") or [] for s in c.get("seeds") or []]
+    checks = [(c.get("case"), s) for c in correctness.get("cases") or [] for s in c.get("checks") or []]
     return {
         "repo": repo, "op_id": op_id, "kernel_dir": kernel_dir, "request": request,
         "assessment": assess(result), "cases": cases,

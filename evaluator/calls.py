@@ -8,6 +8,8 @@ every way a candidate process can fail a request (timeout, death, memory, a refu
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,16 +43,18 @@ def call_worker(
     timeout: float,
     evidence: dict[str, Any],
     already_sent: bool = False,
+    files: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One request to the candidate process (None: its start-up message; ``already_sent``: only wait for
-    the reply), turning every failure into a verdict."""
+    """One request to a candidate process (None: its start-up message; ``already_sent``: only wait for the
+    reply; ``files``: opened here read-only and passed as descriptors), turning every failure into a verdict."""
+    fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in files]
     try:
         if request is None:
             reply = worker.wait_ready(timeout)
         elif already_sent:
             reply = worker.receive(timeout)
         else:
-            reply = worker.request(request, timeout)
+            reply = worker.request(request, timeout, fds)
     except processes.WorkerTimeout as exc:
         what = "starting" if request is None else request["op"]
         raise StopEvaluation(
@@ -70,6 +74,9 @@ def call_worker(
         ) from exc
     except processes.WorkerDied as exc:
         raise StopEvaluation(Verdict.reject(Reason.CRASHED, str(exc), logs=worker.log_tail(), **evidence)) from exc
+    finally:
+        for fd in fds:
+            os.close(fd)
     if reply.get("ok", True):
         return reply
     if reply.get("kind") in ("task_error", "setup_error"):
@@ -78,43 +85,72 @@ def call_worker(
     raise StopEvaluation(Verdict.reject(reason, reply.get("message", ""), logs=worker.log_tail(), **evidence))
 
 
-def judge_outputs(
-    session: EvaluationSession, channel: OutputChannel, outputs: list[dict[str, Any]], evidence: dict[str, Any],
-    phase: str,
-) -> None:
-    """Ask the reference process to compare the outputs the candidate sent; stop with ``incorrect`` (or
-    ``cheat_suspected`` for an output changed after it was returned) on any failure. Where CUDA IPC
-    turns out not to work, the candidate writes the same outputs as files and the session keeps to files."""
-    request = {"op": "compare", "outputs": outputs, "key": channel.key}
-    evidence["overhead"]["output_handoff"] = "ipc" if any("ipc" in item for item in outputs) else "file"
+@dataclass(frozen=True)
+class Judged:
+    """An output the reference is asked to judge: what the parent knows about it (case, seed, scale, group)
+    and how the candidate said it travelled (``sent``)."""
+
+    name: str
+    case: int
+    seed: int
+    distribution: str
+    sent: dict[str, Any]
+    scale: float | None = None
+    group: str | None = None
+
+    def request(self) -> dict[str, Any]:
+        return {"name": self.name, "case": self.case, "seed": self.seed, "scale": self.scale, "group": self.group,
+                "sent": self.sent}
+
+
+def judge_outputs(session: EvaluationSession, channel: OutputChannel, items: list[Judged],
+                  evidence: dict[str, Any], phase: str) -> None:
+    """Ask the reference process to judge the outputs; stop with ``incorrect`` (or ``cheat_suspected`` for an
+    output changed after it was returned) on any failure. Where CUDA IPC turns out not to work, the candidate
+    writes the same outputs as files and the session keeps to files."""
+    request = {"op": "compare", "outputs": [item.request() for item in items], "key": channel.key}
+    kinds = {next(iter(item.sent), "file") for item in items}
+    evidence["overhead"]["output_handoff"] = "ipc" if "ipc" in kinds else "file"
+    timeout = max(session.options.timeout_s, 600)
     try:
-        reply = session.reference_request(request, max(session.options.timeout_s, 600))
+        reply = session.reference_request(request, timeout)
         if reply.get("handoff_unavailable"):
             session.use_file_handoff(reply["handoff_unavailable"])
             evidence["overhead"]["output_handoff"] = f"file (CUDA IPC failed: {reply['handoff_unavailable'][:200]})"
-            resent = call_worker(channel.worker, {"op": "save_kept", "outputs": outputs}, session.options.timeout_s,
-                                 evidence)
-            reply = session.reference_request({**request, "outputs": resent["outputs"]},
-                                              max(session.options.timeout_s, 600))
+            kept = [item.sent for item in items if "kept" in item.sent]
+            call_worker(channel.worker, {"op": "save_kept", "outputs": kept}, session.options.timeout_s, evidence)
+            items = [Judged(i.name, i.case, i.seed, i.distribution, {"file": i.sent["path"]} if "kept" in i.sent
+                            else i.sent, i.scale, i.group) for i in items]
+            reply = session.reference_request({**request, "outputs": [item.request() for item in items]}, timeout)
     except (processes.WorkerDied, processes.WorkerTimeout, processes.WorkerMemoryExceeded) as exc:
         session.restart_reference()  # keep the session usable for the next candidate
         raise StopEvaluation(
             Verdict.reject(Reason.CRASHED, f"comparing the candidate's outputs failed: {exc}", **evidence)
         ) from exc
+    if not reply.get("ok", False):
+        session.restart_reference()
+        raise StopEvaluation(Verdict.reject(Reason.CRASHED, "the reference process could not judge the outputs: "
+                                            f"{reply.get('message', 'no reason given')}", **evidence))
+    by_name = {item.name: item for item in items}
     cases = {c["case"]: c for c in evidence["correctness"]["cases"]}
     failure = None
     for result in reply["results"]:
-        entry = {"seed": result["seed"], "phase": phase, "ok": result["ok"], **_errors(result)}
-        cases[result["case"]]["seeds"].append(entry)
+        item = by_name[result["name"]]
+        number = len(cases[item.case]["checks"]) + 1
+        entry = {"check": number, "phase": phase, "distribution": item.distribution, "ok": result["ok"],
+                 **_errors(result)}
+        cases[item.case]["checks"].append(entry)
         if not result["ok"] and failure is None:
-            failure = result
+            failure = (item, number, result)
     if failure is not None:
-        case = cases[failure["case"]]
+        item, number, result = failure
+        case = cases[item.case]
         shapes = ", ".join("x".join(map(str, i["shape"])) for i in case["inputs"] if "shape" in i)
         raise StopEvaluation(
             Verdict.reject(
-                Reason(failure.get("reason", Reason.INCORRECT.value)),
-                f"case {failure['case']} ({shapes}), seed {failure['seed']} [{phase}]: {failure['problem']}",
+                Reason(result.get("reason", Reason.INCORRECT.value)),
+                f"case {item.case} ({shapes}), {item.distribution} inputs, check {number} [{phase}]: "
+                f"{result['problem']}",
                 **evidence,
             )
         )

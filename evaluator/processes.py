@@ -1,73 +1,41 @@
-"""Worker processes: one fresh, isolated Python process per candidate.
+"""The verifier's sandboxed processes, seen from the parent: start them, talk to them, end them.
 
-Every candidate runs in its own spawned process (never forked: a forked CUDA context is unusable),
-in a new session so that a timeout kills the whole process group, with a scrubbed environment (no
-tokens, no keys), a host-memory cap and a wall-clock limit per request. Processes are started ahead
-of need (:class:`WorkerPool`) so that Python/torch/CUDA start-up overlaps the previous evaluation.
+Every reference, candidate and proposer process is a fresh Python (spawned, never forked: a forked CUDA
+context is unusable) inside its own sandbox (:mod:`kernelevo.sandbox`, with the view
+:mod:`evaluator.roles` gives its role), with a host-memory cap and a wall-clock limit per request.
+Candidate processes are started ahead of need (:class:`WorkerPool`) so that Python/torch/CUDA start-up
+overlaps the previous evaluation.
 
-The parent talks to a worker over two pipes: requests go to the child's stdin, replies come back on
-a dedicated result pipe. The child's stdout/stderr (where candidate prints land) go to a log file, so
-a candidate cannot forge a reply by printing, nor block the parent by filling a pipe.
+Channels: requests (JSON lines, and file descriptors passed with ``SCM_RIGHTS``: inputs, weights)
+go over a Unix socket; replies come back on a dedicated write-only pipe, each carrying a per-process
+nonce. The nonce and the pipe's number travel in the first message on the socket, never on the command
+line or in the environment, so code in the process cannot read them from ``/proc/self``. The child's
+stdout/stderr (where candidate prints land) go to a log file: printing cannot forge a reply nor block
+the parent.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import re
 import secrets
 import select
-import signal
-import subprocess
+import shutil
+import socket
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from evaluator import roles
+from kernelevo import sandbox
 
-# Variables a candidate process may inherit. Anything else is dropped, and anything that looks like a
-# credential is dropped even when listed (defence in depth).
-_ENV_ALLOWLIST = (
-    "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
-    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TORCH_CUDA_ARCH_LIST",
-    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "OPENBLAS_CORETYPE",
-    "OPENBLAS_L2_SIZE", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "CC", "CXX",
-)
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL|PRIVATE|AUTH|COOKIE|SESSION", re.I)
-
-
-def candidate_environment(device: str, workdir: Path, cache_dir: Path, parent_env: dict[str, str] | None = None,
-                          ) -> dict[str, str]:
-    """The environment of a candidate process: an allowlist of the parent's, never a secret.
-
-    Why: candidate code is untrusted; API keys, GitHub tokens and the App key live in the bot and
-    the worker's parent process only.
-    """
-    source = os.environ if parent_env is None else parent_env
-    env = {k: v for k, v in source.items() if k in _ENV_ALLOWLIST and not _SECRET_NAME.search(k)}
-    home = workdir / "home"
-    tmp = workdir / "tmp"
-    home.mkdir(parents=True, exist_ok=True)
-    tmp.mkdir(parents=True, exist_ok=True)
-    env.update(
-        HOME=str(home),
-        TMPDIR=str(tmp),
-        PYTHONHASHSEED="0",
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONUNBUFFERED="1",
-        OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
-        TRITON_CACHE_DIR=str(cache_dir / "triton"),
-        TORCH_EXTENSIONS_DIR=str(cache_dir / "torch_extensions"),
-        KERNELEVO_CACHE_DIR=str(cache_dir),
-        MAX_JOBS=env.get("MAX_JOBS", "4"),  # bounded ninja parallelism for load_inline builds
-    )
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    return env
+PROJECT_ROOT = roles.PROJECT_ROOT
+_COUNTER = itertools.count(1)
 
 
 class WorkerDied(Exception):
@@ -80,21 +48,23 @@ class WorkerDied(Exception):
 
 
 class WorkerTimeout(Exception):
-    """The worker did not reply within its wall-clock limit; its process group was killed."""
+    """The worker did not reply within its wall-clock limit; its sandbox was killed."""
 
 
 class WorkerMemoryExceeded(Exception):
-    """The worker's process group used more host memory than allowed; it was killed."""
+    """The worker's sandbox used more host memory than allowed; it was killed."""
 
 
 @dataclass
 class Worker:
-    """One spawned worker process and its pipes."""
+    """One sandboxed worker process and its channels."""
 
-    proc: subprocess.Popen
+    process: sandbox.Sandboxed
     role: str
+    requests: socket.socket
     result_fd: int
     log_path: Path
+    private: Path  # its private folder (HOME, TMPDIR, outbox/), writable inside the sandbox
     nonce: str
     memory_mb: int
     _buffer: bytes = b""
@@ -102,25 +72,30 @@ class Worker:
 
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        return self.process.pid
 
-    def request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send one request and wait for its reply, killing the process group on timeout."""
-        self.send(payload)
+    @property
+    def outbox(self) -> Path:
+        return self.private / "outbox"
+
+    def request(self, payload: dict[str, Any], timeout_s: float, fds: Sequence[int] = ()) -> dict[str, Any]:
+        """Send one request and wait for its reply, killing the sandbox on timeout."""
+        self.send(payload, fds)
         return self.receive(timeout_s)
 
-    def send(self, payload: dict[str, Any]) -> None:
-        """Queue a request without waiting (the worker reads it once it is ready); see :meth:`receive`."""
-        message = json.dumps({**payload, "nonce": self.nonce}) + "\n"
+    def send(self, payload: dict[str, Any], fds: Sequence[int] = ()) -> None:
+        """Queue a request (with file descriptors for the child) without waiting; see :meth:`receive`."""
+        message = (json.dumps({**payload, "nfds": len(fds)}) + "\n").encode()
         try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(message.encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            if fds:
+                socket.send_fds(self.requests, [message], list(fds))
+            else:
+                self.requests.sendall(message)
+        except OSError:
             pass  # receive() reports how the process ended
 
     def receive(self, timeout_s: float) -> dict[str, Any]:
-        """The next reply, killing the process group on timeout."""
+        """The next reply, killing the sandbox on timeout."""
         return self._read_reply(timeout_s)
 
     def wait_ready(self, timeout_s: float) -> dict[str, Any]:
@@ -137,35 +112,40 @@ class Worker:
             self._check_memory()
             readable, _, _ = select.select([self.result_fd], [], [], min(remaining, 0.1))
             if not readable:
-                if self.proc.poll() is not None:
+                if self.process.poll() is not None:
                     self._raise_died()
                 continue
             chunk = os.read(self.result_fd, 1 << 20)
             if not chunk:
-                self.proc.wait(timeout=5)
+                try:
+                    self.process.wait(timeout=5)
+                except Exception:  # noqa: BLE001 - still running: killed below
+                    pass
                 self._raise_died()
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        reply = json.loads(line)
-        if reply.get("nonce") != self.nonce:
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = {}
+        if not isinstance(reply, dict) or reply.get("nonce") != self.nonce:
             self.kill()
-            raise WorkerDied("reply without the session nonce (forged output?)", self.proc.returncode)
+            raise WorkerDied("a reply without the session nonce (forged output?)", self.process.returncode)
         return reply
 
     def _raise_died(self) -> None:
-        code = self.proc.returncode
-        sig = None
-        if code is not None and code < 0:
-            try:
-                sig = signal.Signals(-code).name
-            except ValueError:
-                sig = f"signal {-code}"
+        code = self.process.returncode
+        oom = self.process.oom_killed()
         self.kill()
-        what = f"killed by {sig}" if sig else f"exited with status {code}"
-        raise WorkerDied(f"the {self.role} process {what} before reporting results", code, sig)
+        if oom:
+            raise WorkerMemoryExceeded(f"was killed by the kernel for exceeding its memory cap ({self.memory_mb} MB)")
+        what = _exit_description(code)
+        raise WorkerDied(f"the {self.role} process {what} before reporting results", code, _signal_name(code))
 
     def _check_memory(self) -> None:
-        rss = process_group_rss_mb(self.proc.pid)
+        rss = self.process.memory_mb()
+        if rss is None:
+            rss = process_tree_rss_mb(self.process.pid)
         self._peak_rss_mb = max(self._peak_rss_mb, rss)
         if rss > self.memory_mb:
             self.kill()
@@ -184,30 +164,45 @@ class Worker:
         return data[-limit:].decode(errors="replace")
 
     def kill(self) -> None:
-        """Kill the whole process group (the worker and anything it started)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        for stream in (self.proc.stdin,):
+        """Kill the whole sandbox (the worker and anything it started) and close the channels."""
+        self.process.kill()
+        for close in (self.requests.close, lambda: os.close(self.result_fd)):
             try:
-                if stream:
-                    stream.close()
+                close()
             except OSError:
                 pass
+        shutil.rmtree(self.private / "outbox", ignore_errors=True)
+
+
+def _signal_name(code: int | None) -> str | None:
+    if code is None or code >= 0:
+        return None
+    import signal
+
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _exit_description(code: int | None) -> str:
+    # bwrap reports a signal death of the command as exit status 128 + signal
+    if code is not None and 128 < code < 128 + 65:
+        import signal
+
         try:
-            os.close(self.result_fd)
-        except OSError:
+            return f"was killed by {signal.Signals(code - 128).name}"
+        except ValueError:
             pass
+    sig = _signal_name(code)
+    return f"was killed by {sig}" if sig else f"exited with status {code}"
 
 
-def process_group_rss_mb(pgid: int) -> float:
-    """Resident memory of every process in a process group, in MB (0 where /proc is unavailable)."""
-    total_kb = 0
+def process_tree_rss_mb(root: int) -> float:
+    """Resident memory of a process and all its descendants, in MB (0 where /proc is unavailable)."""
+    children: dict[int, list[int]] = {}
+    rss_kb: dict[int, int] = {}
+    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -218,65 +213,87 @@ def process_group_rss_mb(pgid: int) -> float:
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
                 stat = f.read().rsplit(b")", 1)[1].split()
-            if int(stat[2]) != pgid:  # field 5 (pgrp), after pid and comm
-                continue
             with open(f"/proc/{entry}/statm", "rb") as f:
-                resident_pages = int(f.read().split()[1])
-            total_kb += resident_pages * (os.sysconf("SC_PAGE_SIZE") // 1024)
+                resident = int(f.read().split()[1])
         except (OSError, IndexError, ValueError):
             continue
-    return total_kb / 1024
+        pid, ppid = int(entry), int(stat[1])
+        children.setdefault(ppid, []).append(pid)
+        rss_kb[pid] = resident * page_kb
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss_kb.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total / 1024
 
 
-def spawn_worker(role: str, device: str, workdir: Path, cache_dir: Path, memory_mb: int) -> Worker:
-    """Start a worker process (it imports torch/triton and initialises the device, then waits)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    read_fd, write_fd = os.pipe()
+def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_only: Sequence[Path] = (),
+                 writable: Sequence[Path] = (), env_extra: dict[str, str] | None = None,
+                 pass_fds: Sequence[int] = ()) -> Worker:
+    """Start a sandboxed worker of ``role`` (it imports torch/triton and initialises the device, then waits).
+
+    Raises :class:`kernelevo.sandbox.IsolationUnavailable` when no sandbox can be set up here (and
+    ``KERNELEVO_ISOLATION`` is not ``off``).
+    """
+    report = sandbox.require_isolation(f"the verifier's {role} process")
+    private = workdir / f"{role}-{next(_COUNTER)}-{secrets.token_hex(3)}"
+    (private / "outbox").mkdir(parents=True)
+    log_path = private / "process.log"
     nonce = secrets.token_hex(16)
-    log_path = workdir / f"{role}-{nonce[:8]}.log"
+    policy = roles.policy(role, device, private, read_only=read_only, writable=writable,
+                          memory_mb=memory_mb if report.cgroup_parent else None)
+    if env_extra:
+        policy = policy.model_copy(update={"env": {**policy.env, **env_extra}})
     # -I: no user site, no PYTHON* variables; the parent's import path is passed explicitly instead
     # (wheels unpacked to a folder on PYTHONPATH must still be importable by the worker).
-    bootstrap = (
-        "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); "
-        "from evaluator.sandboxed.entry import main; main(sys.argv[2:])"
-    )
     search_path = [str(PROJECT_ROOT)] + [p for p in sys.path if p and Path(p).is_dir() and p != str(PROJECT_ROOT)]
-    args = [sys.executable, "-I", "-c", bootstrap, json.dumps(search_path), role, device, str(write_fd),
-            str(memory_mb), nonce]
-    env = candidate_environment(device, workdir, cache_dir)
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=str(workdir),
-            pass_fds=(write_fd,),
-            start_new_session=True,
-            close_fds=True,
-        )
-    os.close(write_fd)
-    return Worker(proc=proc, role=role, result_fd=read_fd, log_path=log_path, nonce=nonce, memory_mb=memory_mb)
+    bootstrap = ("import sys, json; sys.path[:0] = json.loads(sys.argv[1]); "
+                 "from evaluator.sandboxed.entry import main; main()")
+    parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    read_fd, write_fd = os.pipe()
+    try:
+        with open(log_path, "wb") as log:
+            process = sandbox.spawn(policy, [sys.executable, "-I", "-c", bootstrap, json.dumps(search_path)], report,
+                                    stdin=child_end.fileno(), stdout=log, stderr=log,
+                                    pass_fds=(write_fd, *pass_fds))
+    except BaseException:
+        for fd in (read_fd,):
+            os.close(fd)
+        parent_end.close()
+        raise
+    finally:
+        child_end.close()
+        os.close(write_fd)
+    worker = Worker(process=process, role=role, requests=parent_end, result_fd=read_fd, log_path=log_path,
+                    private=private, nonce=nonce, memory_mb=memory_mb)
+    hello = {"nonce": nonce, "result_fd": write_fd, "role": role, "device": device, "memory_mb": memory_mb,
+             "private": str(private), "isolation": report.mode.value}
+    worker.send(hello)
+    return worker
 
 
 class WorkerPool:
-    """Keeps ``ready`` started workers so that start-up overlaps the evaluations before them (one per
-    evaluation that runs at once)."""
+    """Keeps ``ready`` started candidate workers so that start-up overlaps the evaluations before them
+    (one per evaluation that runs at once)."""
 
-    def __init__(self, role: str, device: str, workdir: Path, cache_dir: Path, memory_mb: int,
-                 prestart: bool = True, ready: int = 1):
-        self._args = (role, device, workdir, cache_dir, memory_mb)
+    def __init__(self, role: str, device: str, workdir: Path, memory_mb: int, prestart: bool = True, ready: int = 1,
+                 **spawn_kwargs: Any):
+        self._args = (role, device, workdir, memory_mb)
+        self._kwargs = spawn_kwargs
         self._lock = threading.Lock()
         self._ready = max(1, ready) if prestart else 0
-        self._started: list[Worker] = [spawn_worker(*self._args) for _ in range(self._ready)]
+        self._started: list[Worker] = [self._spawn() for _ in range(self._ready)]
+
+    def _spawn(self) -> Worker:
+        return spawn_worker(*self._args, **self._kwargs)
 
     def take(self) -> Worker:
-        """A started worker (a pre-started one if any); starts its replacement in the background."""
+        """A started worker (a pre-started one if any); starts its replacement."""
         with self._lock:
-            worker = self._started.pop(0) if self._started else spawn_worker(*self._args)
+            worker = self._started.pop(0) if self._started else self._spawn()
             while len(self._started) < self._ready:
-                self._started.append(spawn_worker(*self._args))
+                self._started.append(self._spawn())
         return worker
 
     def close(self) -> None:

@@ -14,13 +14,13 @@ def render_summary(verdict: Verdict) -> str:
         lines.append(f"  static: line {v['line']}: [{v['rule']}] {v['message']}")
     cases = verdict.correctness.get("cases", [])
     for case in cases:
-        seeds = case.get("seeds", [])
-        if not seeds:
+        runs = case.get("checks", [])
+        if not runs:
             continue
-        worst = max((s.get("max_abs_err") or 0.0) for s in seeds)
+        worst = max((s.get("max_abs_err") or 0.0) for s in runs)
         shapes = ", ".join("x".join(map(str, i["shape"])) for i in case["inputs"] if "shape" in i)
-        passed = sum(1 for s in seeds if s["ok"])
-        lines.append(f"  case {case['case']} [{shapes}]: {passed}/{len(seeds)} checks passed, max abs err {worst:.3g}")
+        passed = sum(1 for s in runs if s["ok"])
+        lines.append(f"  case {case['case']} [{shapes}]: {passed}/{len(runs)} checks passed, max abs err {worst:.3g}")
     timing = verdict.timing
     if timing:
         lines.append("  timing (median ms):  candidate | eager | compile | speedup vs best | roofline")

@@ -1,19 +1,23 @@
-"""One candidate's way through its fresh process: load, correctness calls, judgement, replay, timing.
+"""One candidate's way through its fresh sandboxed process: load, the planned calls, judgement, timing.
 
-Whatever happens in the candidate process (an exception, a segfault, ``os._exit(0)``, a hang, a memory
-blow-up) becomes a verdict with the matching reason; the session then moves on.
+The parent decides everything that matters here: which calls are made in which order
+(:mod:`evaluator.callplan`), what each output must be (the reference process judges it), and, on a
+GPU, what ran (the launch record) and how long it took. Whatever happens in the candidate process (an
+exception, a segfault, ``os._exit(0)``, a hang, a memory blow-up, a forged reply) becomes a verdict with
+the matching reason; the session then moves on.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator import processes
-from evaluator.calls import OutputChannel, StopEvaluation, call_worker, judge_outputs
+from evaluator.callplan import InputSet, plan_checks
+from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, judge_outputs
 from evaluator.timing_judge import time_candidate
 from evaluator.verdict import NeedsGPU, Verdict
 
@@ -23,49 +27,60 @@ if TYPE_CHECKING:
 
 CHECKS = [
     "static AST checks",
-    "runtime guards (audit hook, torch-op recorder, launch counter, patch and thread detection)",
-    "inputs generated before the candidate is imported",
-    "candidate runs first on fresh inputs",
-    "NaN-poisoned allocations",
-    "sentinel guard regions around inputs",
+    "OS sandbox: no network, no other processes, no secrets, private temp dir",
+    "runtime guards (audit hook, torch-op recorder, host-conversion guard, launch counter, patch and thread "
+    "detection)",
+    "inputs and weights passed as file descriptors per request: none exist while the candidate is imported",
+    "every call judged; their number, order and kinds are secret",
+    "NaN-poisoned allocations on some calls",
+    "sentinel guard regions around inputs on some calls, plain tensors on others",
     "inputs unchanged after each call",
     "outputs are plain tensors that alias no input or earlier output",
-    "three identical runs agree bitwise",
+    "repeated runs on identical inputs agree bitwise (judged by the reference)",
     "new values in the same input storage give new answers",
+    "input distributions covering the op's domain (signs, magnitudes, offsets, heavy tails) from secret seeds",
     "float64 reference in a separate process",
-    "per-dtype tolerance + relative error + not-constant + NaN/Inf positions",
-    "benchmark-like replay calls judged",
+    "tolerance widened only as far as eager PyTorch's own error on the same inputs, + relative error + "
+    "not-constant + NaN/Inf positions",
 ]
 
 
-def load_request(session: EvaluationSession, path: Path) -> dict[str, Any]:
-    """The request that makes a candidate process ready to run ``path`` (inputs loaded, module imported)."""
+def load_request(session: EvaluationSession) -> dict[str, Any]:
+    """The request that makes a candidate process ready (module imported, ``ModelNew`` built); the reference
+    model's state goes with it as a file descriptor."""
     return {
         "op": "load",
-        "task": str(session.task_path),
-        "candidate": str(path),
-        "device": session.device,
-        "small": session.small,
-        "seeds": session.seeds,
         "init_seed": session.init_seed,
-        "allow_ops": list(session.options.allow_torch_ops),
+        "allow_ops": [*session.options.allow_torch_ops, *session.plan.get("allow_ops", [])],
         "runtime_guards": True,
-        "extension_root": str(session.cache_dir / "torch_extensions"),
-        "inputs_dir": session.inputs_dir,
+        "forward_arities": session.plan.get("forward_arities", []),
+        "model_forward": session.plan.get("model_forward", ""),
         "expected": [{"case": c["case"], "outputs": c["outputs"]} for c in session.plan["cases"]],
     }
 
 
-def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence: dict[str, Any],
+def send_load(session: EvaluationSession, worker: processes.Worker, source: str) -> None:
+    """Put the candidate's source in its process's folder and ask it to load (without waiting)."""
+    (worker.private / "candidate.py").write_text(source, encoding="utf-8")
+    session.stage_builds(worker, source)
+    fd = os.open(session.plan["init_file"], os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        worker.send(load_request(session), [fd])
+    finally:
+        os.close(fd)
+
+
+def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, Any],
                   prefetched: processes.Worker | None = None) -> Verdict:
-    """Run the dynamic part of the protocol for one candidate file (``prefetched``: a process that was
-    sent the load request earlier, so that its import overlapped the previous candidate)."""
+    """Run the dynamic part of the protocol for one candidate (``prefetched``: a process that was sent the
+    load request earlier, so that its import overlapped the previous candidate)."""
     options = session.options
-    overhead: dict[str, float] = {}
+    overhead: dict[str, Any] = {}
     evidence["overhead"] = overhead
     evidence["correctness"] = {
-        "seeds": session.seeds,
-        "init_seed": session.init_seed,
+        "seeds": len(session.seeds),
+        "distributions": session.plan.get("distributions", []),
+        "dropped_distributions": session.plan.get("dropped_distributions", []),
         "reference_precision": session.plan.get("reference_precision"),
         "checks": list(_checks(session)),
         "cases": _case_skeleton(session),
@@ -73,7 +88,7 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
     t0 = time.perf_counter()
     if prefetched is None:
         worker = session.pool.take()
-        worker.send(load_request(session, path))
+        send_load(session, worker, source)
     else:
         worker = prefetched
     overhead["prefetched"] = prefetched is not None
@@ -87,40 +102,38 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
         if session.device == "cpu" and evidence.get("backend") == "cuda":
             # NVRTC compiled it at import (a compile error would have stopped above): that is all a CPU can check.
             raise NeedsGPU(f"{evidence['candidate']}: the CUDA kernels compile (NVRTC), but running them needs "
-                                 "a GPU: evaluate with --device cuda")
+                           "a GPU: evaluate with --device cuda")
         channel = OutputChannel(worker, secrets.randbits(62))
+        rng = random.Random(secrets.randbits(64))
+        inputs = [InputSet(int(i["case"]), int(i["seed"]), i["file"], session.distribution_of(int(i["seed"])))
+                  for i in session.plan["inputs"]]
+        calls = plan_checks(inputs, rng, extra=(1.0, 2.0) if session.device == "cpu" else (0.2, 0.5))
+        files = sorted({c.inputs.file for c in calls})
+        index = {f: k for k, f in enumerate(files)}
         t = time.perf_counter()
         with session.gpu.shared():  # other evaluations may check at the same time, none is timing
             checked = call_worker(
                 worker,
-                {
-                    "op": "check",
-                    "outdir": str(folder / "outputs"),
-                    "nondeterministic_ok": session.plan.get("nondeterministic_ok", False),
-                    "handoff": channel.request(session),
-                },
-                options.timeout_s,
-                evidence,
+                {"op": "check", "calls": [c.request(index[c.inputs.file]) for c in calls],
+                 **channel.request(session)},
+                options.timeout_s, evidence, files=files,
             )
         overhead["check_s"] = round(time.perf_counter() - t, 3)
         overhead["check_phases"] = checked.get("phases", {})
+        overhead["checked_calls"] = len(calls)
         evidence["resources"] = checked.get("resources") or {}
+        sent = checked.get("sent") or {}
+        judged = [Judged(c.name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
+                         _sent_for(sent, c.name, worker), group=c.group) for c in calls]
         t = time.perf_counter()
-        judge_outputs(session, channel, checked["outputs"], evidence, "correctness")
+        judge_outputs(session, channel, judged, evidence, "correctness")
         overhead["judge_s"] = round(time.perf_counter() - t, 3)
         if session.device == "cpu":
-            rng = random.Random(session.init_seed + len(evidence["candidate"]))
-            replay_seeds = [rng.randrange(1 << 31) for _ in range(2)]
-            replayed = call_worker(
-                worker,
-                {"op": "replay", "outdir": str(folder / "outputs"), "seeds": replay_seeds,
-                 "handoff": channel.request(session)},
-                options.timeout_s,
-                evidence,
-            )
-            judge_outputs(session, channel, replayed["outputs"], evidence, "replay")
-            return Verdict.accept(_accept_detail(session), **evidence)
-        return time_candidate(session, channel, folder, evidence)
+            session.keep_builds(worker, source)
+            return Verdict.accept(_accept_detail(session, len(calls)), **evidence)
+        verdict = time_candidate(session, channel, evidence)
+        session.keep_builds(worker, source)
+        return verdict
     except StopEvaluation as stop:
         return stop.verdict
     finally:
@@ -131,6 +144,15 @@ def run_candidate(session: EvaluationSession, path: Path, folder: Path, evidence
             evidence["logs"] = evidence_logs
 
 
+def _sent_for(sent: dict[str, Any], name: str, worker: processes.Worker) -> dict[str, Any]:
+    """How output ``name`` travelled: the candidate's IPC descriptor when it gave one, else the file the parent
+    named (never a path the candidate chose)."""
+    item = sent.get(name)
+    if isinstance(item, dict) and "ipc" in item:
+        return {"ipc": item["ipc"], "kept": item.get("kept"), "path": str(worker.outbox / f"{name}.pt")}
+    return {"file": str(worker.outbox / f"{name}.pt")}
+
+
 def _case_skeleton(session: EvaluationSession) -> list[dict[str, Any]]:
     return [
         {
@@ -138,7 +160,8 @@ def _case_skeleton(session: EvaluationSession) -> list[dict[str, Any]]:
             "inputs": c["inputs"],
             "outputs": c["outputs"],
             "tolerance": c.get("tolerance"),
-            "seeds": [],
+            "widen_max": c.get("widen_max", 1.0),
+            "checks": [],
         }
         for c in session.plan["cases"]
     ]
@@ -148,12 +171,14 @@ def _checks(session: EvaluationSession) -> list[str]:
     checks = list(CHECKS)
     if not session.options.static_checks:
         checks[0] = "static AST checks reported but NOT enforced (runtime layer only)"
+    if session.isolation != "bubblewrap":
+        checks[1] = f"NO OS sandbox ({session.isolation}): trusted single-user machine override"
     return checks
 
 
-def _accept_detail(session: EvaluationSession) -> str:
+def _accept_detail(session: EvaluationSession, calls: int) -> str:
     n_cases = len(session.plan["cases"])
     return (
-        f"correct on {n_cases} case(s) x {len(session.seeds)} seeds (+ replay calls) within tolerance, "
+        f"correct on {n_cases} case(s) x {len(session.seeds)} seeds in {calls} judged calls, within tolerance, "
         "and clean; not timed on CPU"
     )

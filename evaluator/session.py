@@ -10,6 +10,7 @@ records a verdict and goes on to the next one.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import shutil
 import tempfile
@@ -18,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evaluator import processes
+from evaluator import processes, roles
 from evaluator.gpu_phases import GpuPhases
 from evaluator.options import EvalOptions
 from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
-from kernelevo import pyast
+from kernelevo import pyast, sandbox
 
 log = logging.getLogger(__name__)
 
@@ -47,23 +48,30 @@ class EvaluationSession:
         self.init_seed = secrets.randbits(31)
         self.timing_seeds = [secrets.randbits(31) for _ in range(max(self.options.timing_input_sets, 1))]
         self.workdir = Path(tempfile.mkdtemp(prefix="kernelevo-eval-"))
+        self.procs = self.workdir / "procs"
+        self.inputs_dir = self.workdir / "inputs"
+        self.procs.mkdir()
+        self.inputs_dir.mkdir()
         if cache_dir is None:
             from kernelevo.settings import get_settings
 
             cache_dir = get_settings().cache_dir
         self.cache_dir = Path(cache_dir)
-        self._counter = 0
-        self._prefetched: dict[str, tuple[processes.Worker, Path, Path]] = {}
+        self.task_roots = roles.task_read_roots(self.task_path)
+        self._prefetched: dict[str, processes.Worker] = {}
         # evaluate_source may run on several threads at once (the search's parallel evaluations)
-        self._lock = threading.Lock()  # the counter and the prefetched candidates
+        self._lock = threading.Lock()  # the prefetched candidates
         self._reference_lock = threading.RLock()  # one request at a time to the reference process
         self.gpu = GpuPhases()
         if self.options.output_handoff not in ("auto", "file"):
             raise EvalSetupError(f"output_handoff={self.options.output_handoff!r}: use auto or file")
         self.handoff_mode = "ipc" if device == "cuda" and self.options.output_handoff == "auto" else "file"
         self.baselines: dict[str, Any] | None = None
-        self.pool = processes.WorkerPool("candidate", device, self.workdir / "procs", self.cache_dir,
-                                       self.options.memory_mb, ready=self.options.ready_workers)
+        report = sandbox.require_isolation("candidate kernels and the task's code")
+        self.isolation = "bubblewrap" if report.working else report.mode.value
+        self.isolation_report = report
+        self.pool = processes.WorkerPool("candidate", device, self.procs, self.options.memory_mb,
+                                         ready=self.options.ready_workers)
         try:
             self._start_reference()
         except BaseException:
@@ -74,18 +82,23 @@ class EvaluationSession:
     def _start_reference(self) -> None:
         # The reference holds every case's inputs and float64 answers: give it more room than a candidate.
         reference_mb = self.options.memory_mb * (4 if self.device == "cuda" else 1)
-        self.reference = processes.spawn_worker("reference", self.device, self.workdir / "procs", self.cache_dir,
-                                              max(reference_mb, 4096))
+        self.reference = processes.spawn_worker("reference", self.device, self.procs, max(reference_mb, 4096),
+                                                read_only=[*self.task_roots, self.procs], writable=[self.inputs_dir])
         ready = self._ref({"op": "ready"}, wait_ready=True)
         self.reference_startup_s = float(ready.get("startup_s", 0.0))
-        self.inputs_dir = str(self.workdir / "inputs")
-        self.plan = self._ref({"op": "load", "task": str(self.task_path), "device": self.device, "small": self.small,
-                               "seeds": self.seeds, "init_seed": self.init_seed, "inputs_dir": self.inputs_dir})
-        self.environment = self.plan.get("environment", {})
+        self.plan = self._ref({"op": "load", "task": str(self.task_path), "small": self.small, "seeds": self.seeds,
+                               "init_seed": self.init_seed, "inputs_dir": str(self.inputs_dir)})
+        self.environment = {**self.plan.get("environment", {}), "isolation": self.isolation,
+                            "isolation_enforced": self.isolation_report.enforced()}
+        self._distributions = dict(zip(self.seeds, self.plan.get("distributions", [])))
         if self.device == "cuda":
             self.baselines = self._ref({"op": "baselines", "seeds": self.timing_seeds,
                                         "trials": self.options.timing_trials, "warmup_ms": self.options.warmup_ms,
                                         "modes": list(self.options.baselines)}, timeout=1800)
+
+    def distribution_of(self, seed: int) -> str:
+        """The input distribution the reference drew ``seed``'s inputs from."""
+        return self._distributions.get(seed, "task")
 
     def restart_reference(self) -> None:
         """Replace a reference process that died or hung, so the session stays usable."""
@@ -151,20 +164,16 @@ class EvaluationSession:
         from evaluator.run_candidate import run_candidate
 
         with self._lock:
-            entry = self._prefetched.pop(_source_key(source), None)
-        if entry is not None:
-            worker, path, folder = entry
-        else:
-            worker, (path, folder) = None, self._write_candidate(source, name)
-        verdict = run_candidate(self, path, folder, evidence, prefetched=worker)
+            worker = self._prefetched.pop(_source_key(source), None)
+        verdict = run_candidate(self, source, evidence, prefetched=worker)
         verdict.overhead["total_s"] = round(time.perf_counter() - started, 3)
         return verdict
 
     def prefetch(self, source: str, name: str | None = None) -> None:
-        """Start loading the candidate that will be evaluated next (its process imports it and loads the
-        inputs while the current candidate runs); :meth:`evaluate_source` with the same source picks it up.
-        Only on CUDA by default (on a small CPU machine the overlap just competes for cores)."""
-        from evaluator.run_candidate import load_request
+        """Start loading the candidate that will be evaluated next (its process imports it while the current
+        candidate runs); :meth:`evaluate_source` with the same source picks it up. Only on CUDA by default (on a
+        small CPU machine the overlap just competes for cores)."""
+        from evaluator.run_candidate import send_load
         from evaluator.static_check import check_source
 
         enabled = self.options.prefetch if self.options.prefetch is not None else self.device == "cuda"
@@ -175,48 +184,56 @@ class EvaluationSession:
         report = check_source(source, name or "candidate", allow_torch=self.plan.get("allow_ops", []))
         if report.syntax_error is not None or (self.options.static_checks and report.violations):
             return  # rejected without running: nothing to prepare
-        path, folder = self._write_candidate(source, name)
         worker = self.pool.take()
-        worker.send(load_request(self, path))
+        send_load(self, worker, source)
         with self._lock:
             while len(self._prefetched) >= MAX_PREFETCHED:  # the oldest was never asked for (a duplicate, say)
-                self._prefetched.pop(next(iter(self._prefetched)))[0].kill()
-            self._prefetched[key] = (worker, path, folder)
+                self._prefetched.pop(next(iter(self._prefetched))).kill()
+            self._prefetched[key] = worker
 
     def _drop_prefetched(self, source: str) -> None:
         with self._lock:
-            entry = self._prefetched.pop(_source_key(source), None)
-        if entry is not None:
-            entry[0].kill()
+            worker = self._prefetched.pop(_source_key(source), None)
+        if worker is not None:
+            worker.kill()
 
-    def _write_candidate(self, source: str, name: str | None) -> tuple[Path, Path]:
-        with self._lock:
-            self._counter += 1
-            number = self._counter
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in (name or "candidate"))[:60]
-        folder = self.workdir / "candidates" / f"{number:05d}-{safe}"
-        folder.mkdir(parents=True)
-        path = folder / "candidate.py"
-        path.write_text(source)
-        return path, folder
+    # -- load_inline builds -----------------------------------------------------------------------
+    def _builds_for(self, source: str) -> Path:
+        """The kept builds of exactly this source (a candidate can only ever leave builds for itself)."""
+        return self.cache_dir / "builds" / _source_key(source)[:32]
+
+    def stage_builds(self, worker: processes.Worker, source: str) -> None:
+        """Copy the kept builds of this source into the process's own folder before it loads."""
+        kept = self._builds_for(source)
+        if kept.is_dir():
+            shutil.copytree(kept, worker.private / "torch_extensions", dirs_exist_ok=True, symlinks=False)
+
+    def keep_builds(self, worker: processes.Worker, source: str) -> None:
+        """After an evaluation, keep what the process built (regular files only) for this source's next time."""
+        built, kept = worker.private / "torch_extensions", self._builds_for(source)
+        if not built.is_dir() or kept.exists():
+            return
+        partial = kept.with_name(kept.name + f".partial-{os.getpid()}")
+        try:
+            shutil.copytree(built, partial, symlinks=True, ignore=_not_regular)
+            partial.replace(kept)
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)
 
     def precompile(self, sources: dict[str, str], parallel: int = 4) -> dict[str, bool]:
         """Build many candidates at once (load_inline takes 30-60 s per new source), each in its own
-        sandboxed process, so that their evaluations later find the builds in the cache."""
+        sandboxed process, so that their evaluations later find their builds kept."""
         from concurrent.futures import ThreadPoolExecutor
 
         def build(item: tuple[str, str]) -> tuple[str, bool]:
             name, source = item
-            folder = self.workdir / "precompile" / name
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "candidate.py").write_text(source)
-            worker = processes.spawn_worker("candidate", self.device, self.workdir / "procs", self.cache_dir,
-                                          self.options.memory_mb)
+            worker = processes.spawn_worker("candidate", self.device, self.procs, self.options.memory_mb)
             try:
+                (worker.private / "candidate.py").write_text(source, encoding="utf-8")
                 worker.wait_ready(self.options.timeout_s)
-                reply = worker.request({"op": "compile", "candidate": str(folder / "candidate.py"),
-                                        "extension_root": str(self.cache_dir / "torch_extensions")},
-                                       self.options.timeout_s)
+                reply = worker.request({"op": "compile"}, self.options.timeout_s)
+                if reply.get("compiled"):
+                    self.keep_builds(worker, source)
                 return name, bool(reply.get("compiled"))
             except (processes.WorkerDied, processes.WorkerTimeout, processes.WorkerMemoryExceeded):
                 return name, False
@@ -228,7 +245,7 @@ class EvaluationSession:
 
     def close(self) -> None:
         """Stop the processes and remove the session's scratch files."""
-        for worker, _path, _folder in self._prefetched.values():
+        for worker in self._prefetched.values():
             worker.kill()
         self._prefetched.clear()
         self.pool.close()
@@ -241,6 +258,12 @@ class EvaluationSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _not_regular(folder: str, names: list[str]) -> list[str]:
+    """copytree ignore: links and special files never leave a candidate's folder."""
+    return [n for n in names if os.path.islink(os.path.join(folder, n))
+            or not (os.path.isfile(os.path.join(folder, n)) or os.path.isdir(os.path.join(folder, n)))]
 
 
 def _source_key(source: str) -> str:

@@ -9,11 +9,12 @@ best baseline is ``too_slow``.
 from __future__ import annotations
 
 import random
+import secrets
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluator.calls import OutputChannel, StopEvaluation, call_worker, geomean, judge_outputs
+from evaluator.callplan import plan_sample
+from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, geomean, judge_outputs
 from evaluator.verdict import Reason, Verdict
 
 if TYPE_CHECKING:
@@ -26,36 +27,45 @@ FLOOR_HEADROOM = 1.25  # roofline fraction above this is beyond the datasheet pe
 HOST_EVENT_RATIO, HOST_EVENT_MARGIN_MS = 10.0, 1.0
 
 
-def time_candidate(
-    session: EvaluationSession, channel: OutputChannel, folder: Path, evidence: dict[str, Any]
-) -> Verdict:
+def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence: dict[str, Any]) -> Verdict:
     options = session.options
-    rng = random.Random()
-    sample = sorted(rng.sample(range(options.timing_trials), k=min(3, options.timing_trials)))
+    rng = random.Random(secrets.randbits(64))
+    timing_files = session.baselines.get("timing_inputs") if session.baselines else None
+    if not timing_files:
+        raise StopEvaluation(Verdict.reject(Reason.CRASHED, "no timing inputs: the baselines did not run", **evidence))
+    sample = plan_sample(options.timing_trials, len(timing_files), rng)
     started = time.perf_counter()
     with session.gpu.exclusive():  # nothing else of this session runs on the GPU while it is timed
         timed = call_worker(
             channel.worker,
             {
                 "op": "time",
-                "seeds": session.timing_seeds,
                 "trials": options.timing_trials,
                 "warmup_ms": options.warmup_ms,
+                "sets_per_case": len(timing_files[0]),
                 "sample": sample,
-                "outdir": str(folder / "timed"),
-                "inputs_dir": session.inputs_dir,
-                "handoff": channel.request(session),
+                **channel.request(session),
             },
             max(options.timeout_s, 600),
             evidence,
+            files=[f for sets in timing_files for f in sets],
         )
     overhead = evidence["overhead"]
     overhead["time_s"] = round(time.perf_counter() - started, 3)
     overhead["time_phases"] = timed.get("phases", {})
     overhead["peak_gpu_memory_mb"] = round(timed.get("peak_gpu_memory_mb", 0.0), 1)
     started = time.perf_counter()
+    sent = timed.get("sent") or {}
+    judged = []
+    for entry in sample:
+        for trial, name in zip(entry["trials"], entry["names"]):
+            item = sent.get(name) or {}
+            how = ({"ipc": item["ipc"], "kept": item.get("kept"), "path": str(channel.worker.outbox / f"{name}.pt")}
+                   if "ipc" in item else {"file": str(channel.worker.outbox / f"{name}.pt")})
+            seed = session.timing_seeds[trial % len(session.timing_seeds)]
+            judged.append(Judged(name, entry["case"], seed, "task", how, scale=float(item.get("scale", 1.0))))
     try:
-        judge_outputs(session, channel, timed["outputs"], evidence, "timed-call re-validation")
+        judge_outputs(session, channel, judged, evidence, "timed-call re-validation")
     except StopEvaluation as stop:
         stop.verdict.reason = Reason.CHEAT_SUSPECTED.value
         stop.verdict.detail = (

@@ -105,7 +105,7 @@ def results_summary(verdict) -> dict:
         "device": v.get("device"),
         "backend": v.get("backend"),
         "cases_checked": len(cases),
-        "seeds_per_case": max((len(c.get("seeds") or []) for c in cases), default=0),
+        "checks_per_case": max((len(c.get("checks") or []) for c in cases), default=0),
         "geomean_speedup_vs_eager": timing.get("geomean_speedup_vs_eager"),
         "geomean_speedup_vs_compile": timing.get("geomean_speedup_vs_compile"),
         "geomean_speedup_vs_best": timing.get("geomean_speedup_vs_best"),

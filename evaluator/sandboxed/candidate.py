@@ -1,14 +1,23 @@
-"""The candidate process: imports one candidate under guard and runs it on the verifier's inputs.
+"""The candidate process: imports one candidate under guard and runs the calls the parent asks for.
 
-Inputs are generated (and the reference model's weights taken) *before* the candidate is imported,
-so nothing the candidate does at import time can influence them. Every call then runs under the
-runtime guards; outputs go to disk for the reference process to judge. This process never sees a
-reference output.
+Hostile by assumption: this process holds nothing the verdict depends on. It never imports the task and
+never learns a seed: the reference model's weights and constructor arguments, and every input, arrive as
+file descriptors opened by the parent (``SCM_RIGHTS``) with the request that needs them, so no input
+exists in this process (or its filesystem) while the candidate is imported. The parent plans the calls
+(which inputs, which reuse the same storage, which sit in guard regions or run with poisoned allocations,
+in a secret order among many); every output is written to this process's outbox under a name the parent
+chose, and the reference process judges it. The guards here (op recorder, audit hook, launch counter,
+host conversions, attribute snapshot, threads, bounds on CPU) can only add reasons to reject.
+
+Everything the harness calls after the candidate is imported is bound in :class:`CandidateRunner`'s
+constructor (before the import) and never looked up through module attributes again; the allow-lists it
+holds are frozen.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -17,14 +26,7 @@ import torch
 
 from evaluator.sandboxed import guards, handoff, taskspec
 from evaluator.sandboxed.bounds import BoundsChecker
-from evaluator.sandboxed.output_checks import (
-    Rejection,
-    require_no_alias,
-    require_outputs_left_alone,
-    require_same,
-    same_bits,
-)
-from evaluator.sandboxed.reference import as_output_list
+from evaluator.sandboxed.output_checks import Rejection, require_no_alias, same_bits
 
 # Modules a candidate may import itself (the static checker enforces the same list on the source).
 ALLOWED_IMPORT_ROOTS = frozenset({
@@ -33,79 +35,101 @@ ALLOWED_IMPORT_ROOTS = frozenset({
 })
 
 
+def load_fd(fd: int) -> Any:
+    """A file the parent opened for us, loaded safely (no code); the request loop closes the descriptor."""
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return torch.load(handle, weights_only=True, map_location="cpu")
+    except Exception as exc:
+        raise taskspec.TaskError(f"the verifier could not read its own input file ({type(exc).__name__}: {exc})"
+                                 ) from exc
+
+
 class CandidateRunner:
-    def __init__(self) -> None:
+    """Serves ``load``, ``check``, ``time``, ``save_kept`` and ``compile`` requests for one candidate."""
+
+    def __init__(self, private: Path, device: str):
+        self.private, self.device = Path(private), device
+        self.outbox = self.private / "outbox"
         self.model: torch.nn.Module | None = None
-        self.inputs: dict[int, list[list[Any]]] = {}  # seed -> cases (CPU copies)
-        self.live: dict[int, list[Any]] = {}  # case -> the device tensors every seed is written into
+        self.live: dict[int, list[Any]] = {}  # case -> the tensors later calls of that case are written into
         self.kept_outputs: list[torch.Tensor] = []
-        self.bounds = BoundsChecker()  # installed on CPU, where Triton runs in the interpreter
+        self.bounds = BoundsChecker()
+        self.launches = guards.LaunchCounter()
+        self.allow_ops: tuple[str, ...] = ()
+        self.expected: dict[int, list[dict[str, Any]]] = {}
+        # Bound before the candidate exists (see the module docstring).
+        self._no_grad, self._torch_save = torch.no_grad, torch.save
+        self._deterministic, self._set_deterministic = (torch.are_deterministic_algorithms_enabled,
+                                                        torch.use_deterministic_algorithms)
+        self._synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        self._perf = time.perf_counter
+        self._recorder_cls, self._interpreter = guards.OpRecorder, guards._interpreter_file()
+        self._guarded_copy, self._guards_intact = taskspec.guarded_copy, taskspec.guards_intact
+        self._require_no_alias, self._same_bits = require_no_alias, same_bits
+        self._snapshot, self._changed = guards.snapshot_attributes, guards.changed_attributes
+        self._threads, self._poison = guards.live_threads, guards.poison_allocator
+        self._outbox_cls = handoff.Outbox
+        self._tensor_type = torch.Tensor
+        self.sent = handoff.Outbox(0, "file")
 
     # -- load -------------------------------------------------------------------------------------
-    def load(self, req: dict[str, Any]) -> dict[str, Any]:
-        self.device, self.small = req["device"], req["small"]
-        self.seeds = list(req["seeds"])
-        self.task = task = taskspec.load_task(req["task"])
-        for si, seed in enumerate(self.seeds):
-            self.inputs[seed] = taskspec.cached_cases(task, self.small, seed, taskspec.distribution_for(task, si),
-                                                      req.get("inputs_dir"), write=False)
-        torch.manual_seed(int(req["init_seed"]))
-        reference_state = {k: v.detach().clone() for k, v in task.model_cls(*task.init_inputs()).state_dict().items()}
-        self.allow_ops = tuple(req.get("allow_ops", ())) + task.allow_ops
+    def load(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Install the guards, import the candidate, build ``ModelNew`` with the reference's weights.
+        ``fds[0]``: the reference's ``{"init_inputs": [...], "state": {...}}``."""
+        if len(fds) != 1:
+            raise taskspec.TaskError("load: expected one file descriptor (the reference model's state)")
+        init = load_fd(fds[0])
+        init_inputs, reference_state = list(init["init_inputs"]), dict(init["state"])
+        self.allow_ops = tuple(req.get("allow_ops", ()))
         self.expected = {int(c["case"]): c["outputs"] for c in req.get("expected", [])}
-
-        self.launches = guards.LaunchCounter()
-        self.launches.install(Path(req["extension_root"]) if req.get("extension_root") else None)
+        self.launches.install(self.private / "torch_extensions" if self.device == "cuda" else None,
+                              interpreted=self.device == "cpu")
         if self.device == "cpu":
             self.bounds.install()
-        self.audit = guards.AuditGuard(Path(req["candidate"]), ALLOWED_IMPORT_ROOTS)
+        candidate_path = self.private / "candidate.py"
+        self.audit = guards.AuditGuard(candidate_path, ALLOWED_IMPORT_ROOTS)
+        self.host = guards.HostConversionGuard(self.audit)
         if req.get("runtime_guards", True):
             self.audit.install()
-        self.attrs_before = guards.snapshot_attributes()
-        self.threads_before = guards.live_threads()
+            self.host.install()
+        self.attrs_before = self._snapshot()
+        self.threads_before = self._threads()
 
-        candidate_path = Path(req["candidate"])
         module = self._guarded_import(candidate_path)
         self._check_guards("import")
         cls = getattr(module, "ModelNew", None)
         if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
             raise Rejection("compile_error", "the candidate defines no `class ModelNew(nn.Module)`; define it with the "
                                              "same constructor arguments and forward signature as the task's Model")
-        _check_signature(task.model_cls, cls, {len(case) for case in self.inputs[self.seeds[0]]})
-        torch.manual_seed(int(req["init_seed"]))
-        self.audit.active = True
-        try:
-            model = cls(*task.init_inputs())
-        except Exception as exc:
-            raise Rejection("compile_error", f"ModelNew(*get_init_inputs()) raised {type(exc).__name__}: "
-                                             f"{_first_line(exc)}{_line_in(exc, candidate_path)}") from exc
-        finally:
-            self.audit.active = False
+        _check_signature(cls, req.get("forward_arities") or [], req.get("model_forward", ""))
+        torch.manual_seed(int(req.get("init_seed", 0)))
+        model = self._guarded(lambda: cls(*init_inputs), "construction", candidate_path,
+                              failure="ModelNew(*get_init_inputs()) raised")
         own = model.state_dict()
-        with torch.no_grad():
+        with self._no_grad():
             for name, tensor in own.items():
                 src = reference_state.get(name)
                 if src is not None and src.shape == tensor.shape:
                     tensor.copy_(src.to(tensor.dtype))
-        self.model = model  # moved to the device by check(): a prefetched load touches no GPU memory
+        self.model = model  # moved to the device by the first check: a prefetched load touches no GPU memory
         self._check_guards("construction")
         return {"ok": True}
 
-    def compile(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Import the candidate under guard only, so that its builds (load_inline, NVRTC) land in the
-        shared cache; the process is discarded afterwards (parallel pre-compilation)."""
-        self.launches = guards.LaunchCounter()
-        self.launches.install(Path(req["extension_root"]))
-        self.audit = guards.AuditGuard(Path(req["candidate"]), ALLOWED_IMPORT_ROOTS)
+    def compile(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Import the candidate under guard only, so that its builds (load_inline, NVRTC) land in this
+        process's build folder, which the parent keeps for later evaluations of the same source."""
+        self.launches.install(self.private / "torch_extensions")
+        self.audit = guards.AuditGuard(self.private / "candidate.py", ALLOWED_IMPORT_ROOTS)
         self.audit.install()
         try:
-            self._guarded_import(Path(req["candidate"]))
+            self._guarded_import(self.private / "candidate.py")
         except Rejection as exc:
             return {"ok": True, "compiled": False, "message": str(exc)}
         return {"ok": True, "compiled": True}
 
     def _guarded_import(self, path: Path) -> Any:
-        """Import the candidate module with the audit hook active; failures are compile errors."""
+        """Import the candidate module with the guards active; failures are compile errors."""
         self.audit.active = True
         try:
             return taskspec.import_file(path, "candidate")
@@ -119,94 +143,126 @@ class CandidateRunner:
         finally:
             self.audit.active = False
 
+    def _guarded(self, fn: Any, where: str, path: Path, failure: str) -> Any:
+        """Run candidate code (construction, ``.to(device)``) with the audit hook and the op recorder on."""
+        recorder = self._recorder_cls(self.allow_ops, interpreter_file=self._interpreter)
+        self.audit.active = True
+        try:
+            with recorder:
+                return fn()
+        except PermissionError as exc:
+            what = self.audit.violations[0] if self.audit.violations else str(exc)
+            raise Rejection("cheat_suspected", f"during {where}: refused {what}") from exc
+        except Rejection:
+            raise
+        except Exception as exc:
+            raise Rejection("compile_error", f"{failure} {type(exc).__name__}: {_first_line(exc)}"
+                                             f"{_line_in(exc, path)}") from exc
+        finally:
+            self.audit.active = False
+            # construction may precompute with torch (weights, tables): that is not the forward path
+            self.construction_ops = list(recorder.violations)
+
     # -- correctness calls ------------------------------------------------------------------------
-    def check(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Run every (case, seed); the first seed three times on identical inputs (races)."""
+    def check(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Run the calls of the parent's plan, in its order; write each output under the name it chose.
+
+        ``req["calls"]``: ``{"name", "input", "case", "storage": "fresh"|"reuse", "guarded", "poison"}``;
+        ``input`` indexes ``fds`` (one file per input set: a list of values)."""
         assert self.model is not None
-        self.model = self.model.to(self.device)
-        for ci, case in enumerate(self.inputs[self.seeds[0]]):
-            self.live[ci] = [taskspec.guarded_copy(v, self.device) for v in case]
-        outdir = Path(req["outdir"])
-        outdir.mkdir(parents=True, exist_ok=True)
-        nondeterministic_ok = bool(req.get("nondeterministic_ok"))
-        written = []
+        inputs = [load_fd(fd) for fd in fds]
+        if not self._moved:
+            self._to_device()
+        self._open_outbox(req)
+        sent: dict[str, dict[str, Any]] = {}
         phases = {"first_call_s": 0.0, "calls_s": 0.0, "handoff_s": 0.0}  # first call: JIT compiles land here
-        for si, seed in enumerate(self.seeds):
-            for ci, fresh in enumerate(self.inputs[seed]):
-                live = self.live[ci]
-                if si > 0:  # same storage, new values: a cache keyed by pointer now returns stale answers
-                    for j, (dst, src) in enumerate(zip(live, fresh)):
-                        if isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor) and dst.shape == src.shape:
-                            dst.copy_(src)
-                        else:  # non-tensor inputs (or a seed that changes a shape) are passed as drawn
-                            live[j] = taskspec.guarded_copy(src, self.device)
-                clock = time.perf_counter()
-                outs = self._guarded_call(live, ci, where=f"case {ci}, seed {seed}")
-                phases["first_call_s" if not written else "calls_s"] += time.perf_counter() - clock
-                clock = time.perf_counter()
-                if si == 0:
-                    for repeat in (2, 3):
-                        again = self._guarded_call(live, ci, where=f"case {ci}, seed {seed} (run {repeat})")
-                        require_same(outs, again, nondeterministic_ok, f"case {ci}, seed {seed}")
-                phases["calls_s"] += time.perf_counter() - clock
-                clock = time.perf_counter()
-                sent = handoff.send(outs, outdir / f"out-{ci}-{seed}.pt", req.get("handoff"), f"case {ci}, seed {seed}")
-                written.append({"case": ci, "seed": seed, "distribution": taskspec.distribution_for(self.task, si),
-                                **sent})
-                phases["handoff_s"] += time.perf_counter() - clock
-        require_outputs_left_alone()
-        return {"ok": True, "outputs": written, "resources": self.launches.resources,
+        for k, call in enumerate(req["calls"]):
+            case = int(call["case"])
+            values = inputs[int(call["input"])]
+            live = self._place(case, values, call.get("storage") == "reuse", bool(call.get("guarded")))
+            clock = self._perf()
+            outs = self._guarded_call(live, case, where=f"call {k + 1} (case {case})", poison=bool(call.get("poison")))
+            phases["first_call_s" if k == 0 else "calls_s"] += self._perf() - clock
+            clock = self._perf()
+            sent[call["name"]] = self.sent.send(outs, self.outbox / f"{call['name']}.pt", f"call {k + 1} (case {case})")
+            phases["handoff_s"] += self._perf() - clock
+        self._require_outputs_left_alone()
+        return {"ok": True, "calls": len(req["calls"]), "sent": sent, "resources": self.launches.resources,
                 "phases": {k: round(v, 3) for k, v in phases.items()}}
 
-    def replay(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Calls that look like a benchmark (no poisoning, fresh seeds); their outputs are judged too."""
-        outdir = Path(req["outdir"])
-        written = []
-        for seed in req["seeds"]:
-            cases = taskspec.generate_cases(self.task, self.small, int(seed), "task")
-            for ci, case in enumerate(cases):
-                live = [taskspec.guarded_copy(v, self.device) for v in case]
-                outs = self._guarded_call(live, ci, where=f"case {ci}, replay seed {seed}", poison=False)
-                sent = handoff.send(outs, outdir / f"replay-{ci}-{seed}.pt", req.get("handoff"),
-                                    f"case {ci}, replay seed {seed}")
-                written.append({"case": ci, "seed": int(seed), "distribution": "task", **sent})
-        require_outputs_left_alone()
-        return {"ok": True, "outputs": written}
+    def _open_outbox(self, req: dict[str, Any]) -> None:
+        """One outbox per evaluation (its fingerprint key is the parent's): outputs of every phase stay checked."""
+        key, mode = int(req.get("key", 0)), str(req.get("mode", "file"))
+        if self.sent.key != key or not key:
+            self.sent = self._outbox_cls(key, mode)
+        self.sent.mode = mode
 
-    def save_kept(self, req: dict[str, Any]) -> dict[str, Any]:
+    _moved = False
+
+    def _to_device(self) -> None:
+        """``model.to(device)`` runs the candidate's own code (an overridden ``_apply``): guarded like forward."""
+        model = self.model
+        assert model is not None
+        self.model = self._guarded(lambda: model.to(self.device), "model.to(device)",
+                                   self.private / "candidate.py", failure="model.to(device) raised")
+        self._moved = True
+        self._check_guards("model.to(device)")
+
+    def _place(self, case: int, values: list[Any], reuse: bool, guarded: bool) -> list[Any]:
+        """The call's arguments on the device: written into the storage the previous call of this case used
+        (``reuse``: a result cache keyed by pointer now returns stale answers), or fresh — inside sentinel
+        guard regions (``guarded``) or as plain tensors a user's program would pass."""
+        live = self.live.get(case)
+        if reuse and live is not None and len(live) == len(values):
+            placed = []
+            for dst, src in zip(live, values):
+                if isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor) and dst.shape == src.shape \
+                        and dst.dtype == src.dtype:
+                    dst.copy_(src)
+                    placed.append(dst)
+                else:
+                    placed.append(self._fresh(src, guarded))
+        else:
+            placed = [self._fresh(v, guarded) for v in values]
+        self.live[case] = placed
+        return placed
+
+    def _fresh(self, value: Any, guarded: bool) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        return self._guarded_copy(value, self.device) if guarded else value.to(self.device).contiguous().clone()
+
+    def save_kept(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Outputs sent earlier through CUDA IPC, written as files instead (the reference could not map them)."""
-        resent = []
         for item in req["outputs"]:
-            if "kept" in item:
-                rest = {k: v for k, v in item.items() if k not in ("ipc", "kept", "path")}
-                item = {**rest, **handoff.save_kept(int(item["kept"]), Path(item["path"]))}
-            resent.append(item)
-        return {"ok": True, "outputs": resent}
+            self.sent.save_kept(int(item["kept"]), Path(item["path"]))
+        return {"ok": True}
 
-    def _guarded_call(self, inputs: list[Any], case: int, where: str, poison: bool = True) -> list[torch.Tensor]:
+    def _guarded_call(self, inputs: list[Any], case: int, where: str, poison: bool = True,
+                      record: bool = True) -> list[torch.Tensor]:
         assert self.model is not None
         before = [x.clone() if isinstance(x, torch.Tensor) else None for x in inputs]
         if poison:
-            guards.poison_allocator(self.device, sum(x.numel() * x.element_size() for x in inputs
-                                                     if isinstance(x, torch.Tensor)))
-        launches = self.launches.count
-        recorder = guards.OpRecorder(self.allow_ops)
-        deterministic = torch.are_deterministic_algorithms_enabled()
-        torch.use_deterministic_algorithms(poison, warn_only=True)  # poison: torch.empty returns NaN-filled memory
+            self._poison(self.device, sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)))
+        launches, programs = self.launches.count, self.launches.programs
+        recorder = self._recorder_cls(self.allow_ops, interpreter_file=self._interpreter)
+        deterministic = self._deterministic()
+        self._set_deterministic(poison, warn_only=True)  # poison: torch.empty returns NaN-filled memory
         self.audit.active = True
         try:
-            with torch.no_grad(), recorder:
+            with self._no_grad(), recorder:
                 raw = self.model(*inputs)
-            if self.device == "cuda":
-                torch.cuda.synchronize()
+            self._synchronize()
         except PermissionError as exc:
             raise Rejection("cheat_suspected", f"{where}: {exc}") from exc
+        except Rejection:
+            raise
         except Exception as exc:
             raise Rejection("crashed", f"forward raised {type(exc).__name__} on {where}: {_first_line(exc)}"
                                        f"{_line_in(exc, Path(self.audit.candidate_file))}") from exc
         finally:
             self.audit.active = False
-            torch.use_deterministic_algorithms(deterministic)
+            self._set_deterministic(deterministic)
         self._check_guards(where)
         if self.bounds.violations:
             raise Rejection("incorrect", f"{where}: {self.bounds.violations[0]}; mask that access to the tensor's own "
@@ -215,30 +271,51 @@ class CandidateRunner:
             raise Rejection("cheat_suspected", f"{where}: forward ran torch ops {', '.join(recorder.violations)}; "
                                                "the candidate's own kernels must do the math (allocation, views and "
                                                "dtype casts are fine)")
-        if self.launches.count == launches:
-            raise Rejection("cheat_suspected", f"{where}: forward launched no kernel")
-        outs = as_output_list(raw)
+        if recorder.dispatches > guards.MAX_DISPATCHES_PER_CALL:
+            raise Rejection("cheat_suspected", f"{where}: forward made {recorder.dispatches} torch calls (more than "
+                                               f"{guards.MAX_DISPATCHES_PER_CALL}): element-by-element host work is "
+                                               "not a kernel; let the kernels loop")
+        if not self.launches.work_since(launches, programs):
+            raise Rejection("cheat_suspected", f"{where}: forward launched no kernel that did any work (a launch on "
+                                               "an empty grid runs nothing)")
+        outs = list(raw) if isinstance(raw, (tuple, list)) else [raw]
         for k, out in enumerate(outs):
-            if type(out) is not torch.Tensor:
+            if type(out) is not self._tensor_type:
                 raise Rejection("cheat_suspected", f"{where}: output {k} is a {type(out).__name__}, not a plain "
                                                    "torch.Tensor (tensor subclasses and lazy values are refused)")
             if out.device.type != self.device:
                 raise Rejection("incorrect", f"{where}: output {k} is on {out.device}, expected {self.device}")
         self._require_expected_outputs(outs, case, where)
-        require_no_alias(outs, inputs, self.kept_outputs, where)
+        self._require_no_alias(outs, inputs, self.kept_outputs, where)
         for k, (x, old) in enumerate(zip(inputs, before)):
-            if old is not None and not same_bits(x, old):
+            if old is not None and not self._same_bits(x, old):
                 raise Rejection("cheat_suspected", f"{where}: the candidate modified input {k} in place")
-            if not taskspec.guards_intact(x):
+            if not self._guards_intact(x):
                 raise Rejection("incorrect", f"{where}: the candidate wrote outside input {k} (out-of-bounds store)")
         self.kept_outputs.extend(outs)
         return outs
 
-    def time(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Time the candidate on the rotating timing input sets (CUDA only)."""
-        from evaluator.sandboxed.timing_ops import candidate_time
+    def time(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Time the candidate on the rotating timing input sets (CUDA only); ``fds``: one file per set per case."""
+        from evaluator.sandboxed.timing_ops import TimedCandidate, candidate_time
 
-        return candidate_time(self, req)
+        sets = [load_fd(fd) for fd in fds]
+        per_case = int(req["sets_per_case"])
+        grouped = [sets[i:i + per_case] for i in range(0, len(sets), per_case)]
+        self._open_outbox(req)
+        timed = TimedCandidate(model=self.model, launches=self.launches, audit=self.audit, allow_ops=self.allow_ops,
+                               interpreter_file=self._interpreter, outbox=self.sent, outdir=self.outbox,
+                               check_guards=self._check_guards)
+        reply = candidate_time(timed, grouped, req)
+        self._require_outputs_left_alone()
+        return reply
+
+    def _require_outputs_left_alone(self) -> None:
+        changed = self.sent.changed_since_sent()
+        if changed:
+            raise Rejection("cheat_suspected", f"{changed} changed after forward returned it (a kernel kept writing "
+                                               "into an output it had already handed back); leave returned tensors "
+                                               "alone")
 
     def _require_expected_outputs(self, outs: list[torch.Tensor], case: int, where: str) -> None:
         expected = self.expected.get(case)
@@ -255,10 +332,13 @@ class CandidateRunner:
     def _check_guards(self, where: str) -> None:
         if self.audit.violations:
             raise Rejection("cheat_suspected", f"during {where}: refused {self.audit.violations[0]}")
-        changed = guards.changed_attributes(self.attrs_before, guards.snapshot_attributes())
+        if self.host.violations:
+            raise Rejection("cheat_suspected", f"during {where}: {self.host.violations[0]} moves tensor data to the "
+                                               "host; the kernels must do the math")
+        changed = self._changed(self.attrs_before, self._snapshot())
         if changed:
             raise Rejection("cheat_suspected", f"during {where}: the candidate changed {', '.join(changed[:5])}")
-        if guards.live_threads() - self.threads_before:
+        if self._threads() - self.threads_before:
             raise Rejection("cheat_suspected", f"during {where}: the candidate started a thread")
         if self.launches.foreign_stream_launches:
             raise Rejection("cheat_suspected", f"during {where}: {self.launches.foreign_stream_launches} kernel "
@@ -267,22 +347,21 @@ class CandidateRunner:
                                                "torch.cuda.current_stream() and create no streams")
 
 
-def _check_signature(model_cls: type, new_cls: type, n_args: set[int]) -> None:
+def _check_signature(new_cls: type, arities: list[int], model_forward: str) -> None:
     """ModelNew.forward must accept exactly the argument counts the cases pass (as Model.forward does)."""
     try:
         params = list(inspect.signature(new_cls.forward).parameters.values())[1:]
     except (TypeError, ValueError):
         return
-    if any(p.kind == p.VAR_POSITIONAL for p in params):
+    if not arities or any(p.kind == p.VAR_POSITIONAL for p in params):
         return
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in positional if p.default is p.empty]
-    if all(len(required) <= n <= len(positional) for n in n_args):
+    if all(len(required) <= n <= len(positional) for n in arities):
         return
-    ref = list(inspect.signature(model_cls.forward).parameters)[1:]
     raise Rejection("compile_error", f"ModelNew.forward({', '.join(p.name for p in params)}) cannot take the "
-                                     f"{'/'.join(map(str, sorted(n_args)))} inputs the task passes to "
-                                     f"Model.forward({', '.join(ref)}); keep the same arguments")
+                                     f"{'/'.join(map(str, sorted(set(arities))))} inputs the task passes to "
+                                     f"Model.forward({model_forward}); keep the same arguments")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -24,12 +24,36 @@ _DEFAULTS: dict[torch.dtype, tuple[float, float, float]] = {
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Bounds an output must meet: elementwise ``|out-ref| <= atol + rtol*|ref|`` and
-    ``||out-ref|| / ||ref|| <= rel``."""
+    """Bounds an output must meet: elementwise ``|out-ref| <= widen * (atol + rtol*|ref|)`` and
+    ``||out-ref|| / ||ref|| <= rel``. ``widen`` (>= 1) is derived from eager PyTorch's own error on the same
+    inputs (:func:`widened`): a kernel may be as inexact as the op it replaces, twice over, never more."""
 
     atol: float
     rtol: float
     rel: float
+    widen: float = 1.0
+
+
+def normalized_error(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> float:
+    """``max |out-ref| / (atol + rtol*|ref|)`` over the entries where the reference is finite (0: exact)."""
+    if not out.is_floating_point() or out.shape != ref.shape:
+        return 0.0
+    r = ref.double()
+    finite = torch.isfinite(r) & torch.isfinite(out.double())
+    if not bool(finite.any()):
+        return 0.0
+    bound = tol.atol + tol.rtol * r[finite].abs()
+    return float(((out.double()[finite] - r[finite]).abs() / bound.clamp_min(1e-300)).max())
+
+
+def widened(tol: Tolerance, eager: torch.Tensor, ref: torch.Tensor, factor: float = 2.0) -> Tolerance:
+    """``tol`` widened so that eager PyTorch, on these very inputs, would pass it with ``factor`` to spare
+    (its bf16 rounding of a rotary embedding is off by far more than 1e-2 on some elements, and a more
+    accurate kernel must not be refused for that)."""
+    error = normalized_error(eager, ref, tol)
+    if error != error or error in (float("inf"),):  # eager itself overflowed: no widening from it
+        return tol
+    return Tolerance(tol.atol, tol.rtol, tol.rel, max(tol.widen, factor * error, 1.0))
 
 
 def tolerance_for(dtype: torch.dtype, override: dict[str, float] | None = None,
@@ -98,7 +122,7 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
     if o.numel() == 0:
         return Comparison(True)
     abs_err = (o - r).abs()
-    bound = tol.atol + tol.rtol * r.abs()
+    bound = tol.widen * (tol.atol + tol.rtol * r.abs())
     bad = abs_err > bound
     max_abs = float(abs_err.max())
     max_rel = float((abs_err / r.abs().clamp_min(1e-12)).max())
@@ -107,8 +131,9 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
     if result.mismatched:
         idx = int(torch.argmax(abs_err - bound).item())
         result.ok = False
-        result.problem = (f"{result.mismatched} of {o.numel()} elements outside atol={tol.atol:g}, rtol={tol.rtol:g} "
-                          f"(worst: got {float(o[idx]):.6g}, expected {float(r[idx]):.6g})")
+        widen = f" x {tol.widen:.3g} (eager PyTorch's own error on these inputs)" if tol.widen > 1 else ""
+        result.problem = (f"{result.mismatched} of {o.numel()} elements outside atol={tol.atol:g}, rtol={tol.rtol:g}"
+                          f"{widen} (worst: got {float(o[idx]):.6g}, expected {float(r[idx]):.6g})")
     elif out.dtype.is_floating_point and rel_l2 > tol.rel:
         result.ok = False
         result.problem = f"relative error ||out-ref||/||ref|| = {rel_l2:.3g} exceeds {tol.rel:g}"

@@ -1,8 +1,12 @@
-"""Entry point of a worker process (started by :mod:`evaluator.processes`, never imported by the parent).
+"""Entry point of a sandboxed verifier process (started by :mod:`evaluator.processes`; never imported by
+the parent).
 
-Start-up (interpreter, torch, triton, CUDA context) happens before the first request arrives, so a
-pre-started worker is ready the moment a candidate needs it. Replies go to a private pipe; stdout and
-stderr are a log file that candidate prints cannot escape from.
+The first message on the request socket (fd 0) says who this process is and where replies go (the
+nonce and the reply pipe's number): nothing of it is on the command line or in the environment. The
+reply function keeps the nonce in its closure; the request loop hands each request its file
+descriptors. Start-up (interpreter, torch, triton, CUDA context) happens before the first real request,
+so a pre-started process is ready the moment a candidate needs it. stdout and stderr are a log file that
+candidate prints cannot escape from.
 """
 
 from __future__ import annotations
@@ -10,10 +14,14 @@ from __future__ import annotations
 import json
 import os
 import resource
-import sys
+import socket
 import time
 import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+
+MAX_FDS_PER_MESSAGE = 64
 
 
 def _limit_resources(device: str, memory_mb: int) -> None:
@@ -21,19 +29,46 @@ def _limit_resources(device: str, memory_mb: int) -> None:
     file_limit = 16 * 1024**3  # no file (the log of candidate prints included) may grow past 16 GB
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
     if device == "cpu":  # CUDA reserves huge virtual ranges, so RLIMIT_AS is for CPU workers only;
-        limit = memory_mb * 1024 * 1024  # the parent's RSS watchdog covers both
+        limit = memory_mb * 1024 * 1024  # the parent's watchdog (or the sandbox's cgroup) covers both
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def main(argv: list[str]) -> None:
-    role, device, result_fd, memory_mb, nonce = argv
-    del sys.argv[1:]
-    started = time.perf_counter()
-    _limit_resources(device, int(memory_mb))
-    out = os.fdopen(int(result_fd), "wb", buffering=0)
+def _requests(channel: socket.socket) -> Iterator[tuple[dict[str, Any], list[int]]]:
+    """JSON lines from the parent, each with the file descriptors it carries (``nfds``)."""
+    buffer, fds = b"", []
+    while True:
+        while b"\n" not in buffer:
+            data, received, _flags, _addr = socket.recv_fds(channel, 1 << 20, MAX_FDS_PER_MESSAGE)
+            if not data:
+                return
+            buffer += data
+            fds += received
+        line, buffer = buffer.split(b"\n", 1)
+        request = json.loads(line)
+        count = int(request.pop("nfds", 0))
+        mine, fds = fds[:count], fds[count:]
+        yield request, mine
+
+
+def _reply_writer(result_fd: int, nonce: str) -> Callable[[dict[str, Any]], None]:
+    out = os.fdopen(result_fd, "wb", buffering=0)
 
     def send(payload: dict[str, Any]) -> None:
         out.write((json.dumps({**payload, "nonce": nonce}, default=str) + "\n").encode())
+
+    return send
+
+
+def main() -> None:
+    channel = socket.socket(fileno=0)
+    requests = _requests(channel)
+    hello, _ = next(requests)
+    role, device, memory_mb = hello["role"], hello["device"], int(hello["memory_mb"])
+    private = Path(hello["private"])
+    send = _reply_writer(int(hello["result_fd"]), hello["nonce"])
+    del hello
+    started = time.perf_counter()
+    _limit_resources(device, memory_mb)
 
     import torch  # noqa: F401  (start-up cost paid before the first request)
 
@@ -53,26 +88,20 @@ def main(argv: list[str]) -> None:
                   "message": f"--device cuda: no usable CUDA device ({type(exc).__name__}: {exc}); run on a GPU "
                              "machine or use --device cpu (correctness only, Triton interpreter)"})
             return
-    from evaluator.sandboxed.candidate import CandidateRunner
     from evaluator.sandboxed.output_checks import Rejection
-    from evaluator.sandboxed.reference import ReferenceRunner
     from evaluator.sandboxed.taskspec import TaskError
 
-    if role == "candidate":
-        from evaluator.sandboxed.guards import warm_up_guards
-
-        warm_up_guards()
-    runner: Any = ReferenceRunner() if role == "reference" else CandidateRunner()
+    runner = _runner(role, private, device)
     send({"ready": True, "pid": os.getpid(), "startup_s": time.perf_counter() - started})
-    for line in sys.stdin:
-        request = json.loads(line)
-        if request.get("nonce") != nonce:
-            send({"ok": False, "kind": "protocol", "message": "request without the session nonce"})
-            continue
-        op = request["op"]
+    for request, fds in requests:
+        op = request.get("op")
         t0 = time.perf_counter()
         try:
-            reply = getattr(runner, op)(request)
+            handler = getattr(runner, str(op), None) if not str(op).startswith("_") else None
+            if handler is None:
+                reply = {"ok": False, "kind": "protocol", "message": f"unknown request {op!r}"}
+            else:
+                reply = handler(request, fds)
         except TaskError as exc:
             reply = {"ok": False, "kind": "task_error", "message": str(exc)}
         except Rejection as exc:
@@ -83,5 +112,29 @@ def main(argv: list[str]) -> None:
         except BaseException as exc:  # SystemExit from a candidate too: report, never exit quietly
             reply = {"ok": False, "kind": "rejected", "reason": "crashed",
                      "message": f"{type(exc).__name__} during {op}: {exc}", "trace": traceback.format_exc()[-2000:]}
+        finally:
+            for fd in fds:  # a request's descriptors never outlive it
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
         reply["seconds"] = time.perf_counter() - t0
         send(reply)
+
+
+def _runner(role: str, private: Path, device: str) -> Any:
+    if role == "reference":
+        from evaluator.sandboxed.reference import ReferenceRunner
+
+        return ReferenceRunner(private, device)
+    if role == "candidate":
+        from evaluator.sandboxed.candidate import CandidateRunner
+        from evaluator.sandboxed.guards import warm_up_guards
+
+        warm_up_guards()
+        return CandidateRunner(private, device)
+    if role == "proposer":
+        from evaluator.sandboxed.proposer import ProposerRunner
+
+        return ProposerRunner(private)
+    raise SystemExit(f"unknown role {role!r}")

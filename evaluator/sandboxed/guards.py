@@ -41,6 +41,7 @@ _BLOCKED_EVENT_PREFIXES = (
     "sys.settrace", "sys.setprofile", "sys.addaudithook", "shutil.", "urllib.", "http.", "pty.", "fcntl.",
     "mmap.", "resource.", "signal.", "code.__new__", "function.__new__", "marshal.", "pickle.",
     "cpython.run_", "compile", "exec", "builtins.input", "_thread.", "winreg.",
+    "object.__getattr__", "object.__setattr__", "object.__delattr__",  # frames, tracebacks, code, closures
 )
 
 
@@ -49,31 +50,54 @@ def _op_name(func: Any) -> str:
     return str(getattr(packet, "__name__", packet)).split(".")[-1]
 
 
-class OpRecorder(TorchDispatchMode):
-    """Records torch ops the candidate ran outside its own kernels (the Triton interpreter's
-    internal tensor handling is exempt: it is the kernel running)."""
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent) + "/"
+MAX_DISPATCHES_PER_CALL = 4096  # allocations and views of an honest launcher; element-wise host loops go far past
 
-    def __init__(self, allowed_extra: tuple[str, ...] = ()):
+
+def _interpreter_file() -> str | None:
+    try:
+        from triton.runtime import interpreter
+    except Exception:  # no Triton
+        return None
+    return str(Path(interpreter.__file__).resolve())
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records torch ops the candidate ran itself. Only the Triton interpreter's own execution of ``tl``
+    operations is exempt (it is the kernel running); Python that Triton calls back (grid callables,
+    heuristics, autotune hooks, helpers called from a jit body) is the candidate's, and is recorded.
+
+    Everything it needs is bound when it is created (before the candidate is imported): nothing is looked
+    up through module attributes while it runs.
+    """
+
+    def __init__(self, allowed_extra: tuple[str, ...] = (), own_ops: frozenset[str] = frozenset(),
+                 interpreter_file: str | None = None):
         super().__init__()
-        self.allowed = ALLOWED_ATEN_OPS | {a.split(".")[-1] for a in allowed_extra}
+        self.allowed = ALLOWED_ATEN_OPS | frozenset(a.split(".")[-1] for a in allowed_extra) | own_ops
         self.violations: list[str] = []
+        self.dispatches = 0
+        self._interpreter = interpreter_file
+        self._torch_dir = _TORCH_DIR
+        self._getframe = sys._getframe
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.dispatches += 1
         name = _op_name(func)
-        if name not in self.allowed and not _inside_triton():
+        if name not in self.allowed and not self._run_by_interpreter():
             qualified = f"aten.{name}"
             if qualified not in self.violations:
                 self.violations.append(qualified)
         return func(*args, **(kwargs or {}))
 
-
-def _inside_triton() -> bool:
-    frame = sys._getframe(2)
-    while frame is not None:
-        if "/triton/" in frame.f_code.co_filename:
-            return True
-        frame = frame.f_back
-    return False
+    def _run_by_interpreter(self) -> bool:
+        """True when the nearest caller outside torch is the Triton interpreter itself."""
+        if self._interpreter is None:
+            return False
+        frame = self._getframe(2)
+        while frame is not None and frame.f_code.co_filename.startswith(self._torch_dir):
+            frame = frame.f_back
+        return frame is not None and frame.f_code.co_filename == self._interpreter
 
 
 class LaunchCounter:
@@ -83,9 +107,11 @@ class LaunchCounter:
         self.count = 0
         self.foreign_stream_launches = 0  # launches while a stream other than the harness's was current
         self.resources: dict[str, dict[str, int]] = {}  # kernel name -> registers, spills, shared memory
+        self.programs = 0  # programs the Triton interpreter ran (CPU): a launch on an empty grid runs none
+        self.interpreted = False
         self._installed = False
 
-    def install(self, extension_root: Path | None = None) -> None:
+    def install(self, extension_root: Path | None = None, interpreted: bool = False) -> None:
         if self._installed:
             return
         self._installed = True
@@ -95,6 +121,8 @@ class LaunchCounter:
             inline_ext.install(self, extension_root)
         for cls in _triton_function_classes():
             self._wrap_method(cls, "run")
+        if interpreted:
+            self._count_interpreted_programs()
         try:
             import kernelevo.cuda as kcuda
 
@@ -118,6 +146,31 @@ class LaunchCounter:
             return result
 
         setattr(cls, name, counted)
+
+    def _count_interpreted_programs(self) -> None:
+        """Under the interpreter, count the programs each launch really runs (``set_grid_dim`` receives the
+        evaluated grid), so that a launch on an empty grid does not count as work."""
+        try:
+            from triton.runtime.interpreter import interpreter_builder
+        except Exception:  # no Triton, or not the interpreter
+            return
+        original = getattr(type(interpreter_builder), "set_grid_dim", None)
+        if original is None:
+            return
+        counter = self
+
+        def set_grid_dim(self_: Any, nx: int, ny: int, nz: int) -> Any:
+            counter.programs += max(0, int(nx)) * max(0, int(ny)) * max(0, int(nz))
+            return original(self_, nx, ny, nz)
+
+        type(interpreter_builder).set_grid_dim = set_grid_dim
+        self.interpreted = True
+
+    def work_since(self, launches: int, programs: int) -> bool:
+        """Whether a kernel did work since the counters read ``launches`` and ``programs``: under the interpreter
+        some program must have run (a launch on an empty grid runs none); on a GPU some launch was made (the
+        launch record taken below Python is the real proof there)."""
+        return self.programs > programs if self.interpreted else self.count > launches
 
     def note_resources(self, fn: Any, compiled: Any) -> None:
         """Registers, spills and shared memory of a launched kernel (GPU only; the interpreter has none)."""
@@ -197,10 +250,13 @@ class AuditGuard:
 
     def __init__(self, candidate_file: Path, allowed_imports: frozenset[str]):
         self.candidate_file = str(Path(candidate_file).resolve())
-        self.allowed_imports = allowed_imports
+        self.allowed_imports = frozenset(allowed_imports)
         self.violations: list[str] = []
         self.active = False
         self._busy = threading.local()
+        self._getframe = sys._getframe  # bound now: nothing is looked up through modules while guarding
+        self._stdlib = _STDLIB
+        self._blocked = _BLOCKED_EVENT_PREFIXES
 
     def install(self) -> None:
         sys.addaudithook(self._hook)
@@ -212,7 +268,7 @@ class AuditGuard:
             root = str(args[0]).split(".")[0]
             if root in self.allowed_imports or root.startswith("_kernelevo_"):
                 return
-        elif not event.startswith(_BLOCKED_EVENT_PREFIXES):
+        elif not event.startswith(self._blocked):
             return
         self._busy.flag = True
         try:
@@ -225,14 +281,22 @@ class AuditGuard:
             raise PermissionError(f"kernelevo verifier: candidates may not use {event}")
 
     def _originates_in_candidate(self) -> int | None:
-        frame = sys._getframe(2)
+        """The candidate's line when the nearest caller that is not the standard library is the candidate's
+        own code, or code compiled at run time (``eval``/``exec`` of a string, even when a library called the
+        builtin on the candidate's behalf, e.g. ``functools.partial(eval, ...)`` handed to Triton as a grid);
+        None when it is a library (torch, triton acting for the candidate) or the import machinery."""
+        frame = self._getframe(2)
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename == self.candidate_file:
                 return frame.f_lineno
             if filename.startswith("<frozen importlib"):
                 return None  # the import machinery: governed by the "import" event
-            if not (filename.startswith("<") or _is_stdlib(filename) or filename == _THIS_FILE):
+            if filename.startswith("<") and not filename.startswith("<frozen"):
+                return frame.f_lineno  # compiled at run time from a string: only the candidate does that here
+            stdlib = filename.startswith("<frozen") or (filename.startswith(self._stdlib)
+                                                        and "-packages" not in filename)
+            if not stdlib and filename != _THIS_FILE:
                 return None  # the nearest non-stdlib caller is a library (torch, triton): allowed
             frame = frame.f_back
         return None
@@ -248,7 +312,53 @@ def _short(args: tuple) -> str:
 
 
 _WATCHED_MODULES = ("torch", "torch.nn.functional", "torch.cuda", "torch.nn", "time", "math", "triton",
-                    "triton.language", "triton.testing", "torch.backends.cuda", "torch.backends.cudnn")
+                    "triton.language", "triton.testing", "torch.backends.cuda", "torch.backends.cudnn",
+                    "triton.runtime.jit", "triton.runtime.interpreter", "torch.utils._python_dispatch",
+                    "torch.utils.cpp_extension", "kernelevo", "kernelevo.cuda",
+                    # the harness itself: a candidate that replaces what the harness calls is caught here too
+                    "evaluator.sandboxed.entry", "evaluator.sandboxed.candidate", "evaluator.sandboxed.guards",
+                    "evaluator.sandboxed.handoff", "evaluator.sandboxed.bounds", "evaluator.sandboxed.timing",
+                    "evaluator.sandboxed.timing_ops", "evaluator.sandboxed.output_checks",
+                    "evaluator.sandboxed.taskspec", "evaluator.sandboxed.inline_ext", "evaluator.tracing.client")
+_WATCHED_CLASSES = (("triton.runtime.jit", "JITFunction"), ("triton.runtime.interpreter", "InterpretedFunction"),
+                    ("triton.runtime.interpreter", "GridExecutor"), ("triton.runtime.autotuner", "Autotuner"),
+                    ("torch.utils._python_dispatch", "TorchDispatchMode"))
+
+# Host-side conversions a candidate could use to do the math in Python instead of a kernel.
+HOST_CONVERSIONS = ("numpy", "tolist", "apply_", "map_", "map2_", "__array__")
+
+
+class HostConversionGuard:
+    """Refuses tensor -> Python/numpy conversions made by the candidate's own code while it is guarded
+    (``.numpy()``, ``.tolist()``, ``.apply_()``...: math done on the host never reaches the dispatcher or the
+    GPU). Libraries converting on the candidate's behalf are allowed."""
+
+    def __init__(self, audit: AuditGuard):
+        self._audit = audit
+        self.violations: list[str] = []
+
+    def install(self) -> None:
+        for name in HOST_CONVERSIONS:
+            original = getattr(torch.Tensor, name, None)
+            if original is None:
+                continue
+            setattr(torch.Tensor, name, self._guarded(name, original))
+
+    def _guarded(self, name: str, original: Any) -> Any:
+        guard = self
+
+        def method(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            audit = guard._audit
+            if audit.active and not getattr(audit._busy, "flag", False):
+                line = audit._originates_in_candidate()
+                if line:
+                    guard.violations.append(f"Tensor.{name}() at {Path(audit.candidate_file).name}:{line}")
+                    raise PermissionError(f"kernelevo verifier: Tensor.{name}() moves tensor data to the host; "
+                                          "the kernels must do the math")
+            return original(tensor, *args, **kwargs)
+
+        method.__name__ = name
+        return method
 
 
 def snapshot_attributes() -> dict[str, Any]:
@@ -256,6 +366,10 @@ def snapshot_attributes() -> dict[str, Any]:
     snap: dict[str, Any] = {}
     targets: list[tuple[str, Any]] = [(m, sys.modules[m]) for m in _WATCHED_MODULES if m in sys.modules]
     targets += [("torch.Tensor", torch.Tensor), ("torch.nn.Module", torch.nn.Module)]
+    for module, name in _WATCHED_CLASSES:
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type):
+            targets.append((f"{module}.{name}", cls))
     if torch.cuda.is_available():
         targets += [("torch.cuda.Event", torch.cuda.Event)]
     for prefix, obj in targets:

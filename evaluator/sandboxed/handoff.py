@@ -33,10 +33,6 @@ _COUNTER_NAME = re.compile(rb"^/torch_[0-9_]+$")
 _DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
     torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
-# candidate process: every output sent, with its fingerprint, alive until the process exits
-_sent: list[tuple[str, list[torch.Tensor], list[int], int]] = []
-
-
 class HandoffError(Exception):
     """Outputs could not be received. ``kind``: ``tampered`` (changed after the call returned),
     ``invalid`` (a descriptor that does not describe a tensor) or ``unavailable`` (CUDA IPC does not work
@@ -75,46 +71,49 @@ def _words(tensor: torch.Tensor) -> torch.Tensor:
 
 
 # -- candidate process ----------------------------------------------------------------------------
-def send(outputs: list[torch.Tensor], path: Path, handoff: dict[str, Any] | None, where: str) -> dict[str, Any]:
-    """Hand ``outputs`` (of the call ``where``) over as the request's ``handoff`` asks
-    (``{"mode": "ipc"|"file", "key": int}``); returns the descriptor the reference passes to
-    :func:`receive` (``{"ipc": [...]}`` or ``{"file": ...}``). IPC falls back to a file where the outputs
-    cannot be shared (CPU or empty tensors, no IPC support). Either way the outputs stay alive here with
-    their fingerprints, for :func:`changed_since_sent`."""
-    handoff = handoff or {}
-    key = int(handoff.get("key", 0))
-    tensors = [o.detach() for o in outputs]
-    prints = [fingerprint(t, key) for t in tensors]
-    _sent.append((where, tensors, prints, key))
-    if handoff.get("mode") == "ipc" and tensors and all(t.is_cuda and t.numel() for t in tensors):
-        try:
-            descriptors = [_export(t, p) for t, p in zip(tensors, prints)]
-        except RuntimeError:  # this build or driver cannot share the memory: files still work
-            pass
-        else:
-            return {"ipc": descriptors, "kept": len(_sent) - 1, "path": str(path)}
-    return save_file(tensors, path)
+class Outbox:
+    """The outputs one phase of an evaluation handed over, kept alive with their fingerprints so that a
+    kernel writing into an output after returning it is seen (:meth:`changed_since_sent`). Owned by the
+    harness (not module state a candidate could reach by name)."""
 
+    def __init__(self, key: int, mode: str):
+        self.key, self.mode = int(key), mode
+        self._sent: list[tuple[str, list[torch.Tensor], list[int]]] = []
+        self._fingerprint = fingerprint
 
-def changed_since_sent() -> str | None:
-    """The first output sent so far whose contents changed after it was handed over (a kernel that keeps
-    writing into outputs it already returned), as ``"output K of WHERE"``; None when all are intact."""
-    for where, tensors, prints, key in _sent:
-        for k, (tensor, sent) in enumerate(zip(tensors, prints)):
-            if fingerprint(tensor, key) != sent:
-                return f"output {k} of {where}"
-    return None
+    def send(self, outputs: list[torch.Tensor], path: Path, where: str) -> dict[str, Any]:
+        """Hand ``outputs`` (of the call ``where``) over: CUDA IPC descriptors (``{"ipc": [...]}``) in ``ipc``
+        mode when the outputs can be shared, else a file at ``path`` (``{"file": ...}``)."""
+        tensors = [o.detach() for o in outputs]
+        prints = [self._fingerprint(t, self.key) for t in tensors]
+        self._sent.append((where, tensors, prints))
+        if self.mode == "ipc" and tensors and all(t.is_cuda and t.numel() for t in tensors):
+            try:
+                descriptors = [_export(t, p) for t, p in zip(tensors, prints)]
+            except RuntimeError:  # this build or driver cannot share the memory: files still work
+                pass
+            else:
+                return {"ipc": descriptors, "kept": len(self._sent) - 1, "path": str(path)}
+        return save_file(tensors, path)
+
+    def changed_since_sent(self) -> str | None:
+        """The first output sent so far whose contents changed after it was handed over, as ``"output K of
+        WHERE"``; None when all are intact."""
+        for where, tensors, prints in self._sent:
+            for k, (tensor, sent) in enumerate(zip(tensors, prints)):
+                if self._fingerprint(tensor, self.key) != sent:
+                    return f"output {k} of {where}"
+        return None
+
+    def save_kept(self, kept: int, path: Path) -> dict[str, Any]:
+        """The outputs sent earlier under index ``kept``, written as a file instead (IPC fallback)."""
+        return save_file(self._sent[kept][1], path)
 
 
 def save_file(tensors: list[torch.Tensor], path: Path) -> dict[str, Any]:
     """Write ``tensors`` (copied to the host) for the reference to load."""
     torch.save([t.cpu().clone() for t in tensors], path)
     return {"file": str(path)}
-
-
-def save_kept(kept: int, path: Path) -> dict[str, Any]:
-    """The outputs sent earlier under index ``kept``, written as a file instead (IPC fallback)."""
-    return save_file(_sent[kept][1], path)
 
 
 def _export(tensor: torch.Tensor, print_: int) -> dict[str, Any]:
@@ -142,8 +141,7 @@ def receive(item: dict[str, Any], device: str, key: int | None) -> list[Any]:
             outputs = torch.load(item["file"], weights_only=True, map_location=device)
         except Exception as exc:
             raise HandoffError("invalid", f"candidate outputs could not be read safely: {exc}") from exc
-        Path(item["file"]).unlink(missing_ok=True)
-        return outputs
+        return outputs  # the file stays in the candidate's folder, which the parent removes with the process
     if "ipc" not in item or key is None or not isinstance(item["ipc"], list):
         raise HandoffError("invalid", "the outputs were sent in no known form")
     outputs = [_import(d) for d in item["ipc"]]

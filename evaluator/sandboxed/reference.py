@@ -1,20 +1,29 @@
-"""The reference process: computes the task's answers where no candidate can reach them.
+"""The reference process: the task's answers, where no candidate can reach them.
 
-It imports only the task (never a candidate), computes a float64 reference and the eager output in
-the task's own dtypes for every case and seed, keeps them in its own memory, and compares the outputs
-candidate processes hand over (mapped from their GPU memory, or files loaded with ``weights_only=True``
-so a candidate cannot smuggle code into this process: :mod:`evaluator.sandboxed.handoff`). On CUDA it also
-measures the baselines.
+It imports only the task (never a candidate). From the seeds the parent drew it builds every input a
+candidate will see and writes each input set to its own file (named by a random token, never by its
+seed) for the parent to hand to candidate processes as file descriptors; it computes a float64 reference
+and the eager output in the task's own dtypes for every case and seed, keeps them in its own memory, and
+judges the outputs candidate processes hand over (mapped from their GPU memory, or files loaded with
+``weights_only=True`` so a candidate cannot smuggle code into this process: :mod:`evaluator.sandboxed.handoff`).
+Runs on identical inputs must agree bitwise (decided here, not in the candidate's process). On CUDA it
+also measures the baselines.
 """
 
 from __future__ import annotations
 
+import inspect
+import secrets
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from evaluator.sandboxed import compare as cmp
 from evaluator.sandboxed import environment, handoff, taskspec
+from evaluator.sandboxed.output_checks import same_bits
+
+MAX_EVALUATIONS_KEPT = 8
 
 
 def as_output_list(value: Any) -> list[Any]:
@@ -28,37 +37,63 @@ def _to_precision(value: Any, dtype: torch.dtype) -> Any:
     return value
 
 
+def _well_defined(native: list[torch.Tensor], ref: list[torch.Tensor]) -> bool:
+    """False when eager PyTorch in the task's dtypes is non-finite where the float64 reference is finite: the
+    inputs lie outside the op's domain in that dtype (an overflow the op itself has), not a kernel's fault."""
+    for n, r in zip(native, ref):
+        if n.is_floating_point() and n.shape == r.shape:
+            if bool((~torch.isfinite(n) & torch.isfinite(r.to(n.dtype))).any()):
+                return False
+    return True
+
+
 class ReferenceRunner:
     """Holds the task, its reference outputs per (case, seed), and the baselines."""
 
-    def __init__(self) -> None:
+    def __init__(self, private: Path, device: str) -> None:
+        self.private, self.device = Path(private), device
         self.task: taskspec.LoadedTask | None = None
         self.refs: dict[tuple[int, int, float | None], list[torch.Tensor]] = {}
-        self.tolerances: dict[int, list[cmp.Tolerance]] = {}
+        self.tolerances: dict[tuple[int, int, float | None], list[cmp.Tolerance]] = {}
+        self.base_tolerance: dict[int, list[cmp.Tolerance]] = {}
         self.output_dtypes: dict[int, list[str]] = {}
-        self.device = "cpu"
         self.small = True
         self.seeds: list[int] = []
+        self.dists: dict[int, str] = {}  # seed -> the distribution its inputs were drawn with
         self.init_seed = 0
-        self.inputs_dir: str | None = None
+        self.inputs_dir: Path | None = None
+        # evaluation key -> repeat group -> outputs of its first call (a few evaluations may be in flight)
+        self.groups: dict[int, dict[str, list[torch.Tensor]]] = {}
+        self.natives: dict[tuple[int, int, float | None], list[torch.Tensor]] = {}  # eager, in the task's dtypes
 
-    def load(self, req: dict[str, Any]) -> dict[str, Any]:
-        self.device, self.small = req["device"], req["small"]
+    def load(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        self.small = req["small"]
         self.seeds, self.init_seed = list(req["seeds"]), int(req["init_seed"])
-        self.inputs_dir = req.get("inputs_dir")
+        self.inputs_dir = Path(req["inputs_dir"])
+        self.inputs_dir.mkdir(parents=True, exist_ok=True)
         self.task = task = taskspec.load_task(req["task"])
         self.model_native = self._build_model()
+        self._write_init()
         try:
             self.model_ref: torch.nn.Module | None = self._build_model().to(torch.float64)
         except Exception:
             self.model_ref = None
         cases_meta: list[dict[str, Any]] = []
+        inputs_files: list[dict[str, Any]] = []
         eager_err: dict[int, list[float]] = {}
+        dropped: list[str] = []
         for si, seed in enumerate(self.seeds):
             dist = taskspec.distribution_for(task, si)
-            for ci, (inputs, native, ref) in enumerate(self._compute_seed(seed, dist)):
+            computed = self._compute_seed(seed, dist)
+            if not all(_well_defined(native, ref) for _, native, ref in computed):
+                dropped.append(f"seed {si} ({dist}): eager PyTorch overflows there in the task's dtypes")
+                dist = "task"
+                computed = self._compute_seed(seed, dist)
+            self.dists[seed] = dist
+            for ci, (inputs, native, ref) in enumerate(computed):
                 errs = [cmp.relative_l2(n, r) if n.is_floating_point() else 0.0 for n, r in zip(native, ref)]
                 eager_err[ci] = [max(a, b) for a, b in zip(eager_err.get(ci, errs), errs)]
+                inputs_files.append({"case": ci, "seed": seed, "file": self._write_inputs(inputs)})
                 if si == 0:
                     self.output_dtypes[ci] = [str(n.dtype) for n in native]
                     cases_meta.append({
@@ -68,29 +103,60 @@ class ReferenceRunner:
                         "hbm_bytes": taskspec.hbm_bytes(task, inputs, native),
                     })
         for ci, meta in enumerate(cases_meta):
-            self.tolerances[ci] = [
+            self.base_tolerance[ci] = [
                 cmp.tolerance_for(getattr(torch, o["dtype"].split(".")[-1]), task.tolerance, eager_err[ci][k])
                 for k, o in enumerate(meta["outputs"])
             ]
-            meta["tolerance"] = [t.__dict__ for t in self.tolerances[ci]]
+            meta["tolerance"] = [t.__dict__ for t in self.base_tolerance[ci]]
             meta["eager_rel_err"] = eager_err[ci]
+        for key in list(self.tolerances):  # widened per (case, seed) from eager's error on exactly those inputs
+            self.tolerances[key] = self._tolerances_for(key)
+        for meta in cases_meta:
+            meta["widen_max"] = max((t.widen for (c, _s, _sc), ts in self.tolerances.items() if c == meta["case"]
+                                     for t in ts), default=1.0)
+        arities = sorted({len(case) for case in taskspec.generate_cases(task, self.small, self.seeds[0], "task")})
         return {
             "ok": True,
             "cases": cases_meta,
+            "inputs": inputs_files,
+            "init_file": str(self.inputs_dir / "init.pt"),
+            "forward_arities": arities,
+            "model_forward": _forward_names(task.model_cls),
+            "distributions": [self.dists[s] for s in self.seeds],
+            "dropped_distributions": dropped,
             "reference_precision": "float64" if self.model_ref is not None else "task dtype (float64 failed)",
             "allow_ops": list(task.allow_ops),
             "nondeterministic_ok": task.nondeterministic_ok,
-            "distributions": list(task.distributions),
             "environment": environment.collect(self.device),
         }
 
+    def _write_init(self) -> None:
+        """The constructor arguments and the reference model's weights (under the init seed), for candidates."""
+        assert self.task is not None and self.inputs_dir is not None
+        torch.manual_seed(self.init_seed)
+        model = self.task.model_cls(*self.task.init_inputs())
+        state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        init = {"init_inputs": list(self.task.init_inputs()), "state": state}
+        try:
+            torch.save(init, self.inputs_dir / "init.pt")
+        except Exception as exc:
+            raise taskspec.TaskError(f"{self.task.path}: get_init_inputs() must return plain values (numbers, strings, "
+                                     f"tensors) that can be saved: {type(exc).__name__}: {exc}") from exc
+
+    def _write_inputs(self, inputs: list[Any]) -> str:
+        """One input set in its own file, named by a random token (the candidate learns nothing from the name)."""
+        assert self.inputs_dir is not None
+        path = self.inputs_dir / f"in-{secrets.token_hex(8)}.pt"
+        torch.save([v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in inputs], path)
+        return str(path)
+
     def _compute_seed(self, seed: int, dist: str, scale: float | None = None,
                       only_case: int | None = None) -> list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]:
-        """Inputs, eager outputs and float64 references of the cases of one seed (cached); ``scale``: the
-        floating inputs multiplied by it first, as a timed call saw them."""
+        """Inputs, eager outputs and float64 references of the cases of one seed; ``scale``: the floating inputs
+        multiplied by it first, as a timed call saw them."""
         assert self.task is not None
         results = []
-        for ci, case in enumerate(taskspec.cached_cases(self.task, self.small, seed, dist, self.inputs_dir, True)):
+        for ci, case in enumerate(taskspec.generate_cases(self.task, self.small, seed, dist)):
             if only_case is not None and ci != only_case:
                 continue
             inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in case]
@@ -104,14 +170,29 @@ class ReferenceRunner:
                 except Exception:
                     self.model_ref, ref = None, native
             self.refs[(ci, seed, scale)] = [r.detach() for r in ref]
+            self.natives[(ci, seed, scale)] = [n.detach() for n in native]
+            self.tolerances[(ci, seed, scale)] = []
             results.append((inputs, native, ref))
         return results
 
-    def reference(self, ci: int, seed: int, dist: str, scale: float | None = None) -> list[torch.Tensor]:
-        """The float64 reference outputs of case ``ci`` under ``seed`` (computed on first use)."""
-        if (ci, seed, scale) not in self.refs:
-            self._compute_seed(seed, dist, scale, only_case=None if scale is None else ci)
-        return self.refs.pop((ci, seed, scale)) if scale is not None else self.refs[(ci, seed, scale)]
+    def _tolerances_for(self, key: tuple[int, int, float | None]) -> list[cmp.Tolerance]:
+        ci = key[0]
+        base = self.base_tolerance.get(ci) or []
+        natives, refs = self.natives.get(key, []), self.refs.get(key, [])
+        return [cmp.widened(t, n, r) for t, n, r in zip(base, natives, refs)]
+
+    def reference(self, ci: int, seed: int,
+                  scale: float | None = None) -> tuple[list[torch.Tensor], list[cmp.Tolerance]]:
+        """The float64 reference outputs of case ``ci`` under ``seed`` and their tolerances (computed on first use)."""
+        key = (ci, seed, scale)
+        if key not in self.refs:
+            self._compute_seed(seed, self.dists.get(seed, "task"), scale, only_case=None if scale is None else ci)
+        if not self.tolerances.get(key):
+            self.tolerances[key] = self._tolerances_for(key)
+        if scale is not None:  # a timed call's rescaled inputs: used once
+            self.natives.pop(key, None)
+            return self.refs.pop(key), self.tolerances.pop(key)
+        return self.refs[key], self.tolerances[key]
 
     def _build_model(self) -> torch.nn.Module:
         assert self.task is not None
@@ -139,35 +220,67 @@ class ReferenceRunner:
             raise taskspec.TaskError(f"{self.task.path}: Model.forward must return a tensor or a tuple of tensors")
         return out
 
-    def baselines(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Time eager and torch.compile on the timing input sets (CUDA only)."""
+    def baselines(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Time eager and torch.compile on the timing input sets (CUDA only), and write those sets for candidates."""
         from evaluator.sandboxed.timing_ops import reference_baselines
 
         return reference_baselines(self, req)
 
-    def compare(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Compare each (case, seed) output a candidate process sent (:mod:`evaluator.sandboxed.handoff`).
+    def compare(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Judge each output a candidate process sent: ``req["outputs"]`` items ``{"name", "case", "seed",
+        "scale", "group", "sent"}`` (``sent``: how it travelled, see :mod:`evaluator.sandboxed.handoff`).
 
-        ``handoff_unavailable`` in the reply: CUDA IPC failed here, so nothing was compared; the caller
-        has the candidate write the same outputs as files and asks again."""
+        Outputs of one ``group`` were computed from identical inputs: they must agree bitwise (unless the task
+        declares NONDETERMINISTIC_OK). ``handoff_unavailable`` in the reply: CUDA IPC failed here, so nothing
+        was compared; the caller has the candidate write the same outputs as files and asks again."""
         results = []
+        assert self.task is not None
         for item in req["outputs"]:
             ci, seed = int(item["case"]), int(item["seed"])
-            refs = self.reference(ci, seed, item.get("distribution", "task"), item.get("scale"))
+            scale = item.get("scale")
+            refs, tolerances = self.reference(ci, seed, None if scale is None else float(scale))
             try:
-                outs = handoff.receive(item, self.device, req.get("key"))
+                outs = handoff.receive(item["sent"], self.device, req.get("key"))
             except handoff.HandoffError as exc:
                 if exc.kind == "unavailable":
                     return {"ok": True, "results": [], "handoff_unavailable": str(exc)}
                 reason = {"tampered": "cheat_suspected"}.get(exc.kind, "incorrect")
-                results.append({"case": ci, "seed": seed, "ok": False, "problem": str(exc), "reason": reason,
+                results.append({"name": item["name"], "ok": False, "problem": str(exc), "reason": reason,
                                 "outputs": []})
                 continue
-            results.append({"case": ci, "seed": seed, **self._compare_one(ci, refs, outs)})
+            result = self._compare_one(ci, refs, tolerances, outs)
+            group = item.get("group")
+            if result["ok"] and group:
+                problem = self._same_as_group(int(req.get("key") or 0), group, outs)
+                if problem:
+                    result = {"ok": False, "problem": problem, "outputs": result["outputs"]}
+            results.append({"name": item["name"], **result})
             del outs  # an IPC mapping is released here, before the candidate process is killed
         return {"ok": True, "results": results}
 
-    def _compare_one(self, ci: int, refs: list[torch.Tensor], outs: Any) -> dict[str, Any]:
+    def _same_as_group(self, key: int, group: str, outs: list[Any]) -> str | None:
+        if key not in self.groups:
+            while len(self.groups) >= MAX_EVALUATIONS_KEPT:  # the oldest evaluation has long finished
+                self.groups.pop(next(iter(self.groups)))
+            self.groups[key] = {}
+        groups = self.groups[key]
+        first = groups.get(group)
+        if first is None:
+            groups[group] = [o.detach().clone() for o in outs]
+            return None
+        assert self.task is not None
+        for k, (x, y) in enumerate(zip(first, outs)):
+            if self.task.nondeterministic_ok:
+                same = x.shape == y.shape and torch.allclose(x, y, rtol=1e-3, atol=1e-5, equal_nan=True)
+            else:
+                same = same_bits(x, y)
+            if not same:
+                return (f"output {k} differs between runs on identical inputs (a race or uninitialised memory); "
+                        "set NONDETERMINISTIC_OK in the task if atomics make this expected")
+        return None
+
+    def _compare_one(self, ci: int, refs: list[torch.Tensor], tolerances: list[cmp.Tolerance],
+                     outs: Any) -> dict[str, Any]:
         if not isinstance(outs, list) or not all(type(o) is torch.Tensor for o in outs):
             return {"ok": False, "problem": "outputs must be plain torch.Tensor objects", "outputs": []}
         if len(outs) != len(refs):
@@ -180,7 +293,14 @@ class ReferenceRunner:
                 per_output.append(cmp.Comparison(False, problem=f"output {k} has dtype {out.dtype}, expected "
                                                                f"{expected_dtype}").to_dict())
                 continue
-            per_output.append(cmp.compare(out, ref, self.tolerances[ci][k]).to_dict())
+            per_output.append(cmp.compare(out.to(ref.device), ref, tolerances[k]).to_dict())
         ok = all(p["ok"] for p in per_output)
         problem = "; ".join(f"output {k}: {p['problem']}" for k, p in enumerate(per_output) if not p["ok"])
         return {"ok": ok, "problem": problem, "outputs": per_output}
+
+
+def _forward_names(model_cls: type) -> str:
+    try:
+        return ", ".join(list(inspect.signature(model_cls.forward).parameters)[1:])
+    except (TypeError, ValueError):
+        return "..."

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import random
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -23,7 +24,10 @@ from typing import Any
 
 import torch
 
-DEFAULT_DISTRIBUTIONS = ("task", "scaled", "shifted")
+# Each correctness seed draws the task's inputs and then reshapes the floating-point ones (see
+# apply_distribution); the parameters of each reshaping come from the seed, which no candidate ever sees.
+DEFAULT_DISTRIBUTIONS = ("task", "signed", "scaled", "shifted", "wide")
+DISTRIBUTIONS = frozenset({*DEFAULT_DISTRIBUTIONS, "uniform", "small"})
 GUARD_ELEMENTS = 4096  # sentinel-filled elements before and after every input (catches out-of-bounds access)
 
 
@@ -130,8 +134,17 @@ def load_task(path: str | Path) -> LoadedTask:
         tolerance={k: float(v) for k, v in tolerance.items()},
         allow_ops=tuple(getattr(module, "ALLOW_TORCH_OPS", ()) or ()),
         nondeterministic_ok=bool(getattr(module, "NONDETERMINISTIC_OK", False)),
-        distributions=tuple(getattr(module, "INPUT_DISTRIBUTIONS", DEFAULT_DISTRIBUTIONS)),
+        distributions=_distributions(path, getattr(module, "INPUT_DISTRIBUTIONS", DEFAULT_DISTRIBUTIONS)),
     )
+
+
+def _distributions(path: Path, declared: Any) -> tuple[str, ...]:
+    names = tuple(str(d) for d in (declared or ()))
+    unknown = sorted(set(names) - DISTRIBUTIONS)
+    if not names or unknown:
+        raise TaskError(f"{path}: INPUT_DISTRIBUTIONS {list(names)} has unknown or no entries {unknown}; use some of "
+                        f"{sorted(DISTRIBUTIONS)} (the task's own draw is 'task')")
+    return names
 
 
 def distribution_for(task: LoadedTask, seed_index: int) -> str:
@@ -140,19 +153,45 @@ def distribution_for(task: LoadedTask, seed_index: int) -> str:
 
 
 def apply_distribution(value: Any, distribution: str, seed: int) -> Any:
-    """Reshape the values of a floating-point input: large magnitudes and shifted means catch
-    formulas that are only accurate near zero (softmax without max-subtraction, say)."""
+    """Reshape the values of a floating-point input so that the cases cover the op's domain, not just what
+    ``get_inputs`` happens to draw (``torch.rand`` never gives a negative value; ``randn`` rarely a large one):
+
+    - ``signed``: random signs (a skipped ReLU, an ``abs`` assumed away);
+    - ``scaled``: magnitudes times a secret factor in [4, 64] (softmax without the max subtraction overflows);
+    - ``shifted``: a secret offset of 1 to 4 standard deviations either way (all-positive or all-negative rows);
+    - ``wide``: heavy tails spanning several orders of magnitude, with exact zeros (decision points, ties);
+    - ``uniform``: uniform in [-3, 3]; ``small``: magnitudes near 1e-3 (denormal-prone paths).
+
+    Values stay inside half of the dtype's finite range. Integer and boolean inputs are left alone (indices,
+    masks). The reference process drops a seed whose reshaped inputs make eager PyTorch itself overflow where
+    the float64 reference does not (outside the op's domain in that dtype) and uses the task's own draw."""
     if not (isinstance(value, torch.Tensor) and value.is_floating_point()) or distribution == "task":
         return value
+    if distribution not in DISTRIBUTIONS:
+        raise TaskError(f"unknown input distribution {distribution!r}; use one of {sorted(DISTRIBUTIONS)}")
     gen = torch.Generator().manual_seed(seed + 7919)
-    if distribution == "scaled":
-        return (value.float() * 8.0).to(value.dtype)
-    if distribution == "shifted":
-        noise = torch.rand(value.shape, generator=gen) * 2 - 1
-        return (value.float() * 0.5 + noise + 1.5).to(value.dtype)
-    if distribution == "uniform":
-        return (torch.rand(value.shape, generator=gen) * 6 - 3).to(value.dtype)
-    raise TaskError(f"unknown input distribution {distribution!r}; use task, scaled, shifted or uniform")
+    rng = random.Random(seed * 31 + 17)
+    x = value.double()
+    if distribution == "signed":
+        signs = torch.randint(0, 2, value.shape, generator=gen, dtype=torch.int8).double() * 2 - 1
+        out = x * signs
+    elif distribution == "scaled":
+        out = x * (2.0 ** rng.uniform(2.0, 6.0)) * rng.choice((-1.0, 1.0))
+    elif distribution == "shifted":
+        spread = float(x.std()) if x.numel() > 1 else 1.0
+        spread = spread if spread == spread and spread > 0 else 1.0
+        noise = torch.rand(value.shape, generator=gen, dtype=torch.float64) * 2 - 1
+        out = x * 0.5 + noise * spread * 0.5 + rng.choice((-1.0, 1.0)) * rng.uniform(1.0, 4.0) * spread
+    elif distribution == "wide":
+        tails = torch.exp(torch.randn(value.shape, generator=gen, dtype=torch.float64) * 1.5)
+        zeros = torch.rand(value.shape, generator=gen, dtype=torch.float64) < 0.05
+        out = torch.where(zeros, torch.zeros_like(x), x * tails)
+    elif distribution == "uniform":
+        out = torch.rand(value.shape, generator=gen, dtype=torch.float64) * 6 - 3
+    else:  # small
+        out = x * 1e-3
+    limit = torch.finfo(value.dtype).max / 2
+    return out.clamp(-limit, limit).to(value.dtype)
 
 
 def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str) -> list[list[Any]]:
@@ -160,29 +199,6 @@ def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str) 
     torch.manual_seed(seed)
     cases = task.raw_cases(small)
     return [[apply_distribution(v, distribution, seed) for v in case] for case in cases]
-
-
-def cached_cases(task: LoadedTask, small: bool, seed: int, distribution: str, cache_dir: str | None,
-                 write: bool) -> list[list[Any]]:
-    """:func:`generate_cases`, shared through files in the session's private directory: the reference
-    process writes each seed's inputs once, and every candidate process loads them (before importing the
-    candidate) instead of drawing large random tensors again."""
-    path = Path(cache_dir) / f"cases-{int(small)}-{seed}-{distribution}.pt" if cache_dir else None
-    if path is not None and path.is_file():
-        try:
-            return torch.load(path, weights_only=True, mmap=True)
-        except Exception:  # unreadable or with non-tensor values weights_only refuses: draw them again
-            pass
-    cases = generate_cases(task, small, seed, distribution)
-    if path is not None and write:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        try:
-            torch.save(cases, partial)
-            partial.replace(path)
-        except Exception:
-            partial.unlink(missing_ok=True)
-    return cases
 
 
 def describe(value: Any) -> dict[str, Any]:

@@ -10,69 +10,81 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from evaluator.sandboxed import guards, handoff, taskspec, timing
-from evaluator.sandboxed.output_checks import Rejection, require_outputs_left_alone
+from evaluator.sandboxed.output_checks import Rejection
 
 if TYPE_CHECKING:
-    from evaluator.sandboxed.candidate import CandidateRunner
     from evaluator.sandboxed.reference import ReferenceRunner
 
 
-def _input_sets(task: taskspec.LoadedTask, small: bool, seeds: list[int], device: str, inputs_dir: str | None,
-                write: bool) -> list[list[list[Any]]]:
-    """input_sets[case][k]: the k-th timing input set of each case, on the device."""
-    per_seed = [taskspec.cached_cases(task, small, int(s), "task", inputs_dir, write) for s in seeds]
-    n_cases = len(per_seed[0])
-    return [[[v.to(device) if isinstance(v, torch.Tensor) else v for v in per_seed[k][ci]]
-             for k in range(len(seeds))] for ci in range(n_cases)]
+def _timing_sets(task: taskspec.LoadedTask, small: bool, seeds: list[int]) -> list[list[list[Any]]]:
+    """sets[case][k]: the k-th timing input set of each case (seed ``seeds[k]``, the task's own draw), on the CPU."""
+    per_seed = [taskspec.generate_cases(task, small, int(s), "task") for s in seeds]
+    return [[per_seed[k][ci] for k in range(len(seeds))] for ci in range(len(per_seed[0]))]
 
 
-def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, Any]:
-    assert runner.model is not None
-    model = runner.model
+@dataclass(frozen=True)
+class TimedCandidate:
+    """What timing needs from the candidate process's harness (bound there before the candidate was imported)."""
+
+    model: Any
+    launches: guards.LaunchCounter
+    audit: guards.AuditGuard
+    allow_ops: tuple[str, ...]
+    interpreter_file: str | None
+    outbox: handoff.Outbox
+    outdir: Path
+    check_guards: Callable[[str], None]
+
+
+def candidate_time(timed: TimedCandidate, sets_per_case: list[list[list[Any]]], req: dict[str, Any]) -> dict[str, Any]:
+    """Time the candidate on each case's rotating input sets; a secret sample of the timed calls (``req["sample"]``:
+    trial numbers and output names chosen by the parent) runs under the op recorder and is handed over for
+    re-validation."""
+    model = timed.model
     phases = {"inputs_s": 0.0, "timed_calls_s": 0.0, "sampled_calls_s": 0.0, "graph_s": 0.0}
     clock = time.perf_counter()
-    sets_per_case = _input_sets(runner.task, runner.small, req["seeds"], "cuda", req.get("inputs_dir"), False)
+    sets_per_case = [[[v.to("cuda") if isinstance(v, torch.Tensor) else v for v in inputs] for inputs in sets]
+                     for sets in sets_per_case]
     phases["inputs_s"] = time.perf_counter() - clock
     flush = timing.flush_buffer()
-    sample = set(int(i) for i in req["sample"])
-    outdir = Path(req["outdir"])
-    outdir.mkdir(parents=True, exist_ok=True)
+    samples = {int(s["case"]): [(int(t), str(n)) for t, n in zip(s["trials"], s["names"])] for s in req["sample"]}
     recorded: list[str] = []
 
     def call(*inputs: Any) -> Any:
         return model(*inputs)
 
-    results, written = [], []
-    rng = random.Random()  # secret: the candidate cannot predict the scales (nor which calls are checked)
-    runner.audit.active = True
+    results, sent = [], {}
+    rng = random.Random()  # secret: the candidate cannot predict the scales
+    timed.audit.active = True
     try:
         for ci, sets in enumerate(sets_per_case):
             varied = timing.VariedInputs(sets, rng)
-            launches = runner.launches.count
+            launches = timed.launches.count
             with torch.no_grad():
                 clock = time.perf_counter()
                 stats = timing.time_calls(call, varied, int(req["trials"]), float(req["warmup_ms"]), flush)
                 phases["timed_calls_s"] += time.perf_counter() - clock
                 clock = time.perf_counter()
-                if runner.launches.count - launches < int(req["trials"]):
+                if timed.launches.count - launches < int(req["trials"]):
                     raise Rejection("cheat_suspected", f"case {ci}: some timed calls launched no kernel")
-                for i in sorted(sample):
-                    args, scale = varied.prepare(i)
-                    recorder = guards.OpRecorder(runner.allow_ops)
+                for trial, name in samples.get(ci, []):
+                    args, scale = varied.prepare(trial)
+                    recorder = guards.OpRecorder(timed.allow_ops, interpreter_file=timed.interpreter_file)
                     with recorder:
                         out = model(*args)
                     torch.cuda.synchronize()
                     recorded += recorder.violations
-                    sent = handoff.send(_as_list(out), outdir / f"timed-{ci}-{i}.pt", req.get("handoff"),
-                                        f"case {ci}, timed call {i}")
-                    written.append({"case": ci, "seed": int(req["seeds"][i % len(sets)]), "distribution": "task",
-                                    "scale": scale, **sent})
+                    where = f"case {ci}, timed call {trial}"
+                    item = timed.outbox.send(_as_list(out), timed.outdir / f"{name}.pt", where)
+                    sent[name] = {**item, "scale": scale}
                 varied.restore()
                 phases["sampled_calls_s"] += time.perf_counter() - clock
                 entry: dict[str, Any] = {"case": ci, "candidate": stats}
@@ -82,20 +94,22 @@ def candidate_time(runner: CandidateRunner, req: dict[str, Any]) -> dict[str, An
                     phases["graph_s"] += time.perf_counter() - clock
             results.append(entry)
     finally:
-        runner.audit.active = False
-    runner._check_guards("timing")
-    require_outputs_left_alone()
+        timed.audit.active = False
+    timed.check_guards("timing")
     if recorded:
         raise Rejection("cheat_suspected", f"timed calls ran torch ops {', '.join(sorted(set(recorded)))} that the "
                                            "checked calls did not: the kernels must do the math every time")
-    return {"ok": True, "cases": results, "outputs": written,
+    return {"ok": True, "cases": results, "sent": sent,
             "phases": {k: round(v, 3) for k, v in phases.items()},
             "peak_gpu_memory_mb": torch.cuda.max_memory_allocated() / 2**20}
 
 
 def reference_baselines(runner: ReferenceRunner, req: dict[str, Any]) -> dict[str, Any]:
     assert runner.task is not None
-    sets_per_case = _input_sets(runner.task, runner.small, req["seeds"], "cuda", runner.inputs_dir, True)
+    host_sets = _timing_sets(runner.task, runner.small, req["seeds"])
+    files = [[runner._write_inputs(inputs) for inputs in sets] for sets in host_sets]  # for candidate processes
+    sets_per_case = [[[v.to("cuda") if isinstance(v, torch.Tensor) else v for v in inputs] for inputs in sets]
+                     for sets in host_sets]
     flush = timing.flush_buffer()
     bandwidth = timing.measure_copy_bandwidth()
     peak_flops = timing.measure_matmul_flops()
@@ -128,7 +142,7 @@ def reference_baselines(runner: ReferenceRunner, req: dict[str, Any]) -> dict[st
         entry["floor_ms"] = max(entry["hbm_bytes"] / bandwidth, (entry["flops"] or 0) / peak_flops) * 1e3
         cases.append(entry)
     return {"ok": True, "cases": cases, "copy_bandwidth_gbps": bandwidth / 1e9, "matmul_tflops": peak_flops / 1e12,
-            "notes": notes}
+            "notes": notes, "timing_inputs": files}
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -54,17 +54,17 @@ def _correctness_lines(verdict: dict[str, Any]) -> list[str]:
     cases = (verdict.get("correctness") or {}).get("cases") or []
     failures, checked, worst_ok = [], 0, 0.0
     for case in cases:
-        seeds = case.get("seeds") or []
-        checked += len(seeds)
-        bad = [seed for seed in seeds if not seed.get("ok", True)]
-        worst_ok = max([worst_ok, *(float(seed.get("max_abs_err") or 0.0) for seed in seeds if seed.get("ok", True))])
+        runs = case.get("checks") or []
+        checked += len(runs)
+        bad = [run for run in runs if not run.get("ok", True)]
+        worst_ok = max([worst_ok, *(float(run.get("max_abs_err") or 0.0) for run in runs if run.get("ok", True))])
         if not bad:
             continue
-        worst = max(bad, key=lambda seed: float(seed.get("rel_l2_err") or seed.get("max_abs_err") or 0.0))
+        worst = max(bad, key=lambda run: float(run.get("rel_l2_err") or run.get("max_abs_err") or 0.0))
         where = ", ".join(str(worst[k]) for k in ("distribution", "phase") if worst.get(k))
         failures.append(
             f"  case {case.get('case')} (inputs {_inputs(case.get('inputs'))}{_tolerance(case)}):"
-            f" {len(bad)} of {len(seeds)} seeds fail; worst seed {worst.get('seed')}"
+            f" {len(bad)} of {len(runs)} checks fail; worst: check {worst.get('check')}"
             + (f" ({where})" if where else "")
             + f": max_abs_err={_fmt(worst.get('max_abs_err'))} max_rel_err={_fmt(worst.get('max_rel_err'))}"
             f" rel_l2_err={_fmt(worst.get('rel_l2_err'))}"
@@ -73,7 +73,7 @@ def _correctness_lines(verdict: dict[str, Any]) -> list[str]:
         more = [f"  ... and {len(failures) - MAX_ITEMS} more failing cases"] if len(failures) > MAX_ITEMS else []
         return ["Failing correctness checks:", *failures[:MAX_ITEMS], *more]
     if checked:
-        return [f"Correct on {len(cases)} case(s), {checked} seeded runs, max_abs_err={_fmt(worst_ok)}."]
+        return [f"Correct on {len(cases)} case(s), {checked} judged runs, max_abs_err={_fmt(worst_ok)}."]
     return []
 
 

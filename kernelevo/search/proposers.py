@@ -38,7 +38,7 @@ def make_proposer(name: str | None = None, *, model: str | None = None) -> Propo
     LLM model for this search (the offline proposer has none)."""
     name = name or default_proposer_name()
     if name == "offline":
-        factory = _load("kernelevo.search.offline:OfflineProposer", "the offline proposer")
+        factory = _load("kernelevo.search.offline.sandboxed:SandboxedOfflineProposer", "the offline proposer")
     elif name == "llm":
         if not get_settings().llm_base_url:
             raise ProposerError(

@@ -96,7 +96,7 @@ class SearchDouble:
                 return {"op_id": op_id, "run_dir": str(run_dir), "stop_reason": "cancelled", "best": None}
         verdict = {"verdict": "accepted" if self.accepted else "rejected", "reason": "ok",
                    "detail": "2 cases x 2 seeds match the op", "device": "cuda:0", "backend": "triton",
-                   "correctness": {"cases": [{"case": i, "inputs": [], "seeds": [
+                   "correctness": {"cases": [{"case": i, "inputs": [], "checks": [
                        {"seed": s, "distribution": "normal", "max_abs_err": 1e-6, "max_rel_err": 1e-5,
                         "rel_l2_err": 1e-6, "ok": True} for s in range(2)]} for i in range(2)]},
                    "timing": timing(self.speedup, self.spread), "flags": [],

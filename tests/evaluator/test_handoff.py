@@ -41,20 +41,20 @@ def test_fingerprint_handles_any_byte_length(tensor):
 
 def test_outputs_go_through_a_file_on_cpu_even_when_ipc_is_asked(tmp_path: Path):
     outputs = [torch.randn(4, 5), torch.arange(3)]
-    sent = handoff.send(outputs, tmp_path / "out.pt", {"mode": "ipc", "key": KEY}, "case 0, seed 1")
+    sent = handoff.Outbox(KEY, "ipc").send(outputs, tmp_path / "out.pt", "call 1")
     assert set(sent) == {"file"}
     received = handoff.receive(sent, "cpu", KEY)
     assert all(torch.equal(a, b) for a, b in zip(outputs, received))
-    assert not (tmp_path / "out.pt").exists()  # the reference removes what it read
 
 
 def test_a_late_write_into_a_sent_output_is_noticed(tmp_path: Path):
     first, second = torch.randn(8, 8), torch.randn(3)
-    handoff.send([first], tmp_path / "a.pt", {"mode": "file", "key": KEY}, "case 0, seed 1")
-    handoff.send([torch.ones(2), second], tmp_path / "b.pt", {"mode": "file", "key": KEY}, "case 1, seed 1")
-    assert handoff.changed_since_sent() is None
+    outbox = handoff.Outbox(KEY, "file")
+    outbox.send([first], tmp_path / "a.pt", "call 1")
+    outbox.send([torch.ones(2), second], tmp_path / "b.pt", "call 2")
+    assert outbox.changed_since_sent() is None
     second[1] += 1.0
-    assert handoff.changed_since_sent() == "output 1 of case 1, seed 1"
+    assert outbox.changed_since_sent() == "output 1 of call 2"
 
 
 def test_an_unreadable_file_is_reported_not_raised(tmp_path: Path):
@@ -98,7 +98,7 @@ PRODUCER = textwrap.dedent("""
     from evaluator.sandboxed import handoff
     key = int(sys.argv[1])
     out = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)[7:].view(-1, 3)  # offset view
-    print(json.dumps(handoff.send([out], Path("unused.pt"), {"mode": "ipc", "key": key}, "case 0, seed 1")), flush=True)
+    print(json.dumps(handoff.Outbox(key, "ipc").send([out], Path("unused.pt"), "call 1")), flush=True)
     sys.stdin.readline()
     out.zero_()  # a late write into the output already handed over
     torch.cuda.synchronize()
@@ -135,9 +135,9 @@ def test_cuda_ipc_hands_over_in_place_and_catches_a_late_write():
 
 def test_kept_outputs_can_be_written_as_a_file_afterwards(tmp_path: Path):
     outputs = [torch.randn(6, 2)]
-    handoff.send(outputs, tmp_path / "first.pt", {"mode": "ipc", "key": KEY}, "case 0, seed 2")
-    kept = len(handoff._sent) - 1
-    sent = handoff.save_kept(kept, tmp_path / "again.pt")
+    outbox = handoff.Outbox(KEY, "ipc")
+    outbox.send(outputs, tmp_path / "first.pt", "call 1")
+    sent = outbox.save_kept(0, tmp_path / "again.pt")
     assert torch.equal(handoff.receive(sent, "cpu", KEY)[0], outputs[0])
 
 
@@ -149,7 +149,7 @@ class ScriptedReference:
 
         self.options, self.handoff_mode, self.requests = EvalOptions(), "ipc", []
         self.replies = [{"ok": True, "results": [], "handoff_unavailable": "CUDA IPC could not map: error 201"},
-                        {"ok": True, "results": [{"case": 0, "seed": 1, "ok": True, "outputs": []}]}]
+                        {"ok": True, "results": [{"name": "o-1", "ok": True, "outputs": []}]}]
 
     def reference_request(self, request, timeout):
         self.requests.append(request)
@@ -165,20 +165,21 @@ class KeptOutputsWorker:
     def __init__(self):
         self.requests = []
 
-    def request(self, request, timeout):
+    def request(self, request, timeout, fds=()):
         self.requests.append(request)
-        return {"ok": True, "outputs": [{"case": 0, "seed": 1, "file": "out-0-1.pt"}]}
+        return {"ok": True}
 
 
 def test_when_ipc_cannot_be_mapped_the_same_outputs_are_judged_from_files_and_the_session_keeps_to_files():
-    from evaluator.run_candidate import OutputChannel, judge_outputs
+    from evaluator.calls import Judged, OutputChannel, judge_outputs
 
     session, worker = ScriptedReference(), KeptOutputsWorker()
-    sent = [{"case": 0, "seed": 1, "ipc": [_descriptor()], "kept": 0, "path": "out-0-1.pt"}]
-    evidence = {"overhead": {}, "correctness": {"cases": [{"case": 0, "inputs": [], "seeds": []}]}}
-    judge_outputs(session, OutputChannel(worker, KEY), sent, evidence, "correctness")
-    assert worker.requests == [{"op": "save_kept", "outputs": sent}]
-    assert [r["outputs"] for r in session.requests] == [sent, [{"case": 0, "seed": 1, "file": "out-0-1.pt"}]]
+    sent = {"ipc": [_descriptor()], "kept": 0, "path": "out-1.pt"}
+    item = Judged("o-1", case=0, seed=1, distribution="task", sent=sent)
+    evidence = {"overhead": {}, "correctness": {"cases": [{"case": 0, "inputs": [], "checks": []}]}}
+    judge_outputs(session, OutputChannel(worker, KEY), [item], evidence, "correctness")
+    assert worker.requests == [{"op": "save_kept", "outputs": [sent]}]
+    assert [r["outputs"][0]["sent"] for r in session.requests] == [sent, {"file": "out-1.pt"}]
     assert session.handoff_mode == "file"
     assert evidence["overhead"]["output_handoff"].startswith("file (CUDA IPC failed")
-    assert evidence["correctness"]["cases"][0]["seeds"][0]["ok"] is True
+    assert evidence["correctness"]["cases"][0]["checks"][0]["ok"] is True

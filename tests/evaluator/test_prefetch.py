@@ -25,10 +25,10 @@ def test_unused_prefetches_are_killed():
     with EvaluationSession(TASK, options=EvalOptions(prefetch=True, seeds=1)) as session:
         for i in range(3):  # three distinct sources, never evaluated: at most two are kept
             session.prefetch(source + f"\n# variant {i}\n", f"v{i}")
-        held = [worker for worker, _path, _folder in session._prefetched.values()]
+        held = list(session._prefetched.values())
         assert len(held) == 2
     for worker in held:
-        assert worker.proc.poll() is not None  # closed with the session
+        assert worker.process.poll() is not None  # closed with the session
 
 
 def test_prefetch_is_off_on_cpu_by_default():

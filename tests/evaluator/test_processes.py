@@ -1,9 +1,10 @@
-"""The sandbox: candidate processes never see secrets, and a dying process becomes a verdict."""
+"""The verifier's processes: they never see secrets, and a dying or lying process becomes a verdict."""
 
 from pathlib import Path
 
 from evaluator import EvalOptions, evaluate
-from evaluator.processes import candidate_environment, process_group_rss_mb
+from evaluator.processes import process_tree_rss_mb
+from evaluator.roles import sandbox_environment
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 
@@ -11,7 +12,7 @@ TASKS = Path(__file__).resolve().parent.parent / "tasks"
 def test_environment_is_an_allowlist_without_secrets(tmp_path):
     parent = {"PATH": "/usr/bin", "GITHUB_TOKEN": "ghs_x", "OPENAI_API_KEY": "sk-x", "KERNELEVO_LLM_API_KEY": "k",
               "AWS_SECRET_ACCESS_KEY": "a", "LD_LIBRARY_PATH": "/lib", "HOME": "/root", "MY_APP_SETTING": "1"}
-    env = candidate_environment("cpu", tmp_path, tmp_path / "cache", parent_env=parent)
+    env = sandbox_environment("cpu", tmp_path, parent_env=parent)
     assert env["PATH"] == "/usr/bin" and env["LD_LIBRARY_PATH"] == "/lib"
     assert not any(v in env.values() for v in ("ghs_x", "sk-x", "k", "a"))
     assert "MY_APP_SETTING" not in env
@@ -19,12 +20,18 @@ def test_environment_is_an_allowlist_without_secrets(tmp_path):
 
 
 def test_gpu_environment_does_not_force_interpreter(tmp_path):
-    env = candidate_environment("cuda", tmp_path, tmp_path, parent_env={"CUDA_VISIBLE_DEVICES": "3"})
+    env = sandbox_environment("cuda", tmp_path, parent_env={"CUDA_VISIBLE_DEVICES": "3"})
     assert "TRITON_INTERPRET" not in env and env["CUDA_VISIBLE_DEVICES"] == "3"
 
 
-def test_rss_of_unknown_group_is_zero():
-    assert process_group_rss_mb(2**30) == 0.0
+def test_rss_of_unknown_process_is_zero():
+    assert process_tree_rss_mb(2**30) == 0.0
+
+
+def test_environment_carries_no_verifier_tell(tmp_path):
+    env = sandbox_environment("cuda", tmp_path, parent_env={"KERNELEVO_CACHE_DIR": "/c", "KERNELEVO_REDIS_URL": "r",
+                                                            "PYTHONHASHSEED": "0"})
+    assert not any(k.startswith("KERNELEVO") for k in env) and "PYTHONHASHSEED" not in env
 
 
 LEAKY = '''

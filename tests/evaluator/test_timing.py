@@ -64,14 +64,14 @@ def test_reference_process_answers_for_rescaled_inputs(tmp_path):
     from pathlib import Path
 
     from evaluator.sandboxed.reference import ReferenceRunner
-    from evaluator.sandboxed.taskspec import cached_cases
 
     task = Path(__file__).resolve().parents[1] / "tasks" / "softmax.py"
-    runner = ReferenceRunner()
-    runner.load({"task": str(task), "device": "cpu", "small": True, "seeds": [11], "init_seed": 5,
-                 "inputs_dir": str(tmp_path)})
-    [x] = cached_cases(runner.task, True, 11, "task", str(tmp_path), write=False)[0]
-    [ref] = runner.reference(0, 11, "task", 1.03)
+    runner = ReferenceRunner(tmp_path, "cpu")
+    plan = runner.load({"task": str(task), "small": True, "seeds": [11], "init_seed": 5,
+                        "inputs_dir": str(tmp_path / "inputs")}, [])
+    [x] = torch.load(next(i["file"] for i in plan["inputs"] if i["case"] == 0), weights_only=True)
+    refs, _tolerances = runner.reference(0, 11, 1.03)
     expected = torch.softmax((x * 1.03).double(), dim=-1)
-    assert torch.allclose(ref, expected, rtol=0, atol=1e-12)
+    assert torch.allclose(refs[0], expected, rtol=0, atol=1e-12)
     assert (0, 11, 1.03) not in runner.refs  # one-off answers are not kept
+    assert str(11) not in " ".join(i["file"] for i in plan["inputs"])  # files are not named by their seed

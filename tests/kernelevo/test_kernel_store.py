@@ -30,8 +30,8 @@ def _op(identifier: str, source_hash: str = "sha256:aa", kind: str = "function")
 def _verdict() -> Verdict:
     return Verdict.accept(
         "correct on 2 cases x 5 seeds", device="cuda", backend="triton",
-        correctness={"cases": [{"case": 0, "seeds": [{"seed": s, "ok": True} for s in range(5)]},
-                               {"case": 1, "seeds": [{"seed": s, "ok": True} for s in range(5)]}]},
+        correctness={"cases": [{"case": 0, "checks": [{"check": s, "ok": True} for s in range(5)]},
+                               {"case": 1, "checks": [{"check": s, "ok": True} for s in range(5)]}]},
         timing={"geomean_speedup_vs_eager": 3.0, "geomean_speedup_vs_compile": 1.2,
                 "geomean_speedup_vs_best": 1.2},
         environment={"gpu": "H200", "torch": "2.13.0"},
@@ -47,7 +47,7 @@ def test_write_then_read_round_trips(tmp_path):
                                                                "function")
     assert stored.envelope == envelope and stored.kernel_path.read_text() == KERNEL
     assert stored.results["geomean_speedup_vs_best"] == 1.2
-    assert (stored.results["cases_checked"], stored.results["seeds_per_case"]) == (2, 5)
+    assert (stored.results["cases_checked"], stored.results["checks_per_case"]) == (2, 5)
     manifest = json.loads((directory / "manifest.json").read_text())
     assert manifest["kernelevo_version"] and manifest["format"] == 1 and manifest["created"]
     test_source = stored.test_path.read_text()

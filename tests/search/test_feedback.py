@@ -13,21 +13,21 @@ def test_compile_error_shows_first_and_last_lines_of_the_output():
     assert "frame 20" not in text and "lines omitted" in text
 
 
-def test_incorrect_names_failing_case_seed_and_error_sizes():
+def test_incorrect_names_failing_case_check_and_error_sizes():
     verdict = {"verdict": "rejected", "reason": "incorrect", "detail": "case 1 seed 3 differs",
                "correctness": {"cases": [
                    {"case": 0, "inputs": [{"shape": [4, 8], "dtype": "float32"}],
-                    "seeds": [{"seed": 0, "distribution": "normal", "max_abs_err": 1e-7, "max_rel_err": 1e-6,
+                    "checks": [{"check": 0, "distribution": "normal", "max_abs_err": 1e-7, "max_rel_err": 1e-6,
                                "rel_l2_err": 1e-7, "ok": True}]},
                    {"case": 1, "inputs": [{"shape": [97, 1025], "dtype": "float16"}],
-                    "seeds": [{"seed": 3, "distribution": "uniform", "max_abs_err": 0.5, "max_rel_err": 2.0,
+                    "checks": [{"check": 3, "distribution": "uniform", "max_abs_err": 0.5, "max_rel_err": 2.0,
                                "rel_l2_err": 0.25, "ok": False}]}]}}
-    verdict["correctness"]["cases"][1]["seeds"].append(
-        {"seed": 4, "distribution": "normal", "max_abs_err": 9.0, "max_rel_err": 9.0, "rel_l2_err": 0.9, "ok": False})
+    verdict["correctness"]["cases"][1]["checks"].append(
+        {"check": 4, "distribution": "normal", "max_abs_err": 9.0, "max_rel_err": 9.0, "rel_l2_err": 0.9, "ok": False})
     verdict["correctness"]["cases"][1]["tolerance"] = [{"atol": 0.01, "rtol": 0.01}]
     text = render_feedback(verdict)
-    assert ("case 1 (inputs (97, 1025) float16; tolerance atol=0.01 rtol=0.01): 2 of 2 seeds fail;"
-            " worst seed 4 (normal): max_abs_err=9 max_rel_err=9 rel_l2_err=0.9") in text
+    assert ("case 1 (inputs (97, 1025) float16; tolerance atol=0.01 rtol=0.01): 2 of 2 checks fail;"
+            " worst: check 4 (normal): max_abs_err=9 max_rel_err=9 rel_l2_err=0.9") in text
     assert "case 0" not in text.split("Failing correctness checks:")[1]
 
 

@@ -1,0 +1,98 @@
+"""What each sandboxed role of the verifier may see (parent side, pure except for reading the task's text).
+
+- ``reference``: the task and the user's repository (read-only), the session's input folder (it writes the
+  inputs there) and the candidates' folders (read-only: it loads their outputs), its own private folder.
+- ``candidate``: its own private folder only (the parent writes the candidate's source there; its outputs go
+  to ``outbox/``). Inputs and the reference model's weights arrive as file descriptors with each request, so
+  no input file is ever visible in its filesystem (not even at import time).
+- ``proposer``: the task and the user's repository (read-only; the offline proposer traces the task),
+  its own private folder.
+
+Every role: the system read-only, no network, its own PID/user/IPC namespaces (:mod:`kernelevo.sandbox`).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from kernelevo import pyast
+from kernelevo.sandbox import Bind, SandboxPolicy, gpu_binds, system_binds
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+# Variables a sandboxed process may inherit (values from the parent); everything else is dropped, and
+# anything that looks like a credential is dropped even when listed.
+ENV_ALLOWLIST = (
+    "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
+    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TORCH_CUDA_ARCH_LIST",
+    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "CC", "CXX", "OMP_NUM_THREADS", "MAX_JOBS",
+)
+SECRET_WORDS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "AUTH", "COOKIE",
+                "SESSION", "REDIS", "GITHUB", "WEBHOOK")
+
+
+def looks_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in SECRET_WORDS)
+
+
+def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a sandboxed process: an allowlist of the parent's, never a secret.
+
+    Nothing in it says "you are being verified": no KernelEvo variable, the caches are the usual ones under
+    a private HOME (what a user's program sees on a fresh machine).
+    """
+    source = os.environ if parent_env is None else parent_env
+    env = {k: v for k, v in source.items() if k in ENV_ALLOWLIST and not looks_secret(k)}
+    home, tmp = private / "home", private / "tmp"
+    home.mkdir(parents=True, exist_ok=True)
+    tmp.mkdir(parents=True, exist_ok=True)
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("MAX_JOBS", "4")  # bounded ninja parallelism for load_inline builds
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def task_source_roots(source: str) -> list[Path]:
+    """The repositories a task's text imports from: for a task generated from a decorated op
+    (``load_op('<repo root>', '<op id>')``), the op's repository. Read from the text, never imported."""
+    try:
+        tree = pyast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    roots = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "load_op"
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            root = Path(node.args[0].value)
+            if root.is_dir():
+                roots.append(root.resolve())
+    return roots
+
+
+def task_read_roots(task_path: Path) -> list[Path]:
+    """Folders a task needs to be imported: its own folder and the repositories its text imports from."""
+    try:
+        source = task_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        source = ""
+    return [task_path.resolve().parent, *task_source_roots(source)]
+
+
+def policy(role: str, device: str, private: Path, *, read_only: Sequence[Path] = (),
+           writable: Sequence[Path] = (), memory_mb: int | None = None) -> SandboxPolicy:
+    """The sandbox of one verifier process (see the module docstring for what each role gets)."""
+    binds = [*system_binds([PROJECT_ROOT, *read_only]), Bind(source=private.resolve(), writable=True)]
+    binds += [Bind(source=Path(p).resolve(), writable=True) for p in writable]
+    if device == "cuda":
+        binds += gpu_binds()
+    return SandboxPolicy(name=role, binds=tuple(binds), env=sandbox_environment(device, private), cwd=private,
+                         gpu=device == "cuda", memory_mb=memory_mb)

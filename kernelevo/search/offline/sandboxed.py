@@ -1,0 +1,89 @@
+"""The offline proposer as the search uses it: its work (tracing the task, which imports the user's op)
+runs in a sandboxed process; this side only sends requests and reads proposals as text.
+
+One process per proposer object, started on first use and ended by :meth:`close` (or when this process
+exits: the sandbox dies with its parent). Thread-safe: the search asks from several threads; requests
+are served one at a time (tracing is not thread-safe anyway).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import threading
+import weakref
+from pathlib import Path
+from typing import Any
+
+from kernelevo.search.proposer import Proposal, ProposalRequest
+
+TIMEOUT_S = 600.0
+
+
+class SandboxedOfflineProposer:
+    """Writes Triton candidates for pointwise, row-reduction and matmul-epilogue ops (see
+    :mod:`kernelevo.search.offline.proposer`), from a sandboxed process."""
+
+    name = "offline"
+
+    def __init__(self, memory_mb: int = 8192) -> None:
+        self._memory_mb = memory_mb
+        self._lock = threading.Lock()
+        self._worker: Any = None
+        self._roots: tuple[Path, ...] | None = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="kernelevo-proposer-")
+        self._finalizer = weakref.finalize(self, SandboxedOfflineProposer._stop, [None], self._tmp)
+
+    @staticmethod
+    def _stop(holder: list[Any], tmp: tempfile.TemporaryDirectory) -> None:
+        if holder[0] is not None:
+            holder[0].kill()
+        tmp.cleanup()
+
+    def _ensure(self, task_source: str) -> Any:
+        from evaluator import processes
+        from evaluator.roles import task_source_roots
+
+        roots = tuple(task_source_roots(task_source))
+        if self._worker is not None and self._roots is not None and set(roots) <= set(self._roots):
+            return self._worker
+        if self._worker is not None:  # a task from another repository: a process that can read it
+            self._worker.kill()
+        worker = processes.spawn_worker("proposer", "cpu", Path(self._tmp.name), self._memory_mb, read_only=roots)
+        worker.wait_ready(TIMEOUT_S)
+        self._worker, self._roots = worker, roots
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, SandboxedOfflineProposer._stop, [worker], self._tmp)
+        return worker
+
+    def _ask(self, task_source: str, request: dict[str, Any]) -> dict[str, Any]:
+        from evaluator import processes
+
+        with self._lock:
+            worker = self._ensure(task_source)
+            try:
+                reply = worker.request(request, TIMEOUT_S)
+            except (processes.WorkerDied, processes.WorkerTimeout, processes.WorkerMemoryExceeded) as exc:
+                self._worker = None
+                tail = worker.log_tail(1500)
+                return {"ok": False, "message": f"the offline proposer's process failed ({exc}); its output: {tail}"}
+        return reply
+
+    def propose(self, request: ProposalRequest) -> list[Proposal]:
+        """Up to ``request.count`` proposals; a failure is one Proposal whose ``error`` says what happened."""
+        reply = self._ask(request.task_source, {"op": "propose", "request": dataclasses.asdict(request)})
+        if not reply.get("ok", False):
+            return [Proposal(source="", operator=request.operator, backend=request.backend, model=self.name,
+                             error=f"offline proposer, op {request.op_name}: {reply.get('message', 'failed')}")]
+        fields = {f.name for f in dataclasses.fields(Proposal)}
+        return [Proposal(**{k: v for k, v in p.items() if k in fields}) for p in reply.get("proposals", [])]
+
+    def strategies(self, task_source: str) -> list[str]:
+        """The MAP-Elites cells the offline proposer can fill for a task (empty when unsupported)."""
+        reply = self._ask(task_source, {"op": "strategies", "task_source": task_source})
+        return list(reply.get("strategies") or []) if reply.get("ok") else []
+
+    def close(self) -> None:
+        with self._lock:
+            self._finalizer()
+            self._worker = None
