@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evaluator import processes
-from evaluator.verdict import EvalSetupError, Reason, Verdict
+from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
 
 if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
@@ -81,6 +81,8 @@ def call_worker(
         return reply
     if reply.get("kind") in ("task_error", "setup_error"):
         raise EvalSetupError(reply["message"])
+    if reply.get("reason") == "needs_gpu":
+        raise NeedsGPU(f"{evidence.get('candidate', 'the candidate')}: {reply.get('message', '')}")
     reason = Reason(reply.get("reason", "crashed"))
     raise StopEvaluation(Verdict.reject(reason, reply.get("message", ""), logs=worker.log_tail(), **evidence))
 

@@ -23,3 +23,4 @@ class EvalOptions:
     prefetch: bool | None = None  # load the next candidate during the current one (None: on CUDA only)
     ready_workers: int = 1  # candidate processes started ahead: one per evaluation the caller runs at once
     output_handoff: str = "auto"  # "auto": CUDA IPC on a GPU, files on CPU; "file": always files
+    sanitize: bool = False  # GPU: an accepted candidate is also run under compute-sanitizer racecheck + memcheck

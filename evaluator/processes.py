@@ -67,6 +67,7 @@ class Worker:
     private: Path  # its private folder (HOME, TMPDIR, outbox/), writable inside the sandbox
     nonce: str
     memory_mb: int
+    trace: Any = None  # evaluator.tracing.reader.TraceReader of the kernel-trace shim, on a GPU
     _buffer: bytes = b""
     _peak_rss_mb: float = field(default=0.0)
 
@@ -172,6 +173,8 @@ class Worker:
             except OSError:
                 pass
         shutil.rmtree(self.private / "outbox", ignore_errors=True)
+        if self.trace is not None:
+            self.trace.close()
 
 
 def _signal_name(code: int | None) -> str | None:
@@ -230,8 +233,11 @@ def process_tree_rss_mb(root: int) -> float:
 
 def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_only: Sequence[Path] = (),
                  writable: Sequence[Path] = (), env_extra: dict[str, str] | None = None,
-                 pass_fds: Sequence[int] = ()) -> Worker:
-    """Start a sandboxed worker of ``role`` (it imports torch/triton and initialises the device, then waits).
+                 pass_fds: Sequence[int] = (), wrapper: Sequence[str] = (), trace: Any = None) -> Worker:
+    """Start a sandboxed worker of ``role`` (it imports torch/triton and initialises the device, then waits);
+    ``wrapper``: a tool the process runs under inside the sandbox (compute-sanitizer). ``trace``: an
+    :class:`evaluator.tracing.build.BuiltShim`: the process is started with the kernel-trace shim preloaded and
+    its authenticated record stream is read here (``Worker.trace``).
 
     Raises :class:`kernelevo.sandbox.IsolationUnavailable` when no sandbox can be set up here (and
     ``KERNELEVO_ISOLATION`` is not ``off``).
@@ -243,6 +249,17 @@ def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_
     nonce = secrets.token_hex(16)
     policy = roles.policy(role, device, private, read_only=read_only, writable=writable,
                           memory_mb=memory_mb if report.cgroup_parent else None)
+    channel = None
+    if trace is not None:
+        from evaluator.tracing.reader import TraceChannel
+
+        channel = TraceChannel.open(trace.library, trace.cupti_library, expected_exe=os.path.realpath(sys.executable))
+        env_extra = {**(env_extra or {}), **channel.child_env()}
+        pass_fds = (*pass_fds, *channel.child_fds())
+        policy = roles.policy(role, device, private, read_only=[*read_only, trace.library.parent,
+                                                                *([trace.cupti_library.parent]
+                                                                  if trace.cupti_library else [])],
+                              writable=writable, memory_mb=memory_mb if report.cgroup_parent else None)
     if env_extra:
         policy = policy.model_copy(update={"env": {**policy.env, **env_extra}})
     # -I: no user site, no PYTHON* variables; the parent's import path is passed explicitly instead
@@ -254,19 +271,23 @@ def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_
     read_fd, write_fd = os.pipe()
     try:
         with open(log_path, "wb") as log:
-            process = sandbox.spawn(policy, [sys.executable, "-I", "-c", bootstrap, json.dumps(search_path)], report,
+            command = [*wrapper, sys.executable, "-I", "-c", bootstrap, json.dumps(search_path)]
+            process = sandbox.spawn(policy, command, report,
                                     stdin=child_end.fileno(), stdout=log, stderr=log,
                                     pass_fds=(write_fd, *pass_fds))
     except BaseException:
         for fd in (read_fd,):
             os.close(fd)
         parent_end.close()
+        if channel is not None:
+            channel.abandon()
         raise
     finally:
         child_end.close()
         os.close(write_fd)
     worker = Worker(process=process, role=role, requests=parent_end, result_fd=read_fd, log_path=log_path,
-                    private=private, nonce=nonce, memory_mb=memory_mb)
+                    private=private, nonce=nonce, memory_mb=memory_mb,
+                    trace=channel.start_reading() if channel is not None else None)
     hello = {"nonce": nonce, "result_fd": write_fd, "role": role, "device": device, "memory_mb": memory_mb,
              "private": str(private), "isolation": report.mode.value}
     worker.send(hello)

@@ -19,6 +19,8 @@ from evaluator import processes
 from evaluator.callplan import InputSet, plan_checks
 from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, judge_outputs
 from evaluator.timing_judge import time_candidate
+from evaluator.trace_checks import check_trace
+from evaluator.tracing.judge import Expected
 from evaluator.verdict import NeedsGPU, Verdict
 
 if TYPE_CHECKING:
@@ -45,13 +47,14 @@ CHECKS = [
 ]
 
 
-def load_request(session: EvaluationSession) -> dict[str, Any]:
+def load_request(session: EvaluationSession, own_ops: list[str] | None = None) -> dict[str, Any]:
     """The request that makes a candidate process ready (module imported, ``ModelNew`` built); the reference
     model's state goes with it as a file descriptor."""
     return {
         "op": "load",
         "init_seed": session.init_seed,
-        "allow_ops": [*session.options.allow_torch_ops, *session.plan.get("allow_ops", [])],
+        "allow_ops": _allow_ops(session),
+        "own_ops": list(own_ops or []),
         "runtime_guards": True,
         "forward_arities": session.plan.get("forward_arities", []),
         "model_forward": session.plan.get("model_forward", ""),
@@ -61,11 +64,14 @@ def load_request(session: EvaluationSession) -> dict[str, Any]:
 
 def send_load(session: EvaluationSession, worker: processes.Worker, source: str) -> None:
     """Put the candidate's source in its process's folder and ask it to load (without waiting)."""
+    from evaluator.static_check import check_source
+
+    own_ops = check_source(source, "candidate", allow_torch=session.plan.get("allow_ops", [])).custom_ops
     (worker.private / "candidate.py").write_text(source, encoding="utf-8")
     session.stage_builds(worker, source)
     fd = os.open(session.plan["init_file"], os.O_RDONLY | os.O_CLOEXEC)
     try:
-        worker.send(load_request(session), [fd])
+        worker.send(load_request(session, own_ops), [fd])
     finally:
         os.close(fd)
 
@@ -125,13 +131,25 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         sent = checked.get("sent") or {}
         judged = [Judged(c.name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
                          _sent_for(sent, c.name, worker), group=c.group) for c in calls]
+        check_trace(worker, checked.get("trace_seq"), source, _allow_ops(session),
+                    Expected(forward=tuple(range(len(calls)))), evidence, "correctness calls")
+        if checked.get("small_torch_ops"):
+            evidence.setdefault("flags", []).append("torch ops on small tensors (bookkeeping): "
+                                                    + ", ".join(checked["small_torch_ops"]))
         t = time.perf_counter()
-        judge_outputs(session, channel, judged, evidence, "correctness")
+        try:
+            judge_outputs(session, channel, judged, evidence, "correctness")
+        except StopEvaluation as stop:
+            if stop.verdict.reason == "incorrect" and checked.get("interpreter_bf16_arithmetic"):
+                raise NeedsGPU(f"{evidence['candidate']}: wrong on CPU, but the kernel computes on bfloat16 values, "
+                               "which the CPU's Triton interpreter gets wrong: evaluate it with --device cuda "
+                               f"({stop.verdict.detail[:200]})") from None
+            raise
         overhead["judge_s"] = round(time.perf_counter() - t, 3)
         if session.device == "cpu":
             session.keep_builds(worker, source)
             return Verdict.accept(_accept_detail(session, len(calls)), **evidence)
-        verdict = time_candidate(session, channel, evidence)
+        verdict = time_candidate(session, channel, evidence, source=source, checked_calls=len(calls))
         session.keep_builds(worker, source)
         return verdict
     except StopEvaluation as stop:
@@ -142,6 +160,10 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         worker.kill()
         if evidence_logs.strip():
             evidence["logs"] = evidence_logs
+
+
+def _allow_ops(session: EvaluationSession) -> list[str]:
+    return [*session.options.allow_torch_ops, *session.plan.get("allow_ops", [])]
 
 
 def _sent_for(sent: dict[str, Any], name: str, worker: processes.Worker) -> dict[str, Any]:

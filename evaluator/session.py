@@ -67,11 +67,15 @@ class EvaluationSession:
             raise EvalSetupError(f"output_handoff={self.options.output_handoff!r}: use auto or file")
         self.handoff_mode = "ipc" if device == "cuda" and self.options.output_handoff == "auto" else "file"
         self.baselines: dict[str, Any] | None = None
-        report = sandbox.require_isolation("candidate kernels and the task's code")
+        try:
+            report = sandbox.require_isolation("candidate kernels and the task's code")
+        except sandbox.IsolationUnavailable as exc:
+            raise EvalSetupError(str(exc)) from None
         self.isolation = "bubblewrap" if report.working else report.mode.value
         self.isolation_report = report
+        self.trace_shim = self._trace_shim() if device == "cuda" else None
         self.pool = processes.WorkerPool("candidate", device, self.procs, self.options.memory_mb,
-                                         ready=self.options.ready_workers)
+                                         ready=self.options.ready_workers, trace=self.trace_shim)
         try:
             self._start_reference()
         except BaseException:
@@ -95,6 +99,16 @@ class EvaluationSession:
             self.baselines = self._ref({"op": "baselines", "seeds": self.timing_seeds,
                                         "trials": self.options.timing_trials, "warmup_ms": self.options.warmup_ms,
                                         "modes": list(self.options.baselines)}, timeout=1800)
+
+    def _trace_shim(self) -> Any:
+        """The kernel-trace shim for candidate processes (GPU verdicts rest on it: no shim, no GPU verdict)."""
+        from evaluator.tracing.build import BuildError, build_shim
+
+        built = build_shim(self.cache_dir / "trace")
+        if isinstance(built, BuildError):
+            raise EvalSetupError(f"--device cuda needs the kernel-trace shim (CUPTI), which cannot be built here: "
+                                 f"{built}")
+        return built
 
     def distribution_of(self, seed: int) -> str:
         """The input distribution the reference drew ``seed``'s inputs from."""
@@ -166,8 +180,28 @@ class EvaluationSession:
         with self._lock:
             worker = self._prefetched.pop(_source_key(source), None)
         verdict = run_candidate(self, source, evidence, prefetched=worker)
+        if self.options.sanitize and verdict.accepted and self.device == "cuda":
+            verdict = self._sanitized(source, verdict)
         verdict.overhead["total_s"] = round(time.perf_counter() - started, 3)
         return verdict
+
+    def _sanitized(self, source: str, verdict: Verdict) -> Verdict:
+        """An accepted verdict checked once more under compute-sanitizer: errors reject it as incorrect."""
+        from evaluator.sanitize import SanitizerStatus
+
+        results = self.sanitize(source)
+        evidence = verdict.to_dict()
+        evidence.setdefault("flags", [])
+        for result in results:
+            evidence["flags"].append(f"compute-sanitizer {result.tool}: {result.status.value} ({result.summary})")
+        errors = [r for r in results if r.status is SanitizerStatus.ERRORS]
+        if not errors:
+            return Verdict.from_dict(evidence)
+        for key in ("verdict", "reason", "detail"):
+            evidence.pop(key, None)
+        detail = "; ".join(f"compute-sanitizer {r.tool} found errors: {r.summary}. {r.excerpt[:600]}" for r in errors)
+        return Verdict.reject(Reason.INCORRECT, detail + " (a race or an out-of-bounds access: fix the kernel's "
+                                                          "synchronisation or its masks)", **evidence)
 
     def prefetch(self, source: str, name: str | None = None) -> None:
         """Start loading the candidate that will be evaluated next (its process imports it while the current
@@ -196,6 +230,13 @@ class EvaluationSession:
             worker = self._prefetched.pop(_source_key(source), None)
         if worker is not None:
             worker.kill()
+
+    def sanitize(self, source: str) -> list[Any]:
+        """Run ``source`` under compute-sanitizer racecheck and memcheck (GPU; see :mod:`evaluator.sanitize`)."""
+        from evaluator.sanitize import sanitize
+
+        with self.gpu.exclusive():
+            return sanitize(self, source)
 
     # -- load_inline builds -----------------------------------------------------------------------
     def _builds_for(self, source: str) -> Path:

@@ -2,50 +2,83 @@
 
 ``check_source`` parses the candidate (never imports it) and reports, as values a person can act on,
 everything that disqualifies it on sight: no entry point, no kernel or none launched from the forward
-path, imports outside the allowlist, dangerous builtins and introspection, private APIs, patching of
-torch/triton/time attributes, side streams and device-state changes (also inside CUDA source strings),
-PyTorch compute or the reference ``Model`` on the forward path, and ``try`` fallbacks. Rule ids:
+path (or only on an empty grid), imports and module chains outside the allowlist
+(``evaluator.import_policy``), name lookups the checker cannot follow, introspection, private APIs,
+patching, side streams and device-state changes (also inside CUDA source, as the program assembles it),
+PyTorch compute or host-side copies of tensor data on the forward path, the reference ``Model``, and
+``try`` fallbacks. It judges *mechanisms*, by the position a name is used in: a direct call with literal
+names is visible, the same callable stored, passed, aliased or fed a computed name is not. Rule ids:
 
 =====================  ==========================================================================
 ``syntax-error``       the file does not parse (``StaticReport.syntax_error``)
 ``missing-entry``      no ``class ModelNew`` with ``forward`` (or no function named ``entry``), or
                        the entry point / its forward is bound more than once (replaced later)
 ``no-kernel``          no @triton.jit kernel, ``kernelevo.cuda.compile`` kernel or load_inline module
-``kernel-not-launched`` kernels exist but no launch site is reachable from the forward path
-``banned-import``      import (or use) of a module outside the allowlist: threads, I/O, introspection;
-                       also file I/O through torch (save/load/from_file) or ``.tofile()``
-``dangerous-builtin``  eval/exec/open/setattr/id/... or getattr/methodcaller with a computed or
-                       private name
+``kernel-not-launched`` kernels exist but no launch site is reachable from the forward path (calls of
+                       the candidate's own ``torch.library.custom_op``/``triton_op`` ops and
+                       ``wrap_triton(kernel)[grid]`` count as launch sites)
+``empty-grid``         a launch whose grid (or CUDA block) is empty by construction: ``(0,)``, ``()``,
+                       ``n * 0``, ``cdiv(0, B)``, a grid lambda/function/constant that is always empty
+``banned-import``      import of a module outside the allowlist, or a member a module's policy refuses
+                       (``importlib.import_module``, ``contextlib.chdir``, ``typing.get_type_hints``,
+                       ``torch.distributed`` beyond isinstance/annotations of its tensor types), with
+                       a reason true of that module; any attribute chain that leaves its module's
+                       package (``typing.sys``, ``torch.os``, ``triton.language.core.builtins``,
+                       ``kernelevo.cuda.os``) or is not in a stdlib helper's ``__all__``; a module
+                       handed around as a value (``self.m = typing``, a default argument, a list);
+                       ``find_spec`` with a computed name or whose result is used beyond a test;
+                       file I/O through torch (save/load/from_file) or ``.tofile()``
+``dangerous-builtin``  eval/exec/open/setattr/id/memoryview/...; getattr (and operator.methodcaller /
+                       attrgetter) with a computed or private name, or used as a value (``g =
+                       getattr``, ``partial(getattr, x)``, ``reduce(getattr, ...)``, in a container);
+                       ``type(name, bases, ns)`` or ``type`` as a value; annotations that are code
+                       (calls, lambdas, string annotations holding either); ``getattr(torch,
+                       device.type)`` is allowed only for device-module queries
 ``introspection``      dunder access (``__class__``, ``__dict__``, ``__builtins__``...), dunder method
                        definitions (``__eq__``, ``__torch_function__``), ``type(x)(...)``, allocator
                        snapshots
-``private-api``        ``torch._C``, ``torch.ops``, ``torch.library``, ``triton.runtime``, ``._x`` names,
+``private-api``        ``torch._C``, ``torch.ops`` (except the candidate's own registered ops),
+                       ``torch.library`` beyond custom_op/triton_op/wrap_triton/register_fake/
+                       register_autograd (and registrations into PyTorch's namespaces or under a
+                       computed name), ``triton.runtime``/``compiler``/``compile``, ``._x`` names,
                        nn.Module internals (``self._forward_hooks``, ``self._modules``)
 ``patching``           assignment or ``del`` of an attribute of an imported module, of a module-level
-                       class or function, or of ``self.forward``; rebinding an imported module name;
-                       module/state-dict hooks; overriding nn.Module methods; decorating the entry class
-``stream-or-state``    streams, CUDA graphs, seeds, default dtype, memory fraction, determinism...
-``cuda-source``        CUDA/C++ source (and compiler flags) that creates streams, allocates, touches
-                       persisting L2, launches without a stream, calls torch ops or cuBLAS/cuDNN,
-                       hides names (``using namespace at``, ``##``), includes files by path, links
-                       libraries, or is built at run time so it cannot be checked
+                       class or function, or of ``self.forward``; rebinding an imported module name
+                       at module level (locals and parameters are locals; an import ``try`` may bind
+                       a constant or an empty class in its ``except``); module/state-dict hooks;
+                       overriding nn.Module methods; decorating the entry class
+``stream-or-state``    streams, CUDA graphs, seeds, default dtype, memory fraction, determinism... of
+                       every device backend (torch.cuda, xpu, mps, mtia, cpu, accelerator)
+``cuda-source``        CUDA/C++ source (and compiler flags) that creates or names other streams,
+                       selects per-thread default streams, allocates, touches persisting L2, calls
+                       torch ops or cuBLAS/cuDNN, hides names (``using namespace at``, ``##``),
+                       includes files by path, links libraries, or is built at run time (or by
+                       ``**kwargs``, or through load_inline/compile used as a value) so it cannot be
+                       checked; a launch without a stream argument (the default stream) is allowed
 ``torch-compute``      PyTorch compute on the forward path (torch.*, F.*, tensor methods, ``@``,
-                       torch.nn modules called), a stored reference to a torch op anywhere, or
-                       torch.compile / torch.jit / autocast
+                       torch.nn modules called), host copies of tensor data (``.tolist()``,
+                       ``.numpy()``, ``.apply_()``, ``new_tensor``, storages, ``.item()``/``float()``
+                       of elements in a loop), a stored reference to a torch op or a tensor method
+                       taken as a value anywhere (``f = x.softmax``), torch.compile / torch.jit /
+                       autocast; device-capability probes of any backend are not compute
 ``reference``          uses ``Model`` or makes ``ModelNew`` inherit anything but nn.Module
 ``tensor-subclass``    a class derived from torch.Tensor or nn.Parameter (lazy or fake outputs)
-``try-fallback``       a ``try`` statement on the forward path (fallback to PyTorch), except
-                       ``try: import ... except ImportError``
+``try-fallback``       a ``try`` (or ``contextlib.suppress``) on the forward path, except ``try:
+                       import ... except ImportError`` and version/device probes whose body only
+                       imports or queries and whose handlers only set flags or constants
 ``too-complex``        the file nests too deeply to analyse (rejected rather than skipped)
 ``internal-error``     the checker itself failed on this file (rejected; a checker bug to report)
 =====================  ==========================================================================
 
 The forward path is the entry's ``forward`` (and ``__call__``) plus every function, method and
-``autograd.Function.forward`` reachable from it, plus hooks in Triton kernels' decorators and any
-function stored as a value (``self.fn = helper``), since those can run during forward.
+``autograd.Function.forward`` reachable from it (``torch.ops.ns.op`` reaches the function registered
+as that op), plus hooks in Triton kernels' decorators, any function stored as a value
+(``self.fn = helper``), every lambda, nested functions that escape their scope, and methods of
+classes defined inside functions, since those can run during forward.
 Known limits (the runtime guards cover them): builtins such as ``sum(x)`` and operators on tensors,
-calls through objects the checker cannot type (``for layer in self.layers: layer(x)``), and launch
-sites in dead code.
+calls through objects the checker cannot type (``for layer in self.layers: layer(x)``), grids whose
+emptiness depends on the data, element-wise host work spelled without conversions
+(``map(math.exp, row)``), and launch sites in dead code.
 """
 
 from __future__ import annotations
@@ -55,6 +88,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evaluator.static_cuda import scan_source, source_pieces
+from evaluator.static_fold import fold_strings
+from evaluator.static_grids import empty_launch
+from evaluator.static_library import check_registrations
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model
 from evaluator.static_model import resolve as _resolve
 from evaluator.static_paths import hook_roots, launch_sites, passed_kernels, reachable, stored_roots
@@ -83,6 +119,9 @@ class StaticReport:
     backend: str = "unknown"  # "triton" | "cuda" | "load_inline" | "unknown"
     kernels: list[str] = field(default_factory=list)
     launched: list[str] = field(default_factory=list)
+    # "namespace::name" of every operator the candidate registers with torch.library.custom_op/triton_op:
+    # calling one runs the candidate's own kernels (the runtime op recorder may treat them as such).
+    custom_ops: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -152,21 +191,40 @@ def _source_expressions(tree: ast.Module, model: ModuleModel, out: _Collector) -
 
 
 def _check_cuda_sources(tree: ast.Module, model: ModuleModel, allow: frozenset[str], out: _Collector) -> None:
-    """Run ``cuda-source`` checks on every CUDA/C++ source string the candidate compiles or defines."""
+    """Run ``cuda-source`` checks on every CUDA/C++ source string the candidate compiles or defines.
+
+    Each string constant is scanned where it stands (so findings point at its line), and the whole
+    source is scanned again as the program builds it (``"cudaMal" + "loc"``, ``"{}{}".format(...)``,
+    ``"...collaMaduc"[::-1]``): a finding only the assembled source shows is reported at the call.
+    """
     scanned: set[int] = set()
+    resolve_here = lambda n: _resolve(n, model.aliases)  # noqa: E731
     for site, expr in _source_expressions(tree, model, out):
+        whole = None if isinstance(expr, ast.Constant) else fold_strings(expr, model.constants.get, resolve_here)
+        messages: set[str] = set()
         for piece in source_pieces(expr, model.constants):
             if piece is None:
-                out.report("cuda-source", site, "CUDA/C++ source or compiler flags are built at run time, so "
-                           "they cannot be checked; pass string constants (literals or module-level names)")
+                if whole is None:
+                    out.report("cuda-source", site, "CUDA/C++ source or compiler flags are built at run time, so "
+                               "they cannot be checked; use string constants (literals or module-level names)")
                 continue
+            findings = scan_source(piece.value, allow)
+            messages.update(f.message for f in findings)
             if id(piece) in scanned:
                 continue
             scanned.add(id(piece))
-            for finding in scan_source(piece.value, allow):
+            for finding in findings:
                 line = piece.lineno + finding.line
                 col = piece.col_offset if finding.line == 0 else finding.col
                 out.add("cuda-source", line, col, finding.message)
+        if whole is None and not isinstance(expr, ast.Constant) and None not in source_pieces(expr, model.constants):
+            out.report("cuda-source", site, "CUDA/C++ source or compiler flags are assembled in a way the checker "
+                       "cannot evaluate; use string constants joined with `+`, f-strings or .format instead")
+        for text in whole or ():
+            for finding in scan_source(text, allow):
+                if finding.message not in messages:
+                    messages.add(finding.message)
+                    out.report("cuda-source", site, f"(in the assembled source) {finding.message}")
 
 
 def _check_jit_bodies(model: ModuleModel, out: _Collector) -> None:
@@ -193,9 +251,16 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_hooks(tree, out.report)
     path = reachable(model, roots + hook_roots(model) + stored_roots(model, tree))
     launched: list[str] = []
+    resolve_here = lambda n: _resolve(n, model.aliases)  # noqa: E731
     for key in path:
-        for name, _call in launch_sites(model, model.functions[key]):
-            if name not in launched:
+        fn = model.functions[key]
+        for name, call in launch_sites(model, fn):
+            empty = empty_launch(model, fn if not isinstance(fn, ast.Lambda) else None, call, name, resolve_here)
+            if empty is not None:
+                out.report("empty-grid", call, f"`{ast.unparse(call.func)}` launches `{name}` on an empty {empty} "
+                           "(no program runs, so nothing is computed); use a grid of at least one program per "
+                           "output block")
+            elif name not in launched:
                 launched.append(name)
     launched.extend(k for k in dict.fromkeys(passed_kernels(model, path)) if k not in launched)
     kernels = list(model.kernel_order)
@@ -211,11 +276,13 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
                 "but nothing reachable from the forward path launches one; call `kernel[grid](...)`, "
                 "`kernel[grid, block](...)` or `ext.fn(...)` from forward or a function it calls")
     RuleVisitor(model, set(path), entry, allow, out.report).visit(tree)
+    check_registrations(tree, resolve_here, model.custom_ops, out.report)
     _check_jit_bodies(model, out)
     _check_cuda_sources(tree, model, allow, out)
     first = launched[0] if launched else kernels[0] if kernels else None
     backend = model.kernel_backend.get(first, "unknown") if first else "unknown"
-    return StaticReport(None, out.sorted(), backend, kernels, launched)
+    ops = [f"{op.namespace}::{op.name}" for op in model.custom_ops.values()]
+    return StaticReport(None, out.sorted(), backend, kernels, launched, ops)
 
 
 def check_source(

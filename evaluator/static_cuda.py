@@ -3,8 +3,12 @@
 The sources given to ``kernelevo.cuda.compile`` and ``load_inline`` (and any string constant that
 defines a ``__global__`` function) are tokenised, with comments and literals removed, and searched for
 identifiers that create streams or graphs, allocate device memory behind PyTorch's back, change the
-persisting-L2 carve-out, synchronise the whole device, or start threads and processes; ``<<<...>>>``
-launches must pass a stream (PyTorch's current one) as the fourth launch parameter.
+persisting-L2 carve-out, synchronise the whole device, or start threads and processes. A ``<<<...>>>``
+launch either passes a stream (PyTorch's current one) as its fourth parameter or none at all: a launch
+without one goes to the legacy default stream, as most real ``load_inline`` code does, and the runtime
+GPU trace checks which stream each kernel ran on. Named other streams (``cudaStreamPerThread``,
+``cudaStreamLegacy``), stream creation and per-thread default streams (``--default-stream per-thread``,
+``CUDA_API_PER_THREAD_DEFAULT_STREAM``) stay refused.
 """
 
 from __future__ import annotations
@@ -53,8 +57,7 @@ BANNED_IDENTIFIERS: dict[str, str] = {
 # Math libraries: calling them is "the library does the math" unless the op spec allows it.
 LIBRARY_PREFIXES = ("cublas", "cudnn", "cufft", "cusparse", "cusolver")
 
-# Fourth ``<<<>>>`` parameters that mean "not PyTorch's current stream".
-_DEFAULT_STREAMS = {"", "0", "0u", "0U", "nullptr", "NULL", "cudaStreamLegacy", "cudaStreamPerThread"}
+_PER_THREAD = re.compile(r"default-stream(?![\s=]+legacy\b)|\bper-thread\b|CUDA_API_PER_THREAD_DEFAULT_STREAM")
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _QUALIFIED = re.compile(r"\b(?:torch|at|c10)(?:\s*::\s*\w+)+")
@@ -105,26 +108,6 @@ def _banned_reason(ident: str) -> str | None:
     return None
 
 
-def _launch_params(text: str, start: int) -> tuple[list[str], int] | None:
-    """Top-level comma-separated parameters of a ``<<<...>>>`` starting after ``start``."""
-    end = text.find(">>>", start)
-    if end < 0:
-        return None
-    params, depth, current = [], 0, []
-    for ch in text[start:end]:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            params.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-    params.append("".join(current).strip())
-    return params, end
-
-
 def _torch_findings(text: str, allow: frozenset[str]) -> Iterator[tuple[int, str]]:
     """(offset, message) for PyTorch compute and math-library calls made from C++."""
     for match in _QUALIFIED.finditer(text):
@@ -149,7 +132,7 @@ def _torch_findings(text: str, allow: frozenset[str]) -> Iterator[tuple[int, str
 
 
 def scan_source(source: str, allow: frozenset[str] = frozenset()) -> list[SourceFinding]:
-    """Problems in one CUDA C/C++ source string (banned identifiers, launches without a stream).
+    """Problems in one CUDA C/C++ source string (banned identifiers, torch compute, hidden names, includes).
 
     ``allow`` holds op names the op spec allows (``matmul``, or a library prefix such as ``cublas``).
     """
@@ -170,22 +153,9 @@ def scan_source(source: str, allow: frozenset[str] = frozenset()) -> list[Source
     for match in _QUOTED_INCLUDE.finditer(source):
         findings.append(SourceFinding(*_position(source, match.start()), "`#include \"...\"` reads a file by "
                                       "path; include only <system> headers and keep the code in the source"))
-    pos = text.find("<<<")
-    while pos >= 0:
-        parsed = _launch_params(text, pos + 3)
-        if parsed is None:
-            break
-        params, end = parsed
-        if len(params) < 4 or params[3] in _DEFAULT_STREAMS:
-            line, col = _position(text, pos)
-            findings.append(
-                SourceFinding(
-                    line, col, "kernel launch `<<<...>>>` does not pass a stream, so it runs on the legacy "
-                    "default stream; pass PyTorch's current stream as the 4th launch parameter: "
-                    "`<<<grid, block, smem, at::cuda::getCurrentCUDAStream()>>>`"
-                )
-            )
-        pos = text.find("<<<", end + 3)
+    for match in _PER_THREAD.finditer(text):
+        findings.append(SourceFinding(*_position(text, match.start()), f"`{match.group(0)}` selects per-thread "
+                                      "default streams, so launches leave the timed stream; remove it"))
     return findings
 
 

@@ -15,12 +15,15 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from evaluator.static_library import WRAP_TRITON, CustomOp, find_custom_ops
+from evaluator.static_uses import parent_map
+
 CUDA_COMPILE = "kernelevo.cuda.compile"
 LOAD_INLINE = "torch.utils.cpp_extension.load_inline"
 TRITON_JIT = "triton.jit"
 AUTOGRAD_FUNCTION = "torch.autograd.Function"
 
-FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda  # named lambdas count as functions
 # Python containers: ``self.seen = set()`` then ``self.seen.add(k)`` is not torch's ``add``.
 _CONTAINERS = frozenset({"set", "list", "dict", "frozenset"})
 _CONTAINER_LITERALS = (ast.Set, ast.List, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
@@ -32,6 +35,7 @@ class ModuleModel:
 
     aliases: dict[str, str] = field(default_factory=dict)  # local name -> dotted path ("F" -> torch.nn.f..)
     imported: set[str] = field(default_factory=set)  # names bound by import statements
+    alias_alternatives: dict[str, list[str]] = field(default_factory=dict)  # name -> other import paths
     functions: dict[str, FunctionNode] = field(default_factory=dict)  # "fn" or "Cls.meth" -> def
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
     autograd_functions: set[str] = field(default_factory=set)  # torch.autograd.Function subclasses
@@ -44,6 +48,8 @@ class ModuleModel:
     constants: dict[str, list[ast.expr]] = field(default_factory=dict)  # module-level name -> values
     kernel_order: list[str] = field(default_factory=list)  # kernel names in source order, by backend
     kernel_backend: dict[str, str] = field(default_factory=dict)  # kernel name -> backend
+    parents: dict[int, ast.AST] = field(default_factory=dict)  # id(node) -> parent node
+    custom_ops: dict[str, CustomOp] = field(default_factory=dict)  # "ns.name" -> op registered via torch.library
 
 
 def resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
@@ -70,12 +76,13 @@ def resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 
 def is_const_getattr(node: ast.AST) -> bool:
-    """True for ``getattr(obj, "name")`` (two arguments, a constant string name)."""
+    """True for ``getattr(obj, "name")`` and ``getattr(obj, "name", default)`` (a constant string name)."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id == "getattr"
-        and len(node.args) == 2
+        and len(node.args) in (2, 3)
+        and not any(isinstance(a, ast.Starred) for a in node.args)
         and not node.keywords
         and isinstance(node.args[1], ast.Constant)
         and isinstance(node.args[1].value, str)
@@ -94,21 +101,32 @@ def binding_key(node: ast.AST) -> str | None:
     return None
 
 
-def _import_aliases(tree: ast.Module) -> dict[str, str]:
+def _import_aliases(tree: ast.Module) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """(local name -> dotted module path, name -> the other paths it is imported from elsewhere in the file).
+
+    ``try: from triton.language.extra.libdevice import rsqrt`` / ``except ImportError: from
+    triton.language.extra.cuda.libdevice import rsqrt``: either may be what runs, so rules check both.
+    """
     aliases: dict[str, str] = {}
+    others: dict[str, list[str]] = {}
+
+    def bind(name: str, dotted: str) -> None:
+        if aliases.setdefault(name, dotted) != dotted and dotted not in others.setdefault(name, []):
+            others[name].append(dotted)
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
-                    aliases[a.asname] = a.name
+                    bind(a.asname, a.name)
                 else:
                     root = a.name.split(".")[0]
-                    aliases[root] = root
+                    bind(root, root)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for a in node.names:
                 if a.name != "*":
-                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-    return aliases
+                    bind(a.asname or a.name, f"{node.module}.{a.name}")
+    return aliases, others
 
 
 def _simple_assignments(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.expr]]:
@@ -192,6 +210,9 @@ def _kernel_of(model: ModuleModel, value: ast.expr, key: str) -> tuple[str, tupl
         name = _const_arg(value, 0, ("name",)) or key  # type: ignore[arg-type]
         _add_kernel(model, name, "load_inline")
         return "extension", (name,)
+    if called in WRAP_TRITON and isinstance(value, ast.Call) and value.args:
+        ref = binding_key(value.args[0])
+        return ("launchable", model.launchables[ref]) if ref in model.launchables else None
     if isinstance(value, ast.IfExp):
         parts = [_kernel_of(model, v, key) for v in (value.body, value.orelse)]
         kinds = {p[0] for p in parts if p is not None}
@@ -208,7 +229,8 @@ def _kernel_of(model: ModuleModel, value: ast.expr, key: str) -> tuple[str, tupl
 
 def build_model(tree: ast.Module) -> ModuleModel:
     """Collect aliases, definitions, kernels and bindings of a parsed candidate module."""
-    model = ModuleModel(aliases=_import_aliases(tree))
+    aliases, others = _import_aliases(tree)
+    model = ModuleModel(aliases=aliases, alias_alternatives=others)
     model.imported = set(model.aliases)
     assignments = list(_simple_assignments(tree))
     _assignment_aliases(tree, model, assignments)
@@ -227,11 +249,17 @@ def build_model(tree: ast.Module) -> ModuleModel:
             for item in stmt.body:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                     model.functions[f"{stmt.name}.{item.name}"] = item
+                for name, lam in _named_lambdas(item):
+                    model.functions.setdefault(f"{stmt.name}.{name}", lam)
         elif isinstance(stmt, ast.Assign | ast.AnnAssign):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
                 if isinstance(target, ast.Name) and stmt.value is not None:
                     model.constants.setdefault(target.id, []).append(stmt.value)
+            for name, lam in _named_lambdas(stmt):
+                model.functions.setdefault(name, lam)
+    model.parents = parent_map(tree)
+    model.custom_ops = find_custom_ops(tree, lambda n: resolve(n, model.aliases), set(model.functions))
     for node in ast.walk(tree):  # k = triton.jit(fn): fn is kernel code, not a Python function
         if _call_name(node, model.aliases) == TRITON_JIT and node.args:  # type: ignore[arg-type]
             target = node.args[0]  # type: ignore[attr-defined]
@@ -269,6 +297,19 @@ def build_model(tree: ast.Module) -> ModuleModel:
         elif isinstance(value, _CONTAINER_LITERALS):
             model.instances[key] = f"builtin:{type(value).__name__}"
     return model
+
+
+def _named_lambdas(stmt: ast.AST) -> list[tuple[str, ast.Lambda]]:
+    """``NAME = lambda ...`` (also wrapped: ``staticmethod(lambda ...)``): a function under that name."""
+    if not isinstance(stmt, ast.Assign | ast.AnnAssign) or stmt.value is None:
+        return []
+    value = stmt.value
+    while isinstance(value, ast.Call) and len(value.args) == 1 and isinstance(value.func, ast.Name):
+        value = value.args[0]  # staticmethod(lambda ...), classmethod(...)
+    if not isinstance(value, ast.Lambda):
+        return []
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return [(t.id, value) for t in targets if isinstance(t, ast.Name)]
 
 
 def bound_names(scope: ast.AST) -> set[str]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from evaluator.static_model import FunctionNode, ModuleModel, binding_key, is_const_getattr
+from evaluator.static_library import WRAP_TRITON, custom_op_key
+from evaluator.static_model import FunctionNode, ModuleModel, binding_key, is_const_getattr, resolve
 
 
 def _class_methods(model: ModuleModel, cls: str) -> list[str]:
@@ -35,7 +36,11 @@ def callees(model: ModuleModel, key: str) -> set[str]:
             instance = model.instances.get(node.id, "")
             if instance.startswith("class:"):
                 out.update(_class_methods(model, instance[6:]))
-        elif isinstance(node, ast.Attribute | ast.Call) and cls is not None:
+        elif isinstance(node, ast.Attribute) and model.custom_ops:
+            op = model.custom_ops.get(custom_op_key(resolve(node, model.aliases) or "") or "")
+            if op is not None and op.function:
+                out.add(op.function)  # torch.ops.mylib.op(...): runs the function registered as that op
+        if isinstance(node, ast.Attribute | ast.Call) and cls is not None:
             if isinstance(node, ast.Attribute):
                 key_, attr = binding_key(node), node.attr
             elif is_const_getattr(node) and binding_key(node.args[0]) == "self":
@@ -65,6 +70,20 @@ def hook_roots(model: ModuleModel) -> list[str]:
     return roots
 
 
+def _backward_argument(model: ModuleModel, call: ast.Call) -> ast.AST | None:
+    """The backward function given to ``op.register_autograd(bwd, ...)`` / ``torch.library.register_autograd(
+    "ns::op", bwd, ...)``: it runs in the backward pass, like ``autograd.Function.backward``."""
+    func = call.func
+    if resolve(func, model.aliases) == "torch.library.register_autograd":
+        index = 1
+    elif isinstance(func, ast.Attribute) and func.attr == "register_autograd" and isinstance(func.value, ast.Name) \
+            and func.value.id in {op.function for op in model.custom_ops.values()}:  # fmt: skip
+        index = 0
+    else:
+        return None
+    return call.args[index] if len(call.args) > index else None
+
+
 def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
     """Functions and classes whose reference is stored as a value, not called: they become roots.
 
@@ -82,6 +101,9 @@ def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
                 isinstance(func, ast.Attribute) and func.attr == "apply" and binding_key(func.value) == "self"
             ):
                 skip.update(id(a) for a in node.args)
+            backward = _backward_argument(model, node)
+            if backward is not None:
+                skip.add(id(backward))
         elif isinstance(node, ast.ClassDef):
             skip.update(id(b) for b in node.bases)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -132,6 +154,9 @@ def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, as
             factory = model.factories.get(owner.func.id)
             if factory is not None and factory[0] == kind:
                 names = factory[1]
+        if not names and kind == "launchable" and isinstance(owner, ast.Call) and owner.args:
+            if resolve(owner.func, model.aliases) in WRAP_TRITON:  # torch.library.wrap_triton(kernel)[grid](...)
+                names = model.launchables.get(binding_key(owner.args[0]) or "", ())
         for name in names:
             yield name, node
 

@@ -9,63 +9,16 @@ PyTorch's own op list decides which tensor methods compute (``dir(torch.Tensor)`
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import types
 from collections.abc import Iterable
 
-ALLOWED_MODULES = frozenset(
-    {
-        "torch", "torch.nn", "torch.nn.functional", "torch.utils.cpp_extension", "triton",
-        "triton.language", "math", "typing", "dataclasses", "functools", "itertools", "collections",
-        "enum", "operator", "__future__", "kernelevo", "kernelevo.cuda",
-    }
-)  # fmt: skip
-_ALLOWED_MODULE_PREFIXES = ("triton.language.", "collections.")
-ALLOWED_SUMMARY = (
-    "torch, torch.nn, torch.nn.functional, torch.utils.cpp_extension (load_inline), triton, "
-    "triton.language, math, typing, dataclasses, functools, itertools, collections, enum, operator, "
-    "kernelevo.cuda"
-)
+from evaluator import import_policy
+from evaluator.static_chains import chain_finding, policy_for
 
-# Top-level module -> why a candidate may not import it (anything else unlisted: "not allowed").
-_WHY_MODULE = {
-    "threading": "starts threads that keep working after the timer stops",
-    "_thread": "starts threads that keep working after the timer stops",
-    "multiprocessing": "starts processes",
-    "concurrent": "starts threads or processes",
-    "asyncio": "runs background tasks",
-    "subprocess": "starts processes",
-    "signal": "installs signal handlers",
-    "os": "reaches the process, its environment and the file system",
-    "sys": "introspects the interpreter (sys.modules, frames)",
-    "gc": "introspects the heap (gc.get_objects can find the reference outputs)",
-    "inspect": "introspects the call stack and the harness",
-    "traceback": "introspects the call stack",
-    "importlib": "imports modules dynamically",
-    "builtins": "can patch builtins",
-    "types": "builds functions and modules dynamically",
-    "weakref": "tracks objects behind the harness's back",
-    "ctypes": "calls native code and reads raw memory",
-    "cffi": "calls native code and reads raw memory",
-    "socket": "does network I/O",
-    "urllib": "does network I/O",
-    "http": "does network I/O",
-    "requests": "does network I/O",
-    "ssl": "does network I/O",
-    "io": "does file I/O",
-    "pathlib": "does file I/O",
-    "shutil": "does file I/O",
-    "tempfile": "does file I/O",
-    "glob": "does file I/O",
-    "pickle": "deserialises arbitrary objects",
-    "marshal": "loads code objects",
-    "shelve": "does file I/O and deserialises objects",
-    "time": "reads or patches the clocks the timer uses",
-    "timeit": "reads or patches the clocks the timer uses",
-    "numpy": "computes on the CPU instead of in your kernel",
-    "scipy": "computes on the CPU instead of in your kernel",
-    "random": "changes or reads random state",
-}
+# Where a name comes from and what may be imported: the one table in evaluator.import_policy.
+ALLOWED_SUMMARY = import_policy.ALLOWED_SUMMARY
 
 # Dotted-name prefix -> (rule, why). Applies to imports and to attribute chains such as torch.cuda.Stream.
 _NAME_RULES: dict[str, tuple[str, str]] = {
@@ -84,7 +37,6 @@ _NAME_RULES: dict[str, tuple[str, str]] = {
     "torch.futures": ("banned-import", "runs work asynchronously"),
     "torch.classes": ("banned-import", "loads native code"),
     "triton.testing": ("banned-import", "is benchmarking tooling (timing is the harness's job)"),
-    "triton.tools": ("banned-import", "is offline tooling, not kernel code"),
     "torch.compile": ("torch-compute", "lets PyTorch's compiler generate the kernel"),
     "torch.compiler": ("torch-compute", "lets PyTorch's compiler generate the kernel"),
     "torch.jit": ("torch-compute", "lets PyTorch's JIT generate the kernel"),
@@ -94,9 +46,13 @@ _NAME_RULES: dict[str, tuple[str, str]] = {
     "torch.autocast": ("torch-compute", "changes the precision PyTorch computes in"),
     "torch.amp": ("torch-compute", "changes the precision PyTorch computes in"),
     "torch.cuda.amp": ("torch-compute", "changes the precision PyTorch computes in"),
-    "torch.cuda.memory_snapshot": ("introspection", "reads the allocator's state (where other tensors live)"),
+    "torch.cpu.amp": ("torch-compute", "changes the precision PyTorch computes in"),
+    "torch.xpu.amp": ("torch-compute", "changes the precision PyTorch computes in"),
+    "torch.cuda.jiterator": ("cuda-source", "compiles CUDA code from strings the checker does not scan"),
+    "torch.mps.compile_shader": ("cuda-source", "compiles shader code from strings the checker does not scan"),
+    "torch.mps.load_metallib": ("cuda-source", "loads compiled shader binaries the checker cannot read"),
     "torch.ops": ("private-api", "calls ATen operators directly"),
-    "torch.library": ("private-api", "registers or overrides operators"),
+    "triton.compile": ("private-api", "compiles IR text the checker cannot read; write a @triton.jit kernel"),
     "triton.runtime": ("private-api", "reaches Triton's runtime internals (drivers, caches, launchers)"),
     "triton.compiler": ("private-api", "reaches Triton's compiler internals"),
     "triton.backends": ("private-api", "reaches Triton's backend internals"),
@@ -104,14 +60,26 @@ _NAME_RULES: dict[str, tuple[str, str]] = {
 }
 _NAME_RULES_LEAVES: frozenset[str] = frozenset()  # filled below: stream/state names are not compute
 _STATE = "changes streams, graphs or process-wide device state the harness relies on"
+# Device backends share one API shape (torch.cuda, torch.xpu, torch.mps, torch.mtia, torch.cpu, torch.accelerator):
+# their stream, graph, allocator and RNG members change state; the rest are probes (is_available, properties).
+DEVICE_BACKENDS = ("cuda", "xpu", "mps", "mtia", "cpu", "accelerator")
+_BACKEND_STATE = (
+    "Stream", "stream", "streams", "ExternalStream", "StreamContext", "set_stream", "get_stream_from_external",
+    "graph", "graphs", "Graph", "CUDAGraph", "XPUGraph", "MTIAGraph", "graph_pool_handle", "make_graphed_callables",
+    "set_per_process_memory_fraction", "memory", "empty_cache", "caching_allocator_alloc",
+    "caching_allocator_delete", "MemPool", "use_mem_pool", "change_current_allocator", "CUDAPluggableAllocator",
+    "XPUPluggableAllocator", "set_device", "set_device_index", "set_device_idx", "manual_seed", "manual_seed_all",
+    "seed", "seed_all", "set_rng_state", "set_rng_state_all",
+)  # fmt: skip
+for _backend in DEVICE_BACKENDS:
+    for _leaf in _BACKEND_STATE:
+        _NAME_RULES[f"torch.{_backend}.{_leaf}"] = ("stream-or-state", _STATE)
+    for _leaf in ("memory_snapshot", "snapshot", "record_memory_history"):
+        _NAME_RULES[f"torch.{_backend}.{_leaf}"] = ("introspection", "reads the allocator's state (where other "
+                                                    "tensors live)")
+    _NAME_RULES[f"torch.{_backend}.profiler"] = ("banned-import", "introspects the harness's profiling")
 for _name in (
-    "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.streams", "torch.cuda.ExternalStream",
-    "torch.cuda.StreamContext", "torch.cuda.set_stream", "torch.Stream", "torch.StreamObjType",
-    "torch.cuda.graph", "torch.cuda.graphs", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables",
-    "torch.cuda.set_per_process_memory_fraction", "torch.cuda.memory", "torch.cuda.empty_cache",
-    "torch.cuda.caching_allocator_alloc", "torch.cuda.caching_allocator_delete", "torch.cuda.set_device",
-    "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.seed", "torch.cuda.seed_all",
-    "torch.cuda.set_rng_state", "torch.cuda.set_rng_state_all", "torch.manual_seed", "torch.seed",
+    "torch.Stream", "torch.StreamObjType", "torch.manual_seed", "torch.seed",
     "torch.random", "torch.set_rng_state", "torch.set_default_dtype", "torch.set_default_device",
     "torch.set_default_tensor_type", "torch.use_deterministic_algorithms",
     "torch.set_deterministic_debug_mode", "torch.set_float32_matmul_precision",
@@ -131,7 +99,7 @@ ALLOWED_TENSOR_METHODS = frozenset(
         "element_size", "dtype", "device", "new_empty", "new_zeros", "new_ones", "new_full",
         "new_empty_strided", "narrow", "select", "split", "split_with_sizes", "chunk", "tensor_split",
         "unbind", "as_strided", "movedim", "moveaxis", "swapaxes", "swapdims", "detach", "detach_",
-        "clone", "copy_", "zero_", "fill_", "get_device", "requires_grad_", "item", "tolist",
+        "clone", "copy_", "zero_", "fill_", "get_device", "requires_grad_", "item",
     }
 )  # fmt: skip
 ALLOWED_TORCH_FUNCTIONS = frozenset(
@@ -143,7 +111,10 @@ ALLOWED_TORCH_FUNCTIONS = frozenset(
         "broadcast_shapes", "broadcast_tensors",
     }
 )  # fmt: skip
-_EXTRA_COMPUTE_METHODS = frozenset({"repeat", "apply_", "map_", "map2_", "sum_to_size", "backward", "numpy"})
+# Tensor methods that hand tensor data to Python or numpy, where it can be computed on the host unseen.
+HOST_CONVERSION_METHODS = frozenset({"tolist", "numpy", "apply_", "map_", "map2_", "new_tensor", "untyped_storage",
+                                     "storage", "_typed_storage"})  # fmt: skip
+_EXTRA_COMPUTE_METHODS = frozenset({"repeat", "sum_to_size", "backward"}) | HOST_CONVERSION_METHODS
 # Method names that do file I/O whatever object they are called on (numpy arrays, storages).
 FILE_IO_METHODS = frozenset({"tofile", "fromfile", "save", "load", "from_file"})
 # Bases that make a class a tensor subclass (lazy or fake outputs).
@@ -159,8 +130,9 @@ def module_internals() -> frozenset[str]:
     names = {n for n in vars(torch.nn.Module()) if n.startswith("_")}
     return frozenset(names | {"_call_impl", "_wrapped_call_impl", "_compiled_call_impl", "_apply"})
 # torch namespaces whose members are not compute (state is covered by _NAME_RULES).
-_TORCH_NON_COMPUTE = ("cuda", "backends", "version", "types", "Tensor", "nn.Parameter", "nn.Buffer",
-                      "nn.Module", "autograd.Function", "autograd.function", "utils.cpp_extension")  # fmt: skip
+_TORCH_NON_COMPUTE = (*DEVICE_BACKENDS, "backends", "version", "types", "Tensor", "nn.Parameter", "nn.Buffer",
+                      "nn.Module", "autograd.Function", "autograd.function", "utils.cpp_extension", "library",
+                      "distributed.tensor")  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1)
@@ -192,6 +164,14 @@ def _torch_tables() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     return frozenset(compute | _EXTRA_COMPUTE_METHODS), data | modules, frozenset(functions)
 
 
+@functools.lru_cache(maxsize=1)
+def tensor_properties() -> frozenset[str]:
+    """Tensor attributes that are data, not methods (``x.real``, ``x.T``, ``x.shape``): reading one is no lookup."""
+    import torch  # local: importing the checker must not import torch
+
+    return frozenset(n for n in dir(torch.Tensor) if not callable(inspect.getattr_static(torch.Tensor, n, None)))
+
+
 def normalise_allow(allow: Iterable[str]) -> frozenset[str]:
     """Op names from ``allow_torch`` entries: ``torch.matmul``, ``matmul``, ``aten.mm``, ``aten.mm.default``."""
     out = set()
@@ -217,7 +197,7 @@ def method_computes(name: str, allow: frozenset[str]) -> bool:
 
 def torch_computes(dotted: str, *, called: bool, allow: frozenset[str]) -> bool:
     """True when the dotted name is a PyTorch compute op used on the forward path (called or passed)."""
-    if dotted in ALLOWED_MODULES:
+    if dotted in import_policy.POLICIES:
         return False
     _torch_tables()  # imports torch, so that its submodules are in sys.modules
     if dotted in sys.modules:
@@ -254,35 +234,56 @@ def cxx_op_computes(name: str, allow: frozenset[str]) -> bool:
 
 
 def classify_name(dotted: str) -> tuple[str, str] | None:
-    """(rule, why) when a dotted name is off limits to candidates anywhere in the file, else None."""
+    """(rule, why) when a dotted name is off limits to candidates anywhere in the file, else None.
+
+    ``dotted`` starts with an imported module (``torch.cuda.Stream``, ``typing.sys.modules``). Names of
+    type-only modules (``torch.distributed.tensor.DTensor``) pass here: where they are used decides
+    (:func:`type_only_policy`).
+    """
     parts = dotted.split(".")
     root = parts[0]
-    if root not in ("torch", "triton", "kernelevo"):
+    if root in ("torch", "triton", "kernelevo"):
+        for part in parts[1:]:
+            if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+                return "private-api", f"`{dotted}` is a private internal ({part})"
+    found = chain_finding(dotted)
+    if found is not None:
+        return found.rule, found.why
+    if type_only_policy(dotted) is not None:
         return None
-    for part in parts[1:]:
-        if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
-            return "private-api", f"`{dotted}` is a private internal ({part})"
     for i in range(len(parts), 1, -1):
         hit = _NAME_RULES.get(".".join(parts[:i]))
         if hit is not None:
             return hit
     if root == "torch" and parts[-1] in ("from_file", "save", "load", "tofile", "fromfile"):
         return "banned-import", "does file I/O"
-    if parts[:2] == ["torch", "utils"] and parts[2:4] not in (["cpp_extension"], ["cpp_extension", "load_inline"]):
-        return "banned-import", "is outside what candidates may use (only cpp_extension.load_inline)"
-    if root == "kernelevo" and len(parts) > 1 and parts[1] != "cuda":
-        return "banned-import", "is outside what candidates may use (only kernelevo.cuda)"
     return None
+
+
+def type_only_policy(dotted: str) -> tuple[str, import_policy.ModulePolicy] | None:
+    """(module, policy) when ``dotted`` is in a module whose names may only be used as types."""
+    found = policy_for(dotted)
+    return found if found is not None and found[1].type_only else None
 
 
 def module_allowed(module: str) -> bool:
     """True when ``import module`` is on the candidate allowlist."""
-    return module in ALLOWED_MODULES or module.startswith(_ALLOWED_MODULE_PREFIXES)
+    if module in import_policy.POLICIES:
+        return True
+    return any(module.startswith(p + ".") for p in import_policy.OPEN_PACKAGES)
 
 
 def why_module(module: str) -> str:
-    """A short reason a module is refused (threads, introspection, I/O...)."""
-    return _WHY_MODULE.get(module.split(".")[0], "is not on the candidate allowlist")
+    """Why a module is refused, true of that module (threads, introspection, I/O...), as a clause."""
+    parts = module.split(".")
+    for i in range(len(parts), 1, -1):
+        hit = _NAME_RULES.get(".".join(parts[:i]))
+        if hit is not None:
+            return f"it {hit[1]}"
+    found = policy_for(module)
+    if found is not None and found[1].why_limited:
+        return found[1].why_limited
+    return "it " + import_policy.REFUSED_WHY.get(parts[0], "is not on the candidate allowlist")
 
 
 DANGEROUS_BUILTINS = {
@@ -295,7 +296,20 @@ DANGEROUS_BUILTINS = {
     "exit": "ends the process (a success code would hide a failure)",
     "quit": "ends the process (a success code would hide a failure)",
     "SystemExit": "ends the process (a success code would hide a failure)",
-    "id": "keys caches on object identity", "memoryview": "reads raw memory",
+    "id": "keys caches on object identity", "memoryview": "reads raw memory", "help": "introspects objects",
 }  # fmt: skip
+# Builtins and operator helpers that look names up at run time: legal only called directly, with a literal,
+# public attribute name (``getattr(obj, "shape")``), never as values (``g = getattr``, ``partial(getattr, x)``).
+LOOKUP_CALLABLES = frozenset({"getattr", "operator.methodcaller", "operator.attrgetter"})
+# What getattr(torch, device.type) may be used for: asking a device module about the device (and
+# ``with backend.device(d):``, which selects the device for a block and restores it afterwards).
+DEVICE_QUERIES = frozenset({
+    "is_available", "device_count", "current_device", "get_device_properties", "get_device_name",
+    "get_device_capability", "is_bf16_supported", "is_tf32_supported", "is_initialized", "get_arch_list",
+    "mem_get_info", "synchronize", "current_stream", "device",
+})  # fmt: skip
+# Calls that only ask about the installation or the device (version and capability probes).
+PROBE_CALLS = DEVICE_QUERIES | {"find_spec", "version", "Version", "parse", "is_built", "is_compiled",
+                                "get_capabilities", "current_accelerator"}
 ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__version__", "__qualname__", "__doc__"})
 ALLOWED_DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__repr__"})

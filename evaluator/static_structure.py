@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable
 
 from evaluator.static_model import ModuleModel
+from evaluator.static_probes import is_constant
 from evaluator.static_rules import module_internals
 
 Report = Callable[[str, ast.AST, str], None]
@@ -28,15 +29,52 @@ def _module_methods() -> frozenset[str]:
     return frozenset(n for n in dir(torch.nn.Module) if callable(getattr(torch.nn.Module, n, None)))
 
 
-def _handler_none_fallback(tree: ast.Module) -> set[int]:
-    """ids of ``name = None`` assignments inside ``except ImportError`` handlers (optional imports)."""
+def _is_placeholder(node: ast.AST) -> bool:
+    """A constant (None, (), False, 0, "") or an empty class: what an import fallback binds instead."""
+    if isinstance(node, ast.ClassDef):
+        trivial = all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+                      for s in node.body)  # fmt: skip
+        return trivial and not node.bases and not node.keywords and not node.decorator_list
+    return is_constant(node)
+
+
+def _import_fallbacks(tree: ast.Module) -> set[int]:
+    """ids of bindings in the handlers of a module-level ``try`` that imports the same name, when they bind
+    a constant or an empty placeholder class (``except ImportError: DTensor = None``)."""
     ok: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ExceptHandler):
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is None:
-                    ok.update(id(t) for t in stmt.targets)
+    todo = list(tree.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, ast.If):
+            todo.extend([*stmt.body, *stmt.orelse])
+        if not isinstance(stmt, ast.Try | getattr(ast, "TryStar", ast.Try)):
+            continue
+        todo.extend([*stmt.body, *stmt.orelse, *stmt.finalbody])
+        imported = {(a.asname or a.name).split(".")[0] for s in ast.walk(ast.Module(body=stmt.body, type_ignores=[]))
+                    if isinstance(s, ast.Import | ast.ImportFrom) for a in s.names}  # fmt: skip
+        for handler in stmt.handlers:
+            for inner in handler.body:
+                if isinstance(inner, ast.Assign) and _is_placeholder(inner.value):
+                    ok.update(id(t) for t in inner.targets if isinstance(t, ast.Name) and t.id in imported)
+                elif isinstance(inner, ast.ClassDef) and inner.name in imported and _is_placeholder(inner):
+                    ok.add(id(inner))
     return ok
+
+
+def _local_bindings(tree: ast.Module) -> set[int]:
+    """ids of binding sites inside functions, lambdas and comprehensions (locals, not module names),
+    except names the function declares ``global``."""
+    local: set[int] = set()
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+              ast.GeneratorExp)  # fmt: skip
+    for scope in ast.walk(tree):
+        if not isinstance(scope, scopes):
+            continue
+        declared = {n for g in ast.walk(scope) if isinstance(g, ast.Global | ast.Nonlocal) for n in g.names}
+        for name, node in _binding_sites(scope):
+            if node is not scope and name not in declared and not isinstance(node, ast.NamedExpr):
+                local.add(id(node))
+    return local
 
 
 def _binding_sites(tree: ast.Module) -> list[tuple[str, ast.AST]]:
@@ -103,7 +141,7 @@ def _check_entry_class(cls: ast.ClassDef, report: Report) -> None:
 
 def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], report: Report) -> None:
     """No imported module name is rebound; no module-level class or function is patched from outside."""
-    allowed = _handler_none_fallback(tree)
+    allowed = _import_fallbacks(tree) | _local_bindings(tree)
     import_nodes = {id(a) for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
     for name, node in _binding_sites(tree):
         if name in imported and id(node) not in allowed and id(node) not in import_nodes:

@@ -1,9 +1,15 @@
 """The AST walk of the static checker: one pass over a candidate that reports rule violations.
 
-Rules checked everywhere in the file: imports (allowlist), dangerous builtins, introspection (dunders),
-private APIs, patching of imported modules, stream/graph/device-state calls, tensor subclasses, and use
-of the reference ``Model``. Rules checked only on the forward path (the functions the entry point can
-reach, outside ``@triton.jit`` kernels): PyTorch compute ops and ``try`` fallbacks.
+Rules checked everywhere in the file: imports (allowlist) and every ``module.member`` chain (where it
+really leads), dangerous builtins and any use of a name-lookup builtin other than a direct call with a
+literal name, introspection (dunders), private APIs, patching of imported modules, stream/graph/device
+state, modules or tensor methods handed around as values, tensor subclasses, annotations that are code,
+and the reference ``Model``. Rules checked only on the forward path (the functions the entry point can
+reach, every lambda, and nested functions that escape; outside ``@triton.jit`` kernels): PyTorch compute
+ops, host-side conversions of tensor data, and ``try`` fallbacks.
+
+Names are resolved per scope: a parameter or local variable named like an imported module (``operator``)
+is that local, not the module.
 """
 
 from __future__ import annotations
@@ -11,14 +17,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from evaluator.static_model import (
-    ModuleModel,
-    binding_key,
-    bound_names,
-    is_const_getattr,
-    is_import_only_try,
-    resolve,
-)
+from evaluator.static_annotations import check_annotation
+from evaluator.static_compute import ComputeRules
+from evaluator.static_library import custom_op_key
+from evaluator.static_lookups import COMPUTE_HINT, KERNEL_BUILDERS, LITERAL_CALLS, LOOKUP_ATTRS, LookupRules
+from evaluator.static_model import ModuleModel, binding_key, bound_names, is_const_getattr, is_import_only_try, resolve
+from evaluator.static_probes import is_probe_try
 from evaluator.static_rules import (
     ALLOWED_DUNDER_DEFS,
     ALLOWED_DUNDERS,
@@ -27,16 +31,11 @@ from evaluator.static_rules import (
     FILE_IO_METHODS,
     TENSOR_BASES,
     classify_name,
-    method_computes,
     module_allowed,
     torch_computes,
     why_module,
 )
-
-_COMPUTE_HINT = (
-    "do this math inside your kernel; PyTorch may only allocate (torch.empty/empty_like), view, "
-    "reshape and cast on the forward path"
-)
+from evaluator.static_uses import Use, enclosing_scope, name_loads, use_of
 
 Report = Callable[[str, ast.AST, str], None]
 
@@ -45,7 +44,25 @@ def _is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
-class RuleVisitor(ast.NodeVisitor):
+def _chain_base(node: ast.AST) -> ast.Name | None:
+    while True:
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif is_const_getattr(node):
+            node = node.args[0]  # type: ignore[attr-defined]
+        else:
+            return node if isinstance(node, ast.Name) else None
+
+
+def _global_names(scope: ast.AST) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Global):
+            out.update(node.names)
+    return out
+
+
+class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     """Walks a parsed candidate and calls ``report(rule, node, message)`` for each violation."""
 
     def __init__(self, model: ModuleModel, forward_path: set[str], entry: str, allow: frozenset[str],
@@ -53,51 +70,93 @@ class RuleVisitor(ast.NodeVisitor):
         self.model, self.forward_path, self.entry, self.allow, self.report = (
             model, forward_path, entry, allow, report
         )  # fmt: skip
+        self.parents = model.parents
         self.scopes: list[set[str]] = []
+        self.shadowed: list[set[str]] = []  # imported names rebound in each enclosing function scope
         self.in_forward = False
         self.in_jit = False
+        self.loops = 0  # loops and comprehensions around the current node, inside the current function
         self.cls: str | None = None  # enclosing module-level class
         self.depth = 0  # 0 at module level
         self._inner: set[int] = set()  # ids of nodes inside an attribute chain already checked
         self._called: set[int] = set()  # ids of expressions that are called
         self._torch_locals: dict[str, str] = {}  # loop variables over torch.nn containers -> container
+        self._element_vars: set[str] = set()  # loop variables that may be tensor elements (for v in x)
+        self._own_ops = {op.function for op in model.custom_ops.values() if op.function}
 
     # -- helpers ---------------------------------------------------------------------------------
     def _bound(self, name: str) -> bool:
         return any(name in scope for scope in self.scopes)
 
+    def _is_shadowed(self, name: str) -> bool:
+        return any(name in scope for scope in self.shadowed)
+
+    def _resolve(self, node: ast.AST) -> str | None:
+        """``resolve`` that respects scopes: a local named like an imported module is not that module."""
+        base = _chain_base(node)
+        if base is None or self._is_shadowed(base.id):
+            return None
+        return resolve(node, self.model.aliases)
+
+    def _alternatives(self, node: ast.AST, dotted: str) -> list[str]:
+        """``dotted`` and what it reads as under the other imports of its base name (try/except imports)."""
+        base = _chain_base(node)
+        others = self.model.alias_alternatives.get(base.id, []) if base is not None else []
+        primary = self.model.aliases.get(base.id, "") if base is not None else ""
+        return [dotted, *(other + dotted[len(primary):] for other in others if dotted.startswith(primary))]
+
     def _compute_rules(self) -> bool:
         return self.in_forward and not self.in_jit
 
+    def _use(self, node: ast.AST) -> Use:
+        return use_of(node, self.parents)
+
     def _scoped(self, node: ast.AST, children: list[ast.AST]) -> None:
-        self.scopes.append(bound_names(node))
+        names = bound_names(node)
+        self.scopes.append(names)
+        function_scope = not isinstance(node, ast.ClassDef | ast.Module)
+        if function_scope:
+            globals_ = _global_names(node) if not isinstance(node, ast.Lambda) else set()
+            self.shadowed.append((names & self.model.imported) - globals_)
         for child in children:
             self.visit(child)
+        if function_scope:
+            self.shadowed.pop()
         self.scopes.pop()
 
-    def _check_dotted(self, node: ast.AST, dotted: str, ctx: ast.expr_context) -> None:
+    def _mark_chain(self, node: ast.AST) -> None:
         chain = node.value if isinstance(node, ast.Attribute) else node.args[0] if isinstance(node, ast.Call) else None  # noqa: E501
         while chain is not None:
             self._inner.add(id(chain))
             chain = (chain.value if isinstance(chain, ast.Attribute)
                      else chain.args[0] if is_const_getattr(chain) else None)  # fmt: skip
+
+    def _check_dotted(self, node: ast.AST, dotted: str, ctx: ast.expr_context) -> None:
+        self._mark_chain(node)
         if not isinstance(ctx, ast.Load):
             self.report("patching", node, f"assigns or deletes `{dotted}`, an attribute of an imported "
                         "module; never patch torch/triton/time attributes, keep state on `self` instead")
             return
+        op = custom_op_key(dotted)
+        if op is not None and op in self.model.custom_ops:
+            return  # torch.ops.mylib.op: the candidate's own registered operator
         hit = classify_name(dotted)
         if hit is not None:
             rule, why = hit
             self.report(rule, node, f"`{dotted}` {why}; remove it" + (
                 " (use kernelevo.cuda / load_inline launches on PyTorch's current stream)"
                 if rule == "stream-or-state" else ""))  # fmt: skip
-        elif self.in_jit:
             return
-        elif id(node) not in self._called and torch_computes(dotted, called=False, allow=self.allow):
+        use = self._use(node)
+        if self._check_value_use(node, dotted, use):
+            return
+        if self.in_jit:
+            return
+        if id(node) not in self._called and torch_computes(dotted, called=False, allow=self.allow):
             self.report("torch-compute", node, f"keeps a reference to PyTorch op `{dotted}` (to call it "
-                        f"later); {_COMPUTE_HINT}")
+                        f"later); {COMPUTE_HINT}")
         elif self.in_forward and torch_computes(dotted, called=True, allow=self.allow):
-            self.report("torch-compute", node, f"forward path calls PyTorch op `{dotted}`; {_COMPUTE_HINT}")
+            self.report("torch-compute", node, f"forward path calls PyTorch op `{dotted}`; {COMPUTE_HINT}")
 
     # -- definitions -----------------------------------------------------------------------------
     def visit_Module(self, node: ast.Module) -> None:
@@ -107,23 +166,32 @@ class RuleVisitor(ast.NodeVisitor):
         for child in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.visit(child)
         for base in node.bases:
-            dotted = resolve(base, self.model.aliases) or ""
+            dotted = self._resolve(base) or ""
             if dotted in TENSOR_BASES or (dotted.startswith("torch.") and dotted.endswith("Tensor")):
                 self.report("tensor-subclass", base, f"class {node.name} subclasses {dotted}; remove it and "
                             "return plain torch.Tensor outputs (subclasses can defer or fake the work)")
         if self.depth == 0 and node.name == self.entry:
-            bases = [resolve(b, self.model.aliases) for b in node.bases]
+            bases = [self._resolve(b) for b in node.bases]
             if bases != ["torch.nn.Module"] or node.keywords:
                 self.report("reference", node, f"class {node.name} must subclass nn.Module only (found "
                             f"{', '.join(ast.unparse(b) for b in node.bases) or 'no base'}); do not inherit "
                             "from the reference Model or anything else")
-        outer = self.cls
+        outer, outer_forward = self.cls, self.in_forward
         if self.depth == 0:
             self.cls = node.name
-        self.depth += 1
+        else:
+            self.in_forward = self.in_forward or not self.in_jit  # a class built inside a function: its methods
+        self.depth += 1  # can run wherever its instances go
         self._scoped(node, node.body)
         self.depth -= 1
-        self.cls = outer
+        self.cls, self.in_forward = outer, outer_forward
+
+    def _escapes(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A nested function that is returned, stored, passed or decorated can run from anywhere."""
+        if node.decorator_list:
+            return True
+        scope = enclosing_scope(node, self.parents)
+        return any(self._use(n) is not Use.CALLED for n in name_loads(scope, node.name))
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
         if not isinstance(node, ast.Lambda):
@@ -136,13 +204,26 @@ class RuleVisitor(ast.NodeVisitor):
             if _is_dunder(node.name) and node.name not in ALLOWED_DUNDER_DEFS:
                 self.report("introspection", node, f"defines special method {node.name}; remove it: candidates "
                             "may define only __init__, forward and plain helpers (no operator or hook overrides)")
-        saved = (self.in_forward, self.in_jit, self._torch_locals)
-        self._torch_locals = dict(self._torch_locals)
-        if not isinstance(node, ast.Lambda) and (self.depth == 0 or (self.depth == 1 and self.cls is not None)):
+            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg,
+                        node.args.kwarg]:  # fmt: skip
+                if arg is not None and arg.annotation is not None:
+                    check_annotation(arg.annotation, self.model.aliases, self.report)
+                    self.visit(arg.annotation)
+            if node.returns is not None:
+                check_annotation(node.returns, self.model.aliases, self.report)
+                self.visit(node.returns)
+        saved = (self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars)
+        self._torch_locals, self._element_vars = dict(self._torch_locals), set()
+        self.loops = 0
+        if isinstance(node, ast.Lambda):
+            self.in_forward = not self.in_jit  # a lambda is a value: it can run wherever it is handed
+        elif self.depth == 0 or (self.depth == 1 and self.cls is not None):
             name = getattr(node, "name", "")
             key = name if self.depth == 0 else f"{self.cls}.{name}"
             self.in_forward = key in self.forward_path
             self.in_jit = key in self.model.jit_kernels
+        elif not self.in_jit:
+            self.in_forward = self.in_forward or self._escapes(node)
         # Defaults are evaluated once, but the function body uses them: check them as part of it.
         for child in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
             self.visit(child)
@@ -150,14 +231,22 @@ class RuleVisitor(ast.NodeVisitor):
         body = node.body if isinstance(node.body, list) else [node.body]
         self._scoped(node, list(body))
         self.depth -= 1
-        self.in_forward, self.in_jit, self._torch_locals = saved
+        self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars = saved
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_function
 
     def _visit_comprehension(self, node: ast.AST) -> None:
+        for gen in node.generators:  # type: ignore[attr-defined]  # the element is visited before them
+            self._track_loop_target(gen.target, gen.iter)
+        self.loops += 1
         self._scoped(node, list(ast.iter_child_nodes(node)))
+        self.loops -= 1
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _visit_comprehension
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        check_annotation(node.annotation, self.model.aliases, self.report)
+        self.generic_visit(node)
 
     # -- imports ---------------------------------------------------------------------------------
     def _check_module(self, node: ast.AST, module: str) -> bool:
@@ -166,7 +255,7 @@ class RuleVisitor(ast.NodeVisitor):
             self.report(hit[0], node, f"import of `{module}`: it {hit[1]}; remove it")
             return False
         if not module_allowed(module):
-            self.report("banned-import", node, f"import of `{module}` is not allowed: it {why_module(module)}. "
+            self.report("banned-import", node, f"import of `{module}` is not allowed: {why_module(module)}. "
                         f"Candidates may import only {ALLOWED_SUMMARY}")
             return False
         return True
@@ -197,8 +286,16 @@ class RuleVisitor(ast.NodeVisitor):
         if not isinstance(node.ctx, ast.Load):
             return
         name = node.id
-        if name in DANGEROUS_BUILTINS and not self._bound(name) and name not in self.model.aliases:
+        builtin = not self._bound(name) and name not in self.model.aliases
+        if name in DANGEROUS_BUILTINS and builtin:
             self.report("dangerous-builtin", node, f"uses builtin `{name}`, which {DANGEROUS_BUILTINS[name]}; "
+                        "remove it")
+        elif name == "getattr" and builtin and self._use(node) is not Use.CALLED:
+            self.report("dangerous-builtin", node, "uses `getattr` as a value (an alias, an argument, a "
+                        "container entry), which looks attributes up by names the checker cannot see; call "
+                        "`getattr(obj, \"name\")` directly or use plain attribute access")
+        elif name == "type" and builtin and self._use(node) not in (Use.CALLED, Use.TYPE_CHECK, Use.ANNOTATION):
+            self.report("dangerous-builtin", node, "uses `type` as a value, which builds classes at run time; "
                         "remove it")
         elif _is_dunder(name) and name not in ALLOWED_DUNDERS:
             self.report("introspection", node, f"uses `{name}`, which introspects the module or the "
@@ -206,17 +303,21 @@ class RuleVisitor(ast.NodeVisitor):
         elif name == "Model":
             self.report("reference", node, "uses `Model`, the task's reference implementation; compute the "
                         "result with your own kernels instead")
-        elif id(node) not in self._inner and name in self.model.aliases:
-            self._check_dotted(node, self.model.aliases[name], node.ctx)
+        elif id(node) not in self._inner and name in self.model.aliases and not self._is_shadowed(name):
+            for each in self._alternatives(node, self.model.aliases[name]):
+                self._check_dotted(node, each, node.ctx)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
             self.report("introspection", node, f"accesses `{node.attr}`, which introspects objects or "
                         "modules; remove it (candidates must not look at the harness or rewire objects)")
         if id(node) not in self._inner:
-            dotted = resolve(node, self.model.aliases)
+            dotted = self._resolve(node)
             if dotted is not None:
-                self._check_dotted(node, dotted, node.ctx)
+                for each in self._alternatives(node, dotted):
+                    self._check_dotted(node, each, node.ctx)
+            elif isinstance(node.ctx, ast.Load):
+                self._check_method_value(node, node.value, node.attr)
         self.generic_visit(node)
 
     # -- calls and operators ---------------------------------------------------------------------
@@ -224,87 +325,40 @@ class RuleVisitor(ast.NodeVisitor):
         self._called.add(id(node.func))
         func = node.func
         if isinstance(func, ast.Name) and func.id == "getattr" and not self._bound("getattr"):
-            name_arg = node.args[1] if len(node.args) > 1 else None
-            if not is_const_getattr(node) or name_arg.value.startswith("_"):  # type: ignore[union-attr]
-                self.report("dangerous-builtin", node, "getattr with a computed or private attribute name "
-                            "hides what the code touches; use plain attribute access")
-            elif id(node) not in self._inner:
-                dotted = resolve(node, self.model.aliases)
-                if dotted is not None:
-                    self._check_dotted(node, dotted, ast.Load())
+            self._check_getattr(node)
+        if isinstance(func, ast.Name) and func.id == "type" and not self._bound("type") and \
+                (len(node.args) != 1 or node.keywords):  # fmt: skip
+            self.report("dangerous-builtin", node, "`type(name, bases, namespace)` builds a class at run time "
+                        "(it could derive from torch.Tensor); define classes with `class` statements")
         if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type":
             if not self._bound("type"):
                 self.report("introspection", node, "`type(obj)(...)` builds a new object of another object's "
                             "type (a new stream, a fake tensor); remove it and construct what you need directly")
-        if isinstance(func, ast.Attribute) and func.attr in FILE_IO_METHODS:
-            if resolve(func, self.model.aliases) is None:  # module functions are judged by their dotted name
+        called = self._resolve(func)
+        if isinstance(func, ast.Attribute) and func.attr in FILE_IO_METHODS and not self.in_jit:
+            if called is None:  # module functions are judged by their dotted name
                 self.report("banned-import", node, f"`.{func.attr}()` does file I/O; remove it (candidates "
                             "read and write only tensors)")
-        if resolve(func, self.model.aliases) in ("operator.methodcaller", "operator.attrgetter"):
+        if called in LOOKUP_ATTRS:
             self._check_named_getter(node)
+        if called in LITERAL_CALLS:
+            self._check_literal_probe(node, called)
+        if called in KERNEL_BUILDERS and (any(isinstance(a, ast.Starred) for a in node.args) or
+                                           any(k.arg is None for k in node.keywords)):  # fmt: skip
+            self.report("cuda-source", node, f"`{called}(*args/**kwargs)` hides the sources it compiles; use "
+                        "explicit arguments instead")
         if self._compute_rules():
             self._check_call_compute(node)
         self.generic_visit(node)
 
-    def _check_named_getter(self, node: ast.Call) -> None:
-        """operator.methodcaller("sum") / attrgetter("x.exp") are getattr by another name."""
-        for arg in node.args[:1] if isinstance(node.func, ast.Attribute) and node.func.attr == "methodcaller" \
-                else node.args:  # fmt: skip
-            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-                self.report("dangerous-builtin", node, "operator.methodcaller/attrgetter with a computed name "
-                            "hides what the code touches; use plain attribute access")
-                continue
-            for part in arg.value.split("."):
-                if part.startswith("_"):
-                    self.report("dangerous-builtin", node, f"operator getter reaches private `{part}`; remove it")
-                elif method_computes(part, self.allow):
-                    self.report("torch-compute", node, f"operator getter calls tensor method `.{part}()`; "
-                                f"{_COMPUTE_HINT}")
-
-    def _check_call_compute(self, node: ast.Call) -> None:
-        func = node.func
-        key = binding_key(func)
-        instance = self.model.instances.get(key or "", "")
-        if isinstance(func, ast.Name) and func.id in self._torch_locals:
-            instance = self._torch_locals[func.id]
-        if isinstance(func, ast.Subscript):  # self.layers[0](x) on an nn.ModuleList / Sequential
-            instance = self.model.instances.get(binding_key(func.value) or "", "") or instance
-        if isinstance(func, ast.Attribute) and func.attr == "forward":
-            instance = self.model.instances.get(binding_key(func.value) or "", "") or instance
-        if instance.startswith("torch."):
-            self.report("torch-compute", node, f"forward path calls `{ast.unparse(func)}`, a PyTorch module "
-                        f"({instance}); use its parameters in your kernel instead of calling it")
-            return
-        if isinstance(func, ast.Attribute):
-            owner_node, method = func.value, func.attr
-        elif is_const_getattr(func):
-            owner_node, method = func.args[0], func.args[1].value  # type: ignore[attr-defined]
-        else:
-            return
-        if resolve(func, self.model.aliases) is not None:
-            return  # a module function: judged by its dotted name
-        owner = binding_key(owner_node) or ""
-        if owner in self.model.extensions or owner in self.model.launchables:
-            return
-        if isinstance(owner_node, ast.Call) and isinstance(owner_node.func, ast.Name):
-            if owner_node.func.id in self.model.factories:
-                return  # ext_factory().fn(...): a launch
-        if self.model.instances.get(owner, "").startswith("builtin:"):
-            return  # a Python container method (set.add, list.sort)
-        if owner == "self" and self.cls is not None and f"{self.cls}.{method}" in self.model.functions:
-            return
-        if method_computes(method, self.allow):
-            self.report("torch-compute", node, f"forward path calls tensor method `.{method}()`; "
-                        f"{_COMPUTE_HINT}")
-
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult) and self._compute_rules() and "matmul" not in self.allow:
-            self.report("torch-compute", node, f"forward path uses the `@` operator (torch.matmul); {_COMPUTE_HINT}")
+            self.report("torch-compute", node, f"forward path uses the `@` operator (torch.matmul); {COMPUTE_HINT}")
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if isinstance(node.op, ast.MatMult) and self._compute_rules() and "matmul" not in self.allow:
-            self.report("torch-compute", node, f"forward path uses `@=` (torch.matmul); {_COMPUTE_HINT}")
+            self.report("torch-compute", node, f"forward path uses `@=` (torch.matmul); {COMPUTE_HINT}")
         self.generic_visit(node)
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
@@ -312,15 +366,42 @@ class RuleVisitor(ast.NodeVisitor):
         owner = self.model.instances.get(binding_key(node.iter) or "", "")
         if owner.startswith("torch.") and isinstance(node.target, ast.Name):
             self._torch_locals[node.target.id] = owner
-        self.generic_visit(node)
+        self._track_loop_target(node.target, node.iter)
+        self.visit(node.target)
+        self.visit(node.iter)
+        self.loops += 1
+        for stmt in [*node.body, *node.orelse]:
+            self.visit(stmt)
+        self.loops -= 1
 
     visit_AsyncFor = visit_For
 
+    def visit_While(self, node: ast.While) -> None:
+        self.visit(node.test)
+        self.loops += 1
+        for stmt in [*node.body, *node.orelse]:
+            self.visit(stmt)
+        self.loops -= 1
+
     # -- control flow ----------------------------------------------------------------------------
     def visit_Try(self, node: ast.Try) -> None:
-        if self._compute_rules() and not is_import_only_try(node):
+        if self._compute_rules() and not is_import_only_try(node) and not is_probe_try(node, self._resolve):
             self.report("try-fallback", node, "try statement on the forward path: a failing kernel must fail "
-                        "loudly, not fall back to another implementation; remove the try/except")
+                        "loudly, not fall back to another implementation; remove the try/except (a version or "
+                        "device probe may only import or query, and its except may only set flags)")
         self.generic_visit(node)
 
     visit_TryStar = visit_Try
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            expr = item.context_expr
+            suppress = isinstance(expr, ast.Call) and self._resolve(expr.func) == "contextlib.suppress"
+            if suppress and self._compute_rules():
+                if not all(isinstance(s, ast.Import | ast.ImportFrom) for s in node.body):
+                    self.report("try-fallback", node, "contextlib.suppress on the forward path swallows a failing "
+                                "kernel like a try/except; remove it (a kernel must fail loudly)")
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
+

@@ -15,19 +15,23 @@ from typing import TYPE_CHECKING, Any
 
 from evaluator.callplan import plan_sample
 from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, geomean, judge_outputs
+from evaluator.trace_checks import check_trace
+from evaluator.tracing.judge import Expected
 from evaluator.verdict import Reason, Verdict
 
 if TYPE_CHECKING:
     from evaluator.options import EvalOptions
     from evaluator.session import EvaluationSession
 
+TRIAL_STRIDE = 1_000_000  # as the harness numbers trial windows (evaluator.sandboxed.timing_ops)
 FLOOR_HEADROOM = 1.25  # roofline fraction above this is beyond the datasheet peak: refused
 # Host time (start event to device-wide sync) this far above the event time means work ran outside the
 # timed stream; the margin covers launch overhead and a flush still running when the start was recorded.
 HOST_EVENT_RATIO, HOST_EVENT_MARGIN_MS = 10.0, 1.0
 
 
-def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence: dict[str, Any]) -> Verdict:
+def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence: dict[str, Any], *,
+                   source: str = "", checked_calls: int = 0) -> Verdict:
     options = session.options
     rng = random.Random(secrets.randbits(64))
     timing_files = session.baselines.get("timing_inputs") if session.baselines else None
@@ -64,6 +68,15 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
                    if "ipc" in item else {"file": str(channel.worker.outbox / f"{name}.pt")})
             seed = session.timing_seeds[trial % len(session.timing_seeds)]
             judged.append(Judged(name, entry["case"], seed, "task", how, scale=float(item.get("scale", 1.0))))
+    sampled = sum(len(entry["trials"]) for entry in sample)
+    trial_ms = {int(case): list(values) for case, values in (timed.get("trial_ms") or {}).items()}
+    expected = Expected(
+        forward=tuple(range(checked_calls + sampled)),
+        trials=tuple(case * TRIAL_STRIDE + i for case in range(len(timing_files))
+                     for i in range(options.timing_trials)),
+        trial_ms={case * TRIAL_STRIDE + i: ms for case, values in trial_ms.items() for i, ms in enumerate(values)})
+    allow = [*options.allow_torch_ops, *session.plan.get("allow_ops", [])]
+    check_trace(channel.worker, timed.get("trace_seq"), source, allow, expected, evidence, "timing")
     try:
         judge_outputs(session, channel, judged, evidence, "timed-call re-validation")
     except StopEvaluation as stop:

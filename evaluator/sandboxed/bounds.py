@@ -40,7 +40,28 @@ class BoundsChecker:
             return
         self._wrap_executor(executor)
         self._wrap_builder(builder)
+        self._watch_bf16(builder)
         self.installed = True
+
+    bf16_arithmetic = False  # the interpreter computed on bfloat16 values (it does that on raw bits: wrong)
+
+    def _watch_bf16(self, builder: Any) -> None:
+        """Note when a kernel does arithmetic on bfloat16 values: the interpreter (not a GPU) gets that wrong,
+        so an ``incorrect`` result then says "needs a GPU" rather than blaming the kernel."""
+        cls = type(builder)
+        original, checker = getattr(cls, "binary_op", None), self
+        if original is None:
+            return
+
+        def binary_op(self_: Any, lhs: Any, rhs: Any, op: Any) -> Any:
+            try:
+                if "bf16" in str(lhs.dtype.scalar) or "bfloat16" in str(lhs.dtype.scalar):
+                    checker.bf16_arithmetic = True
+            except AttributeError:
+                pass
+            return original(self_, lhs, rhs, op)
+
+        cls.binary_op = binary_op
 
     def _wrap_executor(self, executor: type) -> None:
         original, checker = executor.__call__, self

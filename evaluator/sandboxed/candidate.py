@@ -24,15 +24,16 @@ from typing import Any
 
 import torch
 
+from evaluator.import_policy import RUNTIME_IMPORT_ROOTS as ALLOWED_IMPORT_ROOTS
 from evaluator.sandboxed import guards, handoff, taskspec
 from evaluator.sandboxed.bounds import BoundsChecker
 from evaluator.sandboxed.output_checks import Rejection, require_no_alias, same_bits
+from evaluator.tracing import client as trace_client
+from evaluator.tracing import tags
 
-# Modules a candidate may import itself (the static checker enforces the same list on the source).
-ALLOWED_IMPORT_ROOTS = frozenset({
-    "torch", "triton", "math", "typing", "dataclasses", "functools", "itertools", "collections", "enum",
-    "operator", "__future__", "kernelevo",
-})
+# Torch compute on tensors at most 1/SMALL_FRACTION of the call's input elements is bookkeeping (a final mean over
+# per-row losses, a check of the targets), reported but allowed; on anything larger it is doing the op's work.
+SMALL_FRACTION = 64
 
 
 def load_fd(fd: int) -> Any:
@@ -54,9 +55,11 @@ class CandidateRunner:
         self.model: torch.nn.Module | None = None
         self.live: dict[int, list[Any]] = {}  # case -> the tensors later calls of that case are written into
         self.kept_outputs: list[torch.Tensor] = []
+        self.small_ops: set[str] = set()  # torch ops forward ran on small tensors (bookkeeping; reported)
         self.bounds = BoundsChecker()
         self.launches = guards.LaunchCounter()
         self.allow_ops: tuple[str, ...] = ()
+        self.own_ops: frozenset[str] = frozenset()
         self.expected: dict[int, list[dict[str, Any]]] = {}
         # Bound before the candidate exists (see the module docstring).
         self._no_grad, self._torch_save = torch.no_grad, torch.save
@@ -72,6 +75,13 @@ class CandidateRunner:
         self._outbox_cls = handoff.Outbox
         self._tensor_type = torch.Tensor
         self.sent = handoff.Outbox(0, "file")
+        # The kernel trace (GPU): the preloaded shim's entry points, bound now; inert where it is not loaded.
+        self._tracer = trace_client.bind(None)
+        self._mark_tag = tags.mark_tag
+        self._forward_kind, self._trial_kind = tags.WindowKind.FORWARD, tags.WindowKind.TRIAL
+        self._begin, self._end = tags.Edge.BEGIN, tags.Edge.END
+        self._current_stream = torch.cuda.current_stream if device == "cuda" else None
+        self.forward_windows = 0  # forward calls marked so far (the parent expects exactly its own count)
 
     # -- load -------------------------------------------------------------------------------------
     def load(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
@@ -82,6 +92,8 @@ class CandidateRunner:
         init = load_fd(fds[0])
         init_inputs, reference_state = list(init["init_inputs"]), dict(init["state"])
         self.allow_ops = tuple(req.get("allow_ops", ()))
+        # the candidate's own torch.library ops (found statically): calling them is launching its kernels
+        self.own_ops = frozenset(str(op).split("::")[-1] for op in req.get("own_ops", ()))
         self.expected = {int(c["case"]): c["outputs"] for c in req.get("expected", [])}
         self.launches.install(self.private / "torch_extensions" if self.device == "cuda" else None,
                               interpreted=self.device == "cpu")
@@ -145,7 +157,7 @@ class CandidateRunner:
 
     def _guarded(self, fn: Any, where: str, path: Path, failure: str) -> Any:
         """Run candidate code (construction, ``.to(device)``) with the audit hook and the op recorder on."""
-        recorder = self._recorder_cls(self.allow_ops, interpreter_file=self._interpreter)
+        recorder = self._recorder_cls(self.allow_ops, own_ops=self.own_ops, interpreter_file=self._interpreter)
         self.audit.active = True
         try:
             with recorder:
@@ -188,7 +200,8 @@ class CandidateRunner:
             phases["handoff_s"] += self._perf() - clock
         self._require_outputs_left_alone()
         return {"ok": True, "calls": len(req["calls"]), "sent": sent, "resources": self.launches.resources,
-                "phases": {k: round(v, 3) for k, v in phases.items()}}
+                "phases": {k: round(v, 3) for k, v in phases.items()}, "small_torch_ops": sorted(self.small_ops),
+                "interpreter_bf16_arithmetic": self.bounds.bf16_arithmetic, "trace_seq": self._tracer.flush()}
 
     def _open_outbox(self, req: dict[str, Any]) -> None:
         """One outbox per evaluation (its fingerprint key is the parent's): outputs of every phase stay checked."""
@@ -232,6 +245,11 @@ class CandidateRunner:
             return value
         return self._guarded_copy(value, self.device) if guarded else value.to(self.device).contiguous().clone()
 
+    def mark(self, kind: Any, edge: Any, index: int) -> None:
+        """A window edge in the kernel trace, on the stream the harness launches on (no-op without the shim)."""
+        stream = self._current_stream().cuda_stream if self._current_stream is not None else 0
+        self._tracer.mark(self._mark_tag(kind, edge, index), stream)
+
     def save_kept(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Outputs sent earlier through CUDA IPC, written as files instead (the reference could not map them)."""
         for item in req["outputs"]:
@@ -245,19 +263,30 @@ class CandidateRunner:
         if poison:
             self._poison(self.device, sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)))
         launches, programs = self.launches.count, self.launches.programs
-        recorder = self._recorder_cls(self.allow_ops, interpreter_file=self._interpreter)
+        small = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor)) // SMALL_FRACTION
+        recorder = self._recorder_cls(self.allow_ops, own_ops=self.own_ops, interpreter_file=self._interpreter,
+                                      small_elements=small)
         deterministic = self._deterministic()
         self._set_deterministic(poison, warn_only=True)  # poison: torch.empty returns NaN-filled memory
+        window = self.forward_windows
+        self.forward_windows += 1
+        self._synchronize()
+        self.mark(self._forward_kind, self._begin, window)
         self.audit.active = True
         try:
             with self._no_grad(), recorder:
                 raw = self.model(*inputs)
             self._synchronize()
+            self.mark(self._forward_kind, self._end, window)
         except PermissionError as exc:
             raise Rejection("cheat_suspected", f"{where}: {exc}") from exc
         except Rejection:
             raise
         except Exception as exc:
+            limit = interpreter_limit(exc) if self.device == "cpu" else None
+            if limit:
+                raise Rejection("needs_gpu", f"{where}: the CPU's Triton interpreter cannot run this kernel ({limit}); "
+                                             "evaluate it with --device cuda") from exc
             raise Rejection("crashed", f"forward raised {type(exc).__name__} on {where}: {_first_line(exc)}"
                                        f"{_line_in(exc, Path(self.audit.candidate_file))}") from exc
         finally:
@@ -267,6 +296,7 @@ class CandidateRunner:
         if self.bounds.violations:
             raise Rejection("incorrect", f"{where}: {self.bounds.violations[0]}; mask that access to the tensor's own "
                                          "elements (on a GPU it reads another allocation's memory or faults)")
+        self.small_ops.update(recorder.small_ops)
         if recorder.violations:
             raise Rejection("cheat_suspected", f"{where}: forward ran torch ops {', '.join(recorder.violations)}; "
                                                "the candidate's own kernels must do the math (allocation, views and "
@@ -305,10 +335,18 @@ class CandidateRunner:
         self._open_outbox(req)
         timed = TimedCandidate(model=self.model, launches=self.launches, audit=self.audit, allow_ops=self.allow_ops,
                                interpreter_file=self._interpreter, outbox=self.sent, outdir=self.outbox,
-                               check_guards=self._check_guards)
+                               check_guards=self._check_guards, mark=self.mark, forward_kind=self._forward_kind,
+                               trial_kind=self._trial_kind, begin=self._begin, end=self._end,
+                               next_forward=self._next_forward_window)
         reply = candidate_time(timed, grouped, req)
         self._require_outputs_left_alone()
+        reply["trace_seq"] = self._tracer.flush()
         return reply
+
+    def _next_forward_window(self) -> int:
+        window = self.forward_windows
+        self.forward_windows += 1
+        return window
 
     def _require_outputs_left_alone(self) -> None:
         changed = self.sent.changed_since_sent()
@@ -345,6 +383,31 @@ class CandidateRunner:
                                                "launch(es) went to a CUDA stream other than the one forward was "
                                                "called on (work there escapes the timer); launch on "
                                                "torch.cuda.current_stream() and create no streams")
+
+
+# What the CPU's Triton interpreter cannot run (GPU-only features), recognised by the error it raises.
+_INTERPRETER_LIMITS = (
+    ("0 active drivers", "several @triton.autotune configs need a GPU to benchmark"),
+    ("libdevice", "libdevice math"),
+    ("inline_asm", "inline assembly"),
+    ("make_tensor_descriptor", "tensor descriptors"),
+    ("TensorDescriptor", "tensor descriptors"),
+    ("has no attribute 'to'", "a method call on a scalar argument (a GPU compiles it, the interpreter passes a "
+                              "Python number)"),
+)
+
+
+def interpreter_limit(exc: BaseException) -> str | None:
+    """Which GPU-only feature an interpreter failure comes from (None: an ordinary failure of the kernel)."""
+    chain, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        chain.append(f"{type(exc).__name__}: {exc}")
+        exc = exc.__cause__ or exc.__context__
+    text = " | ".join(chain)
+    if "Interpreter" not in text and "active drivers" not in text:
+        return None
+    return next((why for needle, why in _INTERPRETER_LIMITS if needle in text), None)
 
 
 def _check_signature(new_cls: type, arities: list[int], model_forward: str) -> None:

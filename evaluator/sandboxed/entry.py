@@ -95,6 +95,9 @@ def main() -> None:
     send({"ready": True, "pid": os.getpid(), "startup_s": time.perf_counter() - started})
     for request, fds in requests:
         op = request.get("op")
+        if op == "shutdown":  # end normally (a tool wrapping this process then writes its report)
+            send({"ok": True, "shutdown": True})
+            return
         t0 = time.perf_counter()
         try:
             handler = getattr(runner, str(op), None) if not str(op).startswith("_") else None

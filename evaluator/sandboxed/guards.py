@@ -10,6 +10,7 @@ so they are installed before the candidate is imported and checked after every c
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import sysconfig
 import threading
@@ -51,6 +52,17 @@ def _op_name(func: Any) -> str:
 
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent) + "/"
+
+
+def _package_dir(name: str) -> str:
+    try:
+        module = __import__(name)
+    except ImportError:
+        return "<not installed>/"
+    return str(Path(module.__file__).resolve().parent) + "/"
+
+
+_TRITON_DIR = _package_dir("triton")
 MAX_DISPATCHES_PER_CALL = 4096  # allocations and views of an honest launcher; element-wise host loops go far past
 
 
@@ -72,32 +84,55 @@ class OpRecorder(TorchDispatchMode):
     """
 
     def __init__(self, allowed_extra: tuple[str, ...] = (), own_ops: frozenset[str] = frozenset(),
-                 interpreter_file: str | None = None):
+                 interpreter_file: str | None = None, small_elements: int = 0):
         super().__init__()
         self.allowed = ALLOWED_ATEN_OPS | frozenset(a.split(".")[-1] for a in allowed_extra) | own_ops
         self.violations: list[str] = []
+        self.small_ops: list[str] = []  # bookkeeping on small tensors (see ``small_elements``), reported, allowed
         self.dispatches = 0
-        self._interpreter = interpreter_file
+        self._interpreter = interpreter_file or "<no interpreter>"
+        self._triton_dir = _TRITON_DIR
+        self._small = int(small_elements)
         self._torch_dir = _TORCH_DIR
         self._getframe = sys._getframe
+        self._tensor = torch.Tensor
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.dispatches += 1
         name = _op_name(func)
-        if name not in self.allowed and not self._run_by_interpreter():
+        result = func(*args, **(kwargs or {}))
+        caller = self._caller_file()
+        if not caller.startswith(self._triton_dir):  # Triton's own work (autotune benchmarking) is not counted
+            self.dispatches += 1
+        if name not in self.allowed and caller != self._interpreter:
             qualified = f"aten.{name}"
-            if qualified not in self.violations:
+            if self._small and self._elements(args, kwargs, result) <= self._small:
+                if qualified not in self.small_ops:
+                    self.small_ops.append(qualified)
+            elif qualified not in self.violations:
                 self.violations.append(qualified)
-        return func(*args, **(kwargs or {}))
+        return result
 
-    def _run_by_interpreter(self) -> bool:
-        """True when the nearest caller outside torch is the Triton interpreter itself."""
-        if self._interpreter is None:
-            return False
+    def _elements(self, args: Any, kwargs: Any, result: Any) -> int:
+        """The largest tensor an op read or wrote: a final mean over per-row results is bookkeeping, a softmax
+        over the input is the op itself."""
+        largest, stack = 0, [args, kwargs or {}, result]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, self._tensor):
+                largest = max(largest, item.numel())
+            elif isinstance(item, (list, tuple)):
+                stack.extend(item)
+            elif isinstance(item, dict):
+                stack.extend(item.values())
+        return largest
+
+    def _caller_file(self) -> str:
+        """The file of the nearest caller outside torch (the Triton interpreter itself is exempt from recording:
+        it is the kernel running; anything else Triton calls back is the candidate's code)."""
         frame = self._getframe(2)
         while frame is not None and frame.f_code.co_filename.startswith(self._torch_dir):
             frame = frame.f_back
-        return frame is not None and frame.f_code.co_filename == self._interpreter
+        return frame.f_code.co_filename if frame is not None else ""
 
 
 class LaunchCounter:
@@ -244,6 +279,11 @@ def _triton_function_classes() -> list[type]:
     return classes
 
 
+# Reading these gives code objects and defaults (what ``inspect.signature`` needs), never a live frame.
+_CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__", "f_code", "gi_code", "cr_code",
+                              "ag_code"})
+
+
 class AuditGuard:
     """An audit hook that refuses file, network, process, frame and gc access originating in the
     candidate's own code (calls made by torch or triton on its behalf are allowed)."""
@@ -257,6 +297,7 @@ class AuditGuard:
         self._getframe = sys._getframe  # bound now: nothing is looked up through modules while guarding
         self._stdlib = _STDLIB
         self._blocked = _BLOCKED_EVENT_PREFIXES
+        self.refused_imports: list[str] = []
 
     def install(self) -> None:
         sys.addaudithook(self._hook)
@@ -268,17 +309,36 @@ class AuditGuard:
             root = str(args[0]).split(".")[0]
             if root in self.allowed_imports or root.startswith("_kernelevo_"):
                 return
-        elif not event.startswith(self._blocked):
+        elif not event.startswith(self._blocked) or self._harmless(event, args):
             return
         self._busy.flag = True
         try:
             culprit = self._originates_in_candidate()
         finally:
             self._busy.flag = False
-        if culprit:
-            message = f"{event} {_short(args)} from {Path(self.candidate_file).name}:{culprit}"
-            self.violations.append(message)
-            raise PermissionError(f"kernelevo verifier: candidates may not use {event}")
+        if not culprit:
+            return
+        if event == "import":  # not available here: an honest `try: import x / except ImportError` falls back
+            self.refused_imports.append(str(args[0]))
+            raise ModuleNotFoundError(f"kernelevo verifier: module {args[0]!r} is not available to candidates",
+                                      name=str(args[0]))
+        message = f"{event} {_short(args)} from {Path(self.candidate_file).name}:{culprit}"
+        self.violations.append(message)
+        raise PermissionError(f"kernelevo verifier: candidates may not use {event}")
+
+    def _harmless(self, event: str, args: tuple) -> bool:
+        """Events that expose nothing of the harness: reading code objects (``inspect.signature``), and reading
+        the candidate's own source (``warnings``/``linecache`` show the offending line)."""
+        if event == "object.__getattr__":
+            return len(args) > 1 and args[1] in _CODE_ATTRIBUTES
+        if event == "open" and args:
+            # Reading is harmless in the sandbox: the candidate's view holds the system, the installed packages and
+            # its own folder, nothing of value (importlib.metadata.version reads a METADATA file, warnings the
+            # candidate's own source). Writing stays refused.
+            mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
+            flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
+            return not any(c in mode for c in "wax+") and not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+        return False
 
     def _originates_in_candidate(self) -> int | None:
         """The candidate's line when the nearest caller that is not the standard library is the candidate's
@@ -381,7 +441,12 @@ def snapshot_attributes() -> dict[str, Any]:
                 value = getattr(obj, name) if isinstance(raw, property) else raw
             except Exception:
                 continue
-            snap[f"{prefix}.{name}"] = repr(value) if isinstance(value, (bool, int, float, str)) else id(value)
+            if name.startswith("_") and not callable(value):
+                continue  # a library's own lazy state (torch.cuda._cached_device_count, _initialized, ...)
+            if isinstance(value, (bool, int, float, str)):
+                snap[f"{prefix}.{name}"] = repr(value)
+            else:
+                snap[f"{prefix}.{name}"] = id(value)
     # Numerics switches a candidate could flip to buy speed with precision.
     snap["torch.float32_matmul_precision"] = torch.get_float32_matmul_precision()
     for flag in ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):

@@ -121,9 +121,11 @@ class VariedInputs:
 
 
 def time_calls(fn: Callable[..., Any], inputs: VariedInputs, trials: int, warmup_ms: float,
-               flush: torch.Tensor) -> dict[str, float]:
+               flush: torch.Tensor, mark: Callable[[int, bool], None] | None = None) -> dict[str, Any]:
     """Time ``fn`` over the varied input sets: median and spread of per-call event times, plus the
-    median host time from the start event to a device-wide sync (the judge's cross-check)."""
+    median host time from the start event to a device-wide sync (the judge's cross-check). ``mark(trial,
+    begin)``: a window edge in the kernel trace right after the start event and after the device sync; with
+    it, the per-trial event times come back as ``samples_ms`` (the trace's busy time is checked against them)."""
     torch.cuda.synchronize()
     warm_start = time.perf_counter()
     calls = 0
@@ -141,14 +143,20 @@ def time_calls(fn: Callable[..., Any], inputs: VariedInputs, trials: int, warmup
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         host_start = time.perf_counter()  # the flush may still run: host time >= device time of the call
         start.record()
+        if mark is not None:
+            mark(i, True)
         fn(*args)
         end.record()
         torch.cuda.synchronize()
+        if mark is not None:
+            mark(i, False)
         host_samples.append((time.perf_counter() - host_start) * 1e3)
         samples.append(start.elapsed_time(end))
     inputs.restore()
-    stats = summarize(samples)
+    stats: dict[str, Any] = summarize(samples)
     stats["host_median_ms"] = statistics.median(host_samples)
+    if mark is not None:
+        stats["samples_ms"] = samples
     return stats
 
 

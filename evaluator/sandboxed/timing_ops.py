@@ -42,6 +42,15 @@ class TimedCandidate:
     outbox: handoff.Outbox
     outdir: Path
     check_guards: Callable[[str], None]
+    mark: Callable[[Any, Any, int], None]  # a window edge in the kernel trace (see evaluator.tracing.tags)
+    forward_kind: Any
+    trial_kind: Any
+    begin: Any
+    end: Any
+    next_forward: Callable[[], int]
+
+
+TRIAL_STRIDE = 1_000_000  # trial windows of case c are numbered c * TRIAL_STRIDE + trial
 
 
 def candidate_time(timed: TimedCandidate, sets_per_case: list[list[list[Any]]], req: dict[str, Any]) -> dict[str, Any]:
@@ -61,7 +70,7 @@ def candidate_time(timed: TimedCandidate, sets_per_case: list[list[list[Any]]], 
     def call(*inputs: Any) -> Any:
         return model(*inputs)
 
-    results, sent = [], {}
+    results, sent, trial_ms = [], {}, {}
     rng = random.Random()  # secret: the candidate cannot predict the scales
     timed.audit.active = True
     try:
@@ -70,17 +79,28 @@ def candidate_time(timed: TimedCandidate, sets_per_case: list[list[list[Any]]], 
             launches = timed.launches.count
             with torch.no_grad():
                 clock = time.perf_counter()
-                stats = timing.time_calls(call, varied, int(req["trials"]), float(req["warmup_ms"]), flush)
+
+                def mark(trial: int, begin: bool, ci: int = ci) -> None:
+                    timed.mark(timed.trial_kind, timed.begin if begin else timed.end, ci * TRIAL_STRIDE + trial)
+
+                stats = timing.time_calls(call, varied, int(req["trials"]), float(req["warmup_ms"]), flush, mark=mark)
+                trial_ms[ci] = stats.pop("samples_ms")
                 phases["timed_calls_s"] += time.perf_counter() - clock
                 clock = time.perf_counter()
                 if timed.launches.count - launches < int(req["trials"]):
                     raise Rejection("cheat_suspected", f"case {ci}: some timed calls launched no kernel")
                 for trial, name in samples.get(ci, []):
                     args, scale = varied.prepare(trial)
-                    recorder = guards.OpRecorder(timed.allow_ops, interpreter_file=timed.interpreter_file)
+                    small = sum(x.numel() for x in args if isinstance(x, torch.Tensor)) // 64
+                    recorder = guards.OpRecorder(timed.allow_ops, interpreter_file=timed.interpreter_file,
+                                                 small_elements=small)
+                    window = timed.next_forward()
+                    torch.cuda.synchronize()
+                    timed.mark(timed.forward_kind, timed.begin, window)
                     with recorder:
                         out = model(*args)
                     torch.cuda.synchronize()
+                    timed.mark(timed.forward_kind, timed.end, window)
                     recorded += recorder.violations
                     where = f"case {ci}, timed call {trial}"
                     item = timed.outbox.send(_as_list(out), timed.outdir / f"{name}.pt", where)
@@ -99,7 +119,7 @@ def candidate_time(timed: TimedCandidate, sets_per_case: list[list[list[Any]]], 
     if recorded:
         raise Rejection("cheat_suspected", f"timed calls ran torch ops {', '.join(sorted(set(recorded)))} that the "
                                            "checked calls did not: the kernels must do the math every time")
-    return {"ok": True, "cases": results, "sent": sent,
+    return {"ok": True, "cases": results, "sent": sent, "trial_ms": trial_ms,
             "phases": {k: round(v, 3) for k, v in phases.items()},
             "peak_gpu_memory_mb": torch.cuda.max_memory_allocated() / 2**20}
 

@@ -78,10 +78,32 @@ def python_paths() -> list[Path]:
     return sorted(found)
 
 
+PRIVATE_ROOTS = ("/home", "/root", "/tmp", "/var", "/run", "/etc", "/srv", "/mnt", "/media")
+
+
+def tool_prefixes(path_variable: str | None = None) -> list[Path]:
+    """Installations of the tools on PATH that live outside the system directories (``/opt/gcc/bin`` ->
+    ``/opt/gcc``, with its libexec and headers): compilers that Triton and load_inline run. Folders under home
+    directories, temporary or state directories are never included."""
+    found = []
+    for entry in (path_variable if path_variable is not None else os.environ.get("PATH", "")).split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            continue
+        directory = Path(entry).resolve()
+        if not directory.is_dir() or any(directory.is_relative_to(Path(s).resolve()) for s in SYSTEM_DIRS
+                                         if os.path.exists(s)):
+            continue
+        if any(str(directory).startswith(root + "/") or str(directory) == root for root in PRIVATE_ROOTS):
+            continue
+        found.append(directory.parent if directory.name == "bin" else directory)
+    return found
+
+
 def system_binds(extra_read_only: Sequence[str | Path] = ()) -> tuple[Bind, ...]:
-    """The read-only view of the machine: system directories, selected /etc files, the Python installation."""
+    """The read-only view of the machine: system directories, selected /etc files, the Python installation and
+    the tool installations on PATH."""
     paths = existing(SYSTEM_DIRS) + existing(f"/etc/{name}" for name in ETC_FILES)
-    paths += python_paths() + [Path(p).resolve() for p in extra_read_only if os.path.exists(p)]
+    paths += python_paths() + tool_prefixes() + [Path(p).resolve() for p in extra_read_only if os.path.exists(p)]
     binds, seen = [], set()
     for path in paths:
         if path not in seen:

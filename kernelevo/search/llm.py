@@ -43,10 +43,15 @@ def render_prompt(request: ProposalRequest) -> list[dict[str, str]]:
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(PROMPTS)), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    from evaluator.import_policy import ALLOWED_SUMMARY  # the checker's own list, so the prompt cannot drift
+
     backend_name = "CUDA C++ (NVRTC)" if request.backend == "cuda" else "Triton"
     context = {
         "backend": request.backend,
         "backend_name": backend_name,
+        # The rules follow the device: the CPU interpreter cannot run libdevice or several autotune configs.
+        "device": "cuda" if request.backend == "cuda" else request.hardware.get("device", "cpu"),
+        "allowed_imports": ALLOWED_SUMMARY,
         "op_name": request.op_name,
         "task_source": request.task_source.strip(),
         "hardware": describe_hardware(request.hardware),

@@ -57,10 +57,21 @@ def test_secrets_never_reach_a_candidate_even_without_static_checks(tmp_path, mo
     assert "supersecret" not in verdict.to_json()
 
 
-def test_audit_hook_refuses_file_access_at_import_without_static_checks(tmp_path):
-    candidate = tmp_path / "reads_files.py"
-    candidate.write_text('import torch.nn as nn\nDATA = open("/etc/hostname").read()\n\n'
+def test_audit_hook_refuses_file_writes_at_import_without_static_checks(tmp_path):
+    candidate = tmp_path / "writes_files.py"
+    candidate.write_text('import torch.nn as nn\nopen("cache.bin", "w").write("x")\n\n'
                          'class ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n')
     verdict = evaluate(TASKS / "softmax.py", candidate, "cpu", EvalOptions(static_checks=False, seeds=1))
     assert verdict.reason == "cheat_suspected"
-    assert "open" in verdict.detail and "/etc/hostname" in verdict.detail
+    assert "open" in verdict.detail and "cache.bin" in verdict.detail
+
+
+def test_files_of_the_host_are_not_in_a_candidates_view(tmp_path):
+    secret = tmp_path / "app-key.pem"
+    secret.write_text("-----BEGIN PRIVATE KEY-----")
+    candidate = tmp_path / "reads_files.py"
+    candidate.write_text(f'import torch.nn as nn\nDATA = open({str(secret)!r}).read()\n\n'
+                         'class ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n')
+    verdict = evaluate(TASKS / "softmax.py", candidate, "cpu", EvalOptions(static_checks=False, seeds=1))
+    assert verdict.reason == "compile_error" and "FileNotFoundError" in verdict.detail
+    assert "PRIVATE KEY" not in verdict.to_json()

@@ -671,15 +671,22 @@ def test_unused_global_source_constant_is_still_scanned():
 @pytest.mark.parametrize(
     ("launch", "ok"),
     [
-        ("k<<<g, b>>>(p);", False),
-        ("k<<<g, b, 0>>>(p);", False),
-        ("k<<<g, b, 0, 0>>>(p);", False),
-        ("k<<<dim3(g, 1), b, 0, nullptr>>>(p);", False),
+        # No stream argument (or an explicit 0): the legacy default stream, as most real load_inline code
+        # launches; the runtime GPU trace checks which stream each kernel ran on.
+        ("k<<<g, b>>>(p);", True),
+        ("k<<<g, b, 0>>>(p);", True),
+        ("k<<<g, b, 0, 0>>>(p);", True),
+        ("k<<<dim3(g, 1), b, 0, nullptr>>>(p);", True),
         ("k<<<g, b, 0, at::cuda::getCurrentCUDAStream()>>>(p);", True),
         ("k<<<dim3(g, 2), b, smem, stream>>>(p);", True),
+        # Streams other than the current or default one stay refused.
+        ("k<<<g, b, 0, cudaStreamPerThread>>>(p);", False),
+        ("k<<<g, b, 0, cudaStreamLegacy>>>(p);", False),
+        ("k<<<g, b, 0, c10::cuda::getStreamFromPool()>>>(p);", False),
+        ("k<<<g, b, 0, side>>>(p); cudaStream_t side; cudaStreamCreate(&side);", False),
     ],
 )
-def test_load_inline_launches_need_a_stream(launch, ok):
+def test_load_inline_launch_streams(launch, ok):
     source = LOAD_INLINE.replace(
         "scale_kernel<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(", launch + "  // HERE\n    ("
     )
@@ -687,8 +694,15 @@ def test_load_inline_launches_need_a_stream(launch, ok):
     assert report.ok is ok, report.violations
     if not ok:
         assert rules(report) == {"cuda-source"}
-        assert "4th launch parameter" in report.violations[0].message
+        assert "stream" in report.violations[0].message
         assert report.violations[0].line == marked_line(textwrap.dedent(source).replace("// HERE", "# HERE"))
+
+
+@pytest.mark.parametrize("flags", ['["--default-stream", "per-thread"]', '["--default-stream=per-thread"]',
+                                   '["-DCUDA_API_PER_THREAD_DEFAULT_STREAM"]'])
+def test_per_thread_default_streams_are_refused(flags):
+    source = LOAD_INLINE.replace('functions=["scale"])', f'functions=["scale"], extra_cuda_cflags={flags})')
+    assert "cuda-source" in rules(check(source))
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ CATEGORIES = {
     "try/except fallback to PyTorch", "calling the reference or library for the math", "precision downgrade",
     "uninitialised memory that holds the answer", "harness introspection", "persisting-L2 tricks",
     "changing the problem's hyper-parameters", "process exit with a success code", "crashes and hangs",
+    "races and lost updates",
 }
 HANG_TIMEOUT_S = 30.0  # phases of honest small cases take a few seconds; a hang is cut here
 CAPPED_MEMORY_MB = 2048
@@ -61,7 +62,7 @@ def eval_options(entry: dict, device: str):
     """EvalOptions for one entry: protocol defaults, shrunk only where that keeps the check intact."""
     from evaluator import EvalOptions
 
-    kwargs = {"static_checks": entry["static_checks"]}
+    kwargs = {"static_checks": entry["static_checks"], "sanitize": bool(entry.get("sanitize"))}
     if device == "cuda":
         # Baselines only score a candidate (and judge too_slow); torch.compile ones cost minutes per task.
         kwargs["baselines"] = ("eager",)

@@ -1,0 +1,98 @@
+"""PyTorch compute and host-side work on the forward path (a mixin of the rule visitor).
+
+A call on the forward path is compute when it is a torch op (``x.sum()``, ``self.fc(x)`` on an nn module)
+or when it hands tensor data to Python: ``.tolist()``, ``.numpy()``, ``.apply_()``, ``new_tensor``,
+storages, and element-by-element reads in a loop (``.item()``, ``float(t[i])``, ``float(v) for v in x``),
+where the math would run on the host, unseen by the dispatcher. Loops over shapes, ranges, literals and
+Python containers are not element reads.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from evaluator.static_lookups import COMPUTE_HINT
+from evaluator.static_model import binding_key, is_const_getattr
+from evaluator.static_rules import HOST_CONVERSION_METHODS, method_computes
+
+_HOST_HINT = (
+    "it copies tensor data to the host (Python/numpy), where the math would run unseen; do the work in your "
+    "kernel instead and keep data in tensors"
+)
+
+
+_WRAPPERS = frozenset({"range", "enumerate", "zip", "reversed", "sorted", "list", "tuple"})
+# Methods whose results hold Python values: shapes and strides, dict views, module parameter listings.
+_PYTHON_ITERABLES = frozenset({"size", "stride", "items", "keys", "values", "named_parameters", "parameters"})
+
+
+class ComputeRules:
+    """Mixed into ``RuleVisitor``: uses its model, scopes, loop depth, ``report`` and ``_exempt_owner``."""
+
+    def _check_call_compute(self, node: ast.Call) -> None:  # noqa: C901 - one case per call shape
+        func = node.func
+        key = binding_key(func)
+        instance = self.model.instances.get(key or "", "")
+        if isinstance(func, ast.Name) and func.id in self._torch_locals:
+            instance = self._torch_locals[func.id]
+        if isinstance(func, ast.Subscript):  # self.layers[0](x) on an nn.ModuleList / Sequential
+            instance = self.model.instances.get(binding_key(func.value) or "", "") or instance
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            instance = self.model.instances.get(binding_key(func.value) or "", "") or instance
+        if instance.startswith("torch."):
+            self.report("torch-compute", node, f"forward path calls `{ast.unparse(func)}`, a PyTorch module "
+                        f"({instance}); use its parameters in your kernel instead of calling it")
+            return
+        if isinstance(func, ast.Name) and func.id in ("float", "int", "complex", "bool") and self.loops and \
+                not self._bound(func.id) and len(node.args) == 1 and self._element_like(node.args[0]):  # fmt: skip
+            self.report("torch-compute", node, f"`{func.id}(...)` of a tensor element in a loop computes element "
+                        f"by element on the host; {_HOST_HINT}")
+            return
+        if isinstance(func, ast.Attribute):
+            owner_node, method = func.value, func.attr
+        elif is_const_getattr(func):
+            owner_node, method = func.args[0], func.args[1].value  # type: ignore[attr-defined]
+        else:
+            return
+        if self._resolve(func) is not None:
+            return  # a module function: judged by its dotted name
+        if self._exempt_owner(owner_node, method):
+            return
+        if method in HOST_CONVERSION_METHODS:
+            self.report("torch-compute", node, f"forward path calls `.{method}()`: {_HOST_HINT}")
+        elif method == "item" and self.loops:
+            self.report("torch-compute", node, f"forward path calls `.item()` in a loop, computing element by "
+                        f"element on the host; {_HOST_HINT}")
+        elif method_computes(method, self.allow):
+            self.report("torch-compute", node, f"forward path calls tensor method `.{method}()`; "
+                        f"{COMPUTE_HINT}")
+
+    def _element_like(self, node: ast.AST) -> bool:
+        """``t[i]`` or a loop variable over something that may be a tensor (``for v in x.view(-1)``)."""
+        if isinstance(node, ast.Subscript):
+            return not self._shape_like(node.value)
+        return isinstance(node, ast.Name) and node.id in self._element_vars
+
+    def _shape_like(self, node: ast.AST) -> bool:
+        """Iterables that hold Python values, never tensor elements: shapes, ranges, literals, containers."""
+        if isinstance(node, ast.Tuple | ast.List | ast.Set | ast.Constant):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in ("shape", "__name__"):
+            return True
+        if isinstance(node, ast.Subscript):
+            return self._shape_like(node.value)
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in _WRAPPERS:
+                return func.id == "range" or all(self._shape_like(a) for a in node.args)
+            if isinstance(func, ast.Attribute) and func.attr in _PYTHON_ITERABLES:
+                return True
+        key = binding_key(node) or ""
+        return self.model.instances.get(key, "").startswith("builtin:")
+
+    def _track_loop_target(self, target: ast.AST, iterable: ast.AST) -> None:
+        names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if self._shape_like(iterable):
+            self._element_vars -= names
+        else:
+            self._element_vars |= names

@@ -1,0 +1,201 @@
+"""How names are used (a mixin of the rule visitor): lookups by name, modules and methods as values.
+
+``getattr(obj, "shape")`` is attribute access, but ``g = getattr``, ``partial(getattr, x)`` or a
+computed name is a lookup the checker cannot follow; ``typing.Optional`` is API use, but
+``self.m = typing`` lets ``self.m.sys`` escape every chain check; ``x.softmax(-1)`` is a call the compute
+rules judge, but ``f = x.softmax`` hands a torch op to code they never see. These rules decide from the
+position a node stands in (``evaluator.static_uses``), so each one lists the uses it allows. A few uses
+are allowed because real kernels need them and they reach nothing: ``getattr(torch, device.type)`` for
+device queries, ``importlib.util.find_spec("pkg") is not None``, ``isinstance(x, DTensor)``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from evaluator.static_chains import is_module
+from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, binding_key, is_const_getattr
+from evaluator.static_rules import DEVICE_QUERIES, method_computes, tensor_properties, type_only_policy
+from evaluator.static_uses import Use, assigned_once, enclosing_scope, name_loads
+
+# Module uses that stay visible to the checker: an attribute chain, getattr/hasattr with a literal name,
+# an ``is None`` test (optional imports), an annotation, or an alias the model follows (``tl = triton.language``).
+MODULE_USES = frozenset({Use.ATTRIBUTE_BASE, Use.LOOKUP_OBJECT, Use.TRUTH, Use.ANNOTATION})
+KERNEL_BUILDERS = frozenset({CUDA_COMPILE, LOAD_INLINE})
+LOOKUP_ATTRS = frozenset({"operator.methodcaller", "operator.attrgetter"})
+LITERAL_CALLS = frozenset({"importlib.util.find_spec", "importlib.metadata.version"})
+COMPUTE_HINT = (
+    "do this math inside your kernel; PyTorch may only allocate (torch.empty/empty_like), view, "
+    "reshape and cast on the forward path"
+)
+
+
+class LookupRules:
+    """Mixed into ``RuleVisitor``: uses its model, parents, scopes, ``report`` and ``_check_dotted``."""
+
+    def _check_value_use(self, node: ast.AST, dotted: str, use: Use) -> bool:
+        """Rules on *how* a resolved name is used; True when one fired."""
+        typed = type_only_policy(dotted)
+        if typed is not None:
+            module, policy = typed
+            member = dotted[len(module) + 1 :]
+            ok = use in MODULE_USES if not member else (
+                "." not in member and member in (policy.members or ()) and self._type_use(node, use))
+            if not ok:
+                self.report("banned-import", node, f"`{dotted}`: {policy.why_limited}; use it only as "
+                            "`isinstance(x, T)` or in annotations, or remove it")
+            return not ok
+        if dotted in LOOKUP_ATTRS and use is not Use.CALLED and not self._alias_of(node, dotted, use):
+            self.report("dangerous-builtin", node, f"`{dotted}` used as a value looks attributes up by names the "
+                        "checker cannot see; call it directly with a literal name, or use plain attribute access")
+            return True
+        if dotted in KERNEL_BUILDERS and use is not Use.CALLED and not self._alias_of(node, dotted, use):
+            self.report("cuda-source", node, f"`{dotted}` used as a value hides the sources it compiles from the "
+                        "checker; call it directly with string constants instead")
+            return True
+        if use not in MODULE_USES and not self._alias_of(node, dotted, use) and is_module(dotted):
+            self.report("banned-import", node, f"module `{dotted}` is handed around as a value, so the checker "
+                        f"cannot see what is reached through it; use it only as `{dotted}.name` (or import the "
+                        "name you need)")
+            return True
+        return False
+
+    def _alias_of(self, node: ast.AST, dotted: str, use: Use) -> bool:
+        """True when ``node`` is the value of ``name = node`` and the model reads ``name`` as ``dotted``."""
+        if use is not Use.ALIAS:
+            return False
+        parent = self.parents.get(id(node))
+        targets = parent.targets if isinstance(parent, ast.Assign) else [getattr(parent, "target", None)]
+        return all(isinstance(t, ast.Name) and self.model.aliases.get(t.id) == dotted for t in targets)
+
+    def _type_use(self, node: ast.AST, use: Use) -> bool:
+        """A type-only name used as a type: isinstance/issubclass/except/annotation, or a tuple of types
+        bound to a name that is itself only used that way (``_DTENSOR = (DTensor,)``)."""
+        if use in (Use.TYPE_CHECK, Use.ANNOTATION, Use.TRUTH):
+            return True  # TRUTH: `DTensor is not None` after an optional import
+        holder = node
+        if isinstance(self.parents.get(id(node)), ast.Tuple):
+            holder = self.parents[id(node)]
+        parent = self.parents.get(id(holder))
+        if self._use(holder) is not Use.ALIAS or not isinstance(parent, ast.Assign | ast.AnnAssign):
+            return False
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        scope = enclosing_scope(parent, self.parents)
+        loads = [n for t in targets if isinstance(t, ast.Name) for n in name_loads(scope, t.id)]
+        return bool(loads) and all(self._use(n) in (Use.TYPE_CHECK, Use.ANNOTATION, Use.TRUTH) for n in loads)
+
+    def _check_method_value(self, node: ast.AST, owner_node: ast.AST, method: str) -> None:
+        """``f = x.softmax`` / ``getattr(x, "exp")`` handed on uncalled: a torch op the compute rules miss."""
+        if self.in_jit or method in tensor_properties() or not method_computes(method, self.allow):
+            return
+        if self._use(node) in (Use.CALLED, Use.ATTRIBUTE_BASE) or binding_key(owner_node) == "self":
+            return  # self is the module (or helper object), never a tensor: self.norm is a submodule
+        if self._exempt_owner(owner_node, method):
+            return
+        self.report("torch-compute", node, f"takes tensor method `.{method}` as a value (a bound-method lookup "
+                    f"that runs later, where the checker cannot see it); {COMPUTE_HINT}")
+
+    def _exempt_owner(self, owner_node: ast.AST, method: str) -> bool:
+        """Owners whose methods are not torch ops: Python containers, own methods, kernels, extensions."""
+        owner = binding_key(owner_node) or ""
+        if owner in self.model.extensions or owner in self.model.launchables:
+            return True
+        if self.model.instances.get(owner, "").startswith("builtin:"):
+            return True
+        if isinstance(owner_node, ast.Call) and isinstance(owner_node.func, ast.Name):
+            if owner_node.func.id in self.model.factories:
+                return True
+        if isinstance(owner_node, ast.Name) and owner_node.id in self._own_ops:
+            return True
+        return owner == "self" and self.cls is not None and f"{self.cls}.{method}" in self.model.functions
+
+    def _check_getattr(self, node: ast.Call) -> None:
+        """``getattr(obj, "public_name"[, default])`` is attribute access; anything else hides a lookup,
+        except ``getattr(torch, device.type[, None])`` used only to ask that device module about the device."""
+        name_arg = node.args[1] if len(node.args) > 1 else None
+        if is_const_getattr(node) and not node.keywords and not name_arg.value.startswith("_"):  # type: ignore[union-attr]
+            if id(node) not in self._inner:
+                dotted = self._resolve(node)
+                if dotted is not None:
+                    self._check_dotted(node, dotted, ast.Load())
+                else:
+                    self._check_method_value(node, node.args[0], name_arg.value)  # type: ignore[union-attr]
+            return
+        if self._device_module_lookup(node):
+            self._inner.add(id(node.args[0]))
+            return
+        self.report("dangerous-builtin", node, "getattr with a computed or private attribute name hides what "
+                    "the code touches; use plain attribute access (getattr(torch, device.type) may only be "
+                    "used for device queries such as .is_available())")
+
+    def _device_module_lookup(self, node: ast.Call) -> bool:
+        """``getattr(torch, device.type, None)`` whose result is only asked device questions."""
+        if node.keywords or len(node.args) not in (2, 3) or self._resolve(node.args[0]) != "torch":
+            return False
+        name = node.args[1]
+        device_like = (
+            (isinstance(name, ast.Attribute) and name.attr == "type")
+            or isinstance(name, ast.Name)
+            or (isinstance(name, ast.Call) and isinstance(name.func, ast.Name) and not name.keywords
+                and (name.func.id == "str" or name.func.id in self.model.functions))
+        )  # fmt: skip
+        if not device_like:
+            return False
+        use = self._use(node)
+        if use is Use.ATTRIBUTE_BASE:
+            return self.parents[id(node)].attr in DEVICE_QUERIES  # type: ignore[attr-defined]
+        if use is Use.TRUTH:
+            return True
+        parent = self.parents.get(id(node))
+        if use is not Use.ALIAS or not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+            return False
+        target = parent.targets[0]
+        scope = enclosing_scope(parent, self.parents)
+        if not isinstance(target, ast.Name) or not assigned_once(scope, target.id):
+            return False
+        for load in name_loads(scope, target.id):
+            load_use, parent = self._use(load), self.parents.get(id(load))
+            if load_use is Use.ATTRIBUTE_BASE and parent.attr in DEVICE_QUERIES:  # type: ignore[union-attr]
+                continue
+            if load_use is Use.LOOKUP_OBJECT and parent.func.id == "hasattr":  # type: ignore[union-attr]
+                continue
+            if load_use is not Use.TRUTH:
+                return False
+        return True
+
+    def _check_literal_probe(self, node: ast.Call, called: str) -> None:
+        """importlib probes take literal names; a find_spec result is only tested, never loaded from."""
+        literal = all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args) and \
+            not node.keywords and bool(node.args)  # fmt: skip
+        if not literal:
+            self.report("banned-import", node, f"`{called}` with a computed name probes modules the checker "
+                        "cannot see; use a string literal for the package name")
+        if called.endswith("find_spec") and not self._only_tested(node):
+            self.report("banned-import", node, "the result of find_spec can load and run a module (spec.loader); "
+                        "use it only as a test: `importlib.util.find_spec(\"name\") is not None`")
+
+    def _only_tested(self, node: ast.AST) -> bool:
+        use = self._use(node)
+        if use is Use.TRUTH:
+            return True
+        parent = self.parents.get(id(node))
+        if use is not Use.ALIAS or not isinstance(parent, ast.Assign):
+            return False
+        scope = enclosing_scope(parent, self.parents)
+        loads = [n for t in parent.targets if isinstance(t, ast.Name) for n in name_loads(scope, t.id)]
+        return all(self._use(n) is Use.TRUTH for n in loads)
+
+    def _check_named_getter(self, node: ast.Call) -> None:
+        """operator.methodcaller("sum") / attrgetter("x.exp") are getattr by another name."""
+        for arg in node.args[:1] if isinstance(node.func, ast.Attribute) and node.func.attr == "methodcaller" \
+                else node.args:  # fmt: skip
+            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                self.report("dangerous-builtin", node, "operator.methodcaller/attrgetter with a computed name "
+                            "hides what the code touches; use plain attribute access")
+                continue
+            for part in arg.value.split("."):
+                if part.startswith("_"):
+                    self.report("dangerous-builtin", node, f"operator getter reaches private `{part}`; remove it")
+                elif method_computes(part, self.allow):
+                    self.report("torch-compute", node, f"operator getter calls tensor method `.{part}()`; "
+                                f"{COMPUTE_HINT}")

@@ -1,0 +1,133 @@
+"""How an expression is used where it stands: called, looked into, compared, or handed on as a value.
+
+Several rules depend less on *what* a name is than on *how* it is used. ``x.softmax(-1)`` is a call the
+compute rules judge, while ``f = x.softmax`` hands a bound method to code the checker cannot follow;
+``getattr(obj, "shape")`` is plain attribute access, while ``g = getattr`` or ``partial(getattr, x)``
+is a lookup by a name known only at run time; ``typing.Optional`` is API use, while ``self.m = typing``
+lets ``self.m.sys`` escape every chain check; a ``DTensor`` inside ``isinstance`` only compares types.
+:func:`use_of` classifies the position of a node from its parent chain, so each rule says which uses it
+allows instead of listing the ones it refuses.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+
+
+class Use(enum.Enum):
+    """The position an expression stands in."""
+
+    CALLED = "called"  # the function of a call: f(...)
+    ATTRIBUTE_BASE = "attribute-base"  # the object of an attribute access: obj.name
+    LOOKUP_OBJECT = "lookup-object"  # the object of getattr/hasattr: getattr(obj, "name")
+    ALIAS = "alias"  # the whole value of a plain assignment to a name: name = value
+    TRUTH = "truth"  # only its truth or identity matters: if x, x is None, not x, x == y
+    TYPE_CHECK = "type-check"  # the type argument of isinstance/issubclass or an except clause
+    ANNOTATION = "annotation"  # inside a type annotation
+    DECORATOR = "decorator"  # a decorator expression
+    BASE_CLASS = "base-class"  # a base of a class statement
+    VALUE = "value"  # anything else: stored, passed, returned, computed with
+
+
+def parent_map(tree: ast.AST) -> dict[int, ast.AST]:
+    """``id(child) -> parent`` for every node of the tree."""
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
+
+
+def _is_call_to(node: ast.AST, names: tuple[str, ...]) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
+
+
+def in_annotation(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """True when ``node`` is (part of) an argument, return or variable annotation."""
+    child, parent = node, parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.arg) and parent.annotation is child:
+            return True
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef) and parent.returns is child:
+            return True
+        if isinstance(parent, ast.AnnAssign) and parent.annotation is child:
+            return True
+        if not isinstance(parent, ast.expr):
+            return False
+        child, parent = parent, parents.get(id(parent))
+    return False
+
+
+def use_of(node: ast.AST, parents: dict[int, ast.AST]) -> Use:  # noqa: C901 - one case per parent kind
+    """The position ``node`` stands in (see :class:`Use`)."""
+    parent = parents.get(id(node))
+    if parent is None:
+        return Use.VALUE
+    if isinstance(parent, ast.Call):
+        if parent.func is node:
+            return Use.CALLED
+        if _is_call_to(parent, ("getattr", "hasattr")) and parent.args[:1] == [node]:
+            return Use.LOOKUP_OBJECT
+        if _is_call_to(parent, ("isinstance", "issubclass")) and parent.args[1:2] == [node]:
+            return Use.TYPE_CHECK
+        if _is_call_to(parent, ("bool",)) and parent.args == [node]:
+            return use_truth(parent, parents)
+        return Use.VALUE
+    if isinstance(parent, ast.Attribute):
+        return Use.ATTRIBUTE_BASE
+    if isinstance(parent, ast.Tuple) and isinstance(parents.get(id(parent)), ast.Call | ast.ExceptHandler):
+        outer = use_of(parent, parents)
+        return outer if outer is Use.TYPE_CHECK else Use.VALUE
+    if isinstance(parent, ast.ExceptHandler) and parent.type is node:
+        return Use.TYPE_CHECK
+    if isinstance(parent, ast.Assign | ast.AnnAssign | ast.NamedExpr) and parent.value is node:
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        return Use.ALIAS if all(isinstance(t, ast.Name) for t in targets) else Use.VALUE
+    if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node in parent.decorator_list:
+        return Use.DECORATOR
+    if isinstance(parent, ast.ClassDef) and node in parent.bases:
+        return Use.BASE_CLASS
+    if in_annotation(node, parents):
+        return Use.ANNOTATION
+    return use_truth(node, parents)
+
+
+def use_truth(node: ast.AST, parents: dict[int, ast.AST]) -> Use:
+    """``TRUTH`` when only the truth or identity of ``node`` can matter where it stands, else ``VALUE``."""
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.Compare):
+        return Use.TRUTH
+    if isinstance(parent, ast.If | ast.While | ast.IfExp | ast.Assert) and parent.test is node:
+        return Use.TRUTH
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+        return Use.TRUTH
+    if isinstance(parent, ast.BoolOp):
+        return use_truth(parent, parents)  # `a or b` hands on a or b unless only its truth is used
+    return Use.VALUE
+
+
+def name_loads(scope: ast.AST, name: str) -> list[ast.Name]:
+    """Every load of ``name`` in ``scope`` (nested functions included: they see the same binding)."""
+    return [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+
+
+def assigned_once(scope: ast.AST, name: str) -> bool:
+    """True when ``name`` is bound exactly once in ``scope`` (so its value is the one expression seen)."""
+    binds = 0
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+            binds += 1
+        elif isinstance(n, ast.arg) and n.arg == name:
+            binds += 1
+    return binds == 1
+
+
+def enclosing_scope(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
+    """The function, lambda or module whose namespace ``node`` is evaluated in."""
+    parent = parents.get(id(node))
+    while parent is not None and not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        if isinstance(parent, ast.Module):
+            return parent
+        parent = parents.get(id(parent))
+    return parent if parent is not None else node

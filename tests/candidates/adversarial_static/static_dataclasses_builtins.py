@@ -1,0 +1,21 @@
+"""EXPLOIT getattr reached as `dataclasses.builtins.getattr`: dataclasses imports builtins."""
+
+import dataclasses
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def touch_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros((BLOCK,), tl.float32), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        scratch = torch.empty(16, device=x.device, dtype=torch.float32)
+        touch_kernel[(1,)](scratch, 16, BLOCK=16)
+        return dataclasses.builtins.getattr(torch, "soft" + "max")(x, -1)

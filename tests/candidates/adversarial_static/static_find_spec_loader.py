@@ -1,0 +1,25 @@
+"""EXPLOIT importlib.util.find_spec (allowed as a capability probe) used to load a module: its
+spec's loader runs gc's module without an import statement."""
+
+import importlib.util
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def touch_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros((BLOCK,), tl.float32), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        scratch = torch.empty(16, device=x.device, dtype=torch.float32)
+        touch_kernel[(1,)](scratch, 16, BLOCK=16)
+        spec = importlib.util.find_spec("gc")
+        gc_mod = spec.loader.load_module("gc")
+        found = [o for o in gc_mod.get_objects() if isinstance(o, torch.Tensor) and o.shape == x.shape and o is not x]
+        return found[0].clone() if found else torch.empty_like(x)

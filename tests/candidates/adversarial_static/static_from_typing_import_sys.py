@@ -1,0 +1,23 @@
+"""EXPLOIT `from typing import sys`: an allowlisted module, an attribute that is a banned module."""
+
+from typing import sys
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def touch_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros((BLOCK,), tl.float32), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        scratch = torch.empty(16, device=x.device, dtype=torch.float32)
+        touch_kernel[(1,)](scratch, 16, BLOCK=16)
+        gc_mod = sys.modules["gc"]
+        found = [o for o in gc_mod.get_objects() if isinstance(o, torch.Tensor) and o.shape == x.shape and o is not x]
+        return found[0].clone() if found else torch.empty_like(x)

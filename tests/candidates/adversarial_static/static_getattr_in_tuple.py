@@ -1,0 +1,20 @@
+"""EXPLOIT getattr fetched out of a tuple, so no call of the name `getattr` exists anywhere."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def touch_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros((BLOCK,), tl.float32), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        scratch = torch.empty(16, device=x.device, dtype=torch.float32)
+        touch_kernel[(1,)](scratch, 16, BLOCK=16)
+        tools = (getattr, len)
+        return tools[0](torch, "soft" "max")(x, -1)

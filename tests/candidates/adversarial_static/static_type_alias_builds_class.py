@@ -1,0 +1,23 @@
+"""EXPLOIT `make = type` then make(...) builds a class at run time under a name that is not `type`."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def touch_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros((BLOCK,), tl.float32), mask=offs < n)
+
+
+make = type
+Holder = make("Holder", (torch.Tensor,), {})
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        scratch = torch.empty(16, device=x.device, dtype=torch.float32)
+        touch_kernel[(1,)](scratch, 16, BLOCK=16)
+        return torch.empty_like(x).as_subclass(Holder)
