@@ -28,6 +28,7 @@ def main() -> int:
     parser.add_argument("--skip-slow", action="store_true", help="skip hang and memory-exhaustion entries")
     parser.add_argument("--only", default="", help="comma-separated substrings of candidate file names")
     parser.add_argument("--small", action="store_true", help="use the tasks' small cases (a quicker GPU pass)")
+    parser.add_argument("--baselines", default="eager", help="baselines to time (eager,compile_default,...)")
     args = parser.parse_args()
 
     os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths
@@ -37,7 +38,7 @@ def main() -> int:
     from suite_manifest import load_entries
 
     entries = load_entries()
-    groups: dict[tuple[str, bool, bool], list[dict]] = defaultdict(list)
+    groups: dict[tuple[str, bool, bool, bool], list[dict]] = defaultdict(list)
     for entry in entries:
         if "cuda" not in entry["devices"]:
             continue
@@ -48,25 +49,47 @@ def main() -> int:
             continue
         # full_cases: entries whose exploit lives only at the scored sizes ignore --small
         small = args.small and not entry.get("full_cases", False)
-        groups[(entry["task"], entry.get("static_checks", True), small)].append(entry)
+        groups[(entry["task"], entry.get("static_checks", True), small, bool(entry.get("sanitize")))].append(entry)
     results, failures = [], 0
     started = time.perf_counter()
-    for (task, static, small), group in sorted(groups.items()):
-        options = EvalOptions(static_checks=static, baselines=("eager", "compile_default"), timeout_s=120,
-                              small_cases=True if small else None)
+    from evaluator.session import _static_rejection
+
+    def record(entry: dict, task: str, static: bool, verdict) -> None:
+        nonlocal failures
+        ok = verdict.verdict == entry["expect"] and verdict.reason.value in entry["reasons"]
+        failures += not ok
+        results.append({"file": entry["file"], "task": task, "static_checks": static,
+                        "expect": entry["expect"], "reasons": entry["reasons"], "verdict": verdict.verdict,
+                        "reason": verdict.reason.value, "detail": verdict.detail[:400], "pass": ok,
+                        "speedup_vs_best": verdict.timing.geomean_speedup_vs_best if verdict.timing else None,
+                        "overhead_total_s": (verdict.overhead.model_dump() if hasattr(verdict.overhead, "model_dump")
+                                             else dict(verdict.overhead)).get("total_s"),
+                        "environment": verdict.environment.recorded()})
+        print(f"{'PASS' if ok else 'FAIL'} {entry['file']} (static={static}): {verdict.verdict} "
+              f"{verdict.reason.value} {verdict.detail[:150]}", flush=True)
+        args.out.write_text(json.dumps({"partial": True, "results": results}, indent=2, default=str))
+
+    # Entries the static checks refuse need no process at all: answered first, without opening a session.
+    for key, group in groups.items():
+        task, static = key[0], key[1]
+        if not static:
+            continue
+        for entry in list(group):
+            early = _static_rejection(Path("tests") / "tasks" / task, Path("tests") / "candidates" / entry["file"],
+                                      "cuda", EvalOptions())
+            if early is not None:
+                group.remove(entry)
+                record(entry, task, static, early)
+    # Then the groups with honest entries (the false-reject rate matters most), then the rest.
+    ordered = sorted(((k, g) for k, g in groups.items() if g),
+                     key=lambda kg: (not any(e["expect"] == "accepted" for e in kg[1]), kg[0]))
+    for (task, static, small, sanitize), group in ordered:
+        options = EvalOptions(static_checks=static, baselines=tuple(args.baselines.split(",")), timeout_s=120,
+                              sanitize=sanitize, small_cases=True if small else None)
         with EvaluationSession(Path("tests") / "tasks" / task, device="cuda", options=options) as session:
             for entry in group:
                 verdict = session.evaluate(Path("tests") / "candidates" / entry["file"])
-                ok = verdict.verdict == entry["expect"] and verdict.reason in entry["reasons"]
-                failures += not ok
-                results.append({"file": entry["file"], "task": task, "static_checks": static,
-                                "expect": entry["expect"], "reasons": entry["reasons"], "verdict": verdict.verdict,
-                                "reason": verdict.reason, "detail": verdict.detail[:400], "pass": ok,
-                                "speedup_vs_best": (verdict.timing or {}).get("geomean_speedup_vs_best"),
-                                "environment": verdict.environment})
-                print(f"{'PASS' if ok else 'FAIL'} {entry['file']} (static={static}): {verdict.verdict} "
-                      f"{verdict.reason} {verdict.detail[:150]}", flush=True)
-                args.out.write_text(json.dumps({"partial": True, "results": results}, indent=2, default=str))
+                record(entry, task, static, verdict)
     summary = {"entries": len(results), "failures": failures, "wall_s": round(time.perf_counter() - started, 1),
                "results": results}
     args.out.write_text(json.dumps(summary, indent=2, default=str))

@@ -23,7 +23,10 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evaluator.verdict import Environment, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -37,30 +40,38 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else None
 
 
+def _verdict(record: dict[str, Any]) -> Verdict | None:
+    """The verdict of a result's ``best`` or of an archive record (kept as JSON there), validated; None if none."""
+    from evaluator.verdict import Verdict
+
+    return Verdict.coerce(record.get("verdict"))
+
+
 def bench_row(result: dict[str, Any]) -> dict[str, Any]:
     """The table row of one op from its search result (pure; None where nothing was measured)."""
     best = result.get("best") or {}
-    timing = (best.get("verdict") or {}).get("timing") or {}
-    cases = timing.get("cases") or []
+    verdict = _verdict(best)
+    timing = verdict.timing if verdict is not None else None
+    cases = timing.cases if timing is not None else []
     minutes = (result.get("elapsed_s") or 0) / 60
     return {
         "op": result["op_id"],
-        "accepted": best.get("verdict", {}).get("verdict") == "accepted" if best else False,
-        "speedup_vs_eager": timing.get("geomean_speedup_vs_eager"),
-        "speedup_vs_compile": timing.get("geomean_speedup_vs_compile"),
-        "speedup_vs_best": timing.get("geomean_speedup_vs_best"),
-        "hbm_floor_fraction": geomean([c.get("roofline_fraction") for c in cases]),
+        "accepted": verdict is not None and verdict.accepted,
+        "speedup_vs_eager": timing.geomean_speedup_vs_eager if timing else None,
+        "speedup_vs_compile": timing.geomean_speedup_vs_compile if timing else None,
+        "speedup_vs_best": timing.geomean_speedup_vs_best if timing else None,
+        "hbm_floor_fraction": geomean([c.roofline_fraction for c in cases]),
         "candidates_per_gpu_minute": result["candidates_evaluated"] / minutes if minutes > 0 else None,
         "gpu_busy_fraction": result.get("gpu_busy_fraction"),  # NVML kernel-active mean (bench/_gpu_util.py)
         "evaluator_busy_fraction": result.get("evaluator_busy_fraction"),
         "time_to_first_accepted_s": result.get("time_to_first_accepted_s"),
         "candidates_evaluated": result["candidates_evaluated"],
         "stop_reason": result["stop_reason"],
-        "cases": [{"case": c.get("case"), "candidate_ms": (c.get("candidate") or {}).get("median_ms"),
-                   "eager_ms": (c.get("eager") or {}).get("median_ms"),
-                   "compile_default_ms": (c.get("compile_default") or {}).get("median_ms"),
-                   "compile_max_autotune_ms": (c.get("compile_max_autotune") or {}).get("median_ms"),
-                   "floor_ms": c.get("floor_ms"), "roofline_fraction": c.get("roofline_fraction")} for c in cases],
+        "cases": [{"case": c.case, "candidate_ms": c.candidate.median_ms,
+                   "eager_ms": c.eager.median_ms if c.eager else None,
+                   "compile_default_ms": c.compile_default.median_ms if c.compile_default else None,
+                   "compile_max_autotune_ms": c.compile_max_autotune.median_ms if c.compile_max_autotune else None,
+                   "floor_ms": c.floor_ms, "roofline_fraction": c.roofline_fraction} for c in cases],
     }
 
 
@@ -68,11 +79,11 @@ def rejections(candidates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Rejected candidates by reason: how many, and the first one's id, strategy and detail (pure)."""
     tally: dict[str, dict[str, Any]] = {}
     for record in evaluated(candidates):
-        verdict = record.get("verdict") or {}
-        if verdict.get("verdict") != "rejected":
+        verdict = _verdict(record)
+        if verdict is None or verdict.accepted:
             continue
-        entry = tally.setdefault(verdict.get("reason", "?"), {"count": 0, "first": {
-            "id": record.get("id"), "strategy": record.get("strategy"), "detail": (verdict.get("detail") or "")[:500]}})
+        entry = tally.setdefault(verdict.reason.value, {"count": 0, "first": {
+            "id": record.get("id"), "strategy": record.get("strategy"), "detail": verdict.detail[:500]}})
         entry["count"] += 1
     return tally
 
@@ -94,13 +105,14 @@ def handoff_modes(candidates: list[dict[str, Any]]) -> dict[str, int]:
     fallback with the IPC error), from the verdicts' overhead (pure)."""
     modes: dict[str, int] = {}
     for record in evaluated(candidates):
-        mode = ((record.get("verdict") or {}).get("overhead") or {}).get("output_handoff")
-        if isinstance(mode, str):
+        verdict = _verdict(record)
+        mode = verdict.overhead.output_handoff if verdict is not None else None
+        if mode is not None:
             modes[mode] = modes.get(mode, 0) + 1
     return modes
 
 
-PHASE_GROUPS = ("check_phases", "time_phases")  # nested per-phase seconds in a verdict's overhead
+PHASE_GROUPS = ("check_phases", "time_phases")  # nested per-phase seconds in a verdict's overhead (Overhead fields)
 
 
 def evaluation_costs(candidates: list[dict[str, Any]]) -> dict[str, Any]:
@@ -115,14 +127,13 @@ def evaluation_costs(candidates: list[dict[str, Any]]) -> dict[str, Any]:
     samples: dict[str, dict[str, list[float]]] = {"": {}, **{group: {} for group in PHASE_GROUPS}}
     n = 0
     for record in evaluated(candidates):
-        overhead = (record.get("verdict") or {}).get("overhead")
-        overhead = overhead if isinstance(overhead, dict) else {}
-        found = {"": {key: seconds for key, value in (("eval_s", record.get("eval_s")), *overhead.items())
+        verdict = _verdict(record)
+        recorded = verdict.overhead.recorded() if verdict is not None else {}
+        found = {"": {key: seconds for key, value in (("eval_s", record.get("eval_s")), *recorded.items())
                       if key.endswith("_s") and (seconds := _seconds(value)) is not None}}
         for group in PHASE_GROUPS:
-            phases = overhead.get(group)
-            found[group] = {key: seconds for key, value in (phases if isinstance(phases, dict) else {}).items()
-                            if (seconds := _seconds(value)) is not None}
+            phases = getattr(verdict.overhead, group) if verdict is not None else {}
+            found[group] = {key: seconds for key, value in phases.items() if (seconds := _seconds(value)) is not None}
         if not any(found.values()):
             continue
         n += 1
@@ -181,17 +192,24 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _environment(environment: dict[str, Any]) -> Environment:
+    from evaluator.verdict import Environment
+
+    return Environment.model_validate(environment)
+
+
 def machine(environment: dict[str, Any]) -> dict[str, Any]:
-    return {"host": platform.node(), "platform": platform.platform(), "gpu": environment.get("gpu"),
-            "driver": environment.get("driver"), "capability": environment.get("capability"),
-            "sm_count": environment.get("sm_count")}
+    env = _environment(environment)
+    return {"host": platform.node(), "platform": platform.platform(), "gpu": env.gpu, "driver": env.driver,
+            "capability": env.capability, "sm_count": env.sm_count}
 
 
 def versions(environment: dict[str, Any]) -> dict[str, Any]:
     from kernelevo import __version__
 
-    return {"python": platform.python_version(), "torch": environment.get("torch"),
-            "triton": environment.get("triton"), "cuda": environment.get("cuda_runtime"), "kernelevo": __version__}
+    env = _environment(environment)
+    return {"python": platform.python_version(), "torch": env.torch, "triton": env.triton, "cuda": env.cuda_runtime,
+            "kernelevo": __version__}
 
 
 def main(argv: list[str] | None = None) -> int:

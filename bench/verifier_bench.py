@@ -41,7 +41,7 @@ def main() -> None:
     from evaluator import EvalOptions, EvaluationSession
 
     args.out.mkdir(parents=True, exist_ok=True)
-    rows, environment = [], {}
+    rows, environment, costs = [], {}, []
     wall_start = time.perf_counter()
     evaluations = 0
     for task, candidates in PLAN:
@@ -58,25 +58,26 @@ def main() -> None:
                 for rep in range(args.repeats):
                     verdict = session.evaluate(cand)
                     evaluations += 1
+                    costs.append(verdict.overhead)
                     name = f"{Path(task).stem}--{Path(cand).stem}--{rep}"
                     (args.out / f"{name}.json").write_text(verdict.to_json())
-                    timing = verdict.timing or {}
-                    medians.append([c["candidate"]["median_ms"] for c in timing.get("cases", [])])
+                    timing = verdict.timing
+                    medians.append([c.candidate.median_ms for c in timing.cases] if timing else [])
                     rows.append({
                         "task": task, "candidate": cand, "repeat": rep, "verdict": verdict.verdict,
-                        "reason": verdict.reason, "detail": verdict.detail[:300], "backend": verdict.backend,
-                        "speedup_vs_eager": timing.get("geomean_speedup_vs_eager"),
-                        "speedup_vs_compile": timing.get("geomean_speedup_vs_compile"),
-                        "overhead": verdict.overhead, "session_setup_s": round(session_setup_s, 2),
+                        "reason": verdict.reason.value, "detail": verdict.detail[:300], "backend": verdict.backend,
+                        "speedup_vs_eager": timing.geomean_speedup_vs_eager if timing else None,
+                        "speedup_vs_compile": timing.geomean_speedup_vs_compile if timing else None,
+                        "overhead": verdict.overhead.recorded(), "session_setup_s": round(session_setup_s, 2),
                     })
-                    print(f"{name}: {verdict.verdict} {verdict.reason} {verdict.detail[:160]}", flush=True)
+                    print(f"{name}: {verdict.verdict} {verdict.reason.value} {verdict.detail[:160]}", flush=True)
                     (args.out / "rows.json").write_text(json.dumps(rows, indent=2, default=str))
                 if len(medians) == 2 and medians[0] and len(medians[0]) == len(medians[1]):
                     spread = [abs(a - b) / min(a, b) for a, b in zip(medians[0], medians[1])]
                     rows[-1]["repeat_spread_pct"] = [round(100 * s, 2) for s in spread]
     wall = time.perf_counter() - wall_start
-    overheads = [r["overhead"].get("waited_for_process_s", 0) + r["overhead"].get("load_s", 0) for r in rows]
-    totals = [r["overhead"].get("total_s", 0) for r in rows]
+    overheads = [(o.waited_for_process_s or 0.0) + (o.load_s or 0.0) for o in costs]
+    totals = [o.total_s or 0.0 for o in costs]
     summary = {
         "environment": environment,
         "evaluations": evaluations,

@@ -1,7 +1,10 @@
 """The webhook service: ``POST /webhook`` and ``GET /healthz`` (Starlette).
 
-The request handler only verifies the signature, drops replayed deliveries, selects handlers and
-puts them on the work queue; it answers in milliseconds and never calls GitHub itself.
+The request handler only verifies the signature, claims the delivery in Redis, selects handlers and
+puts them on the work queue; it answers in milliseconds and never calls GitHub itself. The delivery is
+marked handled only when its handlers have run (``bot.deliveries``). Without Redis nothing can be
+recorded, so webhooks get 503 (GitHub shows the delivery as failed and it can be redelivered) and
+``/healthz`` says why.
 """
 
 from __future__ import annotations
@@ -10,14 +13,16 @@ import json
 import logging
 from typing import Any
 
+import redis
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from bot import signature
-from bot.deliveries import DeliveryStore
+from bot.deliveries import Deliveries
 from bot.routing import Event, Handler, Router
+from bot.state import DeliveryClaim
 from bot.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -30,7 +35,13 @@ def default_router() -> Router:
     return Router(on_comment.router, on_pull_request.router, on_check_run.router, on_installation.router)
 
 
-def create_app(*, secret: str, deliveries: DeliveryStore, work: WorkQueue, ctx: Any,
+def redis_unavailable(exc: BaseException) -> JSONResponse:
+    return JSONResponse({"status": "unavailable", "error": f"Redis is unreachable ({type(exc).__name__}: {exc}):"
+                         " the bot cannot record deliveries or jobs; start Redis (KERNELEVO_REDIS_URL), then"
+                         " redeliver"}, status_code=503)
+
+
+def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: Any,
                router: Router | None = None) -> Starlette:
     """The ASGI app; ``ctx`` is the :class:`bot.context.BotContext` handlers receive."""
     if not secret:
@@ -39,7 +50,7 @@ def create_app(*, secret: str, deliveries: DeliveryStore, work: WorkQueue, ctx: 
 
     def run(handler: Handler, event: Event) -> None:
         if event.repo and event.installation_id is not None:
-            ctx.installations[event.repo] = event.installation_id
+            ctx.state.set_installation(event.repo, event.installation_id)
         handler(event, ctx.github(event.installation_id), ctx)
 
     async def webhook(request: Request) -> JSONResponse:
@@ -48,7 +59,7 @@ def create_app(*, secret: str, deliveries: DeliveryStore, work: WorkQueue, ctx: 
             return JSONResponse({"error": "missing or invalid X-Hub-Signature-256"}, status_code=401)
         name = request.headers.get("x-github-event")
         delivery = request.headers.get("x-github-delivery")
-        if not name or not delivery:
+        if not name or not delivery or len(delivery) > 200:
             return JSONResponse({"error": "missing X-GitHub-Event or X-GitHub-Delivery"}, status_code=400)
         try:
             payload = json.loads(body)
@@ -56,21 +67,36 @@ def create_app(*, secret: str, deliveries: DeliveryStore, work: WorkQueue, ctx: 
             return JSONResponse({"error": "body is not JSON"}, status_code=400)
         if not isinstance(payload, dict):
             return JSONResponse({"error": "body is not a JSON object"}, status_code=400)
-        if not deliveries.first_time(delivery):
+        try:
+            claim = deliveries.claim(delivery)
+        except redis.RedisError as exc:
+            return redis_unavailable(exc)
+        if claim is DeliveryClaim.DONE:
             return JSONResponse({"status": "duplicate delivery ignored", "delivery": delivery})
+        if claim is DeliveryClaim.HANDLING:
+            return JSONResponse({"status": "delivery is being handled; redeliver later if it fails",
+                                 "delivery": delivery}, status_code=409)
         if name == "ping":
+            deliveries.done_now(delivery)
             return JSONResponse({"status": "pong"})
         event = Event(name, delivery, payload)
         handlers = router.handlers_for(event)
         if handlers and event.installation_id is None:
+            deliveries.done_now(delivery)
             return JSONResponse({"error": "event has no installation: install KernelEvo as a GitHub App"},
                                 status_code=400)
+        deliveries.hold(delivery, len(handlers))
         for handler in handlers:
-            work.submit(lambda h=handler: run(h, event), name=f"{name}.{event.action} {delivery}")
+            work.submit(lambda h=handler: run(h, event), name=f"{name}.{event.action} {delivery}",
+                        on_done=lambda error: deliveries.handler_done(delivery, error))
         return JSONResponse({"status": "queued" if handlers else "ignored", "handlers": len(handlers)},
                             status_code=202 if handlers else 200)
 
     async def healthz(request: Request) -> JSONResponse:
+        try:
+            ctx.state.ping()
+        except redis.RedisError as exc:
+            return redis_unavailable(exc)
         return JSONResponse({"status": "ok", "pending": work.pending()})
 
     return Starlette(routes=[Route("/webhook", webhook, methods=["POST"]),

@@ -1,16 +1,16 @@
-"""Check runs: the "ops changed" run with its Optimize button, and one run per job with progress.
+"""Check runs: the "ops changed" run with its Optimize button, and one run per optimize request.
 
-Progress updates are throttled (at most one per ``min_interval_s``, clock injected) because GitHub
-counts every PATCH against the installation's rate limits; the final update always goes out.
+A request's run covers one job per op and shows one line per op: its progress while the job runs,
+its outcome once the job is reported. The summaries and the conclusion are pure functions of the
+stored :class:`~bot.state.RunLink` and the job records.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-
 from bot.github_api import GitHubAPI
 from bot.report import code
+from bot.state import Conclusion, RunLink
+from workflows.models import JobRecord, JobState
 
 DISCOVERY_NAME = "kernelevo: ops"
 OPTIMIZE_ACTION = "optimize"
@@ -34,46 +34,65 @@ def discovery_actions() -> list[dict]:
              "identifier": OPTIMIZE_ACTION}]
 
 
-def progress_summary(progress: dict) -> str:
-    """One line per op from the search's progress reports."""
-    lines = []
-    for op, p in sorted(progress.items()):
-        best = p.get("best_speedup_vs_eager")
-        lines.append(f"- {code(op)}: generation {p.get('generation', 0)}, {p.get('evaluated', 0)} evaluated, "
-                     f"{p.get('accepted', 0)} accepted"
-                     + (f", best {best:.2f}x over eager" if isinstance(best, (int, float)) else ""))
-    return "\n".join(lines) or "starting"
+def run_name(count: int) -> str:
+    return f"kernelevo: optimize ({count} op{'s' * (count != 1)})"
 
 
-class Throttle:
-    """``ready(key)`` is True at most once per ``min_interval_s`` per key."""
-
-    def __init__(self, min_interval_s: float, clock: Callable[[], float]) -> None:
-        self._interval, self._clock = min_interval_s, clock
-        self._last: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def ready(self, key: str) -> bool:
-        """Record and allow an update for ``key`` if the last one is old enough."""
-        now = self._clock()
-        with self._lock:
-            last = self._last.get(key)
-            if last is not None and now - last < self._interval:
-                return False
-            self._last[key] = now
-            return True
-
-
-def start_job_run(gh: GitHubAPI, repo: str, head_sha: str, job_id: str, ops: list[str]) -> int:
-    """Create the job's check run (queued); returns its id."""
-    run = gh.create_check_run(repo, name=f"kernelevo: optimize ({len(ops)} op{'s' * (len(ops) != 1)})",
-                              head_sha=head_sha, status="queued", external_id=job_id,
-                              output={"title": "Queued", "summary": "\n".join(f"- {code(op)}" for op in ops)})
+def start_run(gh: GitHubAPI, repo: str, head_sha: str, ops: list[str]) -> int:
+    """Create an optimize request's check run (queued); returns its id."""
+    run = gh.create_check_run(repo, name=run_name(len(ops)), head_sha=head_sha, status="queued",
+                              output={"title": "Queued", "summary": "\n".join(f"- {code(op)}: queued" for op in ops)})
     return run["id"]
 
 
-def finish_job_run(gh: GitHubAPI, repo: str, run_id: int, *, conclusion: str, title: str,
-                   summary: str, completed_at: str) -> None:
-    """Complete the job's check run with its result summary."""
-    gh.update_check_run(repo, run_id, status="completed", conclusion=conclusion, completed_at=completed_at,
+def progress_text(record: JobRecord | None) -> str:
+    """Where one op's job is, in a few words."""
+    if record is None:
+        return "the job is gone"
+    if record.state is JobState.QUEUED:
+        return f"queued ({record.id})" if record.waiting_for is None else f"waiting for {record.waiting_for}"
+    if record.state is JobState.RUNNING:
+        p = record.progress
+        best = (f", best {p.best_speedup_vs_eager:.2f}x over eager" if p.best_speedup_vs_eager is not None else "")
+        return f"generation {p.generation}, {p.evaluated} evaluated, {p.accepted} accepted{best}"
+    return f"{record.state.value}, being reported"
+
+
+def run_summary(run: RunLink, records: dict[str, JobRecord | None]) -> str:
+    """One line per op: the outcome once reported, else the job's progress (``records`` by job id)."""
+    lines = []
+    for line in run.ops:
+        if line.outcome is not None:
+            text = line.outcome
+        elif line.job_id is None:
+            text = "not queued yet"
+        else:
+            text = progress_text(records.get(line.job_id))
+        lines.append(f"- {code(line.op_id)}: {text}")
+    return "\n".join(lines)
+
+
+def run_conclusion(run: RunLink) -> tuple[Conclusion, str]:
+    """The conclusion and title of a run whose every op is reported."""
+    found = [line.conclusion or Conclusion.NEUTRAL for line in run.ops]
+    failed = found.count(Conclusion.FAILURE)
+    published = found.count(Conclusion.SUCCESS)
+    if failed:
+        return Conclusion.FAILURE, ("Failed" if len(found) == 1 else f"Failed for {failed} of {len(found)} ops")
+    if published:
+        return Conclusion.SUCCESS, ("Published a faster kernel" if published == 1
+                                    else f"Published {published} faster kernels")
+    if found and all(c is Conclusion.CANCELLED for c in found):
+        return Conclusion.CANCELLED, "Cancelled"
+    return Conclusion.NEUTRAL, "Finished; nothing to publish"
+
+
+def update_progress(gh: GitHubAPI, repo: str, run_id: int, summary: str) -> None:
+    gh.update_check_run(repo, run_id, status="in_progress", output={"title": "Searching", "summary": summary})
+
+
+def finish_run(gh: GitHubAPI, repo: str, run_id: int, *, conclusion: Conclusion, title: str, summary: str,
+               completed_at: str) -> None:
+    """Complete a check run with its result summary."""
+    gh.update_check_run(repo, run_id, status="completed", conclusion=conclusion.value, completed_at=completed_at,
                         output={"title": title, "summary": summary[:60000]})

@@ -1,10 +1,9 @@
-"""The one bot comment per PR, found again by a hidden marker and edited in place."""
+"""The one bot comment per PR, found again by its stored id (or a hidden marker) and edited in place."""
 
 from __future__ import annotations
 
-from bot.github_api import GitHubAPI
-from bot.report import code, escape_md, render
-from kernelevo.jobs import JobStatus
+from bot.github_api import GitHubAPI, GitHubError
+from bot.report import render
 
 MARKER = "<!-- kernelevo:status -->"
 
@@ -17,26 +16,22 @@ def find_status_comment(comments: list[dict], bot_login: str) -> dict | None:
     return None
 
 
-def job_rows(jobs: list[JobStatus], links: dict[str, dict[str, str]]) -> list[dict]:
-    """Table rows for the status comment: job, ops, state, and the outcome per op."""
-    rows = []
-    for job in jobs:
-        ops = (job.request.ops if job.request else []) or []
-        outcome = "; ".join(f"{code(op)}: {text}" for op, text in links.get(job.job_id, {}).items())
-        if not outcome and job.error:
-            outcome = escape_md(job.error)
-        rows.append({"job_id": job.job_id, "ops": ", ".join(code(op) for op in ops), "state": job.state,
-                     "result": outcome or "…"})
-    return rows
+def render_status(notice: str | None, rows: list[dict]) -> str:
+    """The status comment's body: the latest notice, then one row per op job (``context.job_rows``)."""
+    return render("status_comment.md.j2", marker=MARKER, notice=notice, jobs=rows)
 
 
-def render_status(notice: str | None, jobs: list[JobStatus], links: dict[str, dict[str, str]]) -> str:
-    """The status comment's body."""
-    return render("status_comment.md.j2", marker=MARKER, notice=notice, jobs=job_rows(jobs, links))
-
-
-def upsert_status(gh: GitHubAPI, repo: str, number: int, body: str, bot_login: str) -> int:
-    """Edit the PR's status comment, or create it the first time; returns the comment id."""
+def upsert_status(gh: GitHubAPI, repo: str, number: int, body: str, bot_login: str,
+                  known_id: int | None = None) -> int:
+    """Edit the PR's status comment (``known_id`` when the bot stored it), or create it the first time;
+    returns the comment id."""
+    if known_id is not None:
+        try:
+            gh.edit_comment(repo, known_id, body)
+            return known_id
+        except GitHubError as exc:
+            if exc.status != 404:
+                raise  # deleted by someone: find or create another below
     existing = find_status_comment(gh.list_comments(repo, number), bot_login)
     if existing:
         if existing.get("body") != body:

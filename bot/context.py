@@ -1,75 +1,54 @@
-"""What every handler gets besides the event and the GitHub client, plus the shared PR helpers.
+"""What every handler and bot task gets besides the event, plus the shared PR helpers.
 
-:class:`BotContext` carries the job queue, the work queue, the clock, the approval store, the
-workspace provider (local checkouts by SHA) and the small in-memory state that links jobs to their
-check runs and follow-up PRs. The helpers here (repo config, changed ops, submitting a job, refreshing
-the status comment) are used by several routers, so they live in one place.
+:class:`BotContext` carries the worker tier's :class:`~workflows.client.JobsClient`, the Redis-backed
+:class:`~bot.state.BotState`, the GitHub client factory, the workspace provider (checkouts by SHA, for
+static discovery only) and the clock. Nothing in it lives only in memory that a restart would lose.
+The helpers (repo config, discovery, the status comment) are used by several routers and tasks.
 """
 
 from __future__ import annotations
 
-import threading
+import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from bot import checks, comments, trust
+from bot import comments
 from bot.github_api import GitHubAPI
-from bot.workqueue import WorkQueue
-from kernelevo.jobs import JobQueue, JobRequest, WorkspaceProvider
+from bot.state import BotState
 from kernelevo.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, load_repo_config
 
-
-@dataclass
-class JobLink:
-    """Where a job reports: its repo/PR/installation and check run."""
-
-    repo: str
-    pr_number: int | None
-    installation_id: int
-    check_run_id: int | None = None
-    fork: bool = False
-    outcomes: dict[str, str] = field(default_factory=dict)  # op -> one line (with PR link)
-    ready: threading.Event = field(default_factory=threading.Event)  # set once the check run exists
-    check_lock: threading.Lock = field(default_factory=threading.Lock)  # one check-run write at a time
-    progress_seq: int = 0  # progress updates queued so far
-    sent_seq: int = 0  # the newest progress update written
-    finished: bool = False  # the final update was written: no progress may follow it
+# (installation id, repo, sha) -> a context manager yielding a local checkout of that commit
+WorkspaceProvider = Callable[[int, str, str], AbstractContextManager[Path]]
 
 
 @dataclass
 class BotContext:
-    """Dependencies and state shared by the routers and the job hooks."""
+    """Dependencies shared by the routers (web process) and the bot-queue tasks (bot worker)."""
 
     github: Callable[[int], GitHubAPI]
-    jobs: JobQueue
-    work: WorkQueue
+    jobs: Any  # workflows.client.JobsClient
+    state: BotState
     workspace: WorkspaceProvider
-    approvals: trust.ApprovalStore = field(default_factory=trust.MemoryApprovalStore)
+    work: Any = None  # bot.workqueue.WorkQueue in the web process; None in the bot worker
     clock: Callable[[], float] = time.time
     bot_login: str = "kernelevo[bot]"
     progress_interval_s: float = 60.0
-    links: dict[str, JobLink] = field(default_factory=dict)
-    pending: dict[tuple[str, int], object] = field(default_factory=dict)  # waiting for approval
-    discovery_runs: dict[int, tuple[str, int]] = field(default_factory=dict)  # check run -> (repo, PR)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    throttle: checks.Throttle | None = None
+    device: str = "cuda"  # where the bot's jobs run: cuda (GPU workers) or cpu (Triton's interpreter)
+    max_unpacked_bytes: int = 512 * 2**20
+    max_files: int = 50_000
     forget_installation: Callable[[int], None] | None = None
-    installations: dict[str, int] = field(default_factory=dict)  # repo -> installation (from events)
 
-    def __post_init__(self) -> None:
-        if self.throttle is None:
-            self.throttle = checks.Throttle(self.progress_interval_s, self.clock)
-        self._pr_locks: dict[tuple[str, int], threading.Lock] = {}
-
-    def pr_lock(self, repo: str, number: int) -> threading.Lock:
-        """Serialises updates of one PR's status comment within this process."""
-        with self.lock:
-            return self._pr_locks.setdefault((repo, number), threading.Lock())
+    @property
+    def approvals(self) -> BotState:
+        return self.state
 
 
 def load_config(gh: GitHubAPI, repo: str, ref: str) -> tuple[RepoConfig, str | None]:
-    """The repo's ``.github/kernelevo.yml`` at ``ref`` (the trusted base branch, never a PR head).
+    """The repo's ``.github/kernelevo.yml`` at ``ref`` (the trusted default branch, never a PR head).
 
     Returns defaults when the file is absent, and defaults plus the error text when it is invalid.
     """
@@ -82,56 +61,53 @@ def load_config(gh: GitHubAPI, repo: str, ref: str) -> tuple[RepoConfig, str | N
         return RepoConfig(), f"`{CONFIG_PATH}` on `{ref}` is invalid, so nothing runs until it is fixed:\n{exc}"
 
 
-def discover_ops(ctx: BotContext, repo: str, sha: str, config: RepoConfig) -> dict[str, str]:
-    """``{op_id: source_hash}`` of a commit, by static discovery (never imports repo code)."""
+def discover_at(root: Path, config: RepoConfig) -> dict[str, str]:
+    """``{op_id: source_hash}`` of a checkout, by static discovery (never imports repository code)."""
     from kernelevo.discovery import discover
 
-    with ctx.workspace(repo, sha) as root:
-        return discover(root, config.paths.include, config.paths.exclude).hashes()
-
-
-def changed_ops(ctx: BotContext, repo: str, base_sha: str, head_sha: str,
-                config: RepoConfig) -> tuple[list[str], list[str], list[str]]:
-    """(added, changed, all ops at head) between the PR's base and head commits."""
-    from kernelevo.discovery import diff_ops
-
-    before = discover_ops(ctx, repo, base_sha, config)
-    after = discover_ops(ctx, repo, head_sha, config)
-    diff = diff_ops(before, after)
-    return diff.added, diff.changed, sorted(after)
-
-
-def backend_for(requested: str | None, config: RepoConfig) -> str:
-    """The backend a job searches: the command's flag, else the config's single backend, else any."""
-    if requested:
-        return requested
-    return config.backends[0] if len(config.backends) == 1 else "any"
+    return discover(root, config.paths.include, config.paths.exclude).hashes()
 
 
 def follow_up_base(pull: dict) -> str:
     """Branch the follow-up PR targets: the PR's head branch, or its base branch for fork PRs."""
+    from bot import trust
+
     return pull["base"]["ref"] if trust.is_fork(pull) else pull["head"]["ref"]
 
 
-def submit_job(ctx: BotContext, gh: GitHubAPI, request: JobRequest, *, fork: bool = False) -> str:
-    """Queue a job and create its check run; returns the job id (existing one for a duplicate)."""
-    with ctx.lock:  # the job may finish at once: its link must exist before anyone looks it up
-        job_id = ctx.jobs.submit(request)
-        if job_id in ctx.links:
-            return job_id
-        link = JobLink(request.repo, request.pr_number, request.installation_id, fork=fork)
-        ctx.links[job_id] = link
-    try:
-        link.check_run_id = checks.start_job_run(gh, request.repo, request.head_sha, job_id, request.ops)
-    finally:
-        link.ready.set()
-    return job_id
+def job_rows(ctx: BotContext, job_ids: list[str]) -> list[dict]:
+    """The status comment's rows: one per op job, with its state and outcome (or error)."""
+    from bot.report import code, escape_md
+
+    rows, runs = [], {}
+    for job_id in job_ids:
+        record = ctx.jobs.get(job_id)
+        if record is None:
+            continue  # past the job store's retention
+        run_id = record.links.check_run_id
+        if run_id is not None and run_id not in runs:
+            runs[run_id] = ctx.state.run(run_id)
+        line = runs[run_id].line(record.spec.op_id) if run_id is not None and runs[run_id] else None
+        result = line.outcome if line is not None and line.outcome else (escape_md(record.error) if record.error
+                                                                          else "…")
+        rows.append({"job_id": record.id, "ops": code(record.spec.op_id), "state": record.state.value,
+                     "result": result})
+    return rows
 
 
 def refresh_status(ctx: BotContext, gh: GitHubAPI, repo: str, number: int, notice: str | None) -> None:
-    """Re-render the PR's one status comment from its jobs, with ``notice`` on top."""
-    jobs = ctx.jobs.find(repo, number)
-    with ctx.lock:
-        outcomes = {j.job_id: dict(ctx.links[j.job_id].outcomes) for j in jobs if j.job_id in ctx.links}
-    with ctx.pr_lock(repo, number):
-        comments.upsert_status(gh, repo, number, comments.render_status(notice, jobs, outcomes), ctx.bot_login)
+    """Re-render the PR's one status comment from its jobs, with ``notice`` on top (None: keep the last one).
+
+    A Redis lock per PR serialises the writers (the web process and every bot worker), and the comment's
+    id is kept in Redis, so there is one status comment however many bot processes run."""
+    with ctx.state.lock(f"pr:{repo}#{number}", timeout_s=30, wait_s=60):
+        links = ctx.state.pull(repo, number)
+        if notice is None:
+            notice = links.notice
+        body = comments.render_status(notice, job_rows(ctx, links.job_ids))
+        digest = hashlib.sha256(body.encode()).hexdigest()
+        if links.status_comment_id is not None and links.body_sha256 == digest:
+            return
+        comment_id = comments.upsert_status(gh, repo, number, body, ctx.bot_login, links.status_comment_id)
+        ctx.state.update_pull(repo, number, lambda old: old.model_copy(update={
+            "status_comment_id": comment_id, "notice": notice, "body_sha256": digest}))

@@ -1,212 +1,251 @@
-"""The bot's side of a job: re-check the pinned SHA, mirror progress, publish the results.
+"""The bot's side of a finished or running job: publish its result, report it on its check run and PR.
 
-:class:`BotJobHooks` plugs into :class:`kernelevo.jobs.LocalRunner` (and later the Celery queue).
-``before_start`` runs synchronously in the job's thread; everything else is put on the work queue so
-that GitHub rate limits defer it instead of blocking the search.
+The worker tier tells the bot about a job by name on the ``bot`` queue (``BOT_PUBLISH_TASK``,
+``BOT_PROGRESS_TASK``); the bot reads the typed :class:`~workflows.models.JobRecord` and does all the
+GitHub I/O here. Publishing is idempotent: a job is reported under its lock, its op's outcome is stored
+on the request's :class:`~bot.state.RunLink` before the record is marked ``published``, and a redelivered
+or repeated publish of a ``published`` job only refreshes the check run and the status comment.
+
+Nothing here imports or runs repository code: the op is found again by static discovery, and the
+kernel store only writes text files (kernel source, manifest JSON, a generated test).
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from bot import checks, context, publish, report, trust
+from bot import checks, context, publish, report
 from bot.github_api import GitHubAPI, GitHubError
-from bot.ratelimit import Deferred
-from bot.report import code
-from kernelevo.jobs import JobHooks, JobRequest, JobStatus
+from bot.report import code, escape_md
+from bot.state import Conclusion, OpLine, RunLink
+from workflows.models import JobRecord, JobState, OriginKind
 
 log = logging.getLogger(__name__)
 
+PUBLISH_LOCK_S = 180.0  # the longest a publish may hold a job (a dead publisher's lock lapses after it)
 
-def _iso(t: float) -> str:
+
+def iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
-class BotJobHooks(JobHooks):
-    """Job callbacks bound to a :class:`BotContext` (set ``ctx`` before the first job runs)."""
+class Reported(str, enum.Enum):
+    """What :func:`publish_job` did."""
 
-    def __init__(self) -> None:
-        self.ctx: context.BotContext | None = None
+    PUBLISHED = "published"  # the outcome was reported now
+    ALREADY = "already"  # the job was reported before (a redelivery): nothing done twice
+    BUSY = "busy"  # another bot process is reporting it right now
+    NOT_FINISHED = "not_finished"
+    MISSING = "missing"
 
-    def before_start(self, job_id: str, request: JobRequest) -> str | None:
-        """Refuse to start unless the PR is open, its head is still the pinned SHA, and (for forks and
-        untrusted authors) that SHA is still the approved one."""
-        ctx = self.ctx
-        with ctx.lock:
-            link = ctx.links.get(job_id)
-        if link is not None:
-            link.ready.wait(60)  # the job's check run exists before the job reports anything
-        if request.kind != "pr":
-            return None
-        gh = ctx.github(request.installation_id)
-        try:
-            pull = gh.get_pull(request.repo, request.pr_number)
-            if pull.get("state") != "open":
-                return "the PR was closed before the job started"
-            head = pull["head"]["sha"]
-            if head != request.head_sha:
-                return (f"the PR head moved from {request.head_sha[:12]} to {head[:12]} before the job "
-                        "started; comment `/kernelevo optimize` again")
-            default_branch = (gh.get_repo(request.repo) or {}).get("default_branch", "main")
-            config, error = context.load_config(gh, request.repo, default_branch)
-            if error:
-                return error
-            author_perm = gh.permission(request.repo, pull["user"]["login"])
-            requester_perm = gh.permission(request.repo, request.requested_by)
-            minimum = config.trigger.min_permission
-            if (trust.needs_approval(fork=trust.is_fork(pull), author_permission=author_perm, minimum=minimum)
-                    or not trust.meets(requester_perm, minimum)):
-                if ctx.approvals.approved_sha(request.repo, request.pr_number) != head:
-                    return f"commit {head[:12]} is not approved; a maintainer must comment `/kernelevo approve`"
-        except Deferred as exc:
-            return f"GitHub is rate limiting the bot ({exc.reason}); try again in a few minutes"
+
+@dataclass(frozen=True)
+class Outcome:
+    """One op's outcome: the line shown on the PR, its conclusion, and the follow-up PR if one was opened."""
+
+    text: str
+    conclusion: Conclusion
+    follow_up_pr: int | None = None
+
+
+def search_result(record: JobRecord) -> dict[str, Any] | None:
+    """The search's result as the report templates read it (``SearchResult.to_dict()``'s shape)."""
+    if record.result is None:
         return None
-
-    def on_progress(self, job_id: str, request: JobRequest, op_id: str, progress: dict) -> None:
-        """Mirror progress to the job's check run, at most once per interval."""
-        ctx = self.ctx
-        link = ctx.links.get(job_id)
-        if link is None or not link.ready.is_set() or link.check_run_id is None or not ctx.throttle.ready(job_id):
-            return
-        status = ctx.jobs.status(job_id)
-        summary = checks.progress_summary(status.progress if status else {op_id: progress})
-        with link.check_lock:
-            link.progress_seq += 1
-            seq = link.progress_seq
-
-        def update() -> None:  # queued updates may run out of order: never write an older one
-            with link.check_lock:
-                if link.finished or seq < link.sent_seq:
-                    return
-                ctx.github(request.installation_id).update_check_run(
-                    request.repo, link.check_run_id, status="in_progress",
-                    output={"title": "Searching", "summary": summary})
-                link.sent_seq = seq
-
-        ctx.work.submit(update, name=f"progress {job_id}")
-
-    def on_finished(self, job_id: str, request: JobRequest, status: JobStatus) -> None:
-        """Publish (on the work queue): follow-up PRs, the check run's conclusion, the status comment."""
-        ctx = self.ctx
-
-        def finish() -> None:
-            try:
-                finish_job(ctx, job_id, request, status)
-            except Deferred:
-                raise
-            except Exception as exc:  # never leave the check run "queued" forever
-                log.exception("finishing %s failed", job_id)
-                link = ctx.links.get(job_id)
-                if link is not None and link.check_run_id is not None:
-                    link.finished = True
-                    checks.finish_job_run(ctx.github(request.installation_id), request.repo, link.check_run_id,
-                                          conclusion="failure", title="Reporting the result failed",
-                                          summary=f"{report.escape_md(exc)}; comment `/kernelevo optimize` to retry",
-                                          completed_at=_iso(ctx.clock()))
-
-        ctx.work.submit(finish, name=f"finish {job_id}")
+    res = record.result
+    best = ({"source": res.best_source, "verdict": res.verdict, "fitness": res.best_fitness}
+            if res.best_source else None)
+    return {**res.summary, "stop_reason": res.stop_reason, "best": best}
 
 
-def finish_job(ctx: context.BotContext, job_id: str, request: JobRequest, status: JobStatus) -> None:
-    """Publish each op's result (or say why not), complete the check run, refresh the comment."""
-    gh = ctx.github(request.installation_id)
-    with ctx.lock:
-        link = ctx.links.get(job_id)
-    if link is None:
-        link = context.JobLink(request.repo, request.pr_number, request.installation_id)
-        link.ready.set()
-    link.ready.wait(60)
-    results = (status.result or {}).get("ops", {}) if status.state == "succeeded" else {}
-    default_branch = gh.get_repo(request.repo).get("default_branch", "main")
-    config, _ = context.load_config(gh, request.repo, default_branch)
-    published_any = False
-    for op_id, result in results.items():
-        if op_id in link.outcomes and "#" in link.outcomes[op_id]:
-            continue  # already published before a deferral
-        assessment = report.assess(result)
-        if not assessment.publish:
-            link.outcomes[op_id] = f"no PR: {assessment.reason}"
-            continue
-        try:
-            outcome = publish_result(ctx, gh, request, op_id, result, config.max_open_prs, fork=link.fork)
-        except (GitHubError, LookupError, OSError, ValueError) as exc:
-            log.exception("publishing %s of %s failed", op_id, job_id)
-            link.outcomes[op_id] = (f"publishing failed, nothing was pushed ({report.escape_md(exc)}); "
-                                    "comment `/kernelevo optimize` to retry")
-            continue
-        published_any |= outcome.action in ("created", "updated")
-        link.outcomes[op_id] = (f"#{outcome.number} ({outcome.action}): {assessment.reason}"
-                                if outcome.number else
-                                f"not published: the repo already has {config.max_open_prs} open kernel PRs "
-                                "(max_open_prs); merge or close some")
-    failed = any(text.startswith("publishing failed") for text in link.outcomes.values())
-    conclusion, title = _conclusion(status, published_any)
-    if failed:
-        conclusion, title = "failure", "Publishing failed"
-    summary = "\n".join(f"- {code(op)}: {text}" for op, text in link.outcomes.items()) or (status.error or "")
-    if link.check_run_id is not None:
-        with link.check_lock:
-            checks.finish_job_run(gh, request.repo, link.check_run_id, conclusion=conclusion, title=title,
-                                  summary=summary, completed_at=_iso(ctx.clock()))
-            link.finished = True
-    if request.pr_number is not None:
-        context.refresh_status(ctx, gh, request.repo, request.pr_number, f"{job_id}: {title}.")
+def needs_publishing(record: JobRecord) -> bool:
+    """Whether a terminal job's result is worth a follow-up PR (``report.assess`` decides)."""
+    return record.state is JobState.SUCCEEDED and report.assess(search_result(record)).publish
 
 
-def _conclusion(status: JobStatus, published: bool) -> tuple[str, str]:
-    if status.state == "succeeded":
-        return "success" if published else "neutral", ("Published a faster kernel" if published
-                                                       else "Finished; nothing to publish")
-    if status.state == "cancelled":
-        return "cancelled", f"Cancelled: {status.error or 'by request'}"
-    return "failure", f"Failed: {status.error}"
+def unpublished_outcome(record: JobRecord) -> Outcome:
+    """The outcome of a terminal job that gets no follow-up PR (pure)."""
+    if record.state in (JobState.SUCCEEDED, JobState.NO_IMPROVEMENT):
+        return Outcome(f"no PR: {escape_md(report.assess(search_result(record)).reason)}", Conclusion.NEUTRAL)
+    if record.state is JobState.CANCELLED:
+        return Outcome(f"cancelled: {escape_md(record.error or 'by request')}", Conclusion.CANCELLED)
+    return Outcome(f"failed: {escape_md(record.error or 'unknown error')}", Conclusion.FAILURE)
 
 
-def publish_result(ctx: context.BotContext, gh: GitHubAPI, request: JobRequest, op_id: str, result: dict,
-                   max_open_prs: int, fork: bool = False) -> publish.Published:
+def published_outcome(result: publish.Published, reason: str, max_open_prs: int) -> Outcome:
+    """The outcome of a publish attempt (pure)."""
+    if result.number is None:
+        return Outcome(f"not published: the repo already has {max_open_prs} open kernel PRs (max_open_prs);"
+                       " merge or close some", Conclusion.NEUTRAL)
+    return Outcome(f"#{result.number} ({result.action}): {escape_md(reason)}", Conclusion.SUCCESS, result.number)
+
+
+def missing_outcome(job_id: str) -> Outcome:
+    return Outcome(f"failed: job {job_id} no longer exists (its record expired or Redis lost it); comment"
+                   " `/kernelevo optimize` to run it again", Conclusion.FAILURE)
+
+
+# -- publishing -------------------------------------------------------------------------------------
+
+
+def publish_job(ctx: context.BotContext, job_id: str) -> Reported:
+    """Report a terminal job on GitHub once: follow-up PR, its check-run line, the status comment."""
+    record = ctx.jobs.get(job_id)
+    if record is None:
+        return Reported.MISSING
+    if not record.state.terminal:
+        return Reported.NOT_FINISHED
+    with ctx.state.lock(f"job:{job_id}", timeout_s=PUBLISH_LOCK_S, wait_s=0) as got:
+        if not got:
+            return Reported.BUSY
+        record = ctx.jobs.get(job_id)
+        if record is None:
+            return Reported.MISSING
+        run_id = run_of(ctx, record)
+        outcome = None
+        if record.published:
+            reported = Reported.ALREADY
+        else:
+            run = ctx.state.run(run_id) if run_id is not None else None
+            line = run.line(record.spec.op_id) if run else None
+            if line is not None and line.outcome is not None:  # reported before a crash, not yet marked
+                outcome = Outcome(line.outcome, line.conclusion or Conclusion.NEUTRAL, line.follow_up_pr)
+            else:
+                outcome = report_outcome(ctx, record)
+                if run_id is None and record.spec.origin.kind is OriginKind.PR:
+                    run_id = orphan_run(ctx, record)
+                if run_id is not None:
+                    set_outcome(ctx, run_id, record.spec.op_id, job_id, outcome)
+
+            def mark(r: JobRecord) -> JobRecord:
+                links = r.links.model_copy(update={"check_run_id": run_id or r.links.check_run_id,
+                                                   "follow_up_pr": outcome.follow_up_pr or r.links.follow_up_pr})
+                return r.model_copy(update={"published": True, "links": links})
+
+            ctx.jobs.update(job_id, mark)
+            reported = Reported.PUBLISHED
+        ctx.state.discard_open_job(job_id)
+    if run_id is not None:
+        refresh_run(ctx, run_id)
+    origin = record.spec.origin
+    if origin.kind is OriginKind.PR and origin.pr_number is not None:
+        gh = ctx.github(origin.installation_id)
+        ctx.state.add_pull_jobs(record.spec.repo, origin.pr_number, [job_id])
+        notice = None if outcome is None else f"{code(record.spec.op_id)}: {outcome.text}"
+        context.refresh_status(ctx, gh, record.spec.repo, origin.pr_number, notice)
+    return reported
+
+
+def run_of(ctx: context.BotContext, record: JobRecord) -> int | None:
+    """The check run reporting ``record``: from its links, else the one bound to its spec before it was
+    submitted (a job that finished before the bot linked it)."""
+    return record.links.check_run_id or ctx.state.run_for(record.spec.idempotency_key())
+
+
+def orphan_run(ctx: context.BotContext, record: JobRecord) -> int:
+    """A check run for a PR job that has none (the bot stopped between submitting it and linking it)."""
+    from bot.state import RunLink
+
+    gh = ctx.github(record.spec.origin.installation_id)
+    run_id = checks.start_run(gh, record.spec.repo, record.spec.commit_sha, [record.spec.op_id])
+    ctx.state.put_run(RunLink(check_run_id=run_id, repo=record.spec.repo,
+                              installation_id=record.spec.origin.installation_id,
+                              pr_number=record.spec.origin.pr_number, head_sha=record.spec.commit_sha,
+                              ops=[OpLine(op_id=record.spec.op_id, job_id=record.id)], submitted=True))
+    return run_id
+
+
+def set_outcome(ctx: context.BotContext, run_id: int, op_id: str, job_id: str | None, outcome: Outcome) -> None:
+    def change(run: RunLink) -> RunLink:
+        line = run.line(op_id)
+        if line is None:
+            line = OpLine(op_id=op_id)
+            run.ops.append(line)
+        line.job_id = job_id or line.job_id
+        line.outcome, line.conclusion, line.follow_up_pr = outcome.text, outcome.conclusion, outcome.follow_up_pr
+        return run
+
+    ctx.state.update_run(run_id, change)
+
+
+def report_outcome(ctx: context.BotContext, record: JobRecord) -> Outcome:
+    """Publish the job's follow-up PR when its result is worth one; the op's outcome either way."""
+    if not needs_publishing(record):
+        return unpublished_outcome(record)
+    spec = record.spec
+    gh = ctx.github(spec.origin.installation_id)
+    result = search_result(record)
+    assessment = report.assess(result)
+    try:
+        origin = spec.origin
+        if origin.kind is OriginKind.PR and origin.pr_number is not None:
+            if gh.get_pull(spec.repo, origin.pr_number).get("state") != "open":
+                return Outcome("no PR: the pull request was closed before the result came", Conclusion.NEUTRAL)
+        default_branch = gh.get_repo(spec.repo).get("default_branch", "main")
+        config, _ = context.load_config(gh, spec.repo, default_branch)
+        run = ctx.state.run(run_of(ctx, record)) if run_of(ctx, record) else None
+        published = publish_result(ctx, gh, record, result, config.max_open_prs, fork=bool(run and run.fork))
+    except (GitHubError, LookupError, OSError, ValueError) as exc:
+        log.exception("publishing %s failed", record.id)
+        return Outcome(f"publishing failed, nothing was pushed ({escape_md(exc)}); comment `/kernelevo optimize`"
+                       " to retry", Conclusion.FAILURE)
+    return published_outcome(published, assessment.reason, config.max_open_prs)
+
+
+def publish_result(ctx: context.BotContext, gh: GitHubAPI, record: JobRecord, result: dict, max_open_prs: int,
+                   fork: bool = False) -> publish.Published:
     """Build the kernel's files and open or update its follow-up PR."""
-    kernel_dir, files = kernel_files(ctx, request, op_id, result)
-    rctx = report.report_context(request.repo, op_id, result, request.to_dict(), kernel_dir)
+    spec, origin = record.spec, record.spec.origin
+    kernel_dir, files = kernel_files(ctx, record, result)
+    request = {"head_sha": spec.commit_sha, "backend": spec.backend, "budget_tokens": spec.budgets.tokens}
+    rctx = report.report_context(spec.repo, spec.op_id, result, request, kernel_dir)
     files[f"{kernel_dir}/report.md"] = report.render("report.md.j2", **rctx).encode()
-    origin = f"#{request.pr_number}" if request.pr_number is not None else "a scheduled sweep"
-    note = ""
-    if fork:
-        note = f"The original PR comes from a fork, so this targets `{request.base_ref}`: merge {origin} first."
-    body = report.render("pr_body.md.j2", origin=origin, note=note, **rctx)
+    label = f"#{origin.pr_number}" if origin.pr_number is not None else "a scheduled sweep"
+    base = origin.base_ref or "main"
+    note = f"The original PR comes from a fork, so this targets `{base}`: merge {label} first." if fork else ""
+    body = report.render("pr_body.md.j2", origin=label, note=note, **rctx)
     name = kernel_dir.rsplit("/", 1)[-1]
     return publish.publish(
-        gh, request.repo, base_branch=request.base_ref, branch=publish.branch_name(name, request.base_ref),
-        files=files, title=f"KernelEvo: faster kernel for {name}", body=body,
-        message=f"kernelevo: verified kernel for {op_id}\n\nFrom {job_label(request)}.", max_open_prs=max_open_prs)
+        gh, spec.repo, base_branch=base, branch=publish.branch_name(name, base), files=files,
+        title=f"KernelEvo: faster kernel for {name}", body=body,
+        message=f"kernelevo: verified kernel for {spec.op_id}\n\nFrom {job_label(record)}.",
+        max_open_prs=max_open_prs)
 
 
-def job_label(request: JobRequest) -> str:
+def job_label(record: JobRecord) -> str:
     """Where a job came from, for commit messages."""
-    return (f"{request.repo}#{request.pr_number} at {request.head_sha[:12]}" if request.pr_number is not None
-            else f"a sweep of {request.repo} at {request.head_sha[:12]}")
+    spec, origin = record.spec, record.spec.origin
+    return (f"{spec.repo}#{origin.pr_number} at {spec.commit_sha[:12]}" if origin.pr_number is not None
+            else f"a sweep of {spec.repo} at {spec.commit_sha[:12]}")
 
 
-def kernel_files(ctx: context.BotContext, request: JobRequest, op_id: str,
-                 result: dict) -> tuple[str, dict[str, bytes]]:
-    """The ``kernels/<op-name>/`` files (kernel, manifest, generated test) written by the kernel store."""
+def kernel_files(ctx: context.BotContext, record: JobRecord, result: dict) -> tuple[str, dict[str, bytes]]:
+    """The ``kernels/<op-name>/`` files (kernel, manifest, generated test) written by the kernel store.
+
+    The op is found by static discovery of its file at the job's commit; only the existing kernels'
+    manifests are copied from the checkout, and the kernel store writes text. No repository code runs."""
     from kernelevo import kernel_store
     from kernelevo.discovery import discover
 
+    spec = record.spec
     best = result["best"]
     verdict = best.get("verdict") or {}
-    with ctx.workspace(request.repo, request.head_sha) as workspace, \
+    with ctx.workspace(spec.origin.installation_id, spec.repo, spec.commit_sha) as workspace, \
             tempfile.TemporaryDirectory(prefix="kernelevo-publish-") as tmp:
         workspace, root = Path(workspace), Path(tmp)
-        rel_path = op_id.partition("::")[0]
-        ops = [op for op in discover(workspace, ["**/*.py"], [], files=[rel_path]).ops if op.op_id == op_id]
+        rel_path = spec.op_id.partition("::")[0]
+        ops = [op for op in discover(workspace, ["**/*.py"], [], files=[rel_path]).ops if op.op_id == spec.op_id]
         if not ops:
-            raise LookupError(f"op {op_id} is not in {request.repo} at {request.head_sha[:12]} any more")
+            raise LookupError(f"op {spec.op_id} is not in {spec.repo} at {spec.commit_sha[:12]} any more")
         _copy_manifests(workspace / kernel_store.KERNELS_DIR, root / kernel_store.KERNELS_DIR)
-        envelope = result.get("envelope") or best.get("envelope") or _envelope(verdict, result)
+        envelope = result.get("envelope") or best.get("envelope") or _envelope(verdict, spec.device)
         directory = kernel_store.write_kernel(root, ops[0], best["source"], verdict, envelope)
         rel_dir = directory.relative_to(root).as_posix()
         files = {f"{rel_dir}/{p.name}": p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
@@ -226,17 +265,62 @@ def _copy_manifests(source: Path, dest: Path) -> None:
         shutil.copyfile(manifest, dest / directory.name / "manifest.json")
 
 
-def _envelope(verdict: dict, result: dict) -> dict:
+def _envelope(verdict: dict, device: str) -> dict:
     """The dispatch envelope of the verified cases (the search's own helper); a closed one (dispatch
     refuses every call, which is safe) when the verdict does not describe its cases."""
-    device = "cuda" if str(verdict.get("device", result.get("device", ""))).startswith("cuda") else "cpu"
+    kind = "cuda" if str(verdict.get("device", device)).startswith("cuda") else "cpu"
     try:
         from kernelevo.search.targets import envelope_from_verdict
 
-        return envelope_from_verdict(verdict, device)
+        return envelope_from_verdict(verdict, kind)
     except (ImportError, ValueError, KeyError, TypeError):
         log.warning("no envelope derivable from the verdict; storing a closed envelope")
     env = verdict.get("environment") or {}
-    return {"device_type": "cuda" if str(verdict.get("device", "")).startswith("cuda") else "cpu",
-            "capabilities": None, "backend": verdict.get("backend", "unknown"),
+    return {"device_type": kind, "capabilities": None, "backend": verdict.get("backend", "unknown"),
             "versions": {k: env[k] for k in ("torch", "triton") if k in env}, "args": []}
+
+
+# -- the check run of a request ---------------------------------------------------------------------
+
+
+def refresh_run(ctx: context.BotContext, run_id: int, *, progress: bool = False) -> RunLink | None:
+    """Bring a request's check run up to date: completed once every op is reported, else its lines.
+
+    ``progress``: an update asked by a running job (throttled to one per ``progress_interval_s``, except
+    the first, which moves the run to in_progress). Writes of one run never interleave (a Redis lock),
+    and nothing is written after the run was completed."""
+    # The lock lapses 30 s after a dead holder took it and is waited for 60 s: a crash never blocks a run.
+    with ctx.state.lock(f"run:{run_id}", timeout_s=30, wait_s=60):
+        run = ctx.state.run(run_id)
+        if run is None or run.completed:
+            if run is not None:
+                ctx.state.close_run(run_id)
+            return run
+        gh = ctx.github(run.installation_id)
+        records = {line.job_id: ctx.jobs.get(line.job_id) for line in run.ops if line.job_id}
+        summary = checks.run_summary(run, records)
+        if run.submitted and run.done:
+            conclusion, title = checks.run_conclusion(run)
+            checks.finish_run(gh, run.repo, run_id, conclusion=conclusion, title=title, summary=summary,
+                              completed_at=iso(ctx.clock()))
+            return ctx.state.update_run(run_id, lambda r: r.model_copy(update={"completed": True}))
+        running = any(r is not None and r.state is not JobState.QUEUED for r in records.values())
+        if not running and not any(line.outcome for line in run.ops):
+            return run  # still queued: the run says so already
+        throttled = progress and not ctx.state.throttle(f"run:{run_id}", ctx.progress_interval_s)
+        if throttled and run.started:  # the first update always goes: it moves the run to in_progress
+            return run
+        checks.update_progress(gh, run.repo, run_id, summary)
+        if not run.started:
+            run = ctx.state.update_run(run_id, lambda r: r.model_copy(update={"started": True}))
+        return run
+
+
+def report_progress(ctx: context.BotContext, job_id: str) -> None:
+    """A job started or continued a chunk: show its progress on its request's check run (throttled)."""
+    record = ctx.jobs.get(job_id)
+    if record is None:
+        return
+    run_id = run_of(ctx, record)
+    if run_id is not None:
+        refresh_run(ctx, run_id, progress=True)

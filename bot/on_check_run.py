@@ -1,4 +1,4 @@
-"""Check-run buttons: "Optimize" on the ops check run starts the same job a comment would."""
+"""Check-run buttons: "Optimize" on the ops check run starts the same jobs a comment would."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ router = Router()
 
 @router.register("check_run", action="requested_action")
 def on_requested_action(event: Event, gh: GitHubAPI, ctx: context.BotContext) -> None:
-    """Map the check run back to its PR (by id; ``pull_requests`` is empty for forks) and optimize."""
+    """Map the check run back to its PR (by id, stored in Redis; ``pull_requests`` is empty for forks)."""
     payload = event.payload
     if (payload.get("requested_action") or {}).get("identifier") != checks.OPTIMIZE_ACTION:
         return
     run = payload["check_run"]
-    with ctx.lock:
-        target = ctx.discovery_runs.get(run["id"])
+    found = ctx.state.discovery_run(run["id"])
+    target = (found.repo, found.pr_number) if found is not None else None
     if target is None and run.get("pull_requests"):
         target = (event.repo, run["pull_requests"][0]["number"])
-    if target is None:
-        return  # not a run this bot knows (or it restarted): the button can be pressed again later
+    if target is None or target[0] != event.repo:
+        return  # not a run this bot made: the button can be pressed again on a new one
     repo, number = target
     notice = request_optimize(ctx, gh, repo=repo, number=number, login=payload["sender"]["login"],
                               command=commands.Command("optimize"), installation_id=event.installation_id,

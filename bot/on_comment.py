@@ -6,11 +6,11 @@ import logging
 
 from bot import commands, context, trust
 from bot.github_api import GitHubAPI
-from bot.optimize import Pending, request_optimize
+from bot.optimize import request_optimize
 from bot.ratelimit import Deferred
-from bot.report import escape_md
+from bot.report import code, escape_md
 from bot.routing import Event, Router
-from kernelevo.jobs import TERMINAL
+from workflows.models import CancelOutcome
 
 log = logging.getLogger(__name__)
 router = Router()
@@ -75,29 +75,32 @@ def run_command(ctx: context.BotContext, gh: GitHubAPI, event: Event, command: c
 
 
 def _cancel(ctx: context.BotContext, repo: str, number: int, ops: list[str]) -> str:
-    cancelled = []
-    for job in ctx.jobs.find(repo, number):
-        job_ops = job.request.ops if job.request else []
-        if job.state in TERMINAL:
+    """Cooperative cancel through the worker tier: a queued job stops at once, a running one at its next
+    candidate boundary; either way the worker reports it back and the bot completes its check run."""
+    asked = []
+    for job_id in ctx.state.pull(repo, number).job_ids:
+        record = ctx.jobs.get(job_id)
+        if record is None or record.state.terminal:
             continue
-        if ops and not commands.resolve_ops(ops, job_ops)[0]:
+        if ops and not commands.resolve_ops(ops, [record.spec.op_id])[0]:
             continue
-        if ctx.jobs.cancel(job.job_id):
-            cancelled.append(job.job_id)
-    with ctx.lock:
-        ctx.pending.pop((repo, number), None)
-    return f"Cancelled {len(cancelled)} job(s)." if cancelled else "No running job matched; nothing cancelled."
+        outcome, _ = ctx.jobs.cancel(job_id)
+        if outcome in (CancelOutcome.CANCELLED, CancelOutcome.REQUESTED):
+            asked.append(f"{code(record.spec.op_id)} ({job_id}: {outcome.value})")
+    ctx.state.pop_pending(repo, number)
+    if not asked:
+        return "No running job matched; nothing cancelled."
+    return f"Cancel asked for {len(asked)} job(s): {', '.join(asked)}."
 
 
 def _approve(ctx: context.BotContext, gh: GitHubAPI, event: Event, repo: str, number: int, login: str,
              default_branch: str) -> str:
     sha = gh.get_pull(repo, number)["head"]["sha"]
-    ctx.approvals.approve(repo, number, sha, login)
+    ctx.state.approve(repo, number, sha, login)
     notice = (f"Approved commit {sha[:12]} for KernelEvo jobs (by {login}). "
               "A new push needs a new approval.")
-    with ctx.lock:
-        pending = ctx.pending.pop((repo, number), None)
-    if isinstance(pending, Pending):
+    pending = ctx.state.pop_pending(repo, number)
+    if pending is not None:
         started = request_optimize(ctx, gh, repo=repo, number=number, login=pending.requested_by,
                                    command=pending.command, installation_id=event.installation_id,
                                    default_branch=default_branch)

@@ -6,7 +6,7 @@ from bot import checks, commands, context, trust
 from bot.github_api import GitHubAPI
 from bot.optimize import request_optimize
 from bot.routing import Event, Router
-from kernelevo.jobs import TERMINAL
+from bot.state import DiscoveryRun
 
 router = Router()
 
@@ -19,7 +19,7 @@ def on_pull_updated(event: Event, gh: GitHubAPI, ctx: context.BotContext) -> Non
     pull, repo = event.payload["pull_request"], event.repo
     head_sha = pull["head"]["sha"]
     if event.action == "synchronize":
-        _cancel_stale(ctx, repo, pull["number"], head_sha)
+        cancel_stale(ctx, repo, pull["number"], head_sha)
     default_branch = event.payload["repository"].get("default_branch", "main")
     config, config_error = context.load_config(gh, repo, default_branch)
     if config_error:
@@ -27,14 +27,19 @@ def on_pull_updated(event: Event, gh: GitHubAPI, ctx: context.BotContext) -> Non
                             conclusion="action_required", output={"title": "Invalid KernelEvo config",
                                                                   "summary": config_error})
         return
-    added, changed, _ = context.changed_ops(ctx, repo, pull["base"]["sha"], head_sha, config)
-    if not added and not changed:
+    from kernelevo.discovery import diff_ops
+
+    with ctx.workspace(event.installation_id, repo, pull["base"]["sha"]) as root:
+        before = context.discover_at(root, config)
+    with ctx.workspace(event.installation_id, repo, head_sha) as root:
+        after = context.discover_at(root, config)
+    diff = diff_ops(before, after)
+    if not diff.added and not diff.changed:
         return
     run = gh.create_check_run(repo, name=checks.DISCOVERY_NAME, head_sha=head_sha, status="completed",
-                              conclusion="neutral", output=checks.discovery_output(added, changed),
+                              conclusion="neutral", output=checks.discovery_output(diff.added, diff.changed),
                               actions=checks.discovery_actions())
-    with ctx.lock:
-        ctx.discovery_runs[run["id"]] = (repo, pull["number"])
+    ctx.state.add_discovery_run(run["id"], DiscoveryRun(repo=repo, pr_number=pull["number"]))
     author = pull["user"]["login"]
     if author in config.auto_run.trusted_authors and not trust.is_fork(pull):
         notice = request_optimize(ctx, gh, repo=repo, number=pull["number"], login=author,
@@ -46,13 +51,17 @@ def on_pull_updated(event: Event, gh: GitHubAPI, ctx: context.BotContext) -> Non
 @router.register("pull_request", action="closed")
 def on_pull_closed(event: Event, gh: GitHubAPI, ctx: context.BotContext) -> None:
     """A closed PR needs no kernels: cancel its jobs and forget pending requests."""
-    pull = event.payload["pull_request"]
-    _cancel_stale(ctx, event.repo, pull["number"], None)
+    cancel_stale(ctx, event.repo, event.payload["pull_request"]["number"], None)
 
 
-def _cancel_stale(ctx: context.BotContext, repo: str, number: int, head_sha: str | None) -> None:
-    for job in ctx.jobs.find(repo, number):
-        if job.state not in TERMINAL and (head_sha is None or job.request.head_sha != head_sha):
-            ctx.jobs.cancel(job.job_id)
-    with ctx.lock:
-        ctx.pending.pop((repo, number), None)
+def cancel_stale(ctx: context.BotContext, repo: str, number: int, head_sha: str | None) -> list[str]:
+    """Cancel (through the worker tier) the PR's live jobs for another commit than ``head_sha`` (None: all)."""
+    cancelled = []
+    for job_id in ctx.state.pull(repo, number).job_ids:
+        record = ctx.jobs.get(job_id)
+        if record is not None and not record.state.terminal and (head_sha is None
+                                                                 or record.spec.commit_sha != head_sha):
+            ctx.jobs.cancel(job_id)
+            cancelled.append(job_id)
+    ctx.state.pop_pending(repo, number)
+    return cancelled

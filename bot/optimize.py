@@ -1,30 +1,25 @@
-"""Turning "optimize this PR" (a comment, a check-run button, auto-run) into a queued job.
+"""Turning "optimize this PR" (a comment, a check-run button, auto-run) into queued jobs.
 
-One function decides and submits for every trigger, so the trust rules are applied the same way
-whichever door the request came through; it returns the notice for the PR's status comment.
+One function decides and submits for every trigger, so the trust rules and the config's limits are
+applied the same way whichever door the request came through; it returns the notice for the PR's
+status comment. The PR's head is checked out once: its ops are found statically and the same files
+are packed into the tarball the job carries to the workers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from bot import commands, context, trust
+from bot import commands, context, jobspec, trust
 from bot.github_api import GitHubAPI
-from bot.report import code
-from kernelevo.jobs import JobRequest
-
-
-@dataclass(frozen=True)
-class Pending:
-    """An optimize request waiting for a maintainer's approval of the PR's head SHA."""
-
-    command: commands.Command
-    requested_by: str
+from bot.report import code, escape_md
+from bot.state import PendingRequest
+from bot.submit import submit_request
+from workflows.repo_tarball import TarballError, pack_repo
+from workflows.store import BlobError
 
 
 def request_optimize(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, number: int, login: str,
                      command: commands.Command, installation_id: int, default_branch: str) -> str:
-    """Check trust, find the ops, submit the job; returns the sentence to show on the PR."""
+    """Check trust, find the ops, submit one job per op; returns the sentence to show on the PR."""
     pull = gh.get_pull(repo, number)
     if pull.get("state") != "open":
         return "This PR is closed; nothing was queued."
@@ -38,30 +33,52 @@ def request_optimize(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, numbe
     head_sha = pull["head"]["sha"]
     decision = trust.may_run(fork=trust.is_fork(pull), author_permission=author_perm,
                              commenter_permission=commenter_perm, commenter_is_author=author == login,
-                             minimum=minimum, approved_sha=ctx.approvals.approved_sha(repo, number),
+                             minimum=minimum, approved_sha=ctx.state.approved_sha(repo, number),
                              head_sha=head_sha)
     if not decision.allowed:
         if decision.pending_approval:
-            with ctx.lock:
-                ctx.pending[(repo, number)] = Pending(command, login)
+            ctx.state.set_pending(repo, number, PendingRequest(command=command, requested_by=login,
+                                                               head_sha=head_sha))
         return f"Not started: {decision.reason}."
-    added, changed, known = context.changed_ops(ctx, repo, pull["base"]["sha"], head_sha, config)
-    if command.ops:
-        ops, unknown = commands.resolve_ops(command.ops, known)
-        if unknown:
-            return "Not started: " + commands.unknown_ops_message(unknown, known) + "."
-    else:
-        ops = added + changed
-        if not ops:
-            listing = ", ".join(code(k) for k in known[:20]) or "none"
-            return ("Not started: this PR adds or changes no annotated ops. Name the ops to optimize, "
-                    f"e.g. `/kernelevo optimize OP`; ops in this PR: {listing}.")
-    request = JobRequest(
-        repo=repo, pr_number=number, head_sha=head_sha, base_ref=context.follow_up_base(pull), ops=ops,
-        backend=context.backend_for(command.backend, config),
-        budget_tokens=command.budget if command.budget is not None else config.budgets.tokens,
-        model=command.model or config.model, requested_by=login, installation_id=installation_id, kind="pr",
-    )
-    job_id = context.submit_job(ctx, gh, request, fork=trust.is_fork(pull))
-    return (f"Queued {job_id} for {len(ops)} op(s) on commit {head_sha[:12]} "
-            f"(backend {request.backend}).")
+    settings = jobspec.job_settings(config, command, permission=commenter_perm)
+
+    with ctx.workspace(installation_id, repo, pull["base"]["sha"]) as base_root:
+        before = context.discover_at(base_root, config)
+    with ctx.workspace(installation_id, repo, head_sha) as head_root:
+        after = context.discover_at(head_root, config)
+        known = sorted(after)
+        if command.ops:
+            ops, unknown = commands.resolve_ops(command.ops, known)
+            if unknown:
+                return "Not started: " + commands.unknown_ops_message(unknown, known) + "."
+        else:
+            from kernelevo.discovery import diff_ops
+
+            diff = diff_ops(before, after)
+            ops = diff.added + diff.changed
+            if not ops:
+                listing = ", ".join(code(k) for k in known[:20]) or "none"
+                return ("Not started: this PR adds or changes no annotated ops. Name the ops to optimize, "
+                        f"e.g. `/kernelevo optimize OP`; ops in this PR: {listing}.")
+        try:
+            tarball = pack_repo(head_root, max_unpacked_bytes=ctx.max_unpacked_bytes, max_files=ctx.max_files)
+        except TarballError as exc:
+            return f"Not started: the PR's files cannot be sent to the workers: {escape_md(exc)}."
+    try:
+        source = ctx.jobs.upload_repo(tarball)
+    except BlobError as exc:
+        return f"Not started: {escape_md(exc)}."
+    origin = jobspec.pr_origin(requested_by=login, installation_id=installation_id, pr_number=number,
+                               base_ref=context.follow_up_base(pull))
+    done = submit_request(ctx, gh, repo=repo, installation_id=installation_id, pr_number=number, head_sha=head_sha,
+                          ops=ops, settings=settings, source=source, origin=origin, fork=trust.is_fork(pull))
+    parts = []
+    if done.jobs:
+        listing = ", ".join(f"{code(op)} as {job}" for op, job in done.jobs.items())
+        parts.append(f"Queued {len(done.jobs)} job(s) on commit {head_sha[:12]} (backend {settings.backend}): "
+                     f"{listing}.")
+    if done.existing:
+        listing = ", ".join(f"{code(op)} ({r.id}, {r.state.value})" for op, r in done.existing.items())
+        parts.append(f"Already requested for this commit: {listing}.")
+    parts += [f"Note: {note}." for note in settings.notes]
+    return " ".join(parts)

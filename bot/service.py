@@ -1,8 +1,9 @@
-"""Wiring the real service together from settings (``kernelevo serve``).
+"""Wiring the real service together from settings (``kernelevo serve`` and ``kernelevo bot-worker``).
 
-:func:`missing_settings` lists every setting the App cannot start without, so the error names all
-of them at once; :func:`build` creates the GitHub client factory, delivery store, job runner, work
-queue and the ASGI app.
+:func:`missing_settings` lists every setting the App cannot start without, so the error names all of
+them at once; :func:`build` creates the web process (GitHub client factory, Redis-backed state, the
+worker tier's jobs client, work queue, ASGI app); :func:`worker_context` the bot worker's context.
+Both sides hold the App's key; the search workers never do.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ REQUIRED = {
     "webhook_secret": "KERNELEVO_WEBHOOK_SECRET (the App's webhook secret)",
     "github_app_id": "KERNELEVO_GITHUB_APP_ID (the App's numeric id)",
 }
+DEVICES = ("cuda", "cpu")
 
 
 def missing_settings(settings: Settings) -> list[str]:
@@ -39,52 +41,65 @@ def _private_key(settings: Settings) -> str:
     return Path(settings.github_private_key_path).read_text()
 
 
-def build(settings: Settings, *, workspace_provider: Any = None, search: Any = None,
-          deliveries: Any = None) -> tuple[Any, Any]:
-    """The ASGI app and its :class:`~bot.context.BotContext`; raises :class:`ConfigurationError`."""
+def _check(settings: Settings, device: str) -> None:
     missing = missing_settings(settings)
     if missing:
         raise ConfigurationError("kernelevo serve cannot start; set:\n  " + "\n  ".join(missing))
-    from bot.app import create_app
+    if device not in DEVICES:
+        raise ConfigurationError(f"--device must be one of {', '.join(DEVICES)}, not {device!r}")
+
+
+def _jobs(settings: Settings, app: Any = None) -> Any:
+    from workflows.client import JobsClient
+    from workflows.redis_conn import QueueUnavailable
+
+    try:
+        return JobsClient.from_settings(settings, check=True, app=app)
+    except QueueUnavailable as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def base_context(settings: Settings, *, device: str = "cuda", celery_app: Any = None,
+                 workspace_provider: Any = None, work: Any = None) -> Any:
+    """The :class:`~bot.context.BotContext` both sides share (GitHub, Redis state, jobs client)."""
+    _check(settings, device)
     from bot.auth import InstallationTokens
     from bot.context import BotContext
     from bot.github_api import GitHubAPI, token_exchange
-    from bot.jobflow import BotJobHooks
-    from bot.workqueue import WorkQueue
+    from bot.state import BotState
     from bot.workspace import tarball_workspace
-    from kernelevo.jobs import LocalRunner
 
-    if deliveries is None:
-        deliveries = _delivery_store(settings)
+    jobs = _jobs(settings, celery_app)
     api = settings.github_api_url
     tokens = InstallationTokens(settings.github_app_id, _private_key(settings), token_exchange(api))
-    installations: dict[str, int] = {}
-    workspace = workspace_provider or tarball_workspace(api, lambda repo: tokens.get(installations[repo]))
-    hooks = BotJobHooks()
-    runner = LocalRunner(workspace, search=search, hooks=hooks)
-    work = WorkQueue(settings.bot_workers)
-    ctx = BotContext(
+    return BotContext(
         github=lambda inst: GitHubAPI(api, inst, tokens, max_wait_s=settings.bot_max_rate_limit_wait_s),
-        jobs=runner, work=work, workspace=workspace, bot_login=settings.bot_login,
-        progress_interval_s=settings.bot_progress_interval_s, forget_installation=tokens.forget,
-        installations=installations,
-    )
-    hooks.ctx = ctx
+        jobs=jobs, state=BotState(jobs.store.client),
+        workspace=workspace_provider or tarball_workspace(api, tokens.get), work=work,
+        bot_login=settings.bot_login, progress_interval_s=settings.bot_progress_interval_s, device=device,
+        max_unpacked_bytes=settings.queue_unpack_max_bytes, max_files=settings.queue_unpack_max_files,
+        forget_installation=tokens.forget)
+
+
+def build(settings: Settings, *, device: str = "cuda", workspace_provider: Any = None,
+          delivery_lease_s: float | None = None) -> tuple[Any, Any]:
+    """The web process: the ASGI app and its context; raises :class:`ConfigurationError`."""
+    _check(settings, device)
+    from bot.app import create_app
+    from bot.deliveries import LEASE_S, Deliveries
+    from bot.workqueue import WorkQueue
+
+    work = WorkQueue(settings.bot_workers)
+    try:
+        ctx = base_context(settings, device=device, workspace_provider=workspace_provider, work=work)
+    except Exception:
+        work.stop()
+        raise
+    deliveries = Deliveries(ctx.state, lease_s=delivery_lease_s or LEASE_S)
     app = create_app(secret=settings.webhook_secret.get_secret_value(), deliveries=deliveries, work=work, ctx=ctx)
     return app, ctx
 
 
-def _delivery_store(settings: Settings) -> Any:
-    from bot.deliveries import MemoryDeliveryStore, RedisDeliveryStore
-
-    if settings.bot_delivery_store == "memory":
-        return MemoryDeliveryStore()
-    import redis
-
-    client = redis.Redis.from_url(settings.redis_url)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        raise ConfigurationError(f"cannot reach Redis at KERNELEVO_REDIS_URL ({exc}); start Redis or set "
-                                 "KERNELEVO_BOT_DELIVERY_STORE=memory for a single process") from None
-    return RedisDeliveryStore(client)
+def worker_context(settings: Settings, *, device: str, celery_app: Any) -> Any:
+    """The bot worker's context (no work queue: Celery runs its tasks)."""
+    return base_context(settings, device=device, celery_app=celery_app)

@@ -1,13 +1,12 @@
 """Who may make the bot spend GPU time: permission levels, bots, forks and SHA-bound approvals.
 
 Decisions are pure functions over facts fetched elsewhere (the collaborator-permission API, the
-PR's head and base repos); approvals live in an :class:`ApprovalStore` keyed by (repo, PR) and hold
-the head SHA they were given for, so a new push silently voids them.
+PR's head and base repos); approvals live in an :class:`ApprovalStore` keyed by (repo, PR) (in Redis:
+:class:`bot.state.BotState`) and hold the head SHA they were given for, so a new push silently voids them.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -79,21 +78,3 @@ class ApprovalStore(Protocol):
 
     def approved_sha(self, repo: str, pr_number: int) -> str | None: ...
 
-
-class MemoryApprovalStore:
-    """In-process approvals (the Redis-backed store comes with the Celery queue)."""
-
-    def __init__(self) -> None:
-        self._approvals: dict[tuple[str, int], tuple[str, str]] = {}
-        self._lock = threading.Lock()
-
-    def approve(self, repo: str, pr_number: int, sha: str, by: str) -> None:
-        """Record that ``by`` approved ``sha`` of the PR (replacing any older approval)."""
-        with self._lock:
-            self._approvals[(repo, pr_number)] = (sha, by)
-
-    def approved_sha(self, repo: str, pr_number: int) -> str | None:
-        """The SHA the PR was last approved for, if any."""
-        with self._lock:
-            entry = self._approvals.get((repo, pr_number))
-            return entry[0] if entry else None

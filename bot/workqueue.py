@@ -1,7 +1,9 @@
 """An in-process work queue with worker threads, for everything that calls GitHub.
 
 Items that raise :class:`bot.ratelimit.Deferred` are re-scheduled after the wait GitHub asked for
-(bounded number of times), so a rate limit never blocks a request or a worker for minutes.
+(bounded number of times), so a rate limit never blocks a request or a worker for minutes. An item's
+``on_done`` is called once when it is finished for good (ran, failed, or dropped after its deferrals),
+which is when its webhook delivery counts as handled.
 """
 
 from __future__ import annotations
@@ -12,10 +14,19 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from bot.ratelimit import Deferred
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Item:
+    fn: Callable[[], None]
+    name: str
+    deferrals: int
+    on_done: Callable[[BaseException | None], None] | None
 
 
 class WorkQueue:
@@ -24,7 +35,7 @@ class WorkQueue:
     def __init__(self, workers: int = 4, *, max_deferrals: int = 5,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._clock, self._max_deferrals = clock, max_deferrals
-        self._heap: list[tuple[float, int, Callable[[], None], str, int]] = []
+        self._heap: list[tuple[float, int, _Item]] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._active = 0
@@ -35,11 +46,12 @@ class WorkQueue:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, fn: Callable[[], None], *, name: str = "work", delay_s: float = 0.0,
-               deferrals: int = 0) -> None:
-        """Queue ``fn``; ``name`` appears in logs."""
+    def submit(self, fn: Callable[[], None], *, name: str = "work", delay_s: float = 0.0, deferrals: int = 0,
+               on_done: Callable[[BaseException | None], None] | None = None) -> None:
+        """Queue ``fn``; ``name`` appears in logs; ``on_done(error)`` runs when it is finished for good."""
         with self._cond:
-            heapq.heappush(self._heap, (self._clock() + delay_s, next(self._seq), fn, name, deferrals))
+            heapq.heappush(self._heap, (self._clock() + delay_s, next(self._seq),
+                                        _Item(fn, name, deferrals, on_done)))
             self._cond.notify()
 
     def pending(self) -> int:
@@ -74,21 +86,31 @@ class WorkQueue:
                     self._cond.wait(wait if wait is None else max(0.001, min(wait, 0.5)))
                 if self._stopped:
                     return
-                _, _, fn, name, deferrals = heapq.heappop(self._heap)
+                _, _, item = heapq.heappop(self._heap)
                 self._active += 1
+            done, error = True, None
             try:
-                fn()
+                item.fn()
             except Deferred as exc:
-                if deferrals < self._max_deferrals:
-                    log.warning("%s deferred: %s", name, exc)
-                    self.submit(fn, name=name, delay_s=exc.wait_s, deferrals=deferrals + 1)
+                if item.deferrals < self._max_deferrals:
+                    log.warning("%s deferred: %s", item.name, exc)
+                    self.submit(item.fn, name=item.name, delay_s=exc.wait_s, deferrals=item.deferrals + 1,
+                                on_done=item.on_done)
+                    done = False
                 else:
-                    log.error("%s dropped after %d deferrals: %s", name, deferrals, exc)
-                    self.failures.append((name, exc))
+                    log.error("%s dropped after %d deferrals: %s", item.name, item.deferrals, exc)
+                    self.failures.append((item.name, exc))
+                    error = exc
             except Exception as exc:  # a failing item must not kill the worker
-                log.exception("%s failed", name)
-                self.failures.append((name, exc))
+                log.exception("%s failed", item.name)
+                self.failures.append((item.name, exc))
+                error = exc
             finally:
+                if done and item.on_done is not None:
+                    try:
+                        item.on_done(error)
+                    except Exception:
+                        log.exception("%s: on_done failed", item.name)
                 with self._cond:
                     self._active -= 1
                     self._cond.notify_all()

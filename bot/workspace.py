@@ -18,13 +18,14 @@ import requests
 MAX_BYTES = 512 * 1024 * 1024
 
 
-def tarball_workspace(api_url: str, token_for_repo: Callable[[str], str], timeout_s: float = 60.0):
-    """A workspace provider: ``provider(repo, sha)`` is a context manager yielding the checkout."""
+def tarball_workspace(api_url: str, token_for: Callable[[int], str], timeout_s: float = 60.0):
+    """A workspace provider: ``provider(installation_id, repo, sha)`` is a context manager yielding the
+    checkout (for static discovery and packing only: nothing in it is ever imported or run by the bot)."""
 
     @contextmanager
-    def provider(repo: str, sha: str) -> Iterator[Path]:
+    def provider(installation_id: int, repo: str, sha: str) -> Iterator[Path]:
         response = requests.get(f"{api_url.rstrip('/')}/repos/{repo}/tarball/{sha}", timeout=timeout_s,
-                                headers={"Authorization": f"token {token_for_repo(repo)}",
+                                headers={"Authorization": f"token {token_for(installation_id)}",
                                          "Accept": "application/vnd.github+json"})
         response.raise_for_status()
         if len(response.content) > MAX_BYTES:

@@ -10,8 +10,6 @@ Public API::
         v2 = session.evaluate_source(source_text, name="gen3-7")        # are computed once
 """
 
-from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
-
 __all__ = ["EvalOptions", "EvalSetupError", "EvaluationSession", "NeedsGPU", "Reason", "Verdict", "evaluate"]
 
 
@@ -25,4 +23,8 @@ def __getattr__(name: str):
         from evaluator.options import EvalOptions
 
         return EvalOptions
+    if name in ("EvalSetupError", "NeedsGPU", "Reason", "Verdict"):
+        from evaluator import verdict  # lazy too: sandboxed processes import this package and need no pydantic
+
+        return getattr(verdict, name)
     raise AttributeError(name)

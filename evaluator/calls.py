@@ -83,8 +83,9 @@ def call_worker(
         raise EvalSetupError(reply["message"])
     if reply.get("reason") == "needs_gpu":
         raise NeedsGPU(f"{evidence.get('candidate', 'the candidate')}: {reply.get('message', '')}")
-    reason = Reason(reply.get("reason", "crashed"))
-    raise StopEvaluation(Verdict.reject(reason, reply.get("message", ""), logs=worker.log_tail(), **evidence))
+    # the reason comes from the candidate's process: Verdict.reject turns one it does not know into `crashed`
+    raise StopEvaluation(Verdict.reject(reply.get("reason", "crashed"), str(reply.get("message", "")),
+                                        logs=worker.log_tail(), **evidence))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, 
 from evaluator.timing_judge import time_candidate
 from evaluator.trace_checks import check_trace
 from evaluator.tracing.judge import Expected
-from evaluator.verdict import NeedsGPU, Verdict
+from evaluator.verdict import NeedsGPU, Overhead, Verdict
 
 if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
@@ -81,7 +81,7 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
     """Run the dynamic part of the protocol for one candidate (``prefetched``: a process that was sent the
     load request earlier, so that its import overlapped the previous candidate)."""
     options = session.options
-    overhead: dict[str, Any] = {}
+    overhead = Overhead()  # the verdict keeps this instance: phases written in `finally` below still reach it
     evidence["overhead"] = overhead
     evidence["correctness"] = {
         "seeds": len(session.seeds),

@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kernelevo.op import split_op_id
+
+if TYPE_CHECKING:
+    from evaluator.verdict import Verdict
 
 KERNELS_DIR = "kernels"
 MANIFEST = "manifest.json"
@@ -89,27 +94,26 @@ def kernel_dir_for(repo_root: Path, op_id: str) -> Path:
     raise KernelStoreError(f"{kernels}: both {op_name(op_id)!r} and {_long_name(op_id)!r} hold other ops")
 
 
-def _verdict_dict(verdict) -> dict:
-    return verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict or {})
+def results_summary(verdict: Verdict | Mapping[str, Any]) -> dict:
+    """The part of a verdict worth keeping next to the kernel (the full verdict is in the report), as the
+    manifest's JSON. A verdict held as JSON (a job record) is validated first."""
+    from evaluator.verdict import Verdict  # lazy: dispatch reads manifests in users' programs and needs none of it
 
-
-def results_summary(verdict) -> dict:
-    """The part of a verdict worth keeping next to the kernel (the full verdict is in the report)."""
-    v = _verdict_dict(verdict)
-    timing = v.get("timing") or {}
-    cases = (v.get("correctness") or {}).get("cases") or []
+    v = Verdict.coerce(verdict)
+    cases = v.correctness.cases if v.correctness else []
+    timing = v.timing
     return {
-        "verdict": v.get("verdict"),
-        "reason": v.get("reason"),
-        "detail": v.get("detail"),
-        "device": v.get("device"),
-        "backend": v.get("backend"),
+        "verdict": v.verdict,
+        "reason": v.reason.value,
+        "detail": v.detail,
+        "device": v.device,
+        "backend": v.backend,
         "cases_checked": len(cases),
-        "checks_per_case": max((len(c.get("checks") or []) for c in cases), default=0),
-        "geomean_speedup_vs_eager": timing.get("geomean_speedup_vs_eager"),
-        "geomean_speedup_vs_compile": timing.get("geomean_speedup_vs_compile"),
-        "geomean_speedup_vs_best": timing.get("geomean_speedup_vs_best"),
-        "environment": v.get("environment") or {},
+        "checks_per_case": max((len(c.checks) for c in cases), default=0),
+        "geomean_speedup_vs_eager": timing.geomean_speedup_vs_eager if timing else None,
+        "geomean_speedup_vs_compile": timing.geomean_speedup_vs_compile if timing else None,
+        "geomean_speedup_vs_best": timing.geomean_speedup_vs_best if timing else None,
+        "environment": v.environment.recorded(),
     }
 
 
@@ -147,7 +151,8 @@ def envelope_from_cases(cases: list[tuple], *, device_type: str, capabilities: l
             "versions": versions or {}, "args": args}
 
 
-def write_kernel(repo_root: Path | str, op, candidate_source: str, verdict, envelope: dict) -> Path:
+def write_kernel(repo_root: Path | str, op, candidate_source: str, verdict: Verdict | Mapping[str, Any],
+                 envelope: dict) -> Path:
     """Store an accepted kernel for ``op`` (anything with ``op_id``, ``source_hash``, ``kind``, e.g. a
     :class:`kernelevo.discovery.DiscoveredOp`); returns its directory. Overwrites the previous kernel
     of the same op."""

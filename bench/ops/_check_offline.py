@@ -61,13 +61,14 @@ def main() -> int:
                 [p] = proposer.propose(ProposalRequest(task.stem, source, seed=i, count=1))
                 t0 = time.time()
                 v = session.evaluate_source(p.source, name=f"{task.stem}-{p.strategy}")
-                timing = v.timing or {}
-                line = (f"{task.stem:22s} {p.strategy:18s} {v.verdict:8s} {v.reason:14s} "
-                        f"eager x{timing.get('geomean_speedup_vs_eager') or 0:.2f} "
-                        f"compile x{timing.get('geomean_speedup_vs_compile') or 0:.2f} "
-                        f"best x{timing.get('geomean_speedup_vs_best') or 0:.2f} ({time.time() - t0:.0f}s)")
+                timing = v.timing
+                eager, compiled, best = ((timing.geomean_speedup_vs_eager, timing.geomean_speedup_vs_compile,
+                                          timing.geomean_speedup_vs_best) if timing else (None, None, None))
+                line = (f"{task.stem:22s} {p.strategy:18s} {v.verdict:8s} {v.reason.value:14s} "
+                        f"eager x{eager or 0:.2f} compile x{compiled or 0:.2f} best x{best or 0:.2f} "
+                        f"({time.time() - t0:.0f}s)")
                 print(line, flush=True)
-                if v.reason != "ok":
+                if not v.accepted:
                     print("    " + v.detail[:400], flush=True)
                 results.append({"op": task.stem, "strategy": p.strategy, "verdict": v.to_dict()})
         print(f"{task.stem:22s} session {time.time() - start:.0f}s", flush=True)

@@ -228,10 +228,10 @@ def build_shim(cache_dir: Path, *, search: SearchPaths | None = None, timeout_s:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
     except (OSError, subprocess.SubprocessError) as exc:
-        os.unlink(tmp)
+        Path(tmp).unlink(missing_ok=True)
         return BuildError(f"running the C compiler failed ({exc})", f"check that {compiler} works")
     if done.returncode != 0:
-        os.unlink(tmp)
+        Path(tmp).unlink(missing_ok=True)
         output = (done.stderr or done.stdout).strip()
         errors = [line for line in output.splitlines() if "error" in line][:10]
         shown = "\n".join(errors) if errors else output[-2000:]

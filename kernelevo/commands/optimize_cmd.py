@@ -124,10 +124,11 @@ def _search_job(job, root, proposer_obj, backend, device, seed, given, config, j
 
     target = job["target"]
     result = _run_one(target, job, root, proposer_obj, backend, device, seed, given, config, json_lines, quiet)
-    if write_kernel and result.best is not None:
-        directory = write_accepted_kernel(target, result.best["source"], result.best["verdict"], device)
+    best = result.best_candidate
+    if write_kernel and best is not None and best.verdict is not None:
+        directory = write_accepted_kernel(target, best.source, best.verdict, device)
         typer.echo(f"Wrote {directory}", err=json_lines)
-    return result.best is not None
+    return best is not None
 
 
 def _resume_job(run_dir: Path, given: dict[str, Any]) -> dict[str, Any]:

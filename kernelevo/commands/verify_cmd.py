@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from kernelevo.kernel_store import StoredKernel
+
+if TYPE_CHECKING:
+    from evaluator.verdict import Verdict
 
 
 @dataclass
@@ -24,14 +28,15 @@ class VerifyResult:
     op_id: str
     status: str
     message: str
-    verdict: dict | None = None
+    verdict: Verdict | None = None  # None when the verifier did not run (stale, missing op, setup error)
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {"name": self.name, "op_id": self.op_id, "status": self.status, "message": self.message,
+                "verdict": self.verdict.to_dict() if self.verdict is not None else None}
 
 
 def check_staleness(stored: StoredKernel) -> VerifyResult | None:
@@ -86,9 +91,8 @@ def verify_kernel(stored: StoredKernel, device: str | None = None, options=None)
         except EvalSetupError as exc:
             return VerifyResult(stored.name, stored.op_id, "error", str(exc))
     if verdict.accepted:
-        return VerifyResult(stored.name, stored.op_id, "ok", verdict.detail, verdict.to_dict())
-    return VerifyResult(stored.name, stored.op_id, "rejected", f"{verdict.reason}: {verdict.detail}",
-                        verdict.to_dict())
+        return VerifyResult(stored.name, stored.op_id, "ok", verdict.detail, verdict)
+    return VerifyResult(stored.name, stored.op_id, "rejected", f"{verdict.reason.value}: {verdict.detail}", verdict)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,21 +9,27 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import platform
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from evaluator.verdict import Environment
 from kernelevo.search.budget import Budget
 from kernelevo.search.config import Evaluator, SearchConfig
 from kernelevo.search.engine import SearchLoop
 from kernelevo.search.fitness import is_timed
 from kernelevo.search.pricing import load_price_table
 from kernelevo.search.proposer import Proposer
-from kernelevo.search.result import Progress, SearchResult
+from kernelevo.search.result import BestCandidate, Progress, SearchResult
 from kernelevo.search.rundir import RunDir
+
+log = logging.getLogger(__name__)
 
 CPU_NOTE = (
     "Nothing was timed: this run checked candidates on the CPU (Triton interpreter), so a fitness of 1.0"
@@ -31,17 +37,20 @@ CPU_NOTE = (
 )
 
 
-def hardware_facts(device: str, environment: dict[str, Any] | None) -> dict[str, Any]:
+def hardware_facts(device: str, environment: Environment | Mapping[str, Any] | None) -> dict[str, Any]:
     """Facts about the device for the proposer's prompt, from what the evaluator measured (no CUDA
     context in the search process), in the shape ``kernelevo.search.hardware.describe_hardware`` reads."""
-    env = environment or {}
-    if device == "cuda" and env.get("gpu"):
-        facts = {"device": "cuda", "name": env["gpu"], "sm_count": env.get("sm_count"),
-                 "capability": env.get("capability"), "memory_gb": env.get("gpu_memory_gb"),
-                 "l2_mb": env.get("l2_cache_mb"), "torch": env.get("torch")}
+    try:
+        env = environment if isinstance(environment, Environment) else Environment.model_validate(environment or {})
+    except ValidationError as exc:  # its verdicts say so too (each is a rejection naming the field)
+        log.warning("the evaluator reported an environment that does not validate, so the proposer gets no "
+                    "device facts: %s", exc)
+        env = Environment()
+    if device == "cuda" and env.gpu:
+        facts = {"device": "cuda", "name": env.gpu, "sm_count": env.sm_count, "capability": env.capability,
+                 "memory_gb": env.gpu_memory_gb, "l2_mb": env.l2_cache_mb, "torch": env.torch}
     else:
-        facts = {"device": "cpu", "name": env.get("cpu") or platform.machine(), "cores": os.cpu_count(),
-                 "torch": env.get("torch"),
+        facts = {"device": "cpu", "name": env.cpu or platform.machine(), "cores": os.cpu_count(), "torch": env.torch,
                  "note": "no GPU: Triton kernels run in the interpreter (TRITON_INTERPRET=1); timings need a GPU"}
     return {k: v for k, v in facts.items() if v is not None}
 
@@ -148,7 +157,8 @@ def _result(
     ended = _now()
     return SearchResult(
         op_id=op_id, run_dir=str(run.path), stop_reason=reason,
-        best={"id": best.id, "source": best.source, "verdict": best.verdict, "fitness": best.fitness} if best else None,
+        best=BestCandidate(id=best.id, source=best.source, verdict=best.verdict, fitness=best.fitness
+                           ).model_dump(mode="json") if best else None,
         candidates_evaluated=state.usage.candidates, candidates_accepted=state.accepted,
         tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=round(cost, 6),
         evaluator_busy_fraction=round(state.eval_s / elapsed, 4) if elapsed > 0 else None,

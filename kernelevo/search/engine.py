@@ -26,7 +26,7 @@ from typing import Any
 from kernelevo.search.budget import Budget, eta_s, stop_reason
 from kernelevo.search.config import Evaluator, SearchConfig
 from kernelevo.search.fitness import is_timed, speedups
-from kernelevo.search.judging import Judging
+from kernelevo.search.judging import Judging, record_verdict
 from kernelevo.search.loop_state import Consumption, LoopState, Tally
 from kernelevo.search.planning import Planning
 from kernelevo.search.population import Population
@@ -242,10 +242,11 @@ class SearchLoop(Planning, Judging):
     def _absorb_in_order(self, record: dict[str, Any]) -> None:
         tally = self.open  # the fence lets only the open generation's results through
         assert tally is not None and tally.gen == record["generation"], (record["id"], tally)
-        self._absorb(record)
+        verdict = record_verdict(record)
+        self._absorb(record, verdict)
         tally.new_candidates += record.get("kind") == "evaluated"
         last = {k: record.get(k) for k in ("id", "operator", "kind", "fitness", "accepted", "replayed")}
-        last["reason"] = (record.get("verdict") or {}).get("reason")
+        last["reason"] = verdict.reason.value if verdict else None
         self._emit("candidate", tally.gen, last=last)
 
     def _submit_generation(self, slots: list[Slot], window: EvaluationWindow) -> str | None:

@@ -1,73 +1,79 @@
 """Feedback for the proposer: a verdict rendered as short, specific text.
 
 What a kernel author needs to write the next version, and nothing else: why it was rejected (first
-lines of a compile error, the failing case/seed with its error sizes, static violations with their
+lines of a compile error, the failing case/check with its error sizes, static violations with their
 lines), and for accepted kernels the timings per case against each baseline and the roofline floor.
-Pure: verdict dict in, text out; trimmed so that a prompt with several parents stays small.
+Pure: verdict in, text out; trimmed so that a prompt with several parents stays small.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from evaluator.verdict import (
+    CaseEvidence,
+    CheckResult,
+    KernelResources,
+    Reason,
+    ScalarSpec,
+    TimeStats,
+    ValueSpec,
+    Verdict,
+)
 
 MAX_CHARS = 2400
 MAX_LOG_LINES = 14
 MAX_ITEMS = 6
+LOG_REASONS = frozenset({Reason.COMPILE_ERROR, Reason.CRASHED, Reason.TIMEOUT})  # where the output tells why
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def _fmt(value: object, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}g}"
     return str(value)
 
 
-def _inputs(inputs: list[dict[str, Any]] | None) -> str:
-    parts = []
-    for item in inputs or []:
-        if "shape" in item:
-            parts.append(f"{tuple(item['shape'])} {str(item.get('dtype', '')).removeprefix('torch.')}".strip())
-        else:
-            parts.append(f"{item.get('type', '?')}={item.get('value')!r}")
+def _inputs(inputs: list[ValueSpec]) -> str:
+    parts = [f"{item.type}={item.value!r}" if isinstance(item, ScalarSpec)
+             else f"{tuple(item.shape)} {item.short_dtype}".strip() for item in inputs]
     return ", ".join(parts) or "?"
 
 
-def _tolerance(case: dict[str, Any]) -> str:
-    tolerances = case.get("tolerance") or []
-    first = tolerances[0] if tolerances and isinstance(tolerances[0], dict) else None
-    if not first:
+def _tolerance(case: CaseEvidence) -> str:
+    if not case.tolerance:
         return ""
-    return "; tolerance " + " ".join(f"{k}={_fmt(v)}" for k, v in first.items())
+    first = case.tolerance[0]
+    widen = f" widen={_fmt(first.widen)}" if first.widen != 1.0 else ""
+    return f"; tolerance atol={_fmt(first.atol)} rtol={_fmt(first.rtol)} rel={_fmt(first.rel)}{widen}"
 
 
-def _static_lines(verdict: dict[str, Any]) -> list[str]:
-    violations = (verdict.get("static") or {}).get("violations") or []
-    lines = [
-        f"  line {v.get('line', '?')}:{v.get('col', '?')} [{v.get('rule', '?')}] {v.get('message', '')}"
-        for v in violations[:MAX_ITEMS]
-    ]
+def _static_lines(verdict: Verdict) -> list[str]:
+    violations = verdict.static.violations
+    lines = [f"  line {v.line}:{v.col} [{v.rule}] {v.message}" for v in violations[:MAX_ITEMS]]
     if len(violations) > MAX_ITEMS:
         lines.append(f"  ... and {len(violations) - MAX_ITEMS} more")
     return ["Static check violations:", *lines] if lines else []
 
 
-def _correctness_lines(verdict: dict[str, Any]) -> list[str]:
-    cases = (verdict.get("correctness") or {}).get("cases") or []
+def _badness(check: CheckResult) -> float:
+    return float(check.rel_l2_err or check.max_abs_err or 0.0)
+
+
+def _correctness_lines(verdict: Verdict) -> list[str]:
+    cases = verdict.correctness.cases if verdict.correctness else []
     failures, checked, worst_ok = [], 0, 0.0
     for case in cases:
-        runs = case.get("checks") or []
-        checked += len(runs)
-        bad = [run for run in runs if not run.get("ok", True)]
-        worst_ok = max([worst_ok, *(float(run.get("max_abs_err") or 0.0) for run in runs if run.get("ok", True))])
+        checked += len(case.checks)
+        bad = [check for check in case.checks if not check.ok]
+        worst_ok = max([worst_ok, *(float(check.max_abs_err or 0.0) for check in case.checks if check.ok)])
         if not bad:
             continue
-        worst = max(bad, key=lambda run: float(run.get("rel_l2_err") or run.get("max_abs_err") or 0.0))
-        where = ", ".join(str(worst[k]) for k in ("distribution", "phase") if worst.get(k))
+        worst = max(bad, key=_badness)
+        where = ", ".join(part for part in (worst.distribution, worst.phase) if part)
         failures.append(
-            f"  case {case.get('case')} (inputs {_inputs(case.get('inputs'))}{_tolerance(case)}):"
-            f" {len(bad)} of {len(runs)} checks fail; worst: check {worst.get('check')}"
+            f"  case {case.case} (inputs {_inputs(case.inputs)}{_tolerance(case)}):"
+            f" {len(bad)} of {len(case.checks)} checks fail; worst: check {worst.check}"
             + (f" ({where})" if where else "")
-            + f": max_abs_err={_fmt(worst.get('max_abs_err'))} max_rel_err={_fmt(worst.get('max_rel_err'))}"
-            f" rel_l2_err={_fmt(worst.get('rel_l2_err'))}"
+            + f": max_abs_err={_fmt(worst.max_abs_err)} max_rel_err={_fmt(worst.max_rel_err)}"
+            f" rel_l2_err={_fmt(worst.rel_l2_err)}"
         )
     if failures:
         more = [f"  ... and {len(failures) - MAX_ITEMS} more failing cases"] if len(failures) > MAX_ITEMS else []
@@ -77,60 +83,54 @@ def _correctness_lines(verdict: dict[str, Any]) -> list[str]:
     return []
 
 
-def _baseline_ms(entry: Any) -> str:
-    if isinstance(entry, dict) and entry.get("median_ms") is not None:
-        return f"{_fmt(entry['median_ms'])} ms"
-    return "n/a"
+def _baseline_ms(stats: TimeStats | None) -> str:
+    return f"{_fmt(stats.median_ms)} ms" if stats is not None else "n/a"
 
 
-def _timing_lines(verdict: dict[str, Any]) -> list[str]:
-    timing = verdict.get("timing")
-    if not timing:
-        note = verdict.get("timing_note")
-        return [f"Timing: {note}"] if note else []
+def _timing_lines(verdict: Verdict) -> list[str]:
+    timing = verdict.timing
+    if timing is None:
+        return [f"Timing: {verdict.timing_note}"] if verdict.timing_note else []
     lines = ["Timing per case (median):"]
-    for case in (timing.get("cases") or [])[:MAX_ITEMS]:
-        cand = case.get("candidate") or {}
+    for case in timing.cases[:MAX_ITEMS]:
+        cand = case.candidate
         spread = ""
-        if cand.get("p25_ms") is not None and cand.get("p75_ms") is not None:
-            spread = f" [p25 {_fmt(cand['p25_ms'])}, p75 {_fmt(cand['p75_ms'])}]"
+        if cand.p25_ms is not None and cand.p75_ms is not None:
+            spread = f" [p25 {_fmt(cand.p25_ms)}, p75 {_fmt(cand.p75_ms)}]"
         floor = ""
-        if case.get("floor_ms") is not None:
-            floor = f"; HBM floor {_fmt(case['floor_ms'])} ms"
-            if case.get("roofline_fraction") is not None:
-                floor += f" ({100 * float(case['roofline_fraction']):.0f}% of roofline)"
+        if case.floor_ms is not None:
+            floor = f"; HBM floor {_fmt(case.floor_ms)} ms"
+            if case.roofline_fraction is not None:
+                floor += f" ({100 * case.roofline_fraction:.0f}% of roofline)"
         lines.append(
-            f"  case {case.get('case')}: candidate {_baseline_ms(cand)}{spread};"
-            f" eager {_baseline_ms(case.get('eager'))},"
-            f" compile {_baseline_ms(case.get('compile_default'))},"
-            f" max-autotune {_baseline_ms(case.get('compile_max_autotune'))}"
-            f" -> x{_fmt(case.get('speedup_vs_best'))} vs best{floor}"
+            f"  case {case.case}: candidate {_baseline_ms(cand)}{spread};"
+            f" eager {_baseline_ms(case.eager)},"
+            f" compile {_baseline_ms(case.compile_default)},"
+            f" max-autotune {_baseline_ms(case.compile_max_autotune)}"
+            f" -> x{_fmt(case.speedup_vs_best)} vs best{floor}"
         )
     lines.append(
-        f"Geomean speedup: x{_fmt(timing.get('geomean_speedup_vs_eager'))} vs eager,"
-        f" x{_fmt(timing.get('geomean_speedup_vs_compile'))} vs torch.compile,"
-        f" x{_fmt(timing.get('geomean_speedup_vs_best'))} vs the better of the two."
+        f"Geomean speedup: x{_fmt(timing.geomean_speedup_vs_eager)} vs eager,"
+        f" x{_fmt(timing.geomean_speedup_vs_compile)} vs torch.compile,"
+        f" x{_fmt(timing.geomean_speedup_vs_best)} vs the better of the two."
     )
     return lines
 
 
-RESOURCE_KEYS = ("peak_gpu_memory_mb", "peak_host_memory_mb", "load_s", "check_s")
+RESOURCE_KEYS = ("peak_gpu_memory_mb", "peak_host_memory_mb", "load_s", "check_s")  # Overhead fields worth showing
 
 
-def _resource_lines(verdict: dict[str, Any]) -> list[str]:
-    resources = dict(verdict.get("resources") or (verdict.get("timing") or {}).get("resources") or {})
-    overhead = verdict.get("overhead") or {}
-    resources.update({k: overhead[k] for k in RESOURCE_KEYS if overhead.get(k) is not None})
-    if not resources:
+def _resource_lines(verdict: Verdict) -> list[str]:
+    items = [f"{name}: {_per_kernel(kernel)}" for name, kernel in verdict.resources.items()]
+    items += [f"{key}={_fmt(value)}" for key in RESOURCE_KEYS if (value := getattr(verdict.overhead, key)) is not None]
+    if not items:
         return []
-    items = ", ".join(f"{k}: {_per_kernel(v)}" if isinstance(v, dict) else f"{k}={_fmt(v)}"
-                      for k, v in list(resources.items())[:10])
-    return [f"Resources: {items}"]
+    return [f"Resources: {', '.join(items[:10])}"]
 
 
-def _per_kernel(values: dict[str, Any]) -> str:
-    """``registers 32, spills 0, ...`` for one kernel's resource report."""
-    return "(" + ", ".join(f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in values.items()) + ")"
+def _per_kernel(kernel: KernelResources) -> str:
+    """``(registers 32, spills 0, ...)`` for one kernel's resource report."""
+    return "(" + ", ".join(f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in kernel.recorded().items()) + ")"
 
 
 def trim_log(logs: str, max_lines: int = MAX_LOG_LINES) -> list[str]:
@@ -142,19 +142,19 @@ def trim_log(logs: str, max_lines: int = MAX_LOG_LINES) -> list[str]:
     return [*lines[:head], f"... ({len(lines) - max_lines} lines omitted)", *lines[-(max_lines - head):]]
 
 
-def render_feedback(verdict: dict[str, Any] | None, *, max_chars: int = MAX_CHARS) -> str:
+def render_feedback(verdict: Verdict | None, *, max_chars: int = MAX_CHARS) -> str:
     """Turn one verdict into trimmed feedback text for the proposer (empty when there is no verdict)."""
-    if not verdict:
+    if verdict is None:
         return ""
-    lines = [f"Verdict: {verdict.get('verdict', '?')} ({verdict.get('reason', '?')}): {verdict.get('detail', '')}"]
+    lines = [f"Verdict: {verdict.verdict} ({verdict.reason.value}): {verdict.detail}"]
     lines += _static_lines(verdict)
     lines += _correctness_lines(verdict)
-    if verdict.get("reason") in {"compile_error", "crashed", "timeout"} and verdict.get("logs"):
-        lines += ["Output (trimmed):", *(f"  {line}" for line in trim_log(verdict["logs"]))]
+    if verdict.reason in LOG_REASONS and verdict.logs:
+        lines += ["Output (trimmed):", *(f"  {line}" for line in trim_log(verdict.logs))]
     lines += _timing_lines(verdict)
     lines += _resource_lines(verdict)
-    if verdict.get("flags"):
-        lines.append("Flags: " + ", ".join(map(str, verdict["flags"][:MAX_ITEMS])))
+    if verdict.flags:
+        lines.append("Flags: " + ", ".join(verdict.flags[:MAX_ITEMS]))
     text = "\n".join(lines)
     if len(text) > max_chars:
         text = text[: max_chars - 20].rstrip() + "\n... (trimmed)"

@@ -1,50 +1,56 @@
-"""Fitness of a candidate, read from its verdict (plain dict, as stored in the archive).
+"""Fitness of a candidate, read from its verdict.
 
 Fitness is the geometric-mean speedup over the better of eager and torch.compile across cases
-(``timing["geomean_speedup_vs_best"]``), 0 when rejected. On CPU nothing is timed, so an accepted
+(``timing.geomean_speedup_vs_best``), 0 when rejected. On CPU nothing is timed, so an accepted
 candidate scores 1.0: the search still separates correct kernels from broken ones, and the run says
 plainly that speed needs a GPU.
+
+Every function takes a :class:`~evaluator.verdict.Verdict`; callers that hold a verdict as JSON (a job record,
+an archive line) may pass that, and it is validated here, at the edge.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
+
+from evaluator.verdict import Verdict
 
 UNTIMED_ACCEPTED_FITNESS = 1.0
 
+VerdictLike = Verdict | Mapping[str, Any] | None
 
-def is_accepted(verdict: dict[str, Any] | None) -> bool:
+
+def is_accepted(verdict: VerdictLike) -> bool:
     """True when the evaluator accepted the candidate."""
-    return bool(verdict) and verdict.get("verdict") == "accepted"
+    v = Verdict.coerce(verdict)
+    return v is not None and v.accepted
 
 
-def is_timed(verdict: dict[str, Any] | None) -> bool:
+def is_timed(verdict: VerdictLike) -> bool:
     """True when the verdict carries GPU timings (so fitness is a real speedup)."""
-    return bool(verdict) and bool(verdict.get("timing"))
+    v = Verdict.coerce(verdict)
+    return v is not None and v.timed
 
 
-def _positive(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) and number > 0 else None
+def _positive(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
-def fitness_of(verdict: dict[str, Any] | None) -> float:
+def fitness_of(verdict: VerdictLike) -> float:
     """The search's score for one verdict: geomean speedup vs the best baseline, 1.0 untimed, 0 rejected."""
-    if not is_accepted(verdict):
+    v = Verdict.coerce(verdict)
+    if v is None or not v.accepted:
         return 0.0
-    timing = verdict.get("timing")
-    if not timing:
+    if v.timing is None:
         return UNTIMED_ACCEPTED_FITNESS
-    return _positive(timing.get("geomean_speedup_vs_best")) or 0.0
+    return _positive(v.timing.geomean_speedup_vs_best) or 0.0
 
 
-def speedups(verdict: dict[str, Any] | None) -> tuple[float | None, float | None]:
+def speedups(verdict: VerdictLike) -> tuple[float | None, float | None]:
     """Geomean speedups (vs eager, vs torch.compile) of a timed verdict; ``(None, None)`` when untimed."""
-    if not is_timed(verdict):
+    v = Verdict.coerce(verdict)
+    if v is None or v.timing is None:
         return None, None
-    timing = verdict["timing"]
-    return _positive(timing.get("geomean_speedup_vs_eager")), _positive(timing.get("geomean_speedup_vs_compile"))
+    return _positive(v.timing.geomean_speedup_vs_eager), _positive(v.timing.geomean_speedup_vs_compile)

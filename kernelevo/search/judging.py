@@ -8,11 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluator.verdict import NeedsGPU
+from evaluator.verdict import NeedsGPU, Verdict
 from kernelevo.search.feedback import render_feedback
 from kernelevo.search.fitness import fitness_of
 from kernelevo.search.population import Individual
 from kernelevo.search.slots import Slot, candidate_record, source_sha
+
+EVALUATED_BACKENDS = ("triton", "cuda", "load_inline")
+
+
+def record_verdict(record: dict[str, Any]) -> Verdict | None:
+    """The verdict of a candidate record (the run directory keeps it as JSON): the one place it is validated."""
+    return Verdict.coerce(record.get("verdict"))
 
 
 class Judging:
@@ -45,20 +52,21 @@ class Judging:
         else:
             t0, w0 = self.clock(), self.wall()
             try:
-                verdict = self.evaluator.evaluate_source(source, name=f"{self.slug}-{cid}")
+                judged = self.evaluator.evaluate_source(source, name=f"{self.slug}-{cid}")
             except NeedsGPU as exc:  # e.g. a CUDA candidate in a CPU run: recorded, not fatal to the search
                 record.update(kind="proposal_error", verdict=None, fitness=0.0, accepted=False, detail=str(exc))
                 record["run_elapsed_s"] = self.elapsed()
                 self.run_dir.append_candidate(record)
                 return record
-            verdict = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
+            verdict = Verdict.coerce(judged)
+            if verdict is None:
+                raise TypeError(f"{type(self.evaluator).__name__}.evaluate_source returned no verdict for {cid}")
             eval_s = self.clock() - t0
-            if verdict.get("backend") in ("triton", "cuda", "load_inline"):  # what the evaluator saw wins
-                record["backend"] = verdict["backend"]
+            if verdict.backend in EVALUATED_BACKENDS:  # what the evaluator saw wins
+                record["backend"] = verdict.backend
                 record["cell"] = [record["backend"], record["strategy"] or "default"]
-            record.update(kind="evaluated", verdict=verdict, fitness=fitness_of(verdict),
-                          accepted=verdict.get("verdict") == "accepted", t_eval_start=w0,
-                          t_eval_end=self.wall(), eval_s=eval_s)
+            record.update(kind="evaluated", verdict=verdict.to_dict(), fitness=fitness_of(verdict),
+                          accepted=verdict.accepted, t_eval_start=w0, t_eval_end=self.wall(), eval_s=eval_s)
         record["run_elapsed_s"] = self.elapsed()
         self.run_dir.append_candidate(record)
         return record
@@ -80,8 +88,9 @@ class Judging:
             if source.strip() and not proposal.get("error") and source_sha(source) not in self.seen:
                 prefetch(source)
 
-    def _absorb(self, record: dict[str, Any]) -> bool:
-        """Fold one candidate record into the state; True when it is the new best."""
+    def _absorb(self, record: dict[str, Any], verdict: Verdict | None) -> bool:
+        """Fold one candidate record (and its verdict, validated from it) into the state; True when it is the
+        new best."""
         kind = record.get("kind")
         if kind == "proposal_error":
             self.state.proposal_errors += 1
@@ -100,11 +109,10 @@ class Judging:
             id=record["id"], generation=record["generation"], island=record["island"], source=record["source"],
             fitness=float(record.get("fitness") or 0.0), accepted=bool(record.get("accepted")),
             backend=record["backend"], strategy=record.get("strategy") or "default", operator=record["operator"],
-            parent_ids=list(record.get("parent_ids") or []), feedback=render_feedback(record.get("verdict")),
-            verdict=record.get("verdict"),
+            parent_ids=list(record.get("parent_ids") or []), feedback=render_feedback(verdict), verdict=verdict,
         )
         improved = self.population.add(ind)
         if improved:
             info = {k: record.get(k) for k in ("id", "generation", "operator", "parent_ids", "fitness", "model")}
-            self.run_dir.write_best(ind.source, ind.verdict, info)
+            self.run_dir.write_best(ind.source, verdict.to_dict() if verdict else None, info)
         return improved

@@ -25,7 +25,9 @@ class Planning:
         return self.backend
 
     def _parent(self, ind: Individual) -> Parent:
-        return Parent(ind.source, ind.fitness, ind.feedback, ind.verdict, ind.strategy, ind.backend)
+        # A parent crosses into proposers (some in their own sandboxed process): its verdict goes as JSON.
+        verdict = ind.verdict.to_dict() if ind.verdict is not None else None
+        return Parent(ind.source, ind.fitness, ind.feedback, verdict, ind.strategy, ind.backend)
 
     def _consumption(self) -> Consumption:
         """What planning may depend on besides absorbed results: replies consumed so far and their spend."""

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evaluator.verdict import Verdict
 
 DEFAULT_STRATEGY = "default"
 OPERATOR_WEIGHTS = {"mutate": 0.4, "tune": 0.2, "crossover": 0.15, "repair": 0.1, "fresh": 0.15}
@@ -34,7 +37,7 @@ class Individual:
     operator: str = "fresh"
     parent_ids: list[str] = field(default_factory=list)
     feedback: str = ""
-    verdict: dict[str, Any] | None = None
+    verdict: Verdict | None = None  # None: the proposal never reached the evaluator
 
     @property
     def cell(self) -> tuple[str, str]:

@@ -113,15 +113,16 @@ def summary_lines(result: SearchResult) -> list[str]:
     """The closing summary of one op's search, in plain words."""
     lines = [f"{result.op_id}: stopped ({result.stop_reason}) after {result.candidates_evaluated} candidates,"
              f" {result.candidates_accepted} accepted, {fmt_duration(result.elapsed_s)}."]
-    if result.best is None:
+    best = result.best_candidate
+    timing = best.verdict.timing if best is not None and best.verdict is not None else None
+    if best is None:
         lines.append("No candidate was accepted.")
-    elif result.timed:
-        timing = result.best["verdict"]["timing"]
-        lines.append(f"Best {result.best['id']}: {fmt_speedup(timing.get('geomean_speedup_vs_eager'))} vs eager,"
-                     f" {fmt_speedup(timing.get('geomean_speedup_vs_compile'))} vs torch.compile"
-                     f" (fitness {result.best['fitness']:.3f}).")
+    elif result.timed and timing is not None:
+        lines.append(f"Best {best.id}: {fmt_speedup(timing.geomean_speedup_vs_eager)} vs eager,"
+                     f" {fmt_speedup(timing.geomean_speedup_vs_compile)} vs torch.compile"
+                     f" (fitness {best.fitness:.3f}).")
     else:
-        lines.append(f"Best {result.best['id']}: accepted.")
+        lines.append(f"Best {best.id}: accepted.")
     if result.note:
         lines.append(result.note)
     if result.tokens_in or result.tokens_out:

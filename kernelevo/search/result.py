@@ -1,9 +1,28 @@
-"""Plain data the search hands back: progress snapshots and the final result (both JSON-able)."""
+"""Plain data the search hands back: progress snapshots and the final result (both JSON-able).
+
+:class:`SearchResult` is also the body of ``summary.json`` and what job records and the bot read, so it stays JSON
+(its ``best`` included); :attr:`SearchResult.best_candidate` is the typed view of ``best`` for code in-process.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from evaluator.verdict import Verdict
+
+
+class BestCandidate(BaseModel):
+    """The best candidate of a search: its id, source, verdict and fitness."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str
+    source: str
+    verdict: Verdict | None = None
+    fitness: float = 0.0
 
 
 @dataclass
@@ -36,7 +55,7 @@ class SearchResult:
     op_id: str
     run_dir: str
     stop_reason: str
-    best: dict[str, Any] | None  # {"id", "source", "verdict", "fitness"}
+    best: dict[str, Any] | None  # a BestCandidate as JSON: {"id", "source", "verdict", "fitness"}
     candidates_evaluated: int
     candidates_accepted: int
     tokens_in: int
@@ -61,6 +80,11 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def best_candidate(self) -> BestCandidate | None:
+        """``best``, validated (its verdict a :class:`~evaluator.verdict.Verdict`); None when nothing was accepted."""
+        return BestCandidate.model_validate(self.best) if self.best else None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SearchResult:

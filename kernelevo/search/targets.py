@@ -9,11 +9,13 @@ sandboxed worker. After the search, an accepted kernel can be written into the r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from evaluator.verdict import TensorSpec, Verdict
 from kernelevo.discovery import DiscoveredOp, discover
 
 
@@ -85,31 +87,29 @@ def resolve_targets(path: Path, op: str | None = None) -> list[Target]:
     return [Target(o, root) for o in ops]
 
 
-def envelope_from_verdict(verdict: dict[str, Any], device: str) -> dict[str, Any]:
+def envelope_from_verdict(verdict: Verdict | Mapping[str, Any], device: str) -> dict[str, Any]:
     """The dispatch envelope covering the cases the verdict checked (shapes, dtypes, scalar values)."""
     from kernelevo.kernel_store import envelope_from_cases
 
+    v = Verdict.coerce(verdict)
     cases = []
-    for case in (verdict.get("correctness") or {}).get("cases") or []:
-        args = []
-        for item in case.get("inputs") or []:
-            if "shape" in item:
-                args.append(SimpleNamespace(shape=tuple(item["shape"]), dtype=item.get("dtype", "")))
-            else:
-                args.append(item.get("value"))
+    for case in v.correctness.cases if v.correctness else []:
+        args = [SimpleNamespace(shape=tuple(item.shape), dtype=item.dtype) if isinstance(item, TensorSpec)
+                else item.value for item in case.inputs]
         cases.append(tuple(args))
-    env = verdict.get("environment") or {}
-    capability = env.get("capability")
-    capabilities = [[int(x) for x in str(capability).split(".")]] if device == "cuda" and capability else None
-    versions = {k: env[k] for k in ("torch", "triton") if env.get(k)}
-    return envelope_from_cases(cases, device_type=device, capabilities=capabilities,
-                               backend=verdict.get("backend", "unknown"), versions=versions)
+    env = v.environment
+    capability = env.capability_tuple
+    capabilities = [list(capability)] if device == "cuda" and capability else None
+    versions = {k: value for k, value in (("torch", env.torch), ("triton", env.triton)) if value}
+    return envelope_from_cases(cases, device_type=device, capabilities=capabilities, backend=v.backend,
+                               versions=versions)
 
 
-def write_accepted_kernel(target: Target, source: str, verdict: dict[str, Any], device: str) -> Path:
+def write_accepted_kernel(target: Target, source: str, verdict: Verdict | Mapping[str, Any], device: str) -> Path:
     """Store an accepted kernel in ``kernels/<op-name>/`` of the op's repository; returns that directory."""
     from kernelevo.kernel_store import write_kernel
 
-    if verdict.get("verdict") != "accepted":
+    v = Verdict.coerce(verdict)
+    if not v.accepted:
         raise TargetError(f"{target.op_id}: refusing to store a kernel the verifier did not accept")
-    return write_kernel(target.repo_root, target.op, source, verdict, envelope_from_verdict(verdict, device))
+    return write_kernel(target.repo_root, target.op, source, v, envelope_from_verdict(v, device))

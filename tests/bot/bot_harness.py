@@ -1,41 +1,43 @@
-"""Bot test harness: the fake GitHub, the real webhook app on loopback, a deterministic search double.
+"""Bot test harness: the fake GitHub on loopback, a real redis-server, ``kernelevo serve`` as a real process
+(the Starlette app under uvicorn plus its child ``kernelevo bot-worker`` on Celery), and, where a search
+must really run, a real ``kernelevo worker --device cpu``.
 
-Everything real that can run here runs: the Starlette app under uvicorn on 127.0.0.1, PyGithub
-talking HTTP to the fake GitHub server, the LocalRunner's threads, the work queue. Only the search
-itself is a double (a real search needs a GPU to produce speedups), and one test uses the real one.
+No GPU exists here, so tests that need a timed result (a follow-up PR) play the GPU worker through the job
+store's own API (:func:`finish_like_a_gpu_worker`): claim the chunk, record the terminal state with a
+scripted timed result, notify the bot queue, exactly as ``workflows.chunk`` does. Everything is waited for
+by condition with generous timeouts; nothing asserts how long anything took.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
+import signal
+import subprocess
 import sys
-import threading
-import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
-import uvicorn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))  # the fake GitHub server
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS / "fakes"))  # the fake GitHub server
+sys.path.insert(0, str(TESTS / "workflows"))  # the worker tier's process helpers
 
 from github_server import FIXTURES, FakeGitHub  # noqa: E402
+from workflow_harness import QUEUE_ENV, RedisServer, Worker, free_port, settings_for, wait_for  # noqa: E402
 
 from bot import signature  # noqa: E402
-from bot.app import create_app  # noqa: E402
-from bot.auth import InstallationTokens  # noqa: E402
-from bot.context import BotContext  # noqa: E402
-from bot.deliveries import MemoryDeliveryStore  # noqa: E402
-from bot.github_api import GitHubAPI, token_exchange  # noqa: E402
-from bot.jobflow import BotJobHooks  # noqa: E402
-from bot.workqueue import WorkQueue  # noqa: E402
-from bot.workspace import tarball_workspace  # noqa: E402
-from kernelevo.jobs import TERMINAL, LocalRunner  # noqa: E402
 
+__all__ = ["FakeGitHub", "RedisServer", "Worker", "wait_for", "settings_for"]
+
+ROOT = TESTS.parent
 SECRET = "test-webhook-secret"
 REPO = "acme/models"
 INSTALLATION = 77
+SCALE_ADD = (TESTS / "search" / "data" / "scale_add.py").read_text()
 
 OP_V1 = '''import kernelevo
 
@@ -67,99 +69,95 @@ def timing(speedup: float, spread: float = 0.02) -> dict:
             "geomean_speedup_vs_best": speedup}
 
 
-class SearchDouble:
-    """``run_search``'s signature; returns a scripted result and reports progress like the real one."""
-
-    def __init__(self) -> None:
-        self.speedup = 1.5
-        self.accepted = True
-        self.spread = 0.02
-        self.progress_steps = 2
-        self.calls: list[dict] = []
-        self.release = threading.Event()
-        self.release.set()  # clear() to hold searches until set()
-        self.on_step = None  # called before each progress report (tests advance clocks here)
-        self.version = 0
-
-    def __call__(self, task_path, *, op_id, backend, proposer, budget, device, run_dir, on_progress=None,
-                 should_cancel=None):
-        self.calls.append({"task_path": Path(task_path), "op_id": op_id, "backend": backend,
-                           "task_exists": Path(task_path).is_file()})
-        self.version += 1
-        for step in range(self.progress_steps):
-            if self.on_step:
-                self.on_step(step)
-            on_progress({"generation": step, "evaluated": step + 1, "accepted": 1, "best_fitness": self.speedup,
-                         "best_speedup_vs_eager": 3.0 * self.speedup})
-        while not self.release.wait(0.02):
-            if should_cancel and should_cancel():
-                return {"op_id": op_id, "run_dir": str(run_dir), "stop_reason": "cancelled", "best": None}
-        verdict = {"verdict": "accepted" if self.accepted else "rejected", "reason": "ok",
-                   "detail": "2 cases x 2 seeds match the op", "device": "cuda:0", "backend": "triton",
-                   "correctness": {"cases": [{"case": i, "inputs": [], "checks": [
-                       {"seed": s, "distribution": "normal", "max_abs_err": 1e-6, "max_rel_err": 1e-5,
-                        "rel_l2_err": 1e-6, "ok": True} for s in range(2)]} for i in range(2)]},
-                   "timing": timing(self.speedup, self.spread), "flags": [],
-                   "environment": {"gpu": "NVIDIA H200", "torch": "2.13.0", "triton": "3.9.0"}}
-        source = f"# kernel version {self.version} for {op_id}\nclass ModelNew:\n    pass\n"
-        return {"op_id": op_id, "run_dir": str(run_dir), "stop_reason": "plateau",
-                "best": {"id": "g1-1", "source": source, "verdict": verdict, "fitness": self.speedup},
-                "candidates_evaluated": 12, "candidates_accepted": 3, "tokens_in": 1000, "tokens_out": 500,
-                "cost_usd": 0.12, "evaluator_busy_fraction": 0.8, "baselines": {}, "started": "t0", "ended": "t1",
-                "time_to_first_accepted_s": 3.0}
+def gpu_summary(op_id: str, *, speedup: float = 1.5, spread: float = 0.02, version: int = 1) -> dict:
+    """A search summary (``SearchResult.to_dict()``) as an H200 search would report it."""
+    verdict = {"verdict": "accepted", "reason": "ok", "detail": "2 cases x 2 seeds match the op", "device": "cuda:0",
+               "backend": "triton", "correctness": {"cases": [{"case": i, "inputs": [], "checks": [
+                   {"seed": s, "distribution": "normal", "max_abs_err": 1e-6, "max_rel_err": 1e-5,
+                    "rel_l2_err": 1e-6, "ok": True} for s in range(2)]} for i in range(2)]},
+               "timing": timing(speedup, spread), "flags": [],
+               "environment": {"gpu": "NVIDIA H200", "torch": "2.13.0", "triton": "3.9.0"}}
+    source = f"# kernel version {version} for {op_id}\nclass ModelNew:\n    pass\n"
+    return {"op_id": op_id, "stop_reason": "plateau", "best": {"id": "g1-1", "source": source, "verdict": verdict,
+                                                               "fitness": speedup},
+            "candidates_evaluated": 12, "candidates_accepted": 3, "tokens_in": 1000, "tokens_out": 500,
+            "cost_usd": 0.12, "evaluator_busy_fraction": 0.8, "started": "t0", "ended": "t1"}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
+def finish_like_a_gpu_worker(jobs: Any, job_id: str, summary: dict | None, *, state: str = "succeeded",
+                             error: str | None = None) -> Any:
+    """Do what a GPU worker's chunk does (``workflows.chunk``): claim, report progress, record the end."""
+    from workflows.dispatch import BOT_PROGRESS_TASK, BOT_PUBLISH_TASK
+    from workflows.models import ClaimOutcome, JobProgress, JobState, WorkerIdentity
+    from workflows.store import result_from_summary
 
-    def __call__(self) -> float:
-        return self.now
+    record = jobs.get(job_id)
+    worker = WorkerIdentity(node="gpu0@test", pid=os.getpid(), device="cuda")
+    claim = jobs.store.claim(job_id, record.epoch, worker)
+    assert claim.outcome is ClaimOutcome.RUN, claim
+    jobs.store.heartbeat(job_id, record.epoch, worker, JobProgress(generation=1, evaluated=12, accepted=3))
+    jobs.dispatcher.notify_bot(BOT_PROGRESS_TASK, job_id, record.spec.origin.kind)
+    result = result_from_summary(summary) if summary is not None else None
+    done = jobs.store.finish(job_id, record.epoch, worker, JobState(state), result=result, error=error)
+    jobs.dispatcher.notify_bot(BOT_PUBLISH_TASK, job_id, record.spec.origin.kind)
+    return done
 
 
-class Harness:
-    """The bot wired to the fake GitHub, served over real HTTP on loopback."""
+class Bot:
+    """``kernelevo serve`` (web + bot worker) in its own process group, configured for the fake GitHub."""
 
-    def __init__(self, fake: FakeGitHub, private_key: str, tmp: Path, *, max_wait_s: float = 10.0,
-                 real_search: dict | None = None) -> None:
-        self.fake, self.tmp = fake, tmp
-        self.search = SearchDouble()
-        self.clock = Clock()
-        self.tokens = InstallationTokens(fake.app_id, private_key, token_exchange(fake.base_url))
-        self.work = WorkQueue(4)
-        self.workspace = tarball_workspace(fake.base_url, lambda repo: self.tokens.get(INSTALLATION))
-        hooks = BotJobHooks()
-        if real_search:  # the real run_search, with the given proposer/budget factories and device
-            self.runner = LocalRunner(self.workspace, hooks=hooks, runs_root=tmp / "runs", **real_search)
-        else:
-            self.runner = LocalRunner(self.workspace, search=self.search, hooks=hooks,
-                                      make_proposer=lambda r: None, make_budget=lambda r: None,
-                                      runs_root=tmp / "runs")
-        self.ctx = BotContext(
-            github=lambda inst: GitHubAPI(fake.base_url, inst, self.tokens, max_wait_s=max_wait_s,
-                                          backoff_s=0.01),
-            jobs=self.runner, work=self.work, workspace=self.workspace, clock=self.clock,
-            progress_interval_s=60.0, forget_installation=self.tokens.forget)
-        hooks.ctx = self.ctx
-        self.deliveries = MemoryDeliveryStore()
-        self.app = create_app(secret=SECRET, deliveries=self.deliveries, work=self.work, ctx=self.ctx)
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
-                                                    lifespan="off"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        self.http = httpx.Client(base_url=self.url, timeout=10)
+    def __init__(self, fake: FakeGitHub, private_key: str, redis_url: str, directory: Path, *, device: str = "cuda",
+                 extra_env: dict[str, str] | None = None) -> None:
+        self.fake, self.directory, self.device = fake, Path(directory), device
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.env = {**os.environ, **QUEUE_ENV, "KERNELEVO_REDIS_URL": redis_url,
+                    "KERNELEVO_WEBHOOK_SECRET": SECRET, "KERNELEVO_GITHUB_APP_ID": str(fake.app_id),
+                    "KERNELEVO_GITHUB_PRIVATE_KEY": private_key, "KERNELEVO_GITHUB_API_URL": fake.base_url,
+                    "KERNELEVO_CACHE_DIR": str(self.directory / "cache"), "KERNELEVO_BOT_WORKERS": "4",
+                    "KERNELEVO_BOT_PROGRESS_INTERVAL_S": "60", **(extra_env or {})}
+        self.env.pop("KERNELEVO_GITHUB_PRIVATE_KEY_PATH", None)
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+        self.starts = 0
+        self.http: httpx.Client | None = None
 
-    def close(self) -> None:
-        self.http.close()
-        self.server.should_exit = True
-        self.thread.join(5)
-        self.work.stop()
+    @property
+    def log_path(self) -> Path:
+        return self.directory / f"serve-{self.starts}.log"
+
+    def log(self) -> str:
+        return "\n".join(p.read_text(errors="replace") for p in sorted(self.directory.glob("serve-*.log")))
+
+    def start(self) -> Bot:
+        self.starts += 1
+        self.port = free_port()
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kernelevo.cli", "serve", "--port", str(self.port), "--device", self.device,
+             "--delivery-lease-s", "2", "--tick-s", "2"],
+            env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+
+        def ready() -> bool:
+            assert self.proc.poll() is None, f"kernelevo serve exited:\n{self.log()[-4000:]}"
+            try:
+                healthy = self.http.get("/healthz").status_code == 200
+            except httpx.HTTPError:
+                return False
+            return healthy and " ready." in self.log_path.read_text(errors="replace")
+
+        wait_for(ready, "kernelevo serve and its bot worker to be ready", timeout=180, interval=0.2)
+        return self
+
+    def kill9(self) -> None:
+        """``kill -9`` of the web process and of its bot worker (the whole process group)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+        if self.http is not None:
+            self.http.close()
+
+    stop = kill9
 
     # -- sending webhooks -----------------------------------------------------------------------------
     def send(self, event: str, payload: dict, *, sign: bool = True, delivery: str | None = None,
@@ -171,28 +169,26 @@ class Harness:
             headers["X-Hub-Signature-256"] = signature.sign(secret, body)
         return self.http.post("/webhook", content=body, headers=headers)
 
-    def settle(self, timeout: float = 30.0) -> None:
-        """Wait until the work queue is idle and every job has finished (and its follow-up work)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            busy = self.work.pending() or any(
-                s.state not in TERMINAL for s in (self.runner.status(j) for j in list(self.runner._jobs)))
-            if not busy:
-                time.sleep(0.05)
-                if not self.work.pending():
-                    return
-            time.sleep(0.02)
-        raise AssertionError("bot did not settle")
 
-    # -- payloads from GitHub's published examples ----------------------------------------------------------
+class Scene:
+    """A test's world: the fake GitHub, Redis, the bot, and readers of what they hold."""
+
+    def __init__(self, fake: FakeGitHub, redis_server: RedisServer, bot: Bot) -> None:
+        from bot.state import BotState
+        from workflows.client import JobsClient
+
+        self.fake, self.redis, self.bot = fake, redis_server, bot
+        self.jobs = JobsClient.from_settings(settings_for(redis_server.url))
+        self.state = BotState(self.jobs.store.client)
+
+    # -- payloads from GitHub's published examples ----------------------------------------------------
     def _base(self, name: str) -> dict:
         payload = json.loads((FIXTURES / name).read_text())
         payload["repository"] = self.fake._repo_obj(REPO)
         payload["installation"] = {"id": INSTALLATION, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
         return payload
 
-    def comment(self, number: int, login: str, body: str, *, kind: str = "User",
-                action: str = "created") -> dict:
+    def comment(self, number: int, login: str, body: str, *, kind: str = "User", action: str = "created") -> dict:
         comment = self.fake.add_comment(REPO, number, login, body, kind)
         payload = self._base("issue_comment_created.with-installation.json" if action == "created"
                              else "issue_comment_edited.json")
@@ -217,7 +213,10 @@ class Harness:
         payload["sender"] = self.fake.user(login)
         return payload
 
-    # -- reading the fake's state ---------------------------------------------------------------------------
+    def send(self, event: str, payload: dict, **kwargs: Any) -> httpx.Response:
+        return self.bot.send(event, payload, **kwargs)
+
+    # -- reading the fake's and Redis's state -------------------------------------------------------
     def bot_comments(self, number: int) -> list[dict]:
         return [c for c in self.fake.comments_on(REPO, number) if c["user"]["login"] == "kernelevo[bot]"]
 
@@ -226,8 +225,54 @@ class Harness:
         assert len(comments) == 1, f"expected one bot comment, got {len(comments)}"
         return comments[0]["body"]
 
+    def wait_status(self, number: int, text: str, timeout: float = 120) -> str:
+        def found() -> str | None:
+            comments = self.bot_comments(number)
+            return comments[0]["body"] if comments and text in comments[0]["body"] else None
+
+        try:
+            return wait_for(found, f"the status comment to say {text!r}", timeout=timeout)
+        except AssertionError:
+            raise AssertionError(f"status comment never said {text!r}; it says:\n"
+                                 f"{[c['body'] for c in self.bot_comments(number)]}\n--- bot log:\n"
+                                 f"{self.bot.log()[-6000:]}") from None
+
     def reactions(self, comment_id: int) -> list[str]:
         return [r["content"] for r in self.fake.reactions.get(comment_id, [])]
 
     def kernel_pulls(self) -> list[dict]:
         return [p for p in self.fake.pulls[REPO].values() if p["head"]["ref"].startswith("kernelevo/")]
+
+    def job_runs(self) -> list[dict]:
+        return [r for r in self.fake.check_runs.values() if r["name"].startswith("kernelevo: optimize")]
+
+    def pr_jobs(self, number: int) -> list[Any]:
+        return [r for r in (self.jobs.get(j) for j in self.state.pull(REPO, number).job_ids) if r is not None]
+
+    def wait_jobs(self, number: int, count: int, timeout: float = 120) -> list[Any]:
+        def enough() -> list[Any] | None:
+            records = self.pr_jobs(number)
+            return records if len(records) >= count else None
+
+        try:
+            return wait_for(enough, f"{count} job(s) on PR #{number}", timeout=timeout)
+        except AssertionError:
+            raise AssertionError(f"no {count} job(s) on #{number}; bot log:\n{self.bot.log()[-6000:]}") from None
+
+    def wait_run_completed(self, count: int = 1, timeout: float = 120) -> list[dict]:
+        def completed() -> list[dict] | None:
+            runs = [r for r in self.job_runs() if r["status"] == "completed"]
+            return runs if len(runs) >= count else None
+
+        try:
+            return wait_for(completed, f"{count} optimize check run(s) to complete", timeout=timeout)
+        except AssertionError:
+            raise AssertionError(f"check runs: {[(r['id'], r['status']) for r in self.job_runs()]}; bot log:\n"
+                                 f"{self.bot.log()[-6000:]}") from None
+
+    def wait_reported(self, job_id: str, timeout: float = 120) -> Any:
+        try:
+            return wait_for(lambda: (r := self.jobs.get(job_id)) is not None and r.published and r,
+                            f"{job_id} to be reported", timeout=timeout)
+        except AssertionError:
+            raise AssertionError(f"{job_id} never reported; bot log:\n{self.bot.log()[-6000:]}") from None

@@ -1,9 +1,9 @@
-"""Fixtures of the bot tests; the harness itself is in bot_harness.py."""
+"""Fixtures of the bot tests; the processes and readers are in bot_harness.py."""
 
 from __future__ import annotations
 
 import pytest
-from bot_harness import OP_V1, OP_V2, REPO, FakeGitHub, Harness
+from bot_harness import OP_V1, OP_V2, REPO, Bot, FakeGitHub, RedisServer, Scene, Worker
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -30,10 +30,40 @@ def fake(app_keys):
 
 
 @pytest.fixture
-def harness(fake, app_keys, tmp_path):
-    h = Harness(fake, app_keys[0], tmp_path)
-    yield h
-    h.close()
+def redis_server(tmp_path):
+    server = RedisServer(tmp_path / "redis").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def start_bot(fake, app_keys, redis_server, tmp_path):
+    """``start_bot(device=...)`` starts ``kernelevo serve`` (web + bot worker); killed at teardown."""
+    started: list[Bot] = []
+
+    def start(device: str = "cuda", **env: str) -> Bot:
+        bot = Bot(fake, app_keys[0], redis_server.url, tmp_path / f"bot{len(started)}", device=device, extra_env=env)
+        started.append(bot)
+        return bot.start()
+
+    yield start
+    for bot in started:
+        bot.kill9()
+
+
+@pytest.fixture
+def scene(fake, redis_server, start_bot) -> Scene:
+    """The fake GitHub, Redis and a running bot whose jobs go to the (absent) GPU workers."""
+    return Scene(fake, redis_server, start_bot())
+
+
+@pytest.fixture
+def cpu_worker(redis_server, tmp_path):
+    """A real ``kernelevo worker --device cpu`` on the test's Redis."""
+    worker = Worker("cpu1", redis_server.url, tmp_path)
+    worker.start()
+    yield worker
+    worker.stop()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from bot_harness import timing
 
 from bot.comments import MARKER, find_status_comment, render_status
 from bot.report import assess, conservative_speedup, escape_md, render, report_context
-from kernelevo.jobs import JobRequest, JobStatus
 
 
 def result(speedup=1.5, spread=0.02, accepted=True, timed=True):
@@ -52,8 +51,8 @@ def test_escape_md():
 
 
 def test_status_comment_is_found_by_marker_and_author():
-    req = JobRequest("a/b", 1, "c" * 40, "f", ["ops/x.py::f"], "any", None, None, "alice", 1)
-    body = render_status("Queued.", [JobStatus("job-1", "running", request=req)], {"job-1": {}})
+    rows = [{"job_id": "job-1", "ops": "`ops/x.py::f`", "state": "running", "result": "…"}]
+    body = render_status("Queued.", rows)
     assert body.startswith(MARKER) and "| job-1 | `ops/x.py::f` | running | … |" in body
     comments = [{"id": 1, "body": body, "user": {"login": "mallory"}},
                 {"id": 2, "body": "hi", "user": {"login": "kernelevo[bot]"}},

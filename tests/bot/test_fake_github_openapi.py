@@ -39,21 +39,30 @@ def test_every_fake_route_is_an_operation_of_the_subset():
     assert set(ROUTES) == set(ops)
 
 
-def test_fake_traffic_matches_the_openapi_description(harness, fake, pr):
-    harness.send("pull_request", harness.pull_event("opened", pr))
-    harness.send("issue_comment", harness.comment(pr, "alice", "/kernelevo optimize"))
-    harness.settle()
+def test_fake_traffic_matches_the_openapi_description(scene, fake, pr):
+    from bot_harness import finish_like_a_gpu_worker, gpu_summary
+
+    def optimize(body: str, count: int) -> None:
+        scene.send("issue_comment", scene.comment(pr, "alice", body))
+        job = scene.wait_jobs(pr, count)[-1]
+        finish_like_a_gpu_worker(scene.jobs, job.id, gpu_summary(job.spec.op_id))
+        scene.wait_reported(job.id)
+
+    scene.send("pull_request", scene.pull_event("opened", pr))
+    optimize("/kernelevo optimize", 1)
     fake.push(REPO, "feature", {"README.md": "v2\n"}, "push")
-    harness.send("issue_comment", harness.comment(pr, "alice", "/kernelevo optimize"))
-    harness.settle()
+    optimize("/kernelevo optimize", 2)
     # a failed publish of a new branch rolls back with DELETE ref; a failed update with PATCH ref
     fake.push(REPO, "feature", {"ops/extra.py": "import kernelevo\n\n\n@kernelevo.optimize()\ndef extra(x):\n"
                                                 "    return x\n"}, "another op")
     fake.inject(Fault("POST", r"/pulls$", 503, times=50))
-    harness.send("issue_comment", harness.comment(pr, "alice", "/kernelevo optimize extra"))
-    harness.settle()
-    harness.send("issue_comment", harness.comment(pr, "maya", "/kernelevo approve"))
-    harness.settle()
+    optimize("/kernelevo optimize extra", 3)
+    fake.faults.clear()
+    fake.push(REPO, "feature", {"README.md": "v3\n"}, "push")
+    fake.inject(Fault("PATCH", r"/pulls/\d+$", 503, times=50))
+    optimize("/kernelevo optimize scale_shift", 4)
+    scene.send("issue_comment", scene.comment(pr, "maya", "/kernelevo approve"))
+    scene.wait_status(pr, "Approved commit")
 
     ops = _validators()
     problems, seen = [], set()

@@ -1,4 +1,4 @@
-"""Trust decisions, webhook signatures, rate-limit decisions, throttling, token caching: pure parts."""
+"""Trust decisions, webhook signatures, rate-limit decisions, token caching: pure parts."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import pytest
 
 from bot import ratelimit, signature, trust
 from bot.auth import InstallationTokens, app_jwt
-from bot.checks import Throttle
-from bot.deliveries import MemoryDeliveryStore
 from bot.publish import branch_name, count_open_kernel_prs
 
 
@@ -79,14 +77,6 @@ def test_fork_detection():
     assert not trust.is_fork(same) and trust.is_fork(fork) and trust.is_fork(deleted)
 
 
-def test_approvals_bind_to_a_sha():
-    store = trust.MemoryApprovalStore()
-    assert store.approved_sha("a/b", 1) is None
-    store.approve("a/b", 1, "sha1", "maya")
-    store.approve("a/b", 1, "sha2", "maya")
-    assert store.approved_sha("a/b", 1) == "sha2" and store.approved_sha("a/b", 2) is None
-
-
 @pytest.mark.parametrize(("status", "headers", "message", "attempt", "kind", "wait"), [
     (403, {"Retry-After": "3"}, "", 0, "retry", 3.0),
     (429, {"retry-after": "120"}, "", 0, "defer", 120.0),
@@ -103,25 +93,6 @@ def test_approvals_bind_to_a_sha():
 def test_rate_limit_and_retry_decisions(status, headers, message, attempt, kind, wait):
     action = ratelimit.decide(status, headers, message, attempt, now=1000.0, max_wait_s=10.0, max_attempts=4)
     assert (action.kind, action.wait_s) == (kind, wait)
-
-
-def test_throttle_allows_one_update_per_interval():
-    now = [0.0]
-    throttle = Throttle(60.0, lambda: now[0])
-    seen = []
-    for t in range(0, 181, 20):
-        now[0] = float(t)
-        seen.append(throttle.ready("job"))
-    assert seen == [True, False, False, True, False, False, True, False, False, True]
-    assert throttle.ready("other-job")
-
-
-def test_delivery_ids_are_accepted_once_within_the_ttl():
-    now = [0.0]
-    store = MemoryDeliveryStore(ttl_s=100, clock=lambda: now[0])
-    assert store.first_time("d1") and not store.first_time("d1") and store.first_time("d2")
-    now[0] = 101.0
-    assert store.first_time("d1")
 
 
 def test_installation_tokens_are_cached_and_refreshed_before_expiry(app_keys):

@@ -1,88 +1,93 @@
-"""The webhook endpoint: signatures, replays, routing to the work queue, refusing bad configuration."""
+"""The webhook endpoint: signatures, replays, routing, refusing bad configuration, installations; the checkout."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import socket
-import subprocess
-import time
 
 import pytest
-from bot_harness import REPO, SECRET
+from bot_harness import INSTALLATION, REPO, SECRET, settings_for, wait_for
 
-from bot.deliveries import RedisDeliveryStore
 from bot.service import ConfigurationError, build, missing_settings
 from kernelevo.settings import Settings
 
 
-def test_unsigned_and_badly_signed_deliveries_are_rejected(harness, pr):
-    payload = harness.comment(pr, "alice", "/kernelevo optimize")
-    assert harness.send("issue_comment", payload, sign=False).status_code == 401
-    assert harness.send("issue_comment", payload, secret="wrong-secret").status_code == 401
+def test_unsigned_and_badly_signed_deliveries_are_rejected(scene, pr):
+    payload = scene.comment(pr, "alice", "/kernelevo optimize")
+    assert scene.send("issue_comment", payload, sign=False).status_code == 401
+    assert scene.send("issue_comment", payload, secret="wrong-secret").status_code == 401
     body = json.dumps(payload).encode()
-    tampered = harness.http.post("/webhook", content=body + b" ", headers={
-        "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-1",
-        "X-Hub-Signature-256": __import__("bot.signature").signature.sign(SECRET, body)})
+    from bot.signature import sign
+
+    tampered = scene.bot.http.post("/webhook", content=body + b" ", headers={
+        "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "d-1", "X-Hub-Signature-256": sign(SECRET, body)})
     assert tampered.status_code == 401
-    harness.settle()
-    assert harness.search.calls == [] and harness.reactions(payload["comment"]["id"]) == []
+    assert scene.state.client.get(scene.state.key("delivery", "d-1")) is None  # never claimed
+    assert scene.reactions(payload["comment"]["id"]) == [] and scene.jobs.list() == []
 
 
-def test_replayed_delivery_is_processed_once(harness, fake, pr):
-    payload = harness.comment(pr, "alice", "/kernelevo optimize")
-    first = harness.send("issue_comment", payload, delivery="delivery-42")
-    again = harness.send("issue_comment", payload, delivery="delivery-42")
-    assert first.status_code == 202
+def test_replayed_delivery_is_processed_once(scene, pr):
+    payload = scene.comment(pr, "alice", "/kernelevo optimize")
+    assert scene.send("issue_comment", payload, delivery="delivery-42").status_code == 202
+    scene.wait_jobs(pr, 1)
+    wait_for(lambda: scene.state.client.get(scene.state.key("delivery", "delivery-42")) == b"done", "handled")
+    again = scene.send("issue_comment", payload, delivery="delivery-42")
     assert again.status_code == 200 and "duplicate" in again.json()["status"]
-    harness.settle()
-    assert len(harness.search.calls) == 1 and harness.reactions(payload["comment"]["id"]) == ["+1"]
+    assert len(scene.jobs.list()) == 1 and scene.reactions(payload["comment"]["id"]) == ["+1"]
 
 
-def test_ping_health_and_unrouted_events(harness):
-    assert harness.send("ping", {"zen": "Keep it logically awesome.", "hook_id": 1}).json() == {"status": "pong"}
-    assert harness.http.get("/healthz").json()["status"] == "ok"
-    ignored = harness.send("star", {"action": "created", "repository": {"full_name": REPO}})
+def test_ping_health_unrouted_and_uninstalled_events(scene, pr):
+    assert scene.send("ping", {"zen": "Keep it logically awesome.", "hook_id": 1}).json() == {"status": "pong"}
+    assert scene.bot.http.get("/healthz").json()["status"] == "ok"
+    ignored = scene.send("star", {"action": "created", "repository": {"full_name": REPO}})
     assert ignored.status_code == 200 and ignored.json()["status"] == "ignored"
-
-
-def test_events_without_an_installation_are_refused(harness, pr):
-    payload = harness.comment(pr, "alice", "/kernelevo optimize")
+    payload = scene.comment(pr, "alice", "/kernelevo optimize")
     del payload["installation"]
-    response = harness.send("issue_comment", payload)
+    response = scene.send("issue_comment", payload)
     assert response.status_code == 400 and "install" in response.json()["error"]
 
 
-def test_malformed_requests(harness):
-    body = b"not json"
+def test_malformed_requests(scene):
     from bot.signature import sign
 
+    body = b"not json"
     headers = {"X-Hub-Signature-256": sign(SECRET, body), "X-GitHub-Delivery": "x1"}
-    assert harness.http.post("/webhook", content=body, headers=headers).status_code == 400  # no event header
+    assert scene.bot.http.post("/webhook", content=body, headers=headers).status_code == 400  # no event header
     headers["X-GitHub-Event"] = "issue_comment"
-    assert harness.http.post("/webhook", content=body, headers=headers).status_code == 400  # not JSON
+    assert scene.bot.http.post("/webhook", content=body, headers=headers).status_code == 400  # not JSON
 
 
-def test_handler_does_no_github_calls_inside_the_request(harness, fake, pr):
-    harness.search.release.clear()
+def test_installation_events_keep_the_repo_map_and_removal_forgets_everything(scene, pr):
+    payload = scene._base("installation_deleted.json")
+    payload["action"] = "created"
+    payload["repositories"] = [{"full_name": REPO}, {"full_name": "acme/other"}, {"full_name": "bad name"}]
+    scene.send("installation", payload)
+    wait_for(lambda: scene.state.installations() == {REPO: INSTALLATION, "acme/other": INSTALLATION},
+             "the installation's repositories to be recorded")
+    removed = scene._base("installation_deleted.json")
+    scene.send("installation", removed)
+    wait_for(lambda: scene.state.installations() == {}, "the removed installation's repositories to be dropped")
+
+
+def test_handler_makes_no_github_calls_inside_the_request(redis_server, fake, app_keys, pr):
+    settings = Settings(**{**settings_for(redis_server.url).model_dump(), "webhook_secret": "s3cret",
+                           "github_app_id": fake.app_id, "github_private_key": app_keys[0],
+                           "github_api_url": fake.base_url, "bot_workers": 1})
+    asgi, ctx = build(settings)
+    ctx.work.stop()  # nothing can run the queued work
+    from starlette.testclient import TestClient
+
+    from bot.signature import sign
+
+    body = json.dumps({"action": "created", "issue": {"number": pr, "pull_request": {}}, "comment": {"id": 1},
+                       "installation": {"id": INSTALLATION}, "repository": {"full_name": REPO}}).encode()
     before = len(fake.exchanges)
-    harness.work.stop()  # nothing can run the queued work
-    response = harness.send("issue_comment", harness.comment(pr, "alice", "/kernelevo optimize"))
-    assert response.status_code == 202
-    assert len(fake.exchanges) == before
-    harness.search.release.set()
-
-
-def test_installation_removed_forgets_its_token(harness, fake, pr):
-    harness.send("issue_comment", harness.comment(pr, "alice", "/kernelevo status"))
-    harness.settle()
-    assert fake.token_requests == [77]
-    payload = harness._base("installation_deleted.json")
-    harness.send("installation", payload)
-    harness.settle()
-    harness.send("issue_comment", harness.comment(pr, "alice", "/kernelevo status"))
-    harness.settle()
-    assert fake.token_requests == [77, 77]
+    headers = {"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "n-1", "X-Hub-Signature-256": sign("s3cret",
+                                                                                                           body)}
+    with TestClient(asgi) as client:
+        assert client.post("/webhook", content=body, headers=headers).status_code == 202
+        assert client.post("/webhook", content=body, headers=headers).status_code == 409  # still being handled
+    assert len(fake.exchanges) == before and fake.token_requests == []
+    assert ctx.github(5).get_repo(REPO)["full_name"] == REPO  # real token exchange against the fake
 
 
 def test_service_refuses_to_start_and_names_every_missing_setting(tmp_path):
@@ -99,6 +104,15 @@ def test_service_refuses_to_start_and_names_every_missing_setting(tmp_path):
     assert any("not a file" in m for m in missing_settings(bad_path))
 
 
+def test_service_reports_unreachable_redis_and_a_bad_device(app_keys):
+    settings = Settings(webhook_secret="s", github_app_id=1, github_private_key=app_keys[0],
+                        redis_url="redis://127.0.0.1:1/0")
+    with pytest.raises(ConfigurationError, match="cannot reach Redis"):
+        build(settings)
+    with pytest.raises(ConfigurationError, match="--device must be one of cuda, cpu"):
+        build(settings, device="tpu")
+
+
 def test_serve_command_exits_with_the_list(monkeypatch):
     import typer
     from typer.testing import CliRunner
@@ -112,85 +126,19 @@ def test_serve_command_exits_with_the_list(monkeypatch):
     reset_settings_cache()
     app = typer.Typer()
     serve_cmd.register(app)
-    app.command("noop")(lambda: None)
-    result = CliRunner().invoke(app, ["serve"])
+    for command in (["serve"], ["bot-worker"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, result.output
+        assert "KERNELEVO_WEBHOOK_SECRET" in result.output and "KERNELEVO_GITHUB_APP_ID" in result.output
     reset_settings_cache()
-    assert result.exit_code == 2
-    assert "KERNELEVO_WEBHOOK_SECRET" in result.output and "KERNELEVO_GITHUB_APP_ID" in result.output
 
 
-def test_build_wires_a_working_app(app_keys, fake, tmp_path):
-    settings = Settings(webhook_secret="s3cret", github_app_id=fake.app_id, github_private_key=app_keys[0],
-                        github_api_url=fake.base_url, bot_delivery_store="memory", bot_workers=1)
-    asgi, ctx = build(settings, workspace_provider=lambda repo, sha: None)
-    from starlette.testclient import TestClient
+def test_bot_worker_plan():
+    from bot.worker import plan_bot_worker
 
-    with TestClient(asgi) as client:
-        assert client.post("/webhook", content=b"{}").status_code == 401
-        assert client.get("/healthz").status_code == 200
-    assert ctx.github(5).get_repo(REPO)["full_name"] == REPO  # real token exchange against the fake
-    ctx.work.stop()
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
-    import redis
-
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-    yield client
-    proc.terminate()
-    proc.wait(10)
-
-
-def test_redis_delivery_store_dedupes_across_instances_with_a_ttl(redis_server):
-    import redis
-
-    other = redis.Redis(port=redis_server.connection_pool.connection_kwargs["port"])
-    first, second = RedisDeliveryStore(redis_server, ttl_s=1), RedisDeliveryStore(other, ttl_s=1)
-    assert first.first_time("abc") and not second.first_time("abc") and second.first_time("def")
-    assert 0 < redis_server.ttl("kernelevo:delivery:abc") <= 1
-    time.sleep(1.2)
-    assert second.first_time("abc")  # expired
-
-
-def test_service_with_real_redis_rejects_a_replay(redis_server, app_keys, fake):
-    port = redis_server.connection_pool.connection_kwargs["port"]
-    settings = Settings(webhook_secret="s3cret", github_app_id=fake.app_id, github_private_key=app_keys[0],
-                        github_api_url=fake.base_url, redis_url=f"redis://127.0.0.1:{port}/0", bot_workers=1)
-    asgi, ctx = build(settings, workspace_provider=lambda repo, sha: None)
-    from starlette.testclient import TestClient
-
-    from bot.signature import sign
-
-    body = json.dumps({"zen": "hi"}).encode()
-    headers = {"X-GitHub-Event": "ping", "X-GitHub-Delivery": "r-1", "X-Hub-Signature-256": sign("s3cret", body)}
-    with TestClient(asgi) as client:
-        assert client.post("/webhook", content=body, headers=headers).json() == {"status": "pong"}
-        assert "duplicate" in client.post("/webhook", content=body, headers=headers).json()["status"]
-    ctx.work.stop()
-
-
-def test_service_reports_unreachable_redis(app_keys):
-    settings = Settings(webhook_secret="s", github_app_id=1, github_private_key=app_keys[0],
-                        redis_url="redis://127.0.0.1:1/0")
-    with pytest.raises(ConfigurationError, match="cannot reach Redis"):
-        build(settings, workspace_provider=lambda repo, sha: None)
+    plan = plan_bot_worker(hostname="h", pid=12, concurrency=4)
+    assert plan.node == "bot-12@h"
+    assert plan.argv[:3] == ["worker", "--queues", "bot"] and "threads" in plan.argv and "4" in plan.argv
 
 
 def test_tarball_workspace_checks_out_a_commit(fake, app_keys, pr):
@@ -199,9 +147,9 @@ def test_tarball_workspace_checks_out_a_commit(fake, app_keys, pr):
     from bot.workspace import tarball_workspace
 
     tokens = InstallationTokens(fake.app_id, app_keys[0], token_exchange(fake.base_url))
-    provider = tarball_workspace(fake.base_url, lambda repo: tokens.get(77))
+    provider = tarball_workspace(fake.base_url, tokens.get)
     sha = fake.pulls[REPO][pr]["head"]["sha"]
-    with provider(REPO, sha) as root:
+    with provider(INSTALLATION, REPO, sha) as root:
         files = {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()}
     assert files == fake.files_at(REPO, sha)
     assert not root.exists()  # removed afterwards

@@ -16,8 +16,8 @@ def test_prefetched_candidate_is_evaluated_by_the_prepared_process():
         session.prefetch(second, "second")
         v1 = session.evaluate_source(first, "first")
         v2 = session.evaluate_source(second, "second")
-    assert v1.accepted and not v1.overhead["prefetched"]
-    assert v2.accepted and v2.overhead["prefetched"]
+    assert v1.accepted and not v1.overhead.prefetched
+    assert v2.accepted and v2.overhead.prefetched
 
 
 def test_unused_prefetches_are_killed():

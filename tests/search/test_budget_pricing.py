@@ -3,9 +3,11 @@
 import json
 
 import pytest
+from pydantic import ValidationError
 
+from evaluator.verdict import Reason, Verdict
 from kernelevo.search.budget import Budget, Usage, eta_s, stop_reason
-from kernelevo.search.fitness import fitness_of, speedups
+from kernelevo.search.fitness import fitness_of, is_accepted, is_timed, speedups
 from kernelevo.search.pricing import cost_usd, load_price_table, price_for
 
 
@@ -37,13 +39,21 @@ def test_eta_follows_the_tightest_budget():
 
 
 def test_fitness_is_geomean_vs_best_when_timed_one_when_untimed_zero_when_rejected():
-    timed = {"verdict": "accepted", "timing": {"geomean_speedup_vs_best": 1.3, "geomean_speedup_vs_eager": 9.0,
-                                               "geomean_speedup_vs_compile": 1.4}}
+    timed = Verdict.accept("ok", timing={"geomean_speedup_vs_best": 1.3, "geomean_speedup_vs_eager": 9.0,
+                                         "geomean_speedup_vs_compile": 1.4})
     assert fitness_of(timed) == 1.3 and speedups(timed) == (9.0, 1.4)
-    assert fitness_of({"verdict": "accepted", "timing": None}) == 1.0
-    assert fitness_of({"verdict": "rejected", "timing": {"geomean_speedup_vs_best": 5}}) == 0.0
-    assert fitness_of({"verdict": "accepted", "timing": {"geomean_speedup_vs_best": float("nan")}}) == 0.0
-    assert fitness_of(None) == 0.0 and speedups({"verdict": "accepted"}) == (None, None)
+    assert fitness_of(Verdict.accept("ok")) == 1.0
+    assert fitness_of(Verdict.reject(Reason.TOO_SLOW, "slow", timing={"geomean_speedup_vs_best": 5})) == 0.0
+    assert fitness_of(Verdict.accept("ok", timing={"geomean_speedup_vs_best": float("nan")})) == 0.0
+    assert fitness_of(None) == 0.0 and speedups(Verdict.accept("ok")) == (None, None)
+
+
+def test_fitness_of_a_verdict_held_as_json_validates_it_first():
+    """Job records keep verdicts as JSON: the same answers, and a record that is not a verdict is refused."""
+    assert fitness_of(Verdict.accept("ok", timing={"geomean_speedup_vs_best": 1.3}).to_dict()) == 1.3
+    assert is_accepted({"verdict": "accepted", "timing": None}) and not is_timed({"verdict": "accepted"})
+    with pytest.raises(ValidationError, match="reason"):
+        is_accepted({"verdict": "rejected"})
 
 
 def test_prices_match_exact_names_then_longest_prefix():

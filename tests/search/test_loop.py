@@ -1,6 +1,7 @@
 """Loop mechanics with a scripted proposer and a scripted evaluator (no torch, milliseconds each)."""
 
 import json
+import threading
 
 import pytest
 from search_doubles import ScriptedEvaluator, ScriptedProposer, candidate_source
@@ -248,16 +249,29 @@ def test_parallel_evaluations_give_the_run_of_one_at_a_time(task, tmp_path):
         sequential.candidates_evaluated, sequential.candidates_accepted, sequential.generations)
 
 
-class TimelineEvaluator(ScriptedEvaluator):
-    """Records when each candidate's evaluation starts and ends."""
+def generation_of(name):
+    return int(name.rsplit("-g", 1)[1].split("-")[0])
 
-    def __init__(self, delay_s):
-        super().__init__(delay_s=delay_s)
+
+class OverlapEvaluator(ScriptedEvaluator):
+    """Records when each candidate's evaluation starts and ends, and holds the last candidate of generation 0
+    until one of generation 1 has started: a loop that overlaps generations lets it go at once; one that waited
+    for generation 0 to finish would hold it until the timeout (so the outcome does not depend on scheduling)."""
+
+    LAST_OF_FIRST = "demo-g0-7"  # SearchConfig's default generation size is 8
+
+    def __init__(self):
+        super().__init__()
         self.timeline = []
+        self.second_started = threading.Event()
 
     def evaluate_source(self, source, name):
         with self._lock:
             self.timeline.append(("start", name))
+        if generation_of(name) == 1:
+            self.second_started.set()
+        if name == self.LAST_OF_FIRST:
+            self.second_started.wait(timeout=60)
         try:
             return super().evaluate_source(source, name)
         finally:
@@ -266,16 +280,13 @@ class TimelineEvaluator(ScriptedEvaluator):
 
 
 def test_the_next_generation_starts_while_the_last_results_of_this_one_come_in(task, tmp_path):
-    evaluator = TimelineEvaluator(delay_s=0.02)
+    evaluator = OverlapEvaluator()
     search(task, tmp_path / "run", Budget(candidates=24, plateau_generations=None), evaluator=evaluator,
            config=SearchConfig(parallel_evaluations=3))
-
-    def generation(name):
-        return int(name.rsplit("-g", 1)[1].split("-")[0])
-
-    last_end = max(i for i, (kind, name) in enumerate(evaluator.timeline) if kind == "end" and generation(name) == 0)
+    assert ("start", OverlapEvaluator.LAST_OF_FIRST) in evaluator.timeline
+    last_end = max(i for i, (kind, name) in enumerate(evaluator.timeline) if kind == "end" and generation_of(name) == 0)
     first_start = min(i for i, (kind, name) in enumerate(evaluator.timeline)
-                      if kind == "start" and generation(name) == 1)
+                      if kind == "start" and generation_of(name) == 1)
     assert first_start < last_end, evaluator.timeline
 
 

@@ -3,6 +3,7 @@
 import io
 import json
 
+from evaluator.verdict import Verdict
 from kernelevo.search.budget import Budget
 from kernelevo.search.progress import JsonLinesReporter, RichReporter, fmt_duration, progress_rows, summary_lines
 from kernelevo.search.result import Progress, SearchResult
@@ -52,8 +53,8 @@ def test_json_lines_and_rich_panel():
 
 def test_summary_lines_name_the_stop_reason_the_best_and_the_run_directory():
     result = SearchResult(op_id="rms_norm", run_dir="runs/x", stop_reason="plateau", best={
-        "id": "g2-0", "source": "", "fitness": 1.1, "verdict": {"timing": {
-            "geomean_speedup_vs_eager": 15.0, "geomean_speedup_vs_compile": 1.1}}},
+        "id": "g2-0", "source": "", "fitness": 1.1, "verdict": Verdict.accept("ok", timing={
+            "geomean_speedup_vs_eager": 15.0, "geomean_speedup_vs_compile": 1.1}).to_dict()},
         candidates_evaluated=20, candidates_accepted=7, tokens_in=1000, tokens_out=500, cost_usd=0.01,
         evaluator_busy_fraction=0.9, baselines=None, started="", ended="", time_to_first_accepted_s=3.0, timed=True,
         elapsed_s=61, unpriced_models=["local-llama"])
