@@ -40,7 +40,8 @@ def request_optimize(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, numbe
             ctx.state.set_pending(repo, number, PendingRequest(command=command, requested_by=login,
                                                                head_sha=head_sha))
         return f"Not started: {decision.reason}."
-    settings = jobspec.job_settings(config, command, permission=commenter_perm)
+    settings = jobspec.job_settings(config, command, permission=commenter_perm,
+                                    maintainer=config.trigger.maintainer_permission)
 
     with ctx.workspace(installation_id, repo, pull["base"]["sha"]) as base_root:
         before = context.discover_at(base_root, config)

@@ -93,6 +93,10 @@ class Trigger(_Section):
     min_permission: Permission = Field(
         default="write", description="lowest repository permission allowed to run /kernelevo commands"
     )
+    maintainer_permission: Permission = Field(
+        default="maintain", description="lowest permission whose command options may raise this file's budgets or "
+                                        "choose another model or backend (others can only lower them)"
+    )
 
 
 class AutoRun(_Section):
