@@ -136,10 +136,28 @@ def run_search(
         reason = loop.run()
         baselines = getattr(session, "baselines", None)
         environment = dict(getattr(session, "environment", None) or {})
+        sanitized = _sanitize_best(session, loop, device) if reason != "cancelled" else None
     result = _result(loop, run, op_id, device, reason, baselines, started, previous)
     result.environment = environment
+    if sanitized is not None:
+        result.sanitizer, failed = sanitized
+        if failed:  # a race or a bad access the correctness calls missed: the kernel is not published
+            why = f"The best kernel ({result.best['id']}) failed compute-sanitizer ({failed}): no kernel is reported."
+            result.note = f"{result.note} {why}".strip()
+            result.best = None
     run.write_summary({**result.to_dict(), "budget": budget.to_dict(), "config": config.to_dict(), "seed": seed})
     return result
+
+
+def _sanitize_best(session: Any, loop: SearchLoop, device: str) -> tuple[list[dict[str, Any]], str] | None:
+    """On a GPU, the winner once more under compute-sanitizer racecheck and memcheck (evaluator.sanitize):
+    (the results as JSON, the summary of the failing tools, '' when none failed); None where nothing ran."""
+    best = loop.population.best
+    if device != "cuda" or best is None or not callable(getattr(session, "sanitize", None)):
+        return None
+    results = session.sanitize(best.source)
+    failed = "; ".join(f"{r.tool}: {r.summary}" for r in results if r.status.value == "errors")
+    return [r.model_dump(mode="json") for r in results], failed
 
 
 def _result(

@@ -69,6 +69,7 @@ class SearchResult:
     device: str = "cpu"
     timed: bool = False
     note: str = ""
+    sanitizer: list[dict[str, Any]] = field(default_factory=list)  # compute-sanitizer runs of the winner (GPU)
     generations: int = 0
     elapsed_s: float = 0.0
     candidates_per_minute: float | None = None
