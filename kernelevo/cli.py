@@ -25,6 +25,8 @@ COMMAND_MODULES = [
     "kernelevo.commands.verify_cmd",
     "kernelevo.commands.serve_cmd",
     "kernelevo.commands.optimize_cmd",
+    "kernelevo.commands.worker_cmd",
+    "kernelevo.commands.jobs_cmd",
 ]
 
 

@@ -63,8 +63,29 @@ class Settings(BaseSettings):
     bot_progress_interval_s: float = Field(default=60.0, gt=0, description="min seconds between check updates")
     bot_max_rate_limit_wait_s: float = Field(default=10.0, ge=0, description="longer waits defer the work")
 
-    # Queue
+    # Queue (the Celery worker tier, docs/workers.md)
     redis_url: str = "redis://127.0.0.1:6379/0"
+    queue_chunk_s: float = Field(default=600.0, gt=0, description="a search chunk ends at its first candidate "
+                                 "boundary after this many seconds, and the next chunk is queued")
+    queue_visibility_timeout_s: float = Field(default=3600.0, gt=0, description="seconds before Redis hands an "
+                                              "unacknowledged message to another worker; above chunk + eval time")
+    queue_heartbeat_s: float = Field(default=10.0, gt=0, description="how often a running chunk renews its lease")
+    queue_heartbeat_ttl_s: float = Field(default=60.0, gt=0, description="a chunk silent this long is presumed "
+                                         "dead and its job is re-queued by the reaper")
+    queue_reaper_interval_s: float = Field(default=30.0, gt=0, description="how often a worker runs the reaper")
+    queue_lock_retry_s: float = Field(default=30.0, gt=0, description="delay before a job waiting for another "
+                                      "search of the same (repo, op) tries again")
+    queue_max_recoveries: int = Field(default=5, ge=0, description="a job whose workers died this many times fails")
+    queue_blob_max_bytes: int = Field(default=64 * 2**20, gt=0, description="cap on a job's gzip repo tarball")
+    queue_unpack_max_bytes: int = Field(default=512 * 2**20, gt=0, description="cap on the unpacked repository")
+    queue_unpack_max_files: int = Field(default=50_000, gt=0, description="cap on files in the repository tarball")
+    queue_run_max_bytes: int = Field(default=256 * 2**20, gt=0, description="cap on a job's run copy in Redis")
+    queue_blob_ttl_s: float = Field(default=7 * 86400.0, gt=0, description="repo tarballs expire after this "
+                                    "long without a submit or chunk using them")
+    queue_retention_s: float = Field(default=30 * 86400.0, gt=0, description="finished jobs and their runs are "
+                                     "kept this long")
+    queue_redis_retry_s: float = Field(default=120.0, ge=0, description="workers retry Redis through an outage "
+                                       "this long before giving the chunk up")
 
 
 @lru_cache(maxsize=1)
