@@ -5,7 +5,8 @@ Pure: :func:`bwrap_argv` turns a :class:`SandboxPolicy` into argv for ``bwrap`` 
 (system directories, the Python installation, the import path), nothing else. Everything the policy
 does not name is absent inside: home directories, ``/tmp``, ``/var``, ``/run``, other processes (a PID
 namespace), the network (a network namespace with only a loopback that nothing listens on), System V
-IPC and the host name (their own namespaces), every capability.
+IPC and the host name (their own namespaces), every capability. The command is pid 1 of its namespace
+(``--as-pid-1``): no helper process of bubblewrap's shares the sandbox with it.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def bwrap_argv(policy: SandboxPolicy, command: Sequence[str], *, bwrap: str = "b
     if cgroup_namespace:
         argv.append("--unshare-cgroup-try")
     argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
-             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+             "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL", "--clearenv"]
     for key, value in sorted(policy.env.items()):
         argv += ["--setenv", key, value]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(policy.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp"]
