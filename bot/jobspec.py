@@ -76,13 +76,10 @@ def job_settings(config: RepoConfig, command: Command, *, permission: str, maint
 
 def build_spec(settings: JobSettings, *, repo: str, commit_sha: str, op_id: str, source: RepoSource, device: str,
                origin: Origin) -> JobSpec:
-    """One job: one op of one repository at one commit (the endpoint travels once the spec has a field for it)."""
-    fields = dict(repo=repo, commit_sha=commit_sha, op_id=op_id, source=source, device=device,
-                  backend=settings.backend, proposer=settings.proposer, model=settings.model,
-                  budgets=settings.budgets, origin=origin)
-    if settings.endpoint is not None and "endpoint" in JobSpec.model_fields:
-        fields["endpoint"] = settings.endpoint
-    return JobSpec(**fields)
+    """One job: one op of one repository at one commit, with the config's endpoint NAME (workers check it)."""
+    return JobSpec(repo=repo, commit_sha=commit_sha, op_id=op_id, source=source, device=device,
+                   backend=settings.backend, proposer=settings.proposer, model=settings.model,
+                   endpoint=settings.endpoint, budgets=settings.budgets, origin=origin)
 
 
 def pr_origin(*, requested_by: str, installation_id: int, pr_number: int, base_ref: str) -> Origin:

@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
+    llm_endpoint_name: str = Field(default="default", description="the name repositories use for this endpoint "
+                                                                  "(`endpoint:` in .github/kernelevo.yml)")
     llm_max_concurrency: int = Field(default=4, description="chat requests in flight at once")
     llm_timeout_s: float = Field(default=180.0, description="per-request timeout")
     llm_max_retries: int = Field(default=5, description="retries on 429/5xx/timeouts")
@@ -59,7 +61,6 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     bot_login: str = "kernelevo[bot]"
     bot_workers: int = Field(default=4, ge=1, description="threads making GitHub API calls for the bot")
-    bot_delivery_store: str = Field(default="redis", description="'redis' (shared, for deploys) or 'memory'")
     bot_progress_interval_s: float = Field(default=60.0, gt=0, description="min seconds between check updates")
     bot_max_rate_limit_wait_s: float = Field(default=10.0, ge=0, description="longer waits defer the work")
 

@@ -213,6 +213,11 @@ class Chunk:
             task_path = default_task_path(workspace, spec.op_id, run_dir)
         except (FileNotFoundError, LookupError) as exc:
             raise SetupFailure(f"op not found at commit {spec.commit_sha[:12]}: {exc}") from None
+        wanted = spec.endpoint
+        if wanted and spec.proposer != "offline" and wanted != settings.llm_endpoint_name:
+            raise SetupFailure(f"the repository's config asks for the LLM endpoint {wanted!r}, but worker "
+                               f"{self.worker.node} serves {settings.llm_endpoint_name!r} "
+                               "(KERNELEVO_LLM_ENDPOINT_NAME): run a worker for that endpoint or change `endpoint:`")
         try:
             proposer = make_proposer(None if spec.proposer == "auto" else spec.proposer, model=spec.model)
         except ProposerError as exc:

@@ -102,6 +102,9 @@ class JobSpec(BaseModel):
     backend: str = Field(default="triton", pattern=r"^(triton|cuda|any)$")
     proposer: str = Field(default="auto", pattern=r"^(auto|offline|llm)$")  # by name only: never an import path
     model: str | None = None
+    # The repo config's LLM endpoint NAME (never a URL or key): a worker runs the job only when it serves that
+    # endpoint (KERNELEVO_LLM_ENDPOINT_NAME), so a repository can never point a worker's key somewhere else.
+    endpoint: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     budgets: Budgets = Field(default_factory=Budgets)
     shape: SearchShape = Field(default_factory=SearchShape)
     seed: int = Field(default=0, ge=0, lt=2**63)

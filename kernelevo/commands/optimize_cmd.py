@@ -86,6 +86,9 @@ def optimize_command(
         raise _fail("give PATH to start a search, or --resume RUN_DIR to continue one (not both)")
     if path is None and resume is None:
         path = EMBEDDED_DEFAULT
+    from kernelevo.sandbox import harden_trusted_process
+
+    harden_trusted_process()  # this process may hold an LLM key; candidates and the op run in sandboxes
     given = dict(candidates=budget_candidates, minutes=budget_minutes, tokens=budget_tokens, usd=budget_usd,
                  plateau_generations=plateau)
     try:

@@ -38,9 +38,11 @@ def _die_with_parent() -> None:
 def _settings_or_exit():
     import logging
 
+    from kernelevo.sandbox import harden_trusted_process
     from kernelevo.settings import get_settings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    harden_trusted_process()  # the App's key and tokens: not readable by other processes of this user
     return get_settings()
 
 

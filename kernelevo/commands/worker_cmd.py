@@ -58,6 +58,8 @@ def worker_command(
         typer.echo(f"kernelevo worker: ignoring {', '.join(dropped)} (workers hold no GitHub credential)", err=True)
     typer.echo(f"kernelevo worker {plan.node}: device {plan.device}, queues {','.join(plan.queues)},"
                f" Redis {redact_url(settings.redis_url)}", err=True)
+    from kernelevo.sandbox import harden_trusted_process
     from workflows.celery_app import app as celery_app
 
+    harden_trusted_process()  # no process of the same user outside a sandbox reads the Redis URL or LLM key here
     celery_app.worker_main(plan.argv)
