@@ -1,7 +1,7 @@
 """Load on the webhook endpoint: signed deliveries at a fixed rate, latency and throughput.
 
-The real app (``bot.app.create_app`` with every router, the work queue and a delivery store: Redis
-when ``redis-server`` is installed, else in-memory) runs under uvicorn in a child process on
+The real app (``bot.app.create_app`` with every router, the work queue and its deliveries claimed in
+Redis, as deployed; ``redis-server`` must be installed) runs under uvicorn in a child process on
 127.0.0.1; this process sends GitHub-shaped deliveries open-loop at ``--rate`` per second (bounded by
 ``--count`` and ``--max-seconds``) and records each response's latency. Deliveries are PR comments
 without commands, PR comments with malformed commands replayed (duplicates), pings and unrouted
@@ -40,33 +40,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(port: int, redis_port: int | None) -> None:
-    """Child process: the real app, with a work queue and a context whose GitHub is never reached."""
+def serve(port: int, redis_port: int) -> None:
+    """Child process: the real app (deliveries claimed in Redis, as deployed), with a context whose GitHub and
+    job queue are never reached by these deliveries."""
+    import redis
     import uvicorn
 
     from bot.app import create_app
     from bot.context import BotContext
-    from bot.deliveries import MemoryDeliveryStore, RedisDeliveryStore
+    from bot.deliveries import Deliveries
+    from bot.state import BotState
     from bot.workqueue import WorkQueue
-    from kernelevo.jobs import LocalRunner
 
-    if redis_port:
-        import redis
-
-        deliveries = RedisDeliveryStore(redis.Redis(port=redis_port))
-    else:
-        deliveries = MemoryDeliveryStore()
+    state = BotState(redis.Redis(port=redis_port))
     work = WorkQueue(4)
 
     def no_workspace(repo, sha):
         raise RuntimeError("the benchmark makes no checkouts")
 
-    def no_github(installation_id):
-        raise RuntimeError("the benchmark's deliveries make no GitHub calls")
-
-    ctx = BotContext(github=lambda inst: _Unreachable(), jobs=LocalRunner(no_workspace), work=work,
-                     workspace=no_workspace)
-    app = create_app(secret=SECRET, deliveries=deliveries, work=work, ctx=ctx)
+    ctx = BotContext(github=lambda inst: _Unreachable(), jobs=_Unreachable(), state=state, workspace=no_workspace,
+                     work=work)
+    app = create_app(secret=SECRET, deliveries=Deliveries(state), work=work, ctx=ctx)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
@@ -142,8 +136,8 @@ async def _load(url: str, rate: float, count: int, max_seconds: float) -> dict:
 def _redis():
     binary = shutil.which("redis-server")
     if binary is None:
-        yield None
-        return
+        raise SystemExit("webhook_load: redis-server is needed (the bot claims deliveries in Redis): "
+                         "bash deploy/system-packages.sh")
     port = _free_port()
     proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
                              "no"], stdout=subprocess.DEVNULL)
@@ -186,8 +180,7 @@ def main() -> None:
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     with _redis() as redis_port:
-        cmd = [sys.executable, __file__, "--serve", str(port)] + (["--redis-port", str(redis_port)]
-                                                                   if redis_port else [])
+        cmd = [sys.executable, __file__, "--serve", str(port), "--redis-port", str(redis_port)]
         server = subprocess.Popen(cmd, env=env)
         try:
             _wait_port(port)
@@ -198,7 +191,7 @@ def main() -> None:
             server.wait(10)
     record = {"benchmark": "webhook_load", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "processor": platform.machine()},
-              "versions": _versions(), "delivery_store": "redis" if redis_port else "memory",
+              "versions": _versions(), "delivery_store": "redis",
               "config": {"rate_per_s": args.rate, "count": args.count, "max_seconds": args.max_seconds,
                          "mix": "PR comments without commands, pings, unrouted events; every 50th a replay"},
               **result}
