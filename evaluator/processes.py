@@ -23,6 +23,7 @@ import secrets
 import select
 import shutil
 import socket
+import stat
 import sys
 import threading
 import time
@@ -157,24 +158,42 @@ class Worker:
         return self._peak_rss_mb
 
     def log_tail(self, limit: int = 4000) -> str:
-        """The last characters the process printed (candidate prints and tracebacks)."""
-        try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
-        return data[-limit:].decode(errors="replace")
+        """The last characters the process printed (candidate prints and tracebacks). The log lives outside
+        every sandbox's writable folder and is opened without following links."""
+        return read_tail(self.log_path, limit)
 
-    def kill(self) -> None:
-        """Kill the whole sandbox (the worker and anything it started) and close the channels."""
+    def kill(self, keep_private: bool = False) -> None:
+        """Kill the whole sandbox (the worker and anything it started), close the channels and remove its folder
+        (``keep_private``: leave it for the caller to read first; then :meth:`remove_private`)."""
         self.process.kill()
         for close in (self.requests.close, lambda: os.close(self.result_fd)):
             try:
                 close()
             except OSError:
                 pass
-        shutil.rmtree(self.private / "outbox", ignore_errors=True)
         if self.trace is not None:
             self.trace.close()
+        if not keep_private:
+            self.remove_private()
+
+    def remove_private(self) -> None:
+        shutil.rmtree(self.private, ignore_errors=True)  # rmtree never follows links out of the folder
+
+
+def read_tail(path: Path, limit: int) -> str:
+    """The last ``limit`` bytes of a regular file, never through a link (an untrusted process may have made it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        os.lseek(fd, max(0, info.st_size - limit), os.SEEK_SET)
+        return os.read(fd, limit).decode(errors="replace")
+    finally:
+        os.close(fd)
 
 
 def _signal_name(code: int | None) -> str | None:
@@ -243,9 +262,11 @@ def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_
     ``KERNELEVO_ISOLATION`` is not ``off``).
     """
     report = sandbox.require_isolation(f"the verifier's {role} process")
-    private = workdir / f"{role}-{next(_COUNTER)}-{secrets.token_hex(3)}"
+    private = workdir / f"w{next(_COUNTER)}{secrets.token_hex(4)}"  # names say nothing about the role
     (private / "outbox").mkdir(parents=True)
-    log_path = private / "process.log"
+    log_dir = workdir / "logs"  # outside the process's writable folder: it cannot swap its log for a link
+    log_dir.mkdir(exist_ok=True)
+    log_path = log_dir / f"{private.name}.log"
     nonce = secrets.token_hex(16)
     policy = roles.policy(role, device, private, read_only=read_only, writable=writable,
                           memory_mb=memory_mb if report.cgroup_parent else None)

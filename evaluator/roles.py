@@ -53,7 +53,6 @@ def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] |
     tmp.mkdir(parents=True, exist_ok=True)
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
-    env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("MAX_JOBS", "4")  # bounded ninja parallelism for load_inline builds
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
@@ -90,7 +89,9 @@ def task_read_roots(task_path: Path) -> list[Path]:
 def policy(role: str, device: str, private: Path, *, read_only: Sequence[Path] = (),
            writable: Sequence[Path] = (), memory_mb: int | None = None) -> SandboxPolicy:
     """The sandbox of one verifier process (see the module docstring for what each role gets)."""
-    binds = [*system_binds([PROJECT_ROOT, *read_only]), Bind(source=private.resolve(), writable=True)]
+    # The project's packages, not its checkout (.git, runs/, untracked files stay out of view).
+    packages = [PROJECT_ROOT / name for name in ("kernelevo", "evaluator")]
+    binds = [*system_binds([*packages, *read_only]), Bind(source=private.resolve(), writable=True)]
     binds += [Bind(source=Path(p).resolve(), writable=True) for p in writable]
     if device == "cuda":
         binds += gpu_binds()

@@ -13,6 +13,7 @@ import os
 import random
 import secrets
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator import processes
@@ -47,6 +48,13 @@ CHECKS = [
 ]
 
 
+def write_new_file(path: Path, text: str) -> None:
+    """Create ``path`` (never through a link, never over an existing file: the folder is a sandbox's)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
 def load_request(session: EvaluationSession, own_ops: list[str] | None = None) -> dict[str, Any]:
     """The request that makes a candidate process ready (module imported, ``ModelNew`` built); the reference
     model's state goes with it as a file descriptor."""
@@ -67,7 +75,7 @@ def send_load(session: EvaluationSession, worker: processes.Worker, source: str)
     from evaluator.static_check import check_source
 
     own_ops = check_source(source, "candidate", allow_torch=session.plan.get("allow_ops", [])).custom_ops
-    (worker.private / "candidate.py").write_text(source, encoding="utf-8")
+    write_new_file(worker.private / "candidate.py", source)
     session.stage_builds(worker, source)
     fd = os.open(session.plan["init_file"], os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -92,6 +100,7 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         "cases": _case_skeleton(session),
     }
     t0 = time.perf_counter()
+    keep = False
     if prefetched is None:
         worker = session.pool.take()
         send_load(session, worker, source)
@@ -147,17 +156,20 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
             raise
         overhead["judge_s"] = round(time.perf_counter() - t, 3)
         if session.device == "cpu":
-            session.keep_builds(worker, source)
+            keep = True
             return Verdict.accept(_accept_detail(session, len(calls)), **evidence)
         verdict = time_candidate(session, channel, evidence, source=source, checked_calls=len(calls))
-        session.keep_builds(worker, source)
+        keep = True
         return verdict
     except StopEvaluation as stop:
         return stop.verdict
     finally:
         overhead["peak_host_memory_mb"] = round(worker.peak_rss_mb, 1)
         evidence_logs = worker.log_tail(3000)
-        worker.kill()
+        worker.kill(keep_private=keep)
+        if keep:  # copied once the process is dead: nothing in the folder changes while it is read
+            session.keep_builds(worker, source)
+        worker.remove_private()
         if evidence_logs.strip():
             evidence["logs"] = evidence_logs
 
@@ -200,7 +212,9 @@ def _checks(session: EvaluationSession) -> list[str]:
 
 def _accept_detail(session: EvaluationSession, calls: int) -> str:
     n_cases = len(session.plan["cases"])
+    sizes = "the task's small cases" if session.small else "the task's scored cases"
     return (
         f"correct on {n_cases} case(s) x {len(session.seeds)} seeds in {calls} judged calls, within tolerance, "
-        "and clean; not timed on CPU"
+        f"and clean; not timed on CPU; checked at {sizes} only (a stored kernel dispatches only within the sizes "
+        "verified)"
     )

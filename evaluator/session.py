@@ -252,7 +252,7 @@ class EvaluationSession:
     def keep_builds(self, worker: processes.Worker, source: str) -> None:
         """After an evaluation, keep what the process built (regular files only) for this source's next time."""
         built, kept = worker.private / "torch_extensions", self._builds_for(source)
-        if not built.is_dir() or kept.exists():
+        if built.is_symlink() or not built.is_dir() or kept.exists():
             return
         partial = kept.with_name(kept.name + f".partial-{os.getpid()}")
         try:
@@ -266,20 +266,23 @@ class EvaluationSession:
         sandboxed process, so that their evaluations later find their builds kept."""
         from concurrent.futures import ThreadPoolExecutor
 
+        from evaluator.run_candidate import write_new_file
+
         def build(item: tuple[str, str]) -> tuple[str, bool]:
             name, source = item
             worker = processes.spawn_worker("candidate", self.device, self.procs, self.options.memory_mb)
             try:
-                (worker.private / "candidate.py").write_text(source, encoding="utf-8")
+                write_new_file(worker.private / "candidate.py", source)
                 worker.wait_ready(self.options.timeout_s)
                 reply = worker.request({"op": "compile"}, self.options.timeout_s)
-                if reply.get("compiled"):
-                    self.keep_builds(worker, source)
-                return name, bool(reply.get("compiled"))
+                compiled = bool(reply.get("compiled"))
             except (processes.WorkerDied, processes.WorkerTimeout, processes.WorkerMemoryExceeded):
-                return name, False
-            finally:
-                worker.kill()
+                compiled = False
+            worker.kill(keep_private=compiled)
+            if compiled:
+                self.keep_builds(worker, source)
+            worker.remove_private()
+            return name, compiled
 
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
             return dict(pool.map(build, sources.items()))

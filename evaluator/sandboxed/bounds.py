@@ -41,6 +41,7 @@ class BoundsChecker:
         self._wrap_executor(executor)
         self._wrap_builder(builder)
         self._watch_bf16(builder)
+        _keep_interpreter_globals_out(interpreter)
         self.installed = True
 
     bf16_arithmetic = False  # the interpreter computed on bfloat16 values (it does that on raw bits: wrong)
@@ -112,6 +113,26 @@ class BoundsChecker:
                    f"({_where(int(outside[0]), self._extents)})")
         if not any(v.startswith(f"kernel {self._kernel} {verb} ") for v in self.violations):
             self.violations.append(message)
+
+
+def _keep_interpreter_globals_out(interpreter: Any) -> None:
+    """Triton's interpreter copies its own module's globals (numpy, inspect, the builder...) into the module of
+    every kernel it rewrites, i.e. into the candidate's module, where forward could then use them. Here the
+    rewritten kernel runs in a merged copy instead: the candidate's module stays as the candidate wrote it."""
+    rewriter = getattr(interpreter, "FunctionRewriter", None)
+    original = getattr(rewriter, "_compile_and_exec", None)
+    if rewriter is None or original is None:
+        return
+    own_globals = dict(vars(interpreter))
+
+    def compile_and_exec(self_: Any, transformed_ast: Any) -> Any:
+        code = compile(transformed_ast, filename=self_.filename, mode="exec")
+        namespace = {**own_globals, **self_.fn.__globals__}  # the kernel's module wins; nothing is written back
+        local_namespace = {**self_.kwargs}
+        exec(code, namespace, local_namespace)
+        return local_namespace[self_.fn.__name__]
+
+    rewriter._compile_and_exec = compile_and_exec
 
 
 def _extent(value: Any, name: str) -> tuple[int, int, str] | None:

@@ -60,6 +60,7 @@ class CandidateRunner:
         self.launches = guards.LaunchCounter()
         self.allow_ops: tuple[str, ...] = ()
         self.own_ops: frozenset[str] = frozenset()
+        self.own_bodies = guards.OwnOpBodies()
         self.expected: dict[int, list[dict[str, Any]]] = {}
         # Bound before the candidate exists (see the module docstring).
         self._no_grad, self._torch_save = torch.no_grad, torch.save
@@ -67,7 +68,7 @@ class CandidateRunner:
                                                         torch.use_deterministic_algorithms)
         self._synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
         self._perf = time.perf_counter
-        self._recorder_cls, self._interpreter = guards.OpRecorder, guards._interpreter_file()
+        self._recorder_cls = guards.OpRecorder
         self._guarded_copy, self._guards_intact = taskspec.guarded_copy, taskspec.guards_intact
         self._require_no_alias, self._same_bits = require_no_alias, same_bits
         self._snapshot, self._changed = guards.snapshot_attributes, guards.changed_attributes
@@ -93,7 +94,7 @@ class CandidateRunner:
         init_inputs, reference_state = list(init["init_inputs"]), dict(init["state"])
         self.allow_ops = tuple(req.get("allow_ops", ()))
         # the candidate's own torch.library ops (found statically): calling them is launching its kernels
-        self.own_ops = frozenset(str(op).split("::")[-1] for op in req.get("own_ops", ()))
+        self.own_ops = frozenset(str(op) for op in req.get("own_ops", ()) if "::" in str(op))
         self.expected = {int(c["case"]): c["outputs"] for c in req.get("expected", [])}
         self.launches.install(self.private / "torch_extensions" if self.device == "cuda" else None,
                               interpreted=self.device == "cpu")
@@ -105,6 +106,7 @@ class CandidateRunner:
         if req.get("runtime_guards", True):
             self.audit.install()
             self.host.install()
+            self.own_bodies.install()
         self.attrs_before = self._snapshot()
         self.threads_before = self._threads()
 
@@ -157,7 +159,7 @@ class CandidateRunner:
 
     def _guarded(self, fn: Any, where: str, path: Path, failure: str) -> Any:
         """Run candidate code (construction, ``.to(device)``) with the audit hook and the op recorder on."""
-        recorder = self._recorder_cls(self.allow_ops, own_ops=self.own_ops, interpreter_file=self._interpreter)
+        recorder = self._recorder_cls(self.allow_ops, own_ops=self.own_ops)
         self.audit.active = True
         try:
             with recorder:
@@ -264,8 +266,7 @@ class CandidateRunner:
             self._poison(self.device, sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)))
         launches, programs = self.launches.count, self.launches.programs
         small = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor)) // SMALL_FRACTION
-        recorder = self._recorder_cls(self.allow_ops, own_ops=self.own_ops, interpreter_file=self._interpreter,
-                                      small_elements=small)
+        recorder = self._recorder_cls(self.allow_ops, own_ops=self.own_ops, small_elements=small)
         deterministic = self._deterministic()
         self._set_deterministic(poison, warn_only=True)  # poison: torch.empty returns NaN-filled memory
         window = self.forward_windows
@@ -273,6 +274,7 @@ class CandidateRunner:
         self._synchronize()
         self.mark(self._forward_kind, self._begin, window)
         self.audit.active = True
+        self.own_bodies.active[0] = recorder
         try:
             with self._no_grad(), recorder:
                 raw = self.model(*inputs)
@@ -291,6 +293,7 @@ class CandidateRunner:
                                        f"{_line_in(exc, Path(self.audit.candidate_file))}") from exc
         finally:
             self.audit.active = False
+            self.own_bodies.active[0] = None
             self._set_deterministic(deterministic)
         self._check_guards(where)
         if self.bounds.violations:
@@ -334,7 +337,7 @@ class CandidateRunner:
         grouped = [sets[i:i + per_case] for i in range(0, len(sets), per_case)]
         self._open_outbox(req)
         timed = TimedCandidate(model=self.model, launches=self.launches, audit=self.audit, allow_ops=self.allow_ops,
-                               interpreter_file=self._interpreter, outbox=self.sent, outdir=self.outbox,
+                               own_ops=self.own_ops, outbox=self.sent, outdir=self.outbox,
                                check_guards=self._check_guards, mark=self.mark, forward_kind=self._forward_kind,
                                trial_kind=self._trial_kind, begin=self._begin, end=self._end,
                                next_forward=self._next_forward_window)

@@ -9,6 +9,7 @@ so they are installed before the candidate is imported and checked after every c
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -51,6 +52,15 @@ def _op_name(func: Any) -> str:
     return str(getattr(packet, "__name__", packet)).split(".")[-1]
 
 
+def _op_namespace(func: Any) -> str:
+    """``aten`` for ATen's ops; the library namespace of a ``torch.library`` op (``mylib`` of ``mylib::op``)."""
+    namespace = getattr(func, "namespace", None)
+    if isinstance(namespace, str) and namespace:
+        return namespace
+    name = str(getattr(func, "name", lambda: "")() if callable(getattr(func, "name", None)) else "")
+    return name.split("::")[0] if "::" in name else "aten"
+
+
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent) + "/"
 
 
@@ -66,50 +76,53 @@ _TRITON_DIR = _package_dir("triton")
 MAX_DISPATCHES_PER_CALL = 4096  # allocations and views of an honest launcher; element-wise host loops go far past
 
 
-def _interpreter_file() -> str | None:
-    try:
-        from triton.runtime import interpreter
-    except Exception:  # no Triton
-        return None
-    return str(Path(interpreter.__file__).resolve())
-
-
 class OpRecorder(TorchDispatchMode):
-    """Records torch ops the candidate ran itself. Only the Triton interpreter's own execution of ``tl``
-    operations is exempt (it is the kernel running); Python that Triton calls back (grid callables,
-    heuristics, autotune hooks, helpers called from a jit body) is the candidate's, and is recorded.
+    """Records the torch ops run while the candidate's code runs, wherever they come from: its own Python, Python
+    Triton calls back (grid callables, heuristics, autotune and pre-run hooks, helpers called from a jit body),
+    and the bodies of its own ``torch.library`` ops (run again under this recorder). The Triton interpreter
+    itself needs only allowed ops (copies to and from the host, ``new_empty``, ``set_``), so nothing is exempt.
+
+    Ops are named in full (``ns::op``): only ``aten`` ops can be allowed by name, and the candidate's own ops only
+    by their full name. Torch work on small tensors (at most ``small_elements`` each, and at most that many
+    elements over the whole call together) is bookkeeping: reported, allowed.
 
     Everything it needs is bound when it is created (before the candidate is imported): nothing is looked
     up through module attributes while it runs.
     """
 
     def __init__(self, allowed_extra: tuple[str, ...] = (), own_ops: frozenset[str] = frozenset(),
-                 interpreter_file: str | None = None, small_elements: int = 0):
+                 small_elements: int = 0):
         super().__init__()
-        self.allowed = ALLOWED_ATEN_OPS | frozenset(a.split(".")[-1] for a in allowed_extra) | own_ops
+        self.allowed = ALLOWED_ATEN_OPS | frozenset(a.split(".")[-1] for a in allowed_extra if "::" not in a)
+        self.own = frozenset(op for op in own_ops if "::" in op and not op.startswith("aten::"))
         self.violations: list[str] = []
         self.small_ops: list[str] = []  # bookkeeping on small tensors (see ``small_elements``), reported, allowed
         self.dispatches = 0
-        self._interpreter = interpreter_file or "<no interpreter>"
-        self._triton_dir = _TRITON_DIR
         self._small = int(small_elements)
+        self._small_left = int(small_elements)  # the whole call's allowance for bookkeeping
+        self._triton_dir = _TRITON_DIR
         self._torch_dir = _TORCH_DIR
         self._getframe = sys._getframe
         self._tensor = torch.Tensor
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = _op_name(func)
+        namespace, name = _op_namespace(func), _op_name(func)
+        qualified = f"{namespace}::{name}"
+        if qualified in self.own:  # the candidate's own op: OwnOpBodies records its body under this recorder
+            return func(*args, **(kwargs or {}))
         result = func(*args, **(kwargs or {}))
-        caller = self._caller_file()
-        if not caller.startswith(self._triton_dir):  # Triton's own work (autotune benchmarking) is not counted
+        if not self._caller_file().startswith(self._triton_dir):  # autotune benchmarking is not the candidate's
             self.dispatches += 1
-        if name not in self.allowed and caller != self._interpreter:
-            qualified = f"aten.{name}"
-            if self._small and self._elements(args, kwargs, result) <= self._small:
-                if qualified not in self.small_ops:
-                    self.small_ops.append(qualified)
-            elif qualified not in self.violations:
-                self.violations.append(qualified)
+        if namespace == "aten" and name in self.allowed:
+            return result
+        shown = f"aten.{name}" if namespace == "aten" else qualified
+        size = self._elements(args, kwargs, result)
+        if self._small and size <= self._small and size <= self._small_left:
+            self._small_left -= size
+            if shown not in self.small_ops:
+                self.small_ops.append(shown)
+        elif shown not in self.violations:
+            self.violations.append(shown)
         return result
 
     def _elements(self, args: Any, kwargs: Any, result: Any) -> int:
@@ -143,6 +156,7 @@ class LaunchCounter:
         self.foreign_stream_launches = 0  # launches while a stream other than the harness's was current
         self.resources: dict[str, dict[str, int]] = {}  # kernel name -> registers, spills, shared memory
         self.programs = 0  # programs the Triton interpreter ran (CPU): a launch on an empty grid runs none
+        self.launching = 0  # launches in progress (programs are counted only inside one)
         self.interpreted = False
         self._installed = False
 
@@ -176,7 +190,11 @@ class LaunchCounter:
         def counted(self_, *args, **kwargs):
             counter.count += 1
             counter.foreign_stream_launches += on_foreign_stream()
-            result = original(self_, *args, **kwargs)
+            counter.launching += 1
+            try:
+                result = original(self_, *args, **kwargs)
+            finally:
+                counter.launching -= 1
             counter.note_resources(self_, result)
             return result
 
@@ -195,7 +213,8 @@ class LaunchCounter:
         counter = self
 
         def set_grid_dim(self_: Any, nx: int, ny: int, nz: int) -> Any:
-            counter.programs += max(0, int(nx)) * max(0, int(ny)) * max(0, int(nz))
+            if counter.launching:  # only the grids of launches this counter saw (not a call from forward itself)
+                counter.programs += max(0, int(nx)) * max(0, int(ny)) * max(0, int(nz))
             return original(self_, nx, ny, nz)
 
         type(interpreter_builder).set_grid_dim = set_grid_dim
@@ -284,12 +303,25 @@ _CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__", "f_c
                               "ag_code"})
 
 
+# Events that hand out live frames (f_back and f_locals are not audited: a frame is the way into the harness).
+_FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys._getframemodulename"})
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+_FRAME_USERS = ("/warnings.py", "/typing.py", "/typing_extensions.py", "/logging/__init__.py", "/inspect.py",
+                "/traceback.py", "/linecache.py")
+# Never needed by a library while the candidate's code runs, whoever raises them.
+_NEVER_FOR_CANDIDATES = ("socket.", "ctypes.", "gc.", "sys.settrace", "sys.setprofile", "sys.addaudithook",
+                         "os.system", "os.kill", "os.fork", "os.forkpty", "pty.", "signal.", "resource.setrlimit")
+_TOOLCHAIN = ("ptxas", "cc", "gcc", "g++", "c++", "clang", "nvcc", "ninja", "ld", "nvlink", "fatbinary", "cicc",
+              "cuobjdump", "ldconfig")
+
+
 class AuditGuard:
     """An audit hook that refuses file, network, process, frame and gc access originating in the
     candidate's own code (calls made by torch or triton on its behalf are allowed)."""
 
     def __init__(self, candidate_file: Path, allowed_imports: frozenset[str]):
         self.candidate_file = str(Path(candidate_file).resolve())
+        self._private_root = str(Path(candidate_file).resolve().parent) + os.sep
         self.allowed_imports = frozenset(allowed_imports)
         self.violations: list[str] = []
         self.active = False
@@ -314,6 +346,8 @@ class AuditGuard:
         self._busy.flag = True
         try:
             culprit = self._originates_in_candidate()
+            if not culprit and event != "import":
+                culprit = self._called_back(event, args)
         finally:
             self._busy.flag = False
         if not culprit:
@@ -325,6 +359,51 @@ class AuditGuard:
         message = f"{event} {_short(args)} from {Path(self.candidate_file).name}:{culprit}"
         self.violations.append(message)
         raise PermissionError(f"kernelevo verifier: candidates may not use {event}")
+
+    def _called_back(self, event: str, args: tuple) -> int | None:
+        """A library raised the event, but the candidate's code is further up the stack: a library calling back
+        what the candidate handed it (a ``functools.partial`` as a grid or a pre-run hook) must not become a
+        way around the hook. Only what libraries need while a kernel launches stays allowed: frames for
+        ``warnings``/``typing``, writes under the candidate's own folder (compile caches), the toolchain
+        (ptxas, the C compiler, ninja). Returns the candidate's line, or None."""
+        line = self._candidate_line_on_stack()
+        if line is None:
+            return None
+        if event in _FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES):
+            caller = self._immediate_caller()
+            trusted = caller == _THIS_FILE or caller.endswith(_FRAME_USERS) or caller.startswith(_TORCH_DIR)
+            return None if trusted else line  # torch's registration code reads its caller's module name
+        if event == "open":
+            path = args[0] if args else None
+            if isinstance(path, int):
+                return None  # a descriptor already open: its opening was judged
+            if isinstance(path, (str, bytes)):
+                path = os.fsdecode(path)
+                return None if os.path.realpath(path).startswith(self._private_root) else line
+            return line
+        if event in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
+            program = args[0] if args else ""
+            name = os.path.basename(os.fsdecode(program)) if isinstance(program, (str, bytes)) else ""
+            return None if name.startswith(_TOOLCHAIN) else line
+        if event.startswith(_NEVER_FOR_CANDIDATES):
+            return line
+        return None  # compiling and executing source (Triton's JIT and interpreter), file housekeeping: libraries'
+
+
+
+    def _candidate_line_on_stack(self) -> int | None:
+        frame = self._getframe(3)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename == self.candidate_file or (filename.startswith("<") and not filename.startswith("<frozen")):
+                return frame.f_lineno
+            frame = frame.f_back
+        return None
+
+    def _immediate_caller(self) -> str:
+        """The file of the Python frame that raised the event (the guards' own frames are trusted)."""
+        frame = self._getframe(3)
+        return frame.f_code.co_filename if frame is not None else ""
 
     def _harmless(self, event: str, args: tuple) -> bool:
         """Events that expose nothing of the harness: reading code objects (``inspect.signature``), and reading
@@ -381,8 +460,51 @@ _WATCHED_MODULES = ("torch", "torch.nn.functional", "torch.cuda", "torch.nn", "t
                     "evaluator.sandboxed.timing_ops", "evaluator.sandboxed.output_checks",
                     "evaluator.sandboxed.taskspec", "evaluator.sandboxed.inline_ext", "evaluator.tracing.client")
 _WATCHED_CLASSES = (("triton.runtime.jit", "JITFunction"), ("triton.runtime.interpreter", "InterpretedFunction"),
+                    ("triton.runtime.interpreter", "InterpreterBuilder"),
                     ("triton.runtime.interpreter", "GridExecutor"), ("triton.runtime.autotuner", "Autotuner"),
                     ("torch.utils._python_dispatch", "TorchDispatchMode"))
+
+class OwnOpBodies:
+    """The bodies of the candidate's ``torch.library`` ops, run under the recorder of the call in progress.
+
+    PyTorch runs a custom op's implementation with dispatch modes popped, so the torch work inside it would go
+    unseen; the registration functions are wrapped (before the candidate is imported) so that every function the
+    candidate registers enters the active recorder itself when it runs."""
+
+    def __init__(self) -> None:
+        self.active: list[Any] = [None]  # the recorder of the call in progress (set by the harness)
+
+    def install(self) -> None:
+        library = getattr(torch, "library", None)
+        for name in ("custom_op", "triton_op"):
+            original = getattr(library, name, None)
+            if original is not None:
+                setattr(library, name, self._registering(original))
+
+    def _registering(self, original: Any) -> Any:
+        active = self.active
+
+        def register(*args: Any, **kwargs: Any) -> Any:
+            def wrap(fn: Any) -> Any:
+                @functools.wraps(fn)
+                def body(*a: Any, **k: Any) -> Any:
+                    recorder = active[0]
+                    if recorder is None:
+                        return fn(*a, **k)
+                    with recorder:
+                        return fn(*a, **k)
+                return body
+
+            if len(args) > 1 and callable(args[1]) or kwargs.get("fn") is not None:  # custom_op(name, fn, ...)
+                args = (args[0], wrap(args[1]), *args[2:]) if len(args) > 1 else args
+                if kwargs.get("fn") is not None:
+                    kwargs["fn"] = wrap(kwargs["fn"])
+                return original(*args, **kwargs)
+            decorator = original(*args, **kwargs)
+            return lambda fn: decorator(wrap(fn))
+
+        return register
+
 
 # Host-side conversions a candidate could use to do the math in Python instead of a kernel.
 HOST_CONVERSIONS = ("numpy", "tolist", "apply_", "map_", "map2_", "__array__")

@@ -38,7 +38,7 @@ class TimedCandidate:
     launches: guards.LaunchCounter
     audit: guards.AuditGuard
     allow_ops: tuple[str, ...]
-    interpreter_file: str | None
+    own_ops: frozenset[str]
     outbox: handoff.Outbox
     outdir: Path
     check_guards: Callable[[str], None]
@@ -92,8 +92,7 @@ def candidate_time(timed: TimedCandidate, sets_per_case: list[list[list[Any]]], 
                 for trial, name in samples.get(ci, []):
                     args, scale = varied.prepare(trial)
                     small = sum(x.numel() for x in args if isinstance(x, torch.Tensor)) // 64
-                    recorder = guards.OpRecorder(timed.allow_ops, interpreter_file=timed.interpreter_file,
-                                                 small_elements=small)
+                    recorder = guards.OpRecorder(timed.allow_ops, own_ops=timed.own_ops, small_elements=small)
                     window = timed.next_forward()
                     torch.cuda.synchronize()
                     timed.mark(timed.forward_kind, timed.begin, window)

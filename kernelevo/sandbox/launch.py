@@ -92,7 +92,9 @@ def spawn(policy: SandboxPolicy, command: Sequence[str], report: IsolationReport
             raise CgroupError(f"cannot create a cgroup under {report.cgroup_parent}: {exc}") from exc
     block_read, block_write = os.pipe()
     try:
-        argv = bwrap_argv(policy, command, bwrap=report.bwrap, block_fd=block_read)
+        argv = bwrap_argv(policy, command, bwrap=report.bwrap, block_fd=block_read,
+                          disable_userns=report.disable_userns,
+                          prlimit=report.prlimit if cgroup is None else None)
         proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env={"PATH": "/usr/bin:/bin"},
                                 pass_fds=(*pass_fds, block_read), start_new_session=True, close_fds=True)
     except BaseException:

@@ -26,7 +26,7 @@ ETC_FILES = (
 )
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 GPU_DEVICE_PREFIXES = ("nvidia", "dri")  # /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/dri/...
-SANDBOX_UID = 65534  # "nobody" inside the user namespace
+SHM_MB = 256  # the private /dev/shm (bwrap's /dev would otherwise give half the host's memory)
 
 
 class Bind(BaseModel):
@@ -64,16 +64,31 @@ def existing(paths: Iterable[str | Path]) -> list[Path]:
     return [Path(p) for p in paths if os.path.lexists(p)]
 
 
-def python_paths() -> list[Path]:
-    """Where this interpreter and its modules live: prefixes, the executable's real location, sys.path folders."""
-    candidates: list[str | Path] = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                                    Path(sys.executable).resolve().parent.parent]
-    candidates += [p for p in sys.path if p]
-    found: list[Path] = []
-    for raw in candidates:
+def _under_private_root(path: Path) -> bool:
+    return any(str(path) == root or str(path).startswith(root + "/") for root in PRIVATE_ROOTS)
+
+
+def python_paths(extra: Sequence[str] = ()) -> list[Path]:
+    """Where this interpreter and its modules live: its prefixes and the executable's real location, and the
+    folders on sys.path that are package folders (``site-packages``/``dist-packages``, or inside a prefix). Other
+    sys.path folders under home, temporary or state directories (``python -m`` from a home directory puts it on
+    sys.path) are left out unless named in ``extra`` (``KERNELEVO_SANDBOX_READ_ONLY``)."""
+    prefixes = [Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                                            Path(sys.executable).resolve().parent.parent)]
+    wanted = {Path(p).resolve() for p in extra if p}
+    candidates: list[Path] = [*prefixes, *wanted]
+    for raw in sys.path:
+        if not raw:
+            continue
         path = Path(raw).resolve()
         if path.is_file():  # a zip on sys.path
             path = path.parent
+        packages = path.name in ("site-packages", "dist-packages") or any(path.is_relative_to(p) for p in prefixes)
+        checkout = (path / ".git").exists()  # an editable install's source tree: its .git, runs/... stay out
+        if packages or path in wanted or not (_under_private_root(path) or checkout):
+            candidates.append(path)
+    found: list[Path] = []
+    for path in candidates:
         if path.is_dir() and not any(path == f or path.is_relative_to(f) for f in found):
             found = [f for f in found if not f.is_relative_to(path)] + [path]
     return sorted(found)
@@ -104,7 +119,8 @@ def system_binds(extra_read_only: Sequence[str | Path] = ()) -> tuple[Bind, ...]
     """The read-only view of the machine: system directories, selected /etc files, the Python installation and
     the tool installations on PATH."""
     paths = existing(SYSTEM_DIRS) + existing(f"/etc/{name}" for name in ETC_FILES)
-    paths += python_paths() + tool_prefixes() + [Path(p).resolve() for p in extra_read_only if os.path.exists(p)]
+    extra = [p for p in os.environ.get("KERNELEVO_SANDBOX_READ_ONLY", "").split(os.pathsep) if p]
+    paths += python_paths(extra) + tool_prefixes() + [Path(p).resolve() for p in extra_read_only if os.path.exists(p)]
     binds, seen = [], set()
     for path in paths:
         if path not in seen:
@@ -129,7 +145,8 @@ def _symlink_args(path: Path) -> list[str] | None:
 
 
 def bwrap_argv(policy: SandboxPolicy, command: Sequence[str], *, bwrap: str = "bwrap",
-               block_fd: int | None = None, cgroup_namespace: bool = True) -> list[str]:
+               block_fd: int | None = None, cgroup_namespace: bool = True, disable_userns: bool = True,
+               prlimit: str | None = None) -> list[str]:
     """The ``bwrap`` command line running ``command`` under ``policy`` (see the module docstring).
 
     ``block_fd``: bwrap waits until that fd is readable before starting ``command`` (the caller moves bwrap
@@ -138,11 +155,15 @@ def bwrap_argv(policy: SandboxPolicy, command: Sequence[str], *, bwrap: str = "b
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts"]
     if cgroup_namespace:
         argv.append("--unshare-cgroup-try")
-    argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
+    if disable_userns:  # no nested user namespaces: the kernel attack surface behind most container escapes
+        argv.append("--disable-userns")
+    # The caller's own uid and the host's name inside: nothing tells the code it is not in an ordinary process.
+    argv += ["--hostname", os.uname().nodename,
              "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL", "--clearenv"]
     for key, value in sorted(policy.env.items()):
         argv += ["--setenv", key, value]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(policy.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(policy.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp",
+             "--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm"]
     for bind in sorted(policy.binds, key=lambda b: len(b.inside.parts)):  # parents before children
         link = _symlink_args(bind.source)
         if link is not None:
@@ -150,7 +171,11 @@ def bwrap_argv(policy: SandboxPolicy, command: Sequence[str], *, bwrap: str = "b
             continue
         flag = "--dev-bind" if bind.device else ("--bind" if bind.writable else "--ro-bind")
         argv += [flag, str(bind.source), str(bind.inside)]
+    argv += ["--remount-ro", "/"]  # the sandbox's own root: nothing but its binds and tmpfs mounts is writable
     argv += ["--chdir", str(policy.cwd)]
     if block_fd is not None:
         argv += ["--block-fd", str(block_fd)]
+    if prlimit is not None and policy.pids_max is not None:
+        # where no cgroup caps it, a task limit (counted per user namespace: only this sandbox's processes)
+        command = [prlimit, f"--nproc={policy.pids_max}", "--", *command]
     return [*argv, "--", *command]

@@ -49,6 +49,8 @@ class IsolationReport(BaseModel):
     cgroup_parent: Path | None = None
     cgroup_note: str = ""
     problem: str | None = None
+    disable_userns: bool = False  # this bubblewrap can forbid nested user namespaces
+    prlimit: str | None = None  # util-linux prlimit: a task limit where no cgroup caps the sandbox
 
     def enforced(self) -> list[str]:
         """The protections in force, as short phrases for reports."""
@@ -59,12 +61,14 @@ class IsolationReport(BaseModel):
                  "private writable temp dir", "scrubbed environment"]
         items.append(f"cgroup v2 memory/pids limits ({self.cgroup_parent})" if self.cgroup_parent
                      else "memory watchdog + rlimits (no delegated cgroup v2)")
+        if self.disable_userns:
+            items.append("no nested user namespaces")
         return items
 
 
-def _try_bwrap(bwrap: str) -> str | None:
+def _try_bwrap(bwrap: str, *extra: str) -> str | None:
     """None when a minimal sandbox starts and runs a command; else the error it printed."""
-    argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts",
+    argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", *extra,
             "--die-with-parent", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
             "--", "/bin/sh", "-c", "exit 0"]
     try:
@@ -88,7 +92,9 @@ def isolation(mode: IsolationMode = IsolationMode.REQUIRED, cgroup_parent: Path 
     if problem is not None:
         return IsolationReport(mode=mode, bwrap=bwrap, problem=f"bubblewrap cannot create namespaces here: {problem}")
     parent, note = cgroups.find_parent(cgroup_parent)
-    return IsolationReport(mode=mode, bwrap=bwrap, working=True, cgroup_parent=parent, cgroup_note=note)
+    return IsolationReport(mode=mode, bwrap=bwrap, working=True, cgroup_parent=parent, cgroup_note=note,
+                           disable_userns=_try_bwrap(bwrap, "--disable-userns") is None,
+                           prlimit=shutil.which("prlimit"))
 
 
 def current() -> IsolationReport:
