@@ -25,6 +25,9 @@ class ModulePolicy:
     excluded: dict[str, str] = field(default_factory=dict)  # member -> why it is refused
     type_only: bool = False  # members only as types (isinstance/issubclass/annotations)
     literal_calls: frozenset[str] = frozenset()  # members that may be called with literal arguments only
+    # member -> the only methods it may be used through (``os.environ`` -> {"get"}: ``os.environ.get(...)`` called,
+    # or ``"X" in os.environ``; never stored, subscripted or written)
+    read_through: dict[str, frozenset[str]] = field(default_factory=dict)
     why_limited: str = ""  # why only ``members`` (shown when another member is used)
     by_tables: bool = False  # members judged by the torch/triton name tables, not by ``__all__``
     rule: str = "banned-import"  # the static rule id a refused member is reported under
@@ -50,6 +53,26 @@ POLICIES: dict[str, ModulePolicy] = {
         "redirect_stdout": "redirects the harness's output streams",
         "redirect_stderr": "redirects the harness's output streams",
     }),
+    # Read-only facts about the process, for feature flags and version probes (fla, Liger): nothing that reaches
+    # the file system, other processes, the interpreter's state or the harness.
+    "os": ModulePolicy(members=frozenset({"environ", "getenv"}), read_through={"environ": frozenset({"get"})},
+                       why_limited="os reaches the process, its environment and the file system; only reads of "
+                       "environment flags (`os.environ.get(...)`, `os.getenv(...)`, `\"X\" in os.environ`) are "
+                       "allowed"),
+    "sys": ModulePolicy(members=frozenset({"version_info", "version", "hexversion", "platform", "byteorder",
+                                           "maxsize", "float_info", "int_info"}),
+                        why_limited="sys introspects the interpreter (sys.modules, frames, hooks); only its constants "
+                        "(sys.version_info, sys.platform, sys.maxsize...) are allowed"),
+    "platform": ModulePolicy(members=frozenset({"machine", "system", "python_version"}),
+                             why_limited="platform runs shell commands and reads the host; only machine(), system() "
+                             "and python_version() (read from the interpreter and uname) are allowed"),
+    "warnings": ModulePolicy(members=frozenset({"warn"}), why_limited="warnings' other members change the "
+                             "interpreter's warning filters; only warnings.warn is allowed"),
+    "logging": ModulePolicy(members=frozenset({"getLogger"}), why_limited="logging's handlers write to files and "
+                            "streams; only logging.getLogger (then logger.debug/info/warning) is allowed"),
+    "einops": ModulePolicy(members=frozenset({"rearrange", "repeat"}), why_limited="only einops.rearrange and "
+                           "einops.repeat (permutes, reshapes and expansions, which PyTorch runs as views and copies) "
+                           "are allowed; einops.reduce/einsum compute"),
     "packaging": ModulePolicy(members=frozenset({"version"}), why_limited="only packaging.version is needed "
                               "for version checks"),
     "packaging.version": ModulePolicy(),
@@ -60,11 +83,11 @@ POLICIES: dict[str, ModulePolicy] = {
                                    why_limited="importlib.util's other members load "
                                    "modules from files or build modules; only find_spec (is a package installed?) "
                                    "is allowed"),
-    "importlib.metadata": ModulePolicy(members=frozenset({"version", "PackageNotFoundError"}),
-                                       literal_calls=frozenset({"version"}),
-                                       why_limited="importlib.metadata's other members read "
-                                       "package files and entry points; only version() and PackageNotFoundError "
-                                       "are allowed"),
+    "importlib.metadata": ModulePolicy(members=frozenset({"version", "metadata", "PackageNotFoundError"}),
+                                       literal_calls=frozenset({"version", "metadata"}),
+                                       why_limited="importlib.metadata's other members hand out package files "
+                                       "and load entry points (code by name); only version(), metadata() and "
+                                       "PackageNotFoundError are allowed"),
     "torch": _TABLES,
     "torch.nn": _TABLES,
     "torch.nn.functional": _TABLES,
@@ -117,7 +140,9 @@ ALLOWED_SUMMARY = (
     "torch (nn, nn.functional, cuda/xpu/mps probes, library.custom_op/triton_op, utils.cpp_extension.load_inline), "
     "triton, triton.language (incl. extra.libdevice), triton.tools.tensor_descriptor, math, typing, dataclasses, "
     "functools, itertools, collections, enum, operator, contextlib, packaging.version, "
-    "importlib.util.find_spec / importlib.metadata.version (literal names), kernelevo.cuda"
+    "importlib.util.find_spec / importlib.metadata.version (literal names), kernelevo.cuda, and for flags and "
+    "messages only os.environ.get / os.getenv, sys.version_info / sys.platform, platform.machine, warnings.warn, "
+    "logging.getLogger, einops.rearrange / repeat"
 )
 
 # Top-level module -> why a candidate may not import it (anything else unlisted: "is not on the allowlist").
@@ -134,7 +159,9 @@ REFUSED_WHY: dict[str, str] = {
     "platform": "runs shell commands and reads the host",
     "sys": "introspects the interpreter (sys.modules, frames)",
     "gc": "introspects the heap (gc.get_objects can find the reference outputs)",
-    "inspect": "introspects the call stack and the harness",
+    # inspect stays refused as a whole: signature() reads default arguments and unwrap() follows __wrapped__, so
+    # both hand over what the harness bound into its guards, and stack()/currentframe() reach its frames.
+    "inspect": "introspects the call stack and the harness (frames, wrapped originals, default arguments)",
     "traceback": "introspects the call stack",
     "linecache": "reads source files",
     "builtins": "can patch builtins",
@@ -150,7 +177,7 @@ REFUSED_WHY: dict[str, str] = {
     "ssl": "does network I/O",
     "io": "does file I/O",
     "pathlib": "does file I/O",
-    "shutil": "does file I/O",
+    "shutil": "does file I/O (copies, moves and deletes files)",
     "tempfile": "does file I/O",
     "glob": "does file I/O",
     "logging": "writes to files and handlers",

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from evaluator.static_model import resolve
 from evaluator.static_rules import ALLOWED_DUNDERS, DANGEROUS_BUILTINS, classify_name
+from kernelevo import pyast
 
 Report = Callable[[str, ast.AST, str], None]
 _ANNOTATION_NODES = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant, ast.Load,
@@ -34,7 +35,7 @@ def check_annotation(expr: ast.AST, aliases: dict[str, str], report: Report) -> 
 
 def _check_string_annotation(node: ast.Constant, aliases: dict[str, str], report: Report) -> None:
     try:
-        parsed = ast.parse(node.value.strip(), mode="eval")  # type: ignore[union-attr]
+        parsed = pyast.parse_expression(node.value.strip())  # type: ignore[union-attr]
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return  # not an expression: nothing will evaluate it as one (a docstring-like literal)
     for sub in ast.walk(parsed):

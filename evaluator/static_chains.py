@@ -161,6 +161,19 @@ def _policy_member(dotted: str) -> ChainFinding | None:
     return None
 
 
+def _installed_value_is_data(dotted: str) -> bool:
+    """True when ``dotted`` is, in the installed modules, a plain value (``sys.platform``: a string), not a module."""
+    parts = dotted.split(".")
+    value: object = _module(parts[0])
+    if value is None:
+        return False
+    for i in range(1, len(parts)):
+        value = _step(value, ".".join(parts[:i]), parts[i])
+        if value is _MISSING:
+            return False
+    return isinstance(value, str | int | float | bool | tuple) and not isinstance(value, types.ModuleType)
+
+
 @functools.lru_cache(maxsize=4096)
 def chain_finding(dotted: str) -> ChainFinding | None:
     """Why the module-rooted dotted name may not be used, or None (other rules may still apply)."""
@@ -168,6 +181,8 @@ def chain_finding(dotted: str) -> ChainFinding | None:
     for i, part in enumerate(parts[1:], 1):
         if part in DANGEROUS_MODULE_NAMES and not (i == 1 and parts[0] == "importlib"):
             prefix = ".".join(parts[: i + 1])
+            if _installed_value_is_data(prefix):
+                continue  # sys.platform is a string, not the platform module
             return ChainFinding("banned-import", prefix, f"reaches module `{part}` through `{'.'.join(parts[:i])}` "
                                 f"(`{part}` {REFUSED_WHY.get(part, 'is not on the candidate allowlist')}); "
                                 "import only allowed modules and use their own API")

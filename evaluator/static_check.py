@@ -21,34 +21,49 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        ``n * 0``, ``cdiv(0, B)``, a grid lambda/function/constant that is always empty
 ``banned-import``      import of a module outside the allowlist, or a member a module's policy refuses
                        (``importlib.import_module``, ``contextlib.chdir``, ``typing.get_type_hints``,
-                       ``torch.distributed`` beyond isinstance/annotations of its tensor types), with
+                       ``torch.distributed`` beyond isinstance/annotations of its tensor types and its
+                       ``is_*_available()`` probes; ``os``/``sys``/``platform``/``warnings``/``logging``/
+                       ``einops`` beyond their read-only members: ``os.environ.get``/``os.getenv``/``"X" in
+                       os.environ``, ``sys.version_info``/``platform``..., ``platform.machine``,
+                       ``warnings.warn``, ``logging.getLogger``, ``einops.rearrange``/``repeat``), with
                        a reason true of that module; any attribute chain that leaves its module's
                        package (``typing.sys``, ``torch.os``, ``triton.language.core.builtins``,
                        ``kernelevo.cuda.os``) or is not in a stdlib helper's ``__all__``; a module
                        handed around as a value (``self.m = typing``, a default argument, a list);
                        ``find_spec`` with a computed name or whose result is used beyond a test;
-                       file I/O through torch (save/load/from_file) or ``.tofile()``
+                       file I/O through torch (save/load/from_file) or ``.tofile()``. Not refused
+                       (``evaluator.static_optional``): an optional import (in a ``try`` whose handler
+                       catches ImportError or Exception and only binds fallbacks) whose names are never
+                       read and are no class attributes, or of a module that is not installed (it always
+                       fails); ``importlib.import_module(name)`` read only for ``__version__``, with
+                       ``name`` a literal or a parameter every caller passes a literal for, each allowed
+                       or not installed
 ``dangerous-builtin``  eval/exec/open/setattr/id/memoryview/...; getattr (and operator.methodcaller /
                        attrgetter) with a computed or private name, or used as a value (``g =
                        getattr``, ``partial(getattr, x)``, ``reduce(getattr, ...)``, in a container);
                        ``type(name, bases, ns)`` or ``type`` as a value; annotations that are code
                        (calls, lambdas, string annotations holding either); ``getattr(torch,
                        device.type)`` is allowed only for device-module queries
-``introspection``      dunder access (``__class__``, ``__dict__``, ``__builtins__``...), dunder method
+``introspection``      dunder access (``__class__``, ``__dict__``, ``__builtins__``...; reading a name --
+                       ``obj.__class__.__name__``, ``fn.__module__`` -- is allowed), dunder method
                        definitions (``__eq__``, ``__torch_function__``), ``type(x)(...)``, allocator
                        snapshots
 ``private-api``        ``torch._C``, ``torch.ops`` (except the candidate's own registered ops),
                        ``torch.library`` beyond custom_op/triton_op/wrap_triton/register_fake/
                        register_autograd (and registrations into PyTorch's namespaces or under a
-                       computed name), ``triton.runtime``/``compiler``/``compile``, ``._x`` names,
-                       nn.Module internals (``self._forward_hooks``, ``self._modules``)
+                       computed name), ``triton.runtime``/``compiler``/``compile`` (except the active
+                       driver's ``utils.get_device_properties``/``get_current_target``/
+                       ``get_current_device`` probes), ``._x`` names, nn.Module internals
+                       (``self._forward_hooks``, ``self._modules``)
 ``patching``           assignment or ``del`` of an attribute of an imported module, of a module-level
-                       class or function, or of ``self.forward``; rebinding an imported module name
-                       at module level (locals and parameters are locals; an import ``try`` may bind
-                       a constant or an empty class in its ``except``); module/state-dict hooks;
-                       overriding nn.Module methods; decorating the entry class
+                       class or function, or of ``self.forward``; rebinding a name an import binds
+                       (locals and parameters are locals; an import ``try`` may bind a constant or an
+                       empty class in its ``except``; a top-level def/class named like an import made
+                       only inside functions, ``F = TypeVar("F")``, and a ``@triton.jit`` function named
+                       like the ``triton.language`` member it stands in for cannot mislead the checker);
+                       module/state-dict hooks; overriding nn.Module methods; decorating the entry class
 ``stream-or-state``    streams, CUDA graphs, seeds, default dtype, memory fraction, determinism... of
-                       every device backend (torch.cuda, xpu, mps, mtia, cpu, accelerator)
+                       every device backend (torch.cuda, xpu, mps, mtia, cpu, accelerator, npu)
 ``cuda-source``        CUDA/C++ source (and compiler flags) that creates or names other streams,
                        selects per-thread default streams, allocates, touches persisting L2, calls
                        torch ops or cuBLAS/cuDNN, hides names (``using namespace at``, ``##``),
@@ -60,15 +75,32 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        ``.numpy()``, ``.apply_()``, ``new_tensor``, storages, ``.item()``/``float()``
                        of elements in a loop), a stored reference to a torch op or a tensor method
                        taken as a value anywhere (``f = x.softmax``), torch.compile / torch.jit /
-                       autocast; device-capability probes of any backend are not compute
+                       autocast, a ``@triton.jit`` function called directly instead of launched;
+                       device-capability probes of any backend (npu included), ``torch.distributed``
+                       backend probes and the amp decorators ``torch.amp.custom_fwd/custom_bwd``
+                       (``torch.cuda.amp``...) are not compute. Bookkeeping is left to the run time's
+                       size limit (``evaluator.static_bookkeeping``): a full reduction (sum, mean,
+                       max, min, amax, amin, any, all, count_nonzero) or an element-wise comparison of
+                       a mask (a local bound only to a comparison) or of a kernel-written buffer (a
+                       local bound only to an allocation and passed to the candidate's launch), run at
+                       most once per forward call (no loop, recursion or repeated caller), at most 8 per
+                       file; or any of those inside an ``assert`` whose value only decides it
 ``reference``          uses ``Model`` or makes ``ModelNew`` inherit anything but nn.Module
 ``tensor-subclass``    a class derived from torch.Tensor or nn.Parameter (lazy or fake outputs)
 ``try-fallback``       a ``try`` (or ``contextlib.suppress``) on the forward path, except ``try:
                        import ... except ImportError`` and version/device probes whose body only
-                       imports or queries and whose handlers only set flags or constants
+                       imports or queries (helpers whose bodies only query count as queries; nothing
+                       after an import that always fails runs) and whose handlers only set flags,
+                       constants or locals that are probes themselves (``except Exception: return
+                       device``)
 ``too-complex``        the file nests too deeply to analyse (rejected rather than skipped)
 ``internal-error``     the checker itself failed on this file (rejected; a checker bug to report)
 =====================  ==========================================================================
+
+Code that never runs in the verifier (``evaluator.static_liveness``) is exempt from ``banned-import``,
+``torch-compute`` and ``try-fallback`` (every other rule still applies there): functions no running code
+refers to (an ``autograd.Function.backward`` whose class is only used as ``Cls.apply``), the body of ``if
+isinstance(x, DTensor)``, and branches on a parameter every caller passes as None (``if weight is not None``).
 
 The forward path is the entry's ``forward`` (and ``__call__``) plus every function, method and
 ``autograd.Function.forward`` reachable from it (``torch.ops.ns.op`` reaches the function registered
@@ -91,7 +123,7 @@ from evaluator.static_cuda import scan_source, source_pieces
 from evaluator.static_fold import fold_strings
 from evaluator.static_grids import empty_launch
 from evaluator.static_library import check_registrations
-from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model
+from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model, device_functions
 from evaluator.static_model import resolve as _resolve
 from evaluator.static_paths import hook_roots, launch_sites, passed_kernels, reachable, stored_roots
 from evaluator.static_rules import normalise_allow
@@ -227,15 +259,13 @@ def _check_cuda_sources(tree: ast.Module, model: ModuleModel, allow: frozenset[s
                     out.report("cuda-source", site, f"(in the assembled source) {finding.message}")
 
 
-def _check_jit_bodies(model: ModuleModel, out: _Collector) -> None:
+def _check_jit_bodies(tree: ast.Module, model: ModuleModel, out: _Collector) -> None:
     """A @triton.jit body is kernel code: only triton.language, math and other kernels belong there.
 
     On the GPU, torch inside a kernel fails to compile; under the CPU interpreter the body runs as Python,
     so torch there would do the math unseen (the runtime op recorder exempts the interpreter's frames).
     """
-    for name, node in model.jit_kernels.items():
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for name, node in [(n, d) for n, defs in device_functions(tree, model).items() for d in defs]:
         for inner in ast.walk(node):
             if isinstance(inner, ast.Name) and model.aliases.get(inner.id, "").split(".")[0] in ("torch", "numpy"):
                 out.add("torch-compute", inner.lineno, inner.col_offset, f"kernel `{name}` uses `{inner.id}` "
@@ -275,9 +305,9 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
         out.add("kernel-not-launched", getattr(forward, "lineno", line), 0, f"kernels ({names}) are defined "
                 "but nothing reachable from the forward path launches one; call `kernel[grid](...)`, "
                 "`kernel[grid, block](...)` or `ext.fn(...)` from forward or a function it calls")
-    RuleVisitor(model, set(path), entry, allow, out.report).visit(tree)
+    RuleVisitor(model, set(path), entry, allow, out.report, tree).visit(tree)
     check_registrations(tree, resolve_here, model.custom_ops, out.report)
-    _check_jit_bodies(model, out)
+    _check_jit_bodies(tree, model, out)
     _check_cuda_sources(tree, model, allow, out)
     first = launched[0] if launched else kernels[0] if kernels else None
     backend = model.kernel_backend.get(first, "unknown") if first else "unknown"

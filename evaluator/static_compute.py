@@ -27,7 +27,8 @@ _PYTHON_ITERABLES = frozenset({"size", "stride", "items", "keys", "values", "nam
 
 
 class ComputeRules:
-    """Mixed into ``RuleVisitor``: uses its model, scopes, loop depth, ``report`` and ``_exempt_owner``."""
+    """Mixed into ``RuleVisitor``: uses its model, scopes, loop depth, ``report``, ``_exempt_owner`` and
+    ``_is_bookkeeping`` (``evaluator.static_bookkeeping``)."""
 
     def _check_call_compute(self, node: ast.Call) -> None:  # noqa: C901 - one case per call shape
         func = node.func
@@ -63,7 +64,7 @@ class ComputeRules:
         elif method == "item" and self.loops:
             self.report("torch-compute", node, f"forward path calls `.item()` in a loop, computing element by "
                         f"element on the host; {_HOST_HINT}")
-        elif method_computes(method, self.allow):
+        elif method_computes(method, self.allow) and not self._is_bookkeeping(node, method, owner_node, method=True):
             self.report("torch-compute", node, f"forward path calls tensor method `.{method}()`; "
                         f"{COMPUTE_HINT}")
 

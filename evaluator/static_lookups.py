@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from evaluator.static_chains import is_module
+from evaluator.static_chains import is_module, policy_for
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, binding_key, is_const_getattr
 from evaluator.static_rules import DEVICE_QUERIES, method_computes, tensor_properties, type_only_policy
 from evaluator.static_uses import Use, assigned_once, enclosing_scope, name_loads
@@ -35,6 +35,8 @@ class LookupRules:
 
     def _check_value_use(self, node: ast.AST, dotted: str, use: Use) -> bool:
         """Rules on *how* a resolved name is used; True when one fired."""
+        if self._check_read_through(node, dotted, use):
+            return True
         typed = type_only_policy(dotted)
         if typed is not None:
             module, policy = typed
@@ -59,6 +61,26 @@ class LookupRules:
                         "name you need)")
             return True
         return False
+
+    def _check_read_through(self, node: ast.AST, dotted: str, use: Use) -> bool:
+        """A member its policy lets through only some methods (``os.environ`` -> ``.get``): any other use -- a
+        subscript, an assignment, an alias, an argument -- could change or hand on the object; True when refused."""
+        found = policy_for(dotted)
+        if found is None or not found[1].read_through:
+            return False
+        module, policy = found
+        rest = dotted[len(module) + 1 :].split(".") if dotted != module else []
+        if not rest or rest[0] not in policy.read_through:
+            return False
+        allowed = policy.read_through[rest[0]]
+        if len(rest) == 1 and use is Use.TRUTH:
+            return False  # "FLAG" in os.environ
+        if len(rest) == 2 and rest[1] in allowed and use is Use.CALLED:
+            return False
+        methods = ", ".join(f"`{module}.{rest[0]}.{m}(...)`" for m in sorted(allowed))
+        self.report("banned-import", node, f"`{dotted}` used this way could change or hand on "
+                    f"`{module}.{rest[0]}`; use only {methods} or an `in` test ({policy.why_limited})")
+        return True
 
     def _alias_of(self, node: ast.AST, dotted: str, use: Use) -> bool:
         """True when ``node`` is the value of ``name = node`` and the model reads ``name`` as ``dotted``."""

@@ -299,6 +299,25 @@ def build_model(tree: ast.Module) -> ModuleModel:
     return model
 
 
+def device_functions(tree: ast.Module, model: ModuleModel) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every ``@triton.jit`` function defined in the module's own scope, by name: top-level kernels and those
+    defined in module-level ``if``/``try``/``with`` blocks (fla picks ``exp`` or a fast variant that way)."""
+    out: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            if TRITON_JIT in decorator_names(stmt, model.aliases) or model.jit_kernels.get(stmt.name) is stmt:
+                out.setdefault(stmt.name, []).append(stmt)
+        elif isinstance(stmt, ast.If | ast.Try | ast.With) or isinstance(stmt, getattr(ast, "TryStar", ast.Try)):
+            for _, value in ast.iter_fields(stmt):
+                if isinstance(value, list):
+                    for item in value:
+                        todo.extend(item.body if isinstance(item, ast.ExceptHandler) else
+                                    [item] if isinstance(item, ast.stmt) else [])  # fmt: skip
+    return out
+
+
 def _named_lambdas(stmt: ast.AST) -> list[tuple[str, ast.Lambda]]:
     """``NAME = lambda ...`` (also wrapped: ``staticmethod(lambda ...)``): a function under that name."""
     if not isinstance(stmt, ast.Assign | ast.AnnAssign) or stmt.value is None:

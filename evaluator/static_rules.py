@@ -48,6 +48,7 @@ _NAME_RULES: dict[str, tuple[str, str]] = {
     "torch.cuda.amp": ("torch-compute", "changes the precision PyTorch computes in"),
     "torch.cpu.amp": ("torch-compute", "changes the precision PyTorch computes in"),
     "torch.xpu.amp": ("torch-compute", "changes the precision PyTorch computes in"),
+    "torch.npu.amp": ("torch-compute", "changes the precision PyTorch computes in"),
     "torch.cuda.jiterator": ("cuda-source", "compiles CUDA code from strings the checker does not scan"),
     "torch.mps.compile_shader": ("cuda-source", "compiles shader code from strings the checker does not scan"),
     "torch.mps.load_metallib": ("cuda-source", "loads compiled shader binaries the checker cannot read"),
@@ -58,11 +59,33 @@ _NAME_RULES: dict[str, tuple[str, str]] = {
     "triton.backends": ("private-api", "reaches Triton's backend internals"),
     "triton.knobs": ("private-api", "changes Triton's global configuration"),
 }
+# Names under refused namespaces that are inert, so any use is allowed (the rest of the namespace stays refused):
+# * autograd Function decorators, which act only under autocast (``torch.autocast`` stays refused, and the harness
+#   never enables it): ``torch.amp.custom_fwd(fn, device_type=...)`` / ``torch.cuda.amp.custom_bwd``...
+AMP_DECORATORS = frozenset({f"torch.{space}.{leaf}" for space in ("amp", "cuda.amp", "cpu.amp", "xpu.amp", "npu.amp")
+                            for leaf in ("custom_fwd", "custom_bwd")})
+# * queries that return booleans or device facts: which distributed backends this torch build has (no process
+#   group is created), and Triton's active driver's device properties and target (Liger and fla size their grids
+#   with them; the rest of triton.runtime stays refused).
+INERT_PROBES = frozenset({
+    "torch.distributed.is_available", "torch.distributed.is_initialized", "torch.distributed.is_nccl_available",
+    "torch.distributed.is_gloo_available", "torch.distributed.is_mpi_available", "torch.distributed.is_ucc_available",
+    "torch.distributed.is_xccl_available", "torch.distributed.distributed_c10d.is_xccl_available",
+    "torch.distributed.distributed_c10d.is_nccl_available", "torch.distributed.distributed_c10d.is_gloo_available",
+    "torch.distributed.distributed_c10d.is_mpi_available", "torch.distributed.distributed_c10d.is_ucc_available",
+    "triton.runtime.driver.active.utils.get_device_properties", "triton.runtime.driver.active.get_current_target",
+    "triton.runtime.driver.active.get_current_device",
+})  # fmt: skip
+# Owners of those probes: usable only as an alias the checker follows (``utils = triton.runtime.driver.active.utils``
+# then ``utils.get_device_properties(0)``), so that every use is judged by its full name.
+PROBE_OWNERS = frozenset(p.rsplit(".", 1)[0] for p in INERT_PROBES)
+# Namespaces of those decorators and probes: allowed in a test (``getattr(torch.npu, "amp", None) is not None``).
+PROBED_NAMESPACES = frozenset(a.rsplit(".", 1)[0] for a in AMP_DECORATORS) | PROBE_OWNERS
 _NAME_RULES_LEAVES: frozenset[str] = frozenset()  # filled below: stream/state names are not compute
 _STATE = "changes streams, graphs or process-wide device state the harness relies on"
 # Device backends share one API shape (torch.cuda, torch.xpu, torch.mps, torch.mtia, torch.cpu, torch.accelerator):
 # their stream, graph, allocator and RNG members change state; the rest are probes (is_available, properties).
-DEVICE_BACKENDS = ("cuda", "xpu", "mps", "mtia", "cpu", "accelerator")
+DEVICE_BACKENDS = ("cuda", "xpu", "mps", "mtia", "cpu", "accelerator", "npu")  # npu: torch_npu (Ascend), absent here
 _BACKEND_STATE = (
     "Stream", "stream", "streams", "ExternalStream", "StreamContext", "set_stream", "get_stream_from_external",
     "graph", "graphs", "Graph", "CUDAGraph", "XPUGraph", "MTIAGraph", "graph_pool_handle", "make_graphed_callables",
@@ -197,7 +220,7 @@ def method_computes(name: str, allow: frozenset[str]) -> bool:
 
 def torch_computes(dotted: str, *, called: bool, allow: frozenset[str]) -> bool:
     """True when the dotted name is a PyTorch compute op used on the forward path (called or passed)."""
-    if dotted in import_policy.POLICIES:
+    if dotted in import_policy.POLICIES or dotted in AMP_DECORATORS or dotted in INERT_PROBES:
         return False
     _torch_tables()  # imports torch, so that its submodules are in sys.modules
     if dotted in sys.modules:
@@ -249,7 +272,7 @@ def classify_name(dotted: str) -> tuple[str, str] | None:
     found = chain_finding(dotted)
     if found is not None:
         return found.rule, found.why
-    if type_only_policy(dotted) is not None:
+    if type_only_policy(dotted) is not None or dotted in AMP_DECORATORS or dotted in INERT_PROBES:
         return None
     for i in range(len(parts), 1, -1):
         hit = _NAME_RULES.get(".".join(parts[:i]))
@@ -310,6 +333,7 @@ DEVICE_QUERIES = frozenset({
 })  # fmt: skip
 # Calls that only ask about the installation or the device (version and capability probes).
 PROBE_CALLS = DEVICE_QUERIES | {"find_spec", "version", "Version", "parse", "is_built", "is_compiled",
-                                "get_capabilities", "current_accelerator"}
+                                "get_capabilities", "current_accelerator", "get_current_target", "get_current_device",
+                                "machine", "system", "python_version", "metadata"}
 ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__version__", "__qualname__", "__doc__"})
 ALLOWED_DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__repr__"})

@@ -13,7 +13,7 @@ import ast
 import functools
 from collections.abc import Callable
 
-from evaluator.static_model import ModuleModel
+from evaluator.static_model import ModuleModel, decorator_names, resolve
 from evaluator.static_probes import is_constant
 from evaluator.static_rules import module_internals
 
@@ -139,14 +139,61 @@ def _check_entry_class(cls: ast.ClassDef, report: Report) -> None:
                    "store data under another attribute name")
 
 
+_TYPE_VARIABLES = frozenset({"typing.TypeVar", "typing.ParamSpec", "typing.TypeVarTuple", "typing.NewType"})
+
+
+def _module_scope_imports(tree: ast.Module) -> set[str]:
+    """Names bound by imports that run in the module's own scope (not inside a function, unless ``global``)."""
+    local_imports: set[int] = set()
+    for scope in ast.walk(tree):
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            declared = {n for g in ast.walk(scope) if isinstance(g, ast.Global) for n in g.names}
+            for n in ast.walk(scope):
+                if isinstance(n, ast.Import | ast.ImportFrom):
+                    local_imports.update(id(a) for a in n.names if (a.asname or a.name).split(".")[0] not in declared)
+    return {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
+            for a in n.names if id(a) not in local_imports}  # fmt: skip
+
+
+def _harmless_rebinding(name: str, node: ast.AST, tree: ast.Module, model: ModuleModel,
+                        module_imports: set[str]) -> bool:  # fmt: skip
+    """Rebindings that cannot make the checker misread a name (fla pastes several modules into one file):
+
+    * a top-level ``def``/``class`` whose name is imported only inside functions, where it is a local: the
+      checker follows the definition by name wherever it is used;
+    * ``F = TypeVar("F", ...)`` (ParamSpec, TypeVarTuple, NewType): an inert typing object whose attributes
+      give nothing, so a use read as the module is, at worst, an error at run time;
+    * a ``@triton.jit`` function named like the ``triton.language`` member it stands in for (``def tanh``
+      beside ``from triton.language.extra.libdevice import tanh``): either binding is device code, which only
+      kernels call, and every jit body is checked as kernel code.
+    """
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node in tree.body:
+        if name not in module_imports:
+            return True
+    parent = model.parents.get(id(node))
+    if isinstance(node, ast.Name) and isinstance(parent, ast.Assign) and parent.targets == [node]:
+        value = parent.value
+        if isinstance(value, ast.Call) and resolve(value.func, model.aliases) in _TYPE_VARIABLES and value.args \
+                and isinstance(value.args[0], ast.Constant) and isinstance(value.args[0].value, str):  # fmt: skip
+            return True
+    if isinstance(node, ast.FunctionDef) and "triton.jit" in decorator_names(node, model.aliases):
+        paths = [model.aliases.get(name, ""), *model.alias_alternatives.get(name, [])]
+        return all(p.startswith("triton.language.") for p in paths)
+    return False
+
+
 def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], report: Report) -> None:
-    """No imported module name is rebound; no module-level class or function is patched from outside."""
+    """No imported name is rebound; no module-level class or function is patched from outside."""
     allowed = _import_fallbacks(tree) | _local_bindings(tree)
     import_nodes = {id(a) for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+    module_imports = _module_scope_imports(tree)
     for name, node in _binding_sites(tree):
         if name in imported and id(node) not in allowed and id(node) not in import_nodes:
-            report("patching", node, f"rebinds `{name}`, an imported module name; the checker reads `{name}` "
-                   "as that module, so pick another name")
+            if _harmless_rebinding(name, node, tree, model, module_imports):
+                continue
+            what = model.aliases.get(name, name)
+            report("patching", node, f"rebinds `{name}`, which an import binds to `{what}`; the checker reads "
+                   f"`{name}` as `{what}` everywhere, so pick another name")
     top_level = set(model.classes) | {k for k in model.functions if "." not in k} | set(model.jit_kernels)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):

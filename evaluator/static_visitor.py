@@ -18,17 +18,32 @@ import ast
 from collections.abc import Callable
 
 from evaluator.static_annotations import check_annotation
+from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functions
 from evaluator.static_compute import ComputeRules
 from evaluator.static_library import custom_op_key
+from evaluator.static_liveness import Branches, live_functions, none_parameters
 from evaluator.static_lookups import COMPUTE_HINT, KERNEL_BUILDERS, LITERAL_CALLS, LOOKUP_ATTRS, LookupRules
-from evaluator.static_model import ModuleModel, binding_key, bound_names, is_const_getattr, is_import_only_try, resolve
-from evaluator.static_probes import is_probe_try
+from evaluator.static_model import (
+    ModuleModel,
+    binding_key,
+    bound_names,
+    device_functions,
+    is_const_getattr,
+    is_import_only_try,
+    resolve,
+)
+from evaluator.static_optional import IMPORT_MODULE, always_fails, optional_import, version_probe
+from evaluator.static_paths import callees, launch_sites, reachable
+from evaluator.static_probes import Probes
 from evaluator.static_rules import (
     ALLOWED_DUNDER_DEFS,
     ALLOWED_DUNDERS,
     ALLOWED_SUMMARY,
+    AMP_DECORATORS,
     DANGEROUS_BUILTINS,
     FILE_IO_METHODS,
+    PROBE_OWNERS,
+    PROBED_NAMESPACES,
     TENSOR_BASES,
     classify_name,
     module_allowed,
@@ -36,8 +51,14 @@ from evaluator.static_rules import (
     why_module,
 )
 from evaluator.static_uses import Use, enclosing_scope, name_loads, use_of
+from kernelevo import pyast
 
 Report = Callable[[str, ast.AST, str], None]
+# Rules about what code does when it runs: not applied to code that never runs in the verifier
+# (evaluator.static_liveness). Patching, introspection, dangerous builtins, private APIs... apply everywhere.
+NEVER_RUN_EXEMPT = frozenset({"banned-import", "torch-compute", "try-fallback"})
+# Reads of the candidate's own objects that only give a name: ``self.__class__.__name__``, ``fn.__module__``.
+_NAME_DUNDERS = frozenset({"__name__", "__qualname__"})
 
 
 def _is_dunder(name: str) -> bool:
@@ -54,6 +75,21 @@ def _chain_base(node: ast.AST) -> ast.Name | None:
             return node if isinstance(node, ast.Name) else None
 
 
+def _read_names(tree: ast.Module) -> set[str]:
+    """Every name the file reads, string annotations included (torch.library evaluates those in the module)."""
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    for node in ast.walk(tree):
+        annotation = node.annotation if isinstance(node, ast.arg | ast.AnnAssign) else getattr(node, "returns", None)
+        for sub in ast.walk(annotation) if annotation is not None else ():
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                try:
+                    parsed = pyast.parse_expression(sub.value.strip())
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    continue
+                names.update(n.id for n in ast.walk(parsed) if isinstance(n, ast.Name))
+    return names
+
+
 def _global_names(scope: ast.AST) -> set[str]:
     out: set[str] = set()
     for node in ast.walk(scope):
@@ -66,11 +102,26 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     """Walks a parsed candidate and calls ``report(rule, node, message)`` for each violation."""
 
     def __init__(self, model: ModuleModel, forward_path: set[str], entry: str, allow: frozenset[str],
-                 report: Report) -> None:  # fmt: skip
-        self.model, self.forward_path, self.entry, self.allow, self.report = (
+                 report: Report, tree: ast.Module | None = None) -> None:  # fmt: skip
+        self.model, self.forward_path, self.entry, self.allow, self._sink = (
             model, forward_path, entry, allow, report
         )  # fmt: skip
         self.parents = model.parents
+        self.tree = tree or ast.Module(body=[], type_ignores=[])
+        self.live = live_functions(self.tree, model, entry) | forward_path
+        self.none_params = none_parameters(self.tree, model, entry)
+        self._loaded = _read_names(self.tree)
+        self.never_runs = 0  # > 0 inside code that never runs in the verifier
+        self._none: frozenset[str] = frozenset()  # parameters of the current function that are always None
+        self._bookkeeping: Bookkeeping | None = None
+        self._bookkeeping_sites: set[int] = set()
+        self._once = run_once_functions(self.tree, model.functions, model.autograd_functions, entry, model.parents,
+                                        lambda key: set(reachable(model, sorted(callees(model, key)))))
+        devices = device_functions(self.tree, model)
+        self._device_functions = set(devices)
+        self._device_defs = {id(d) for defs in devices.values() for d in defs}
+        self._probes = Probes(self._resolve, extra_call=self._version_probe, functions=model.functions,
+                              fails=always_fails, decorator_name=self._resolve, parents=model.parents)
         self.scopes: list[set[str]] = []
         self.shadowed: list[set[str]] = []  # imported names rebound in each enclosing function scope
         self.in_forward = False
@@ -85,6 +136,20 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self._own_ops = {op.function for op in model.custom_ops.values() if op.function}
 
     # -- helpers ---------------------------------------------------------------------------------
+    def report(self, rule: str, node: ast.AST, message: str) -> None:
+        if self.never_runs and rule in NEVER_RUN_EXEMPT:
+            return
+        self._sink(rule, node, message)
+
+    def _visit_never_running(self, nodes: list[ast.AST]) -> None:
+        self.never_runs += 1
+        for child in nodes:
+            self.visit(child)
+        self.never_runs -= 1
+
+    def _version_probe(self, node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and version_probe(node, self.model, self.tree, self.parents)
+
     def _bound(self, name: str) -> bool:
         return any(name in scope for scope in self.scopes)
 
@@ -140,6 +205,12 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         op = custom_op_key(dotted)
         if op is not None and op in self.model.custom_ops:
             return  # torch.ops.mylib.op: the candidate's own registered operator
+        use = self._use(node)
+        if dotted in PROBED_NAMESPACES and (use in (Use.TRUTH, Use.LOOKUP_OBJECT) or (
+                dotted in PROBE_OWNERS and self._alias_of(node, dotted, use))):  # fmt: skip
+            return  # getattr(torch.npu, "amp", None) is not None; utils = triton.runtime.driver.active.utils
+        if dotted == IMPORT_MODULE and use is Use.CALLED and self._version_probe(self.parents[id(node)]):
+            return  # pkg = importlib.import_module("triton"); Version(pkg.__version__)
         hit = classify_name(dotted)
         if hit is not None:
             rule, why = hit
@@ -147,7 +218,6 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
                 " (use kernelevo.cuda / load_inline launches on PyTorch's current stream)"
                 if rule == "stream-or-state" else ""))  # fmt: skip
             return
-        use = self._use(node)
         if self._check_value_use(node, dotted, use):
             return
         if self.in_jit:
@@ -156,7 +226,24 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             self.report("torch-compute", node, f"keeps a reference to PyTorch op `{dotted}` (to call it "
                         f"later); {COMPUTE_HINT}")
         elif self.in_forward and torch_computes(dotted, called=True, allow=self.allow):
+            call = self.parents.get(id(node))
+            if isinstance(call, ast.Call) and call.args and dotted.count(".") == 1 and self._is_bookkeeping(
+                    call, dotted.split(".")[1], call.args[0], method=False):  # fmt: skip
+                return
             self.report("torch-compute", node, f"forward path calls PyTorch op `{dotted}`; {COMPUTE_HINT}")
+
+    def _is_bookkeeping(self, call: ast.Call, op: str, operand: ast.AST, *, method: bool) -> bool:
+        """A bookkeeping call (evaluator.static_bookkeeping); past the file's cap it is refused here instead."""
+        book = self._bookkeeping
+        if book is None or not book.allows(call, op, operand, method=method):
+            return False
+        if book.counted(call):
+            self._bookkeeping_sites.add(id(call))
+            if len(self._bookkeeping_sites) > MAX_SITES:
+                self.report("torch-compute", call, f"more than {MAX_SITES} bookkeeping reductions in one file "
+                            f"(`{ast.unparse(call)[:60]}`); reductions of masks and kernel buffers are for checks "
+                            f"and final scalars, do the math inside your kernel instead")
+        return True
 
     # -- definitions -----------------------------------------------------------------------------
     def visit_Module(self, node: ast.Module) -> None:
@@ -212,26 +299,43 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             if node.returns is not None:
                 check_annotation(node.returns, self.model.aliases, self.report)
                 self.visit(node.returns)
-        saved = (self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars)
+        saved = (self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars, self._none,
+                 self._bookkeeping)  # fmt: skip
         self._torch_locals, self._element_vars = dict(self._torch_locals), set()
         self.loops = 0
+        self._none = frozenset()
+        dead, own_key = False, None
         if isinstance(node, ast.Lambda):
             self.in_forward = not self.in_jit  # a lambda is a value: it can run wherever it is handed
         elif self.depth == 0 or (self.depth == 1 and self.cls is not None):
             name = getattr(node, "name", "")
             key = name if self.depth == 0 else f"{self.cls}.{name}"
             self.in_forward = key in self.forward_path
-            self.in_jit = key in self.model.jit_kernels
+            self.in_jit = key in self.model.jit_kernels or id(node) in self._device_defs
+            if self.model.functions.get(key) is node:
+                dead, own_key = key not in self.live, key
+                self._none = self.none_params.get(key, frozenset())
         elif not self.in_jit:
             self.in_forward = self.in_forward or self._escapes(node)
+        self._bookkeeping = self._bookkeeping_of(node, own_key) if self._compute_rules() else None
         # Defaults are evaluated once, but the function body uses them: check them as part of it.
         for child in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
             self.visit(child)
         self.depth += 1
+        self.never_runs += dead
         body = node.body if isinstance(node.body, list) else [node.body]
         self._scoped(node, list(body))
+        self.never_runs -= dead
         self.depth -= 1
-        self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars = saved
+        (self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars, self._none,
+         self._bookkeeping) = saved  # fmt: skip
+
+    def _bookkeeping_of(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+                        key: str | None) -> Bookkeeping:  # fmt: skip
+        launched: set[str] = set()
+        for _, call in launch_sites(self.model, node):
+            launched.update(a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name))
+        return Bookkeeping(node, self._resolve, launched, self.parents, runs_once=key in self._once)
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_function
 
@@ -260,7 +364,13 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             return False
         return True
 
+    def _optional(self, node: ast.Import | ast.ImportFrom) -> bool:
+        """An optional import that can never hand the candidate the module (evaluator.static_optional)."""
+        return optional_import(node, self.parents, self._loaded.__contains__)
+
     def visit_Import(self, node: ast.Import) -> None:
+        if self._optional(node):
+            return
         for alias in node.names:
             self._check_module(node, alias.name)
 
@@ -269,12 +379,14 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             self.report("banned-import", node, "relative import: a candidate is a single file; import only "
                         f"{ALLOWED_SUMMARY}")
             return
+        if self._optional(node):
+            return
         for alias in node.names:
             full = f"{node.module}.{alias.name}"
             if alias.name == "*":
                 self.report("banned-import", node, f"`from {node.module} import *` hides which names are "
                             "used; import the names you need explicitly")
-            elif module_allowed(full):
+            elif module_allowed(full) or full in AMP_DECORATORS:  # from torch.amp import custom_fwd
                 continue
             elif self._check_module(node, node.module):
                 hit = classify_name(full)
@@ -307,8 +419,18 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             for each in self._alternatives(node, self.model.aliases[name]):
                 self._check_dotted(node, each, node.ctx)
 
+    def _name_read(self, node: ast.Attribute) -> bool:
+        """``obj.__class__.__name__`` / ``fn.__module__``: a string, not the object (``type(obj).__name__`` is
+        allowed too)."""
+        if not isinstance(node.ctx, ast.Load):
+            return False
+        if node.attr == "__module__":
+            return True
+        parent = self.parents.get(id(node))
+        return node.attr == "__class__" and isinstance(parent, ast.Attribute) and parent.attr in _NAME_DUNDERS
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
+        if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS and not self._name_read(node):
             self.report("introspection", node, f"accesses `{node.attr}`, which introspects objects or "
                         "modules; remove it (candidates must not look at the harness or rewire objects)")
         if id(node) not in self._inner:
@@ -334,6 +456,11 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             if not self._bound("type"):
                 self.report("introspection", node, "`type(obj)(...)` builds a new object of another object's "
                             "type (a new stream, a fake tensor); remove it and construct what you need directly")
+        if isinstance(func, ast.Name) and func.id in self._device_functions and not self.in_jit and \
+                self.depth > 0 and not any(func.id in scope for scope in self.scopes[1:]):  # fmt: skip
+            self.report("torch-compute", node, f"calls @triton.jit function `{func.id}` directly instead of launching "
+                        f"it; in the CPU interpreter that runs the kernel's body on the host, outside any launch; use "
+                        f"`{func.id}[grid](...)`")
         called = self._resolve(func)
         if isinstance(func, ast.Attribute) and func.attr in FILE_IO_METHODS and not self.in_jit:
             if called is None:  # module functions are judged by their dotted name
@@ -384,8 +511,32 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.loops -= 1
 
     # -- control flow ----------------------------------------------------------------------------
+    def _never(self, test: ast.AST) -> tuple[bool, bool]:
+        """(the branch taken when ``test`` is true never runs, the other one never runs) in the verifier."""
+        branches = Branches(self._resolve, self._none)
+        return branches.never_true(test), branches.always_true(test)
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        never_body, never_else = self._never(node.test)
+        for block, dead in ((node.body, never_body), (node.orelse, never_else)):
+            if dead:
+                self._visit_never_running(list(block))
+            else:
+                for stmt in block:
+                    self.visit(stmt)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self.visit(node.test)
+        never_body, never_else = self._never(node.test)
+        for branch, dead in ((node.body, never_body), (node.orelse, never_else)):
+            if dead:
+                self._visit_never_running([branch])
+            else:
+                self.visit(branch)
+
     def visit_Try(self, node: ast.Try) -> None:
-        if self._compute_rules() and not is_import_only_try(node) and not is_probe_try(node, self._resolve):
+        if self._compute_rules() and not is_import_only_try(node) and not self._probes.try_(node):
             self.report("try-fallback", node, "try statement on the forward path: a failing kernel must fail "
                         "loudly, not fall back to another implementation; remove the try/except (a version or "
                         "device probe may only import or query, and its except may only set flags)")

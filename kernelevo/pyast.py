@@ -18,3 +18,9 @@ def parse(source: str, filename: str = "<unknown>") -> ast.Module:
     """``ast.parse(source, filename)``, safe to call from any thread (raises SyntaxError as it does)."""
     with _PARSE_LOCK:
         return ast.parse(source, filename=filename)
+
+
+def parse_expression(source: str) -> ast.Expression:
+    """``ast.parse(source, mode="eval")`` under the same lock (an annotation or other lone expression)."""
+    with _PARSE_LOCK:
+        return ast.parse(source, mode="eval")

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from evaluator.static_model import TRITON_JIT, build_model, decorator_names, resolve
+from kernelevo import pyast
 
 
 class Family(str, enum.Enum):
@@ -230,7 +231,7 @@ def _string_constants(tree: ast.AST) -> Iterable[str]:
 def own_kernels(source: str) -> OwnKernels:
     """The kernel names a candidate module defines, read from its AST without importing it."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return OwnKernels()
     aliases = build_model(tree).aliases

@@ -318,7 +318,14 @@ def test_base_template_is_clean():
 
 CASES = [
     # banned-import: allowlist, with reasons
-    ("banned-import", dict(module="import os  # HERE")),
+    ("banned-import", dict(module="import os.path  # HERE")),
+    ("banned-import", dict(module="import os\nP = os.path.join('a', 'b')  # HERE")),
+    ("banned-import", dict(module="import os\nos.environ['TRITON_INTERPRET'] = '0'  # HERE")),
+    ("banned-import", dict(module="import os\nENV = os.environ  # HERE")),
+    ("banned-import", dict(module="import sys\nM = sys.modules  # HERE")),
+    ("banned-import", dict(module="import warnings\nwarnings.simplefilter('ignore')  # HERE")),
+    ("banned-import", dict(module="import logging\nlogging.basicConfig(filename='/tmp/log')  # HERE")),
+    ("banned-import", dict(module="import einops", body="out = einops.reduce(x, 'a b -> a', 'sum')  # HERE")),
     ("banned-import", dict(module="from threading import Thread  # HERE")),
     ("banned-import", dict(module="import numpy as np  # HERE")),
     ("banned-import", dict(module="import time  # HERE")),
@@ -329,7 +336,10 @@ CASES = [
     ("banned-import", dict(module="import kernelevo.settings  # HERE")),
     ("banned-import", dict(body="import gc  # HERE")),
     ("banned-import", dict(body="torch.save(out, 'out.pt')  # HERE")),
-    ("banned-import", dict(module="try:\n    import ctypes  # HERE\nexcept ImportError:\n    ctypes = None")),
+    ("banned-import", dict(module="try:\n    import ctypes  # HERE\n    LIB = ctypes.CDLL(None)\nexcept ImportError:\n"
+                                  "    LIB = None")),
+    ("banned-import", dict(module="class Holder:\n    try:\n        import ctypes  # HERE\n    except ImportError:\n"
+                                  "        pass")),
     # dangerous-builtin
     ("dangerous-builtin", dict(body="eval('1')  # HERE")),
     ("dangerous-builtin", dict(body="exec('pass')  # HERE")),

@@ -16,6 +16,8 @@ import corpus_builder
 from corpus_entries import ROOT, CpuExpectation, Entry
 from pydantic import BaseModel
 
+from evaluator.verdict import Correctness
+
 
 class Answer(str, enum.Enum):
     """What the verifier (or the corpus itself) said about one entry."""
@@ -173,16 +175,16 @@ def evaluate_group(task: Path, entries: list[Entry], built: dict, device: str, o
     return outcomes, environment
 
 
-def _correctness_summary(correctness: dict) -> dict:
+def _correctness_summary(correctness: Correctness | None) -> dict:
     """Per case of a verdict: the tolerance, how far eager's own error widened it, and the worst check (the
     per-seed detail stays in the verdict)."""
     cases = []
-    for case in (correctness or {}).get("cases", []):
-        checks = case.get("checks", [])
-        cases.append({"case": case.get("case"), "tolerance": case.get("tolerance"), "widen_max": case.get("widen_max"),
-                      "failed_checks": sum(not c.get("ok", True) for c in checks), "checks": len(checks),
-                      "worst_rel_l2_err": max((c.get("rel_l2_err", 0.0) for c in checks), default=0.0),
-                      "worst_max_abs_err": max((c.get("max_abs_err", 0.0) for c in checks), default=0.0)})
+    for case in correctness.cases if correctness is not None else []:
+        cases.append({"case": case.case, "tolerance": [t.model_dump(mode="json") for t in case.tolerance],
+                      "widen_max": case.widen_max, "failed_checks": sum(not c.ok for c in case.checks),
+                      "checks": len(case.checks),
+                      "worst_rel_l2_err": max((c.rel_l2_err or 0.0 for c in case.checks), default=0.0),
+                      "worst_max_abs_err": max((c.max_abs_err or 0.0 for c in case.checks), default=0.0)})
     return {"cases": cases} if cases else {}
 
 

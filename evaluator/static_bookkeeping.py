@@ -1,0 +1,199 @@
+"""Bookkeeping on the forward path: the few torch reductions and comparisons the static checker leaves to run time.
+
+Honest launchers count and check before and after their kernels: Liger's cross entropy does
+``target_mask = target != ignore_index; n = target_mask.sum().item()``, ``assert (target * mask).max() < V``, and
+returns ``torch.sum(loss_1d)`` of the per-row losses its kernel wrote. The run time allows torch ops on tensors at
+most 1/64 of the inputs' size (reported) and refuses larger ones, so statically a call is bookkeeping, and left to
+the run time, when all of these hold:
+
+* it is a full reduction to one value (``sum``, ``mean``, ``max``, ``min``, ``amax``, ``amin``, ``any``, ``all``,
+  ``count_nonzero`` with no dimension and no argument but ``dtype``) or an element-wise comparison (``eq``, ``ne``,
+  ``lt``, ``le``, ``gt``, ``ge`` with one operand), as a tensor method or ``torch.<op>(tensor, ...)``, without
+  ``out=`` and not in place;
+* its tensor is a **mask** (a local name only ever bound to a comparison, ``mask = target != ignore``) or a
+  **kernel-written buffer** (a local name only ever bound to a torch allocation -- ``torch.zeros``/``empty``/
+  ``full``/``ones``/``*_like``/``new_*``, or one of those or None -- and passed to one of the candidate's own
+  kernel launches in the same function), never a parameter or any other value directly; and the call **runs at
+  most once per forward call**: not inside a loop or comprehension, in a module-level function, an
+  ``autograd.Function.forward`` or the entry's ``forward`` that is not recursive and whose every call site runs
+  once too (so the input cannot be reduced chunk by chunk in pieces under the run time's size limit); and the
+  file holds at most :data:`MAX_SITES` such calls;
+* or the call stands in an ``assert`` (test or message) and its value only reaches the assertion through
+  comparisons, boolean operators, arithmetic, f-strings and ``.item()``: it decides pass or fail, nothing else.
+
+A softmax, an exponential, a matmul, a reduction over a dimension or any op on the inputs themselves stays
+``torch-compute``; a full reduction of a kernel-produced copy of the whole input passes here and is refused at
+run time (it is not small).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from evaluator.static_uses import Use, use_of
+
+MAX_SITES = 8  # mask/buffer bookkeeping calls per file (Liger's cross entropy has four)
+REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "any", "all", "count_nonzero"})
+COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+_ALLOCATIONS = frozenset({"torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_like",
+                          "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.empty_strided"})  # fmt: skip
+_NEW_METHODS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full"})
+_COMPARE_OPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+# Nodes through which a value in an assert only decides whether it passes.
+_ASSERT_PATH = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.JoinedStr, ast.FormattedValue)
+
+Resolve = Callable[[ast.AST], "str | None"]
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
+
+def _bindings(fn: FunctionNode) -> dict[str, list[ast.expr | None]]:
+    """Local name -> the values assigned to it in ``fn`` (None for a binding that is not a plain assignment)."""
+    values: dict[str, list[ast.expr | None]] = {}
+    plain: set[int] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values.setdefault(node.targets[0].id, []).append(node.value)
+            plain.add(id(node.targets[0]))
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in plain:
+            values.setdefault(node.id, []).append(None)
+        elif isinstance(node, ast.arg):
+            values.setdefault(node.arg, []).append(None)
+    return values
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+
+
+def _in_loop(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """``node`` stands inside a loop or comprehension of its own function."""
+    parent = parents.get(id(node))
+    while parent is not None and not isinstance(parent, _SCOPES):
+        if isinstance(parent, _LOOPS):
+            return True
+        parent = parents.get(id(parent))
+    return False
+
+
+def _enclosing_key(node: ast.AST, parents: dict[int, ast.AST], keys: dict[int, str]) -> str | None:
+    """The function key whose own body holds ``node``; ``""`` at module level; None inside a nested def/lambda."""
+    parent = parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.Module):
+            return ""
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return keys.get(id(parent))
+        parent = parents.get(id(parent))
+    return None
+
+
+def run_once_functions(tree: ast.Module, functions: dict[str, ast.AST], autograd: set[str], entry: str,
+                       parents: dict[int, ast.AST], reaches: Callable[[str], set[str]]) -> set[str]:  # fmt: skip
+    """Keys of the functions that run at most once per forward call: the entry's forward, module-level functions
+    and autograd forwards called only directly (``f(...)``, ``Cls.apply(...)``), outside loops, from functions
+    that run once themselves (or at import), and not recursive (``reaches(key)``: what ``key`` can call)."""
+    keys = {id(fn): key for key, fn in functions.items()}
+    candidates = {k for k in functions if "." not in k and k != entry}
+    candidates |= {f"{cls}.forward" for cls in autograd if f"{cls}.forward" in functions}
+    sites: dict[str, list[str | None]] = {k: [] for k in candidates}
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+            continue
+        up = parents.get(id(n))
+        key, call = None, None
+        if n.id in candidates:
+            key, call = n.id, up if isinstance(up, ast.Call) and up.func is n else None
+        elif f"{n.id}.forward" in candidates:
+            key = f"{n.id}.forward"
+            if isinstance(up, ast.Attribute) and up.attr == "apply":
+                apply_call = parents.get(id(up))
+                call = apply_call if isinstance(apply_call, ast.Call) and apply_call.func is up else None
+            elif use_of(n, parents) is Use.TYPE_CHECK:
+                continue  # isinstance(x, Cls)
+        if key is None:
+            continue
+        where = _enclosing_key(call, parents, keys) if call is not None else None
+        if call is None or _in_loop(call, parents) or where == key:
+            sites[key].append(None)  # handed on, called in a loop or by itself: may run any number of times
+        else:
+            sites[key].append(where)
+    once = {k for k in candidates if k not in reaches(k)} | {f"{entry}.forward", entry}
+    changed = True
+    while changed:
+        changed = False
+        for key in list(once):
+            if key in candidates and any(w is None or (w != "" and w not in once) for w in sites[key]):
+                once.discard(key)
+                changed = True
+    return once
+
+
+class Bookkeeping:
+    """The masks and kernel-written buffers of one function, and the decision for each call in it."""
+
+    def __init__(self, fn: FunctionNode, resolve: Resolve, launched_args: set[str],
+                 parents: dict[int, ast.AST], *, runs_once: bool = False) -> None:  # fmt: skip
+        self.resolve, self.parents, self.runs_once = resolve, parents, runs_once
+        bindings = _bindings(fn)
+        self.masks = {n for n, vs in bindings.items() if vs and all(self._comparison(v) for v in vs)}
+        self.buffers = {n for n, vs in bindings.items() if n in launched_args and vs and
+                        all(self._allocation(v) for v in vs)}  # fmt: skip
+
+    @staticmethod
+    def _comparison(value: ast.expr | None) -> bool:
+        return isinstance(value, ast.Compare) and len(value.ops) == 1 and isinstance(value.ops[0], _COMPARE_OPS)
+
+    def _allocation(self, value: ast.expr | None) -> bool:
+        if isinstance(value, ast.IfExp):
+            sides = [value.body, value.orelse]
+            return all(self._allocation(s) or (isinstance(s, ast.Constant) and s.value is None) for s in sides) and \
+                any(not isinstance(s, ast.Constant) for s in sides)  # fmt: skip
+        if not isinstance(value, ast.Call):
+            return False
+        if self.resolve(value.func) in _ALLOCATIONS:
+            return True
+        return isinstance(value.func, ast.Attribute) and value.func.attr in _NEW_METHODS
+
+    def allows(self, call: ast.Call, op: str, operand: ast.AST, *, method: bool) -> bool:
+        """True when ``call`` (``operand.op(...)`` or ``torch.op(operand, ...)``) is bookkeeping (module docstring)."""
+        if any(k.arg == "out" or k.arg is None for k in call.keywords) or op.endswith("_"):
+            return False
+        args = call.args if method else call.args[1:]
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        if op in REDUCTIONS:
+            shape_ok = not args and all(k.arg == "dtype" for k in call.keywords)
+        elif op in COMPARISONS:
+            shape_ok = len(args) == 1 and not call.keywords
+        else:
+            return False
+        if not shape_ok:
+            return False
+        if self._in_assert(call):
+            return True
+        if not self.runs_once or _in_loop(call, self.parents):
+            return False
+        return isinstance(operand, ast.Name) and (operand.id in self.masks or operand.id in self.buffers)
+
+    def counted(self, call: ast.Call) -> bool:
+        """True when an allowed ``call`` is one of the capped mask/buffer sites (not an assert)."""
+        return not self._in_assert(call)
+
+    def _in_assert(self, node: ast.AST) -> bool:
+        child, parent = node, self.parents.get(id(node))
+        while parent is not None:
+            if isinstance(parent, ast.Assert):
+                return True
+            if isinstance(parent, _ASSERT_PATH):
+                pass
+            elif isinstance(parent, ast.Attribute) and parent.attr == "item" and parent.value is child:
+                pass
+            elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and \
+                    parent.func.attr == "item" and parent.func is child and not parent.args:  # fmt: skip
+                pass
+            else:
+                return False
+            child, parent = parent, self.parents.get(id(parent))
+        return False

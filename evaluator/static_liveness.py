@@ -1,0 +1,368 @@
+"""Code that never runs in the verifier, where rules about what running code does are not applied.
+
+Kernel libraries carry code for other setups: a DTensor path, an optional ``weight``, distributed helpers,
+version shims nobody calls. The verifier calls ``ModelNew.forward`` under ``torch.no_grad()`` on plain tensors,
+so three kinds of code can never run there, and the checker knows which:
+
+* **dead functions**: module-level functions and methods that no code which runs refers to. What runs is the
+  module's own top-level code (class bodies, decorators, default values, annotations, Triton kernel bodies, which
+  the interpreter runs as Python), the entry point, and whatever those refer to, transitively; any reference
+  counts (a name handed on, stored or decorated may be called from anywhere), a class that is referred to makes
+  all its methods live, a function under a decorator that is not known to be inert is live (the decorator may
+  call or keep it). The ``backward`` of an ``autograd.Function`` is dead when the class is only used as
+  ``Cls.apply(...)`` (or in ``isinstance``): the forward runs without autograd, and ``.backward()`` /
+  ``torch.autograd.grad`` are refused on the forward path;
+* **DTensor branches**: the body of ``if isinstance(x, DTensor)`` (and the ``else`` of ``if not isinstance``):
+  no DTensor exists, since its constructors (``distribute_tensor``, ``DTensor.from_local``) are refused
+  everywhere else and the verifier's inputs are plain tensors;
+* **branches on a parameter that is always None**: ``if weight is not None:`` in a function that is only called
+  directly, where every call passes ``None`` for ``weight`` (a literal, an omitted argument whose default is None,
+  or a parameter of the caller that is always None itself), and ``weight`` is never rebound. Functions with
+  decorators (which may change the arguments) and functions handed on as values are never assumed.
+
+Which rules are lifted there is the visitor's decision (``evaluator.static_visitor``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from evaluator.static_library import custom_op_key
+from evaluator.static_model import ModuleModel, resolve
+from evaluator.static_rules import AMP_DECORATORS
+from evaluator.static_uses import Use, use_of
+
+Resolve = Callable[[ast.AST], "str | None"]
+DTENSOR = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tensor._api.DTensor"})
+# Decorators that only wrap a function and call it when it is called (so they do not make it run).
+INERT_DECORATORS = frozenset({"functools.cache", "functools.lru_cache", "staticmethod", "classmethod", "property",
+                              "contextlib.contextmanager", "typing.overload"}) | AMP_DECORATORS  # fmt: skip
+_FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _inert(node: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> bool:
+    """Every decorator only wraps the function: a known wrapper (builtins such as ``staticmethod`` are read by
+    their name) or one of the module's own wrapper factories (:func:`pure_wrapper`)."""
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = resolve(target, model.aliases) or (target.id if isinstance(target, ast.Name) else "")
+        if name in INERT_DECORATORS:
+            continue
+        if isinstance(dec, ast.Name) and pure_wrapper(model.functions.get(dec.id), model):
+            continue
+        return False
+    return True
+
+
+def pure_wrapper(fn: ast.AST | None, model: ModuleModel) -> bool:
+    """``def deco(fn): @functools.wraps(fn) def wrapper(*a, **k): ... fn(...) ...; return wrapper``: a decorator
+    that defines and returns wrappers and otherwise only hands ``fn`` to ``functools.wraps`` -- it neither calls
+    ``fn`` when it decorates nor keeps it anywhere else (Liger's ``ensure_contiguous``)."""
+    if not isinstance(fn, ast.FunctionDef) or fn.decorator_list or fn.args.defaults or fn.args.vararg:
+        return False
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    if len(params) != 1 or fn.args.kwonlyargs or fn.args.kwarg:
+        return False
+    wrapped, wrappers = params[0], set()
+    for stmt in fn.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, _FUNCTION):
+            for dec in stmt.decorator_list:
+                ok = (isinstance(dec, ast.Call) and resolve(dec.func, model.aliases) == "functools.wraps"
+                      and len(dec.args) == 1 and not dec.keywords)  # fmt: skip
+                if not ok:
+                    return False
+            if any(isinstance(n, ast.Name) and n.id == wrapped for part in _signature_parts(stmt, decorators=False)
+                   for n in ast.walk(part)):  # fmt: skip
+                return False
+            wrappers.add(stmt.name)
+            continue
+        if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Name) and stmt.value.id in wrappers:
+            continue
+        return False
+    stores = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == wrapped and not isinstance(n.ctx,
+                                                                                                        ast.Load)]
+    return bool(wrappers) and not stores
+
+
+def _signature_parts(fn: ast.FunctionDef | ast.AsyncFunctionDef, *, decorators: bool = True) -> Iterator[ast.AST]:
+    """What a ``def`` statement evaluates when it runs: decorators, defaults and annotations."""
+    if decorators:
+        yield from fn.decorator_list
+    yield from fn.args.defaults
+    yield from (d for d in fn.args.kw_defaults if d is not None)
+    for arg in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg]:
+        if arg is not None and arg.annotation is not None:
+            yield arg.annotation
+    if fn.returns is not None:
+        yield fn.returns
+
+
+class _Liveness:
+    def __init__(self, tree: ast.Module, model: ModuleModel) -> None:
+        self.tree, self.model = tree, model
+        self.live: set[str] = set()
+        self.todo: list[str] = []
+        self._backward_dead: dict[str, bool] = {}
+
+    def mark(self, key: str) -> None:
+        if key in self.model.functions and key not in self.live:
+            self.live.add(key)
+            self.todo.append(key)
+
+    def mark_class(self, cls: str) -> None:
+        for key in [k for k in self.model.functions if k.startswith(cls + ".")]:
+            if cls in self.model.autograd_functions and key == f"{cls}.backward" and self.backward_dead(cls):
+                continue
+            self.mark(key)
+
+    def backward_dead(self, cls: str) -> bool:
+        """Every use of the autograd Function ``cls`` is ``cls.apply`` or an isinstance check."""
+        if cls not in self._backward_dead:
+            parents = self.model.parents
+            dead = True
+            for n in ast.walk(self.tree):
+                if isinstance(n, ast.Name) and n.id == cls and isinstance(n.ctx, ast.Load):
+                    up = parents.get(id(n))
+                    if isinstance(up, ast.Attribute) and up.attr == "apply" and isinstance(up.ctx, ast.Load):
+                        continue
+                    if use_of(n, parents) is Use.TYPE_CHECK:
+                        continue
+                    dead = False
+                    break
+            self._backward_dead[cls] = dead
+        return self._backward_dead[cls]
+
+    def refs(self, node: ast.AST) -> None:
+        """Mark everything ``node`` refers to as live."""
+        model = self.model
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                if n.id in model.functions:
+                    self.mark(n.id)
+                elif n.id in model.classes:
+                    self.mark_class(n.id)
+                instance = model.instances.get(n.id, "")
+                if instance.startswith("class:"):
+                    self.mark_class(instance[6:])
+            elif isinstance(n, ast.Attribute):
+                if isinstance(n.value, ast.Name) and n.value.id in model.classes:
+                    self.mark(f"{n.value.id}.{n.attr}")  # Cls.backward(...) called directly
+                op = custom_op_key(resolve(n, model.aliases) or "") if model.custom_ops else None
+                if op is not None and op in model.custom_ops and model.custom_ops[op].function:
+                    self.mark(model.custom_ops[op].function)  # type: ignore[arg-type]
+
+    def top_level(self, entry: str) -> None:
+        model = self.model
+        for stmt in self.tree.body:
+            if isinstance(stmt, _FUNCTION) and (model.functions.get(stmt.name) is stmt
+                                                or model.jit_kernels.get(stmt.name) is stmt):  # fmt: skip
+                for part in _signature_parts(stmt):
+                    self.refs(part)
+                if model.jit_kernels.get(stmt.name) is stmt:
+                    self.refs(stmt)  # the interpreter runs a kernel's body as Python
+                elif not _inert(stmt, model) or stmt.name == entry:
+                    self.mark(stmt.name)
+            elif isinstance(stmt, ast.ClassDef) and model.classes.get(stmt.name) is stmt:
+                for part in [*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)]:
+                    self.refs(part)
+                for item in stmt.body:
+                    key = f"{stmt.name}.{getattr(item, 'name', '')}"
+                    if isinstance(item, _FUNCTION) and model.functions.get(key) is item:
+                        for part in _signature_parts(item):
+                            self.refs(part)
+                        if not _inert(item, model):
+                            self.mark(key)
+                    else:
+                        self.refs(item)
+                if stmt.name == entry:
+                    for key in [k for k in model.functions if k.startswith(entry + ".")]:
+                        self.mark(key)  # the harness builds and calls the entry point
+            else:
+                self.refs(stmt)
+
+    def run(self, entry: str) -> set[str]:
+        self.top_level(entry)
+        while self.todo:
+            self.refs(self.model.functions[self.todo.pop()])
+        return self.live
+
+
+def live_functions(tree: ast.Module, model: ModuleModel, entry: str) -> set[str]:
+    """Keys of the module-level functions and methods that code which runs can reach (module docstring)."""
+    return _Liveness(tree, model).run(entry)
+
+
+# -- parameters every caller passes as None -------------------------------------------------------------------
+
+class _Target:
+    """A function whose callers the checker can all see: its parameters and how calls map onto them."""
+
+    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, offset: int, parents: dict[int, ast.AST]) -> None:
+        self.fn = fn
+        positional = [*fn.args.posonlyargs, *fn.args.args][offset:]
+        self.positional = [a.arg for a in positional]
+        self.kwonly = [a.arg for a in fn.args.kwonlyargs]
+        defaults: dict[str, ast.expr | None] = {a: None for a in [*self.positional, *self.kwonly]}
+        for a, d in zip(reversed(positional), reversed(fn.args.defaults), strict=False):
+            defaults[a.arg] = d
+        for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+            defaults[a.arg] = d
+        self.defaults = defaults
+        rebound = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+                   and not _under_none_test(n, n.id, fn, parents)}  # fmt: skip
+        rebound |= {name for n in ast.walk(fn) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
+        for n in ast.walk(fn):  # other bindings: except ... as p, import ... as p, def p, class p, match captures
+            if isinstance(n, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and n.name:
+                rebound.add(n.name)
+            elif isinstance(n, ast.alias):
+                rebound.add((n.asname or n.name).split(".")[0])
+            elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n is not fn:
+                rebound.add(n.name)
+        self.params = {p for p in defaults if p not in rebound}
+
+    def argument(self, call: ast.Call, param: str) -> ast.expr | str:
+        """The expression passed for ``param`` (``"default"`` when omitted, ``"unknown"`` for */** calls)."""
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return "unknown"
+        for kw in call.keywords:
+            if kw.arg == param:
+                return kw.value
+        if param in self.positional and self.positional.index(param) < len(call.args):
+            return call.args[self.positional.index(param)]
+        return "default"
+
+
+def _under_none_test(node: ast.AST, name: str, fn: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """``node`` stands in a branch that runs only when ``name`` is not None (``if weight is not None: weight =
+    weight.contiguous()``): a rebinding there does not make ``name`` anything but None where it is None."""
+    branches = Branches(lambda _n: None, frozenset({name}))
+    child, parent = node, parents.get(id(node))
+    while parent is not None and parent is not fn:
+        if isinstance(parent, ast.If | ast.IfExp) and child is not parent.test:
+            in_body = child in parent.body if isinstance(parent, ast.If) else child is parent.body
+            if (in_body and branches.never_true(parent.test)) or (not in_body and branches.always_true(parent.test)):
+                return True
+        child, parent = parent, parents.get(id(parent))
+    return False
+
+
+def _targets(model: ModuleModel, entry: str) -> dict[str, _Target]:
+    out: dict[str, _Target] = {}
+    for key, fn in model.functions.items():
+        if not isinstance(fn, _FUNCTION) or key == entry:
+            continue  # the entry point is called by the harness, with the task's inputs
+        if "." not in key and not fn.decorator_list:
+            out[key] = _Target(fn, 0, model.parents)
+        elif key.endswith(".forward") and key.split(".")[0] in model.autograd_functions:
+            if all(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list):
+                out[key] = _Target(fn, 1, model.parents)  # forward(ctx, *args): Cls.apply(*args)
+    return out
+
+
+def _call_sites(tree: ast.Module, model: ModuleModel, targets: dict[str, _Target]
+                ) -> tuple[list[tuple[str, ast.Call, str | None]], set[str]]:  # fmt: skip
+    """(target key, call, enclosing function key) for every call of a target; and targets used other ways."""
+    parents = model.parents
+    escaped: set[str] = set()
+    sites: list[tuple[str, ast.Call, str | None]] = []
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+            continue
+        up = parents.get(id(n))
+        if n.id in targets:
+            if isinstance(up, ast.Call) and up.func is n:
+                sites.append((n.id, up, None))
+            else:
+                escaped.add(n.id)
+        key = f"{n.id}.forward"
+        if key in targets:
+            call = parents.get(id(up)) if isinstance(up, ast.Attribute) and up.attr == "apply" else None
+            if isinstance(call, ast.Call) and call.func is up:
+                sites.append((key, call, None))
+            elif use_of(n, parents) is not Use.TYPE_CHECK:
+                escaped.add(key)
+    enclosing: dict[int, str] = {}
+    for key, fn in model.functions.items():
+        todo: list[ast.AST] = list(ast.iter_child_nodes(fn))
+        while todo:  # the function's own scope; calls inside nested defs and lambdas stay unknown
+            node = todo.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+                continue
+            if isinstance(node, ast.Call):
+                enclosing[id(node)] = key
+            todo.extend(ast.iter_child_nodes(node))
+    return [(k, c, enclosing.get(id(c))) for k, c, _ in sites], escaped
+
+
+def none_parameters(tree: ast.Module, model: ModuleModel, entry: str) -> dict[str, frozenset[str]]:
+    """Function key -> its parameters that are None at every call (module docstring)."""
+    targets = _targets(model, entry)
+    sites, escaped = _call_sites(tree, model, targets)
+    none = {k: set(t.params) for k, t in targets.items() if k not in escaped}
+
+    def is_none(value: ast.expr | str, target: _Target, param: str, where: str | None) -> bool:
+        if value == "default":
+            value = target.defaults.get(param)  # type: ignore[assignment]
+            return isinstance(value, ast.Constant) and value.value is None
+        if isinstance(value, ast.Constant):
+            return value.value is None
+        return isinstance(value, ast.Name) and where is not None and value.id in none.get(where, ())
+
+    changed = True
+    while changed:  # the largest set consistent with every call site
+        changed = False
+        for key, call, where in sites:
+            if key not in none:
+                continue
+            for param in list(none[key]):
+                if not is_none(targets[key].argument(call, param), targets[key], param, where):
+                    none[key].discard(param)
+                    changed = True
+    return {k: frozenset(v) for k, v in none.items() if v}
+
+
+# -- tests that are never (or always) true in the verifier ---------------------------------------------------
+
+class Branches:
+    """Which side of an ``if`` never runs, given the names that are always None where it stands."""
+
+    def __init__(self, resolve: Resolve, none_names: frozenset[str] = frozenset()) -> None:
+        self.resolve, self.none = resolve, none_names
+
+    def _dtensor_type(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Tuple):
+            return bool(node.elts) and all(self._dtensor_type(e) for e in node.elts)
+        return self.resolve(node) in DTENSOR
+
+    def _none_name(self, node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.none
+
+    def never_true(self, test: ast.AST) -> bool:
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance":
+            return len(test.args) == 2 and not test.keywords and self._dtensor_type(test.args[1])
+        if self._none_name(test):
+            return True
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and self._none_name(test.left):
+            right = test.comparators[0]
+            return isinstance(right, ast.Constant) and right.value is None and isinstance(test.ops[0],
+                                                                                          ast.IsNot | ast.NotEq)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.always_true(test.operand)
+        if isinstance(test, ast.BoolOp):
+            found = [self.never_true(v) for v in test.values]
+            return any(found) if isinstance(test.op, ast.And) else all(found)
+        return False
+
+    def always_true(self, test: ast.AST) -> bool:
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and self._none_name(test.left):
+            right = test.comparators[0]
+            return isinstance(right, ast.Constant) and right.value is None and isinstance(test.ops[0], ast.Is | ast.Eq)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.never_true(test.operand)
+        if isinstance(test, ast.BoolOp):
+            found = [self.always_true(v) for v in test.values]
+            return all(found) if isinstance(test.op, ast.And) else any(found)
+        return False
