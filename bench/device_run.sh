@@ -1,14 +1,36 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: install carried wheels, run the GPU tests, run the benchmarks.
-# Usage (device tool): bash bench/device_run.sh smoke|check|verifier|search   — results under $OUT.
-# Before the first call: bash bench/fetch_wheels.sh (here), then carry [".whl"].
+# One call on the GPU machine: unpack the carried system packages and wheels, then one mode. Results under $OUT.
+# Usage (device tool): carry [".whl", ".sysdeb"], command "bash bench/device_run.sh MODE" with MODE one of
+#   sandbox   sandbox probe (bubblewrap, GPU inside it, CUDA IPC, compute-sanitizer), the GPU tests of the trace
+#             and the sanitizer (TESTS_S seconds), then the candidate suite (SUITE_S seconds; SUITE_ONLY substrings)
+#   check     the GPU tests in TESTS, then the candidate suite on the tasks' small cases (SUITE_S seconds)
+#   verifier  bench/verifier_bench.py (BENCH_S) then the candidate suite (SUITE_S)
+#   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
+#   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
+#             (CANDIDATES per op, CELERY_S seconds)
+#   smoke     the CUDA tests and one evaluation
+# Before the first call, here: bash bench/fetch_wheels.sh and bash bench/fetch_sysdeb.sh (.whl/, .sysdeb/).
 # On a machine of several GPUs, run one mode per GPU side by side, each with its own TAG:
-#   CUDA_VISIBLE_DEVICES=0 bash bench/device_run.sh verifier & CUDA_VISIBLE_DEVICES=1 TAG=b bash ... search; wait
+#   CUDA_VISIBLE_DEVICES=0 bash bench/device_run.sh check & CUDA_VISIBLE_DEVICES=1 TAG=b bash ... search; wait
 set -uo pipefail
-mode=${1:-all}
+mode=${1:-smoke}
 tag=${TAG:-a}
 OUT=${OUT:-/tmp/kernelevo-out}
 mkdir -p "$OUT"
+
+# bubblewrap and redis-server from Debian packages, unpacked (the image has neither; nothing is installed system-wide)
+sys=/tmp/sys-$tag
+if ls .sysdeb/*.deb >/dev/null 2>&1; then
+  mkdir -p "$sys/bin"
+  for f in .sysdeb/*.deb; do dpkg -x "$f" "$sys"; done
+  libs=$sys/usr/lib/x86_64-linux-gnu:$sys/lib/x86_64-linux-gnu
+  for tool in bwrap redis-server; do
+    [ -x "$sys/usr/bin/$tool" ] || continue
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$libs" "$sys/usr/bin/$tool" > "$sys/bin/$tool"
+    chmod +x "$sys/bin/$tool"
+  done
+  export PATH=$sys/bin:$PATH
+fi
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "/tmp/site-$tag" \
     .whl/*.whl && export PYTHONPATH=/tmp/site-$tag:$PWD || exit 3
@@ -16,34 +38,57 @@ else
   export PYTHONPATH=$PWD
 fi
 export PYTHONUNBUFFERED=1 KERNELEVO_CACHE_DIR=/tmp/kernelevo-cache-$tag TRITON_CACHE_DIR=/tmp/triton-cache-$tag
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu-$tag.txt"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" \
+  | tee -a "$OUT/gpu-$tag.txt"
+command -v bwrap >/dev/null || echo "no bwrap: untrusted code is refused (KERNELEVO_ISOLATION=required)"
+
+suite() {  # the candidate suite on the tasks' small cases, time-boxed; prints passes and failures
+  timeout "${SUITE_S:-290}" python3 bench/gpu_suite.py --small --skip-slow --only "${SUITE_ONLY:-}" \
+    --out "$OUT/gpu_suite-$tag.json" > "$OUT/suite-$tag.log" 2>&1
+  grep -c "^PASS" "$OUT/suite-$tag.log"; grep "^FAIL" "$OUT/suite-$tag.log" | cut -c1-230 | head -20
+  tail -2 "$OUT/suite-$tag.log"
+}
+
 case "$mode" in
-  smoke)
-    python3 -m pytest -q -x -m gpu tests/kernelevo/test_cuda.py 2>&1 | tail -15 | tee "$OUT/pytest_cuda.txt"
-    python3 -m kernelevo.cli eval --task tests/tasks/axpy.py --candidate tests/candidates/honest/axpy_launcher.py \
-      --device cuda --json > "$OUT/smoke_axpy.json"; echo "exit=$?"
-    python3 -c "import json; v=json.load(open('$OUT/smoke_axpy.json')); print(v['verdict'], v['reason'], v['detail']); print(json.dumps(v['timing'], indent=1)[:3000]); print(v.get('logs','')[-2000:])"
+  sandbox)
+    timeout 60 python3 bench/sandbox_probe.py --out "$OUT/sandbox_probe.json" > "$OUT/probe-$tag.log" 2>&1
+    python3 - "$OUT/sandbox_probe.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); print("isolation:", d["isolation"].get("working"), d["isolation"].get("problem"))
+print("gpu in sandbox:", {k: d["gpu_in_sandbox"].get(k) for k in ("device", "sum", "seconds", "error", "returncode")})
+print("ipc plain:", d["ipc_plain"], "| ipc sandboxed:", d["ipc_sandboxed"])
+print("sanitizer:", {k: (v.get("returncode") if isinstance(v, dict) else v) for k, v in d["compute_sanitizer"].items()})
+PY
+    timeout "${TESTS_S:-60}" python3 -m pytest -q -m gpu tests/evaluator/test_sanitize.py \
+      tests/evaluator/test_tracing_gpu.py > "$OUT/pytest_gpu-$tag.txt" 2>&1; tail -4 "$OUT/pytest_gpu-$tag.txt"
+    suite
     ;;
-  verifier)  # BENCH_S / SUITE_S: seconds for each half (the lease is short); SUITE_ONLY: file substrings
+  check)
+    python3 -m pytest -q -m gpu ${TESTS:-tests/evaluator/test_handoff.py tests/kernelevo/test_cuda.py} \
+      > "$OUT/pytest-$tag.txt" 2>&1; tail -5 "$OUT/pytest-$tag.txt"
+    suite
+    ;;
+  verifier)
     timeout "${BENCH_S:-280}" python3 bench/verifier_bench.py --out /tmp/verifier --only "${BENCH_ONLY:-}" 2>&1 \
-      | tee "$OUT/verifier_bench.log" | tail -30
-    tar czf "$OUT/verifier.tgz" -C /tmp verifier
-    timeout "${SUITE_S:-290}" python3 bench/gpu_suite.py --small --skip-slow --only "${SUITE_ONLY:-}" --out "$OUT/gpu_suite_small.json" 2>&1 \
-      | tee "$OUT/gpu_suite.log" | tail -25
+      | tee "$OUT/verifier_bench-$tag.log" | tail -30
+    tar czf "$OUT/verifier-$tag.tgz" -C /tmp verifier
+    suite
     ;;
-  check)  # the GPU tests in TESTS, then the adversarial suite on the tasks' small cases (SUITE_S seconds)
-    python3 -m pytest -q -m gpu ${TESTS:-tests/evaluator/test_handoff.py tests/kernelevo/test_cuda.py} 2>&1 \
-      > "$OUT/pytest-$tag.txt"; tail -5 "$OUT/pytest-$tag.txt"
-    timeout "${SUITE_S:-290}" python3 bench/gpu_suite.py --small --skip-slow --only "${SUITE_ONLY:-}" \
-      --out "$OUT/gpu_suite_small-$tag.json" 2>&1 | tee "$OUT/gpu_suite-$tag.log" | tail -25
-    ;;
-  search)  # OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto): the issue-4 bench suite
-    # outputs reach the reference through CUDA IPC: prove that works here before spending the lease on a search
-    handoff=auto
-    python3 -m pytest -q -x -m gpu tests/evaluator/test_handoff.py > "$OUT/pytest-handoff-$tag.txt" 2>&1 || { handoff=file; echo "CUDA IPC hand-over failed (pytest-handoff-$tag.txt): searching with files"; }
-    timeout "${SEARCH_S:-560}" python3 bench/run.py --device cuda --ops "${OPS:-rms_norm,swiglu}" --output-handoff $handoff \
-      --budget-minutes "${MINUTES:-2}" --parallel-evaluations "${PARALLEL:-0}" --out "/tmp/search-$tag" 2>&1 | tee "$OUT/search-$tag.log" | tail -30
+  search)
+    timeout "${SEARCH_S:-560}" python3 bench/run.py --device cuda --ops "${OPS:-rms_norm,swiglu}" \
+      --budget-minutes "${MINUTES:-2}" --parallel-evaluations "${PARALLEL:-0}" --out "/tmp/search-$tag" 2>&1 \
+      | tee "$OUT/search-$tag.log" | tail -30
     tar czf "$OUT/search-$tag.tgz" -C /tmp "search-$tag"
     ;;
+  celery)
+    timeout "${CELERY_S:-560}" python3 bench/celery_throughput.py --device cuda --ops "${OPS:-rms_norm,swiglu,layer_norm}" \
+      --budget-candidates "${CANDIDATES:-24}" --out "$OUT/celery-$tag" 2>&1 | tee "$OUT/celery-$tag.log" | tail -12
+    ;;
+  smoke)
+    python3 -m pytest -q -x -m gpu tests/kernelevo/test_cuda.py 2>&1 | tail -15 | tee "$OUT/pytest_cuda-$tag.txt"
+    python3 -m kernelevo.cli eval --task tests/tasks/axpy.py --candidate tests/candidates/honest/axpy_launcher.py \
+      --device cuda --json > "$OUT/smoke_axpy-$tag.json"; echo "exit=$?"
+    ;;
+  *) echo "unknown mode $mode (sandbox, check, verifier, search, celery, smoke)"; exit 2 ;;
 esac

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING
 
 import redis
 from starlette.applications import Starlette
@@ -24,6 +25,9 @@ from bot.deliveries import Deliveries
 from bot.routing import Event, Handler, Router
 from bot.state import DeliveryClaim
 from bot.workqueue import WorkQueue
+
+if TYPE_CHECKING:
+    from bot.context import BotContext
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +45,7 @@ def redis_unavailable(exc: BaseException) -> JSONResponse:
                          " redeliver"}, status_code=503)
 
 
-def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: Any,
+def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: BotContext,
                router: Router | None = None) -> Starlette:
     """The ASGI app; ``ctx`` is the :class:`bot.context.BotContext` handlers receive."""
     if not secret:
@@ -51,7 +55,7 @@ def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: Any
     def run(handler: Handler, event: Event) -> None:
         if event.repo and event.installation_id is not None:
             ctx.state.set_installation(event.repo, event.installation_id)
-        handler(event, ctx.github(event.installation_id), ctx)
+        handler(event, ctx.github(event.require_installation_id()), ctx)
 
     async def webhook(request: Request) -> JSONResponse:
         body = await request.body()
@@ -87,7 +91,7 @@ def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: Any
                                 status_code=400)
         deliveries.hold(delivery, len(handlers))
         for handler in handlers:
-            work.submit(lambda h=handler: run(h, event), name=f"{name}.{event.action} {delivery}",
+            work.submit(partial(run, handler, event), name=f"{name}.{event.action} {delivery}",
                         on_done=lambda error: deliveries.handler_done(delivery, error))
         return JSONResponse({"status": "queued" if handlers else "ignored", "handlers": len(handlers)},
                             status_code=202 if handlers else 200)

@@ -14,12 +14,16 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bot import comments
 from bot.github_api import GitHubAPI
-from bot.state import BotState
+from bot.state import BotState, RunLink
 from kernelevo.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, load_repo_config
+
+if TYPE_CHECKING:  # annotations only: importing this module stays as light as before
+    from bot.workqueue import WorkQueue
+    from workflows.client import JobsClient
 
 # (installation id, repo, sha) -> a context manager yielding a local checkout of that commit
 WorkspaceProvider = Callable[[int, str, str], AbstractContextManager[Path]]
@@ -30,10 +34,10 @@ class BotContext:
     """Dependencies shared by the routers (web process) and the bot-queue tasks (bot worker)."""
 
     github: Callable[[int], GitHubAPI]
-    jobs: Any  # workflows.client.JobsClient
+    jobs: JobsClient
     state: BotState
     workspace: WorkspaceProvider
-    work: Any = None  # bot.workqueue.WorkQueue in the web process; None in the bot worker
+    work: WorkQueue | None = None  # in the web process; None in the bot worker
     clock: Callable[[], float] = time.time
     bot_login: str = "kernelevo[bot]"
     progress_interval_s: float = 60.0
@@ -79,7 +83,8 @@ def job_rows(ctx: BotContext, job_ids: list[str]) -> list[dict]:
     """The status comment's rows: one per op job, with its state and outcome (or error)."""
     from bot.report import code, escape_md
 
-    rows, runs = [], {}
+    rows: list[dict] = []
+    runs: dict[int, RunLink | None] = {}
     for job_id in job_ids:
         record = ctx.jobs.get(job_id)
         if record is None:
@@ -87,7 +92,8 @@ def job_rows(ctx: BotContext, job_ids: list[str]) -> list[dict]:
         run_id = record.links.check_run_id
         if run_id is not None and run_id not in runs:
             runs[run_id] = ctx.state.run(run_id)
-        line = runs[run_id].line(record.spec.op_id) if run_id is not None and runs[run_id] else None
+        run = runs[run_id] if run_id is not None else None
+        line = run.line(record.spec.op_id) if run is not None else None
         result = line.outcome if line is not None and line.outcome else (escape_md(record.error) if record.error
                                                                           else "…")
         rows.append({"job_id": record.id, "ops": code(record.spec.op_id), "state": record.state.value,

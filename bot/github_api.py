@@ -57,7 +57,7 @@ class GitHubAPI:
                  max_wait_s: float = 10.0, max_attempts: int = 4, backoff_s: float = 0.5) -> None:
         self.base_url, self.installation_id, self._tokens = base_url.rstrip("/"), installation_id, tokens
         self._clock, self._sleep = clock, sleep
-        self._limits = {"max_wait_s": max_wait_s, "max_attempts": max_attempts, "backoff_s": backoff_s}
+        self._max_wait_s, self._max_attempts, self._backoff_s = max_wait_s, max_attempts, backoff_s
         self._client: tuple[str, github.Github] | None = None
 
     def _requester(self) -> Any:
@@ -83,7 +83,8 @@ class GitHubAPI:
                 self._tokens.forget(self.installation_id)
                 refreshed = True
                 continue
-            action = ratelimit.decide(status, headers, message, attempt, self._clock(), **self._limits)
+            action = ratelimit.decide(status, headers, message, attempt, self._clock(), max_wait_s=self._max_wait_s,
+                                      max_attempts=self._max_attempts, backoff_s=self._backoff_s)
             if action.kind == "retry":
                 self._sleep(action.wait_s)
                 attempt += 1

@@ -65,6 +65,15 @@ def search_result(record: JobRecord) -> dict[str, Any] | None:
     return {**res.summary, "stop_reason": res.stop_reason, "best": best}
 
 
+def installation_of(record: JobRecord) -> int:
+    """The GitHub App installation a job reports to (every job the bot submits, PR or sweep, names one)."""
+    installation_id = record.spec.origin.installation_id
+    if installation_id is None:
+        raise ValueError(f"{record.id} is a {record.spec.origin.kind.value} job without a GitHub installation: only"
+                         " jobs the bot submitted are reported on GitHub")
+    return installation_id
+
+
 def needs_publishing(record: JobRecord) -> bool:
     """Whether a terminal job's result is worth a follow-up PR (``report.assess`` decides)."""
     return record.state is JobState.SUCCEEDED and report.assess(search_result(record)).publish
@@ -136,7 +145,7 @@ def publish_job(ctx: context.BotContext, job_id: str) -> Reported:
         refresh_run(ctx, run_id)
     origin = record.spec.origin
     if origin.kind is OriginKind.PR and origin.pr_number is not None:
-        gh = ctx.github(origin.installation_id)
+        gh = ctx.github(installation_of(record))
         ctx.state.add_pull_jobs(record.spec.repo, origin.pr_number, [job_id])
         notice = None if outcome is None else f"{code(record.spec.op_id)}: {outcome.text}"
         context.refresh_status(ctx, gh, record.spec.repo, origin.pr_number, notice)
@@ -153,10 +162,10 @@ def orphan_run(ctx: context.BotContext, record: JobRecord) -> int:
     """A check run for a PR job that has none (the bot stopped between submitting it and linking it)."""
     from bot.state import RunLink
 
-    gh = ctx.github(record.spec.origin.installation_id)
+    installation_id = installation_of(record)
+    gh = ctx.github(installation_id)
     run_id = checks.start_run(gh, record.spec.repo, record.spec.commit_sha, [record.spec.op_id])
-    ctx.state.put_run(RunLink(check_run_id=run_id, repo=record.spec.repo,
-                              installation_id=record.spec.origin.installation_id,
+    ctx.state.put_run(RunLink(check_run_id=run_id, repo=record.spec.repo, installation_id=installation_id,
                               pr_number=record.spec.origin.pr_number, head_sha=record.spec.commit_sha,
                               ops=[OpLine(op_id=record.spec.op_id, job_id=record.id)], submitted=True))
     return run_id
@@ -177,11 +186,11 @@ def set_outcome(ctx: context.BotContext, run_id: int, op_id: str, job_id: str | 
 
 def report_outcome(ctx: context.BotContext, record: JobRecord) -> Outcome:
     """Publish the job's follow-up PR when its result is worth one; the op's outcome either way."""
-    if not needs_publishing(record):
+    result = search_result(record)
+    if result is None or not needs_publishing(record):
         return unpublished_outcome(record)
     spec = record.spec
-    gh = ctx.github(spec.origin.installation_id)
-    result = search_result(record)
+    gh = ctx.github(installation_of(record))
     assessment = report.assess(result)
     try:
         origin = spec.origin
@@ -190,7 +199,8 @@ def report_outcome(ctx: context.BotContext, record: JobRecord) -> Outcome:
                 return Outcome("no PR: the pull request was closed before the result came", Conclusion.NEUTRAL)
         default_branch = gh.get_repo(spec.repo).get("default_branch", "main")
         config, _ = context.load_config(gh, spec.repo, default_branch)
-        run = ctx.state.run(run_of(ctx, record)) if run_of(ctx, record) else None
+        run_id = run_of(ctx, record)
+        run = ctx.state.run(run_id) if run_id else None
         published = publish_result(ctx, gh, record, result, config.max_open_prs, fork=bool(run and run.fork))
     except (GitHubError, LookupError, OSError, ValueError) as exc:
         log.exception("publishing %s failed", record.id)
@@ -237,7 +247,7 @@ def kernel_files(ctx: context.BotContext, record: JobRecord, result: dict) -> tu
     spec = record.spec
     best = result["best"]
     verdict = best.get("verdict") or {}
-    with ctx.workspace(spec.origin.installation_id, spec.repo, spec.commit_sha) as workspace, \
+    with ctx.workspace(installation_of(record), spec.repo, spec.commit_sha) as workspace, \
             tempfile.TemporaryDirectory(prefix="kernelevo-publish-") as tmp:
         workspace, root = Path(workspace), Path(tmp)
         rel_path = spec.op_id.partition("::")[0]

@@ -25,6 +25,6 @@ def on_requested_action(event: Event, gh: GitHubAPI, ctx: context.BotContext) ->
         return  # not a run this bot made: the button can be pressed again on a new one
     repo, number = target
     notice = request_optimize(ctx, gh, repo=repo, number=number, login=payload["sender"]["login"],
-                              command=commands.Command("optimize"), installation_id=event.installation_id,
+                              command=commands.Command("optimize"), installation_id=event.require_installation_id(),
                               default_branch=payload["repository"].get("default_branch", "main"))
     context.refresh_status(ctx, gh, repo, number, notice)

@@ -36,8 +36,8 @@ def on_comment_created(event: Event, gh: GitHubAPI, ctx: context.BotContext) -> 
         context.refresh_status(ctx, gh, repo, number, notice)
         return
     default_branch = payload["repository"].get("default_branch", "main")
-    notices = []
-    for command in parsed:
+    notices: list[str] = []
+    for command in [c for c in parsed if isinstance(c, commands.Command)]:  # all of them (errors returned above)
         try:
             notices.append(run_command(ctx, gh, event, command, login, number, default_branch))
         except Deferred:
@@ -57,7 +57,7 @@ def run_command(ctx: context.BotContext, gh: GitHubAPI, event: Event, command: c
         return commands.help_text()
     if command.name == "optimize":
         return request_optimize(ctx, gh, repo=repo, number=number, login=login, command=command,
-                                installation_id=event.installation_id, default_branch=default_branch)
+                                installation_id=event.require_installation_id(), default_branch=default_branch)
     config, config_error = context.load_config(gh, repo, default_branch)
     if config_error:
         return config_error
@@ -102,7 +102,7 @@ def _approve(ctx: context.BotContext, gh: GitHubAPI, event: Event, repo: str, nu
     pending = ctx.state.pop_pending(repo, number)
     if pending is not None:
         started = request_optimize(ctx, gh, repo=repo, number=number, login=pending.requested_by,
-                                   command=pending.command, installation_id=event.installation_id,
+                                   command=pending.command, installation_id=event.require_installation_id(),
                                    default_branch=default_branch)
         notice += "\n\nThe waiting request: " + started
     return notice

@@ -21,14 +21,14 @@ def _names(repos: list[dict] | None) -> list[str]:
 def on_installation(event: Event, gh: object, ctx: context.BotContext) -> None:
     """Record which repositories the installation covers (sweeps iterate them); on ``deleted``/``suspend``
     forget its repositories and its cached token."""
-    payload = event.payload
+    payload, installation_id = event.payload, event.require_installation_id()
     account = ((payload.get("installation") or {}).get("account") or {}).get("login", "?")
-    log.info("installation %s %s for %s", event.installation_id, event.action, account)
+    log.info("installation %s %s for %s", installation_id, event.action, account)
     if event.action in ("deleted", "suspend"):
-        ctx.state.forget_installation(event.installation_id)
+        ctx.state.forget_installation(installation_id)
         if ctx.forget_installation:
-            ctx.forget_installation(event.installation_id)
+            ctx.forget_installation(installation_id)
         return
     for repo in _names(payload.get("repositories")) + _names(payload.get("repositories_added")):
-        ctx.state.set_installation(repo, event.installation_id)
+        ctx.state.set_installation(repo, installation_id)
     ctx.state.forget_repos(_names(payload.get("repositories_removed")))

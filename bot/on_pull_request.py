@@ -29,9 +29,10 @@ def on_pull_updated(event: Event, gh: GitHubAPI, ctx: context.BotContext) -> Non
         return
     from kernelevo.discovery import diff_ops
 
-    with ctx.workspace(event.installation_id, repo, pull["base"]["sha"]) as root:
+    installation_id = event.require_installation_id()
+    with ctx.workspace(installation_id, repo, pull["base"]["sha"]) as root:
         before = context.discover_at(root, config)
-    with ctx.workspace(event.installation_id, repo, head_sha) as root:
+    with ctx.workspace(installation_id, repo, head_sha) as root:
         after = context.discover_at(root, config)
     diff = diff_ops(before, after)
     if not diff.added and not diff.changed:
@@ -43,7 +44,7 @@ def on_pull_updated(event: Event, gh: GitHubAPI, ctx: context.BotContext) -> Non
     author = pull["user"]["login"]
     if author in config.auto_run.trusted_authors and not trust.is_fork(pull):
         notice = request_optimize(ctx, gh, repo=repo, number=pull["number"], login=author,
-                                  command=commands.Command("optimize"), installation_id=event.installation_id,
+                                  command=commands.Command("optimize"), installation_id=installation_id,
                                   default_branch=default_branch)
         context.refresh_status(ctx, gh, repo, pull["number"], f"Auto-run for {author}: {notice}")
 

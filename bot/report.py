@@ -39,8 +39,8 @@ def conservative_speedup(timing: dict) -> float | None:
     ratios = []
     for case in timing.get("cases") or []:
         cand = (case.get("candidate") or {}).get("p75_ms")
-        fastest = [(case.get(b) or {}).get("p25_ms") for b in BASELINES]
-        fastest = [f for f in fastest if f]
+        baselines = [(case.get(b) or {}).get("p25_ms") for b in BASELINES]
+        fastest = [f for f in baselines if f]
         if not cand or not fastest:
             return None
         ratios.append(min(fastest) / cand)

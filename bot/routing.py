@@ -28,6 +28,15 @@ class Event:
     def installation_id(self) -> int | None:
         return (self.payload.get("installation") or {}).get("id")
 
+    def require_installation_id(self) -> int:
+        """The App installation the event is for; handlers may rely on it (the web app answers 400, running no
+        handler, for an event without one)."""
+        installation_id = self.installation_id
+        if installation_id is None:
+            raise ValueError(f"{self.name} delivery {self.delivery_id} has no installation: only events of an"
+                             " installed GitHub App reach the handlers")
+        return installation_id
+
     @property
     def repo(self) -> str:
         return (self.payload.get("repository") or {}).get("full_name", "")

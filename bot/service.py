@@ -9,22 +9,32 @@ Both sides hold the App's key; the search workers never do.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kernelevo.settings import Settings
+
+if TYPE_CHECKING:  # annotations only: the modules are imported when the service is built
+    from starlette.applications import Starlette
+
+    from bot.context import BotContext, WorkspaceProvider
+    from bot.workqueue import WorkQueue
+    from workflows.client import JobsClient
 
 REQUIRED = {
     "webhook_secret": "KERNELEVO_WEBHOOK_SECRET (the App's webhook secret)",
     "github_app_id": "KERNELEVO_GITHUB_APP_ID (the App's numeric id)",
 }
+PRIVATE_KEY = "KERNELEVO_GITHUB_PRIVATE_KEY or KERNELEVO_GITHUB_PRIVATE_KEY_PATH (the App's PEM key)"
 DEVICES = ("cuda", "cpu")
+
+T = TypeVar("T")
 
 
 def missing_settings(settings: Settings) -> list[str]:
     """Every required setting that is unset, as the environment variable a person must set."""
     missing = [text for name, text in REQUIRED.items() if not getattr(settings, name)]
     if not settings.github_private_key and not settings.github_private_key_path:
-        missing.append("KERNELEVO_GITHUB_PRIVATE_KEY or KERNELEVO_GITHUB_PRIVATE_KEY_PATH (the App's PEM key)")
+        missing.append(PRIVATE_KEY)
     elif settings.github_private_key_path and not Path(settings.github_private_key_path).is_file():
         missing.append(f"KERNELEVO_GITHUB_PRIVATE_KEY_PATH points to {settings.github_private_key_path}, "
                        "which is not a file")
@@ -35,10 +45,17 @@ class ConfigurationError(RuntimeError):
     """The service cannot start; the message lists what to set."""
 
 
+def _required(value: T | None, setting: str) -> T:
+    """The value of a setting :func:`_check` requires (it has already named every unset one at once)."""
+    if value is None:
+        raise ConfigurationError(f"kernelevo serve cannot start; set:\n  {setting}")
+    return value
+
+
 def _private_key(settings: Settings) -> str:
     if settings.github_private_key:
         return settings.github_private_key.get_secret_value()
-    return Path(settings.github_private_key_path).read_text()
+    return Path(_required(settings.github_private_key_path, PRIVATE_KEY)).read_text()
 
 
 def _check(settings: Settings, device: str) -> None:
@@ -49,7 +66,7 @@ def _check(settings: Settings, device: str) -> None:
         raise ConfigurationError(f"--device must be one of {', '.join(DEVICES)}, not {device!r}")
 
 
-def _jobs(settings: Settings, app: Any = None) -> Any:
+def _jobs(settings: Settings, app: Any = None) -> JobsClient:
     from workflows.client import JobsClient
     from workflows.redis_conn import QueueUnavailable
 
@@ -60,7 +77,7 @@ def _jobs(settings: Settings, app: Any = None) -> Any:
 
 
 def base_context(settings: Settings, *, device: str = "cuda", celery_app: Any = None,
-                 workspace_provider: Any = None, work: Any = None) -> Any:
+                 workspace_provider: WorkspaceProvider | None = None, work: WorkQueue | None = None) -> BotContext:
     """The :class:`~bot.context.BotContext` both sides share (GitHub, Redis state, jobs client)."""
     _check(settings, device)
     from bot.auth import InstallationTokens
@@ -71,7 +88,8 @@ def base_context(settings: Settings, *, device: str = "cuda", celery_app: Any = 
 
     jobs = _jobs(settings, celery_app)
     api = settings.github_api_url
-    tokens = InstallationTokens(settings.github_app_id, _private_key(settings), token_exchange(api))
+    app_id = _required(settings.github_app_id, REQUIRED["github_app_id"])
+    tokens = InstallationTokens(app_id, _private_key(settings), token_exchange(api))
     return BotContext(
         github=lambda inst: GitHubAPI(api, inst, tokens, max_wait_s=settings.bot_max_rate_limit_wait_s),
         jobs=jobs, state=BotState(jobs.store.client),
@@ -81,8 +99,8 @@ def base_context(settings: Settings, *, device: str = "cuda", celery_app: Any = 
         forget_installation=tokens.forget)
 
 
-def build(settings: Settings, *, device: str = "cuda", workspace_provider: Any = None,
-          delivery_lease_s: float | None = None) -> tuple[Any, Any]:
+def build(settings: Settings, *, device: str = "cuda", workspace_provider: WorkspaceProvider | None = None,
+          delivery_lease_s: float | None = None) -> tuple[Starlette, BotContext]:
     """The web process: the ASGI app and its context; raises :class:`ConfigurationError`."""
     _check(settings, device)
     from bot.app import create_app
@@ -96,10 +114,11 @@ def build(settings: Settings, *, device: str = "cuda", workspace_provider: Any =
         work.stop()
         raise
     deliveries = Deliveries(ctx.state, lease_s=delivery_lease_s or LEASE_S)
-    app = create_app(secret=settings.webhook_secret.get_secret_value(), deliveries=deliveries, work=work, ctx=ctx)
+    secret = _required(settings.webhook_secret, REQUIRED["webhook_secret"]).get_secret_value()
+    app = create_app(secret=secret, deliveries=deliveries, work=work, ctx=ctx)
     return app, ctx
 
 
-def worker_context(settings: Settings, *, device: str, celery_app: Any) -> Any:
+def worker_context(settings: Settings, *, device: str, celery_app: Any) -> BotContext:
     """The bot worker's context (no work queue: Celery runs its tasks)."""
     return base_context(settings, device=device, celery_app=celery_app)

@@ -23,8 +23,10 @@ from pydantic import BaseModel, Field
 
 from bot.commands import Command
 from workflows.models import utcnow
+from workflows.redis_values import text, transaction
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel | None)  # what an update's change returns: a record, or None to leave it
 
 PREFIX = "kernelevo:bot"
 REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
@@ -154,11 +156,11 @@ class BotState:
     def _put(self, key: str, value: BaseModel, ttl_s: int | None = RETENTION_S) -> None:
         self.client.set(key, value.model_dump_json(), ex=ttl_s)
 
-    def _update(self, key: str, model: type[M], change: Callable[[M | None], M | None],
-                ttl_s: int | None = RETENTION_S) -> M | None:
+    def _update(self, key: str, model: type[M], change: Callable[[M | None], R],
+                ttl_s: int | None = RETENTION_S) -> R:
         """Apply ``change`` to the record at ``key`` atomically (None from ``change``: leave it)."""
 
-        def body(pipe: redis.client.Pipeline) -> M | None:
+        def body(pipe: redis.client.Pipeline) -> R:
             raw = pipe.get(key)
             new = change(model.model_validate_json(raw) if raw else None)
             if new is not None:
@@ -166,7 +168,7 @@ class BotState:
                 pipe.set(key, new.model_dump_json(), ex=ttl_s)
             return new
 
-        return self.client.transaction(body, key, value_from_callable=True)
+        return transaction(self.client, body, key)
 
     def ping(self) -> None:
         """Raise ``redis.RedisError`` when Redis cannot be reached."""
@@ -203,7 +205,7 @@ class BotState:
         key = self.key("delivery", delivery_id)
         if self.client.set(key, f"handling:{owner}", nx=True, px=int(lease_s * 1000)):
             return DeliveryClaim.NEW
-        value = (self.client.get(key) or b"").decode()
+        value = text(self.client.get(key) or b"")
         if value == "done":
             return DeliveryClaim.DONE
         if not value:  # the lease lapsed between the two calls
@@ -213,7 +215,7 @@ class BotState:
     def renew_deliveries(self, delivery_ids: list[str], owner: str, lease_s: float) -> None:
         for delivery_id in delivery_ids:
             key = self.key("delivery", delivery_id)
-            if (self.client.get(key) or b"").decode() == f"handling:{owner}":
+            if text(self.client.get(key) or b"") == f"handling:{owner}":
                 self.client.pexpire(key, int(lease_s * 1000))
 
     def finish_delivery(self, delivery_id: str, ttl_s: int) -> None:
@@ -223,7 +225,7 @@ class BotState:
     def release_delivery(self, delivery_id: str, owner: str) -> None:
         """Give a claimed delivery up unhandled (a redelivery will be handled)."""
         key = self.key("delivery", delivery_id)
-        if (self.client.get(key) or b"").decode() == f"handling:{owner}":
+        if text(self.client.get(key) or b"") == f"handling:{owner}":
             self.client.delete(key)
 
     # -- installations ---------------------------------------------------------------------------
@@ -235,7 +237,7 @@ class BotState:
         return int(raw) if raw else None
 
     def installations(self) -> dict[str, int]:
-        return {k.decode(): int(v) for k, v in self.client.hgetall(self.key("installations")).items()}
+        return {text(k): int(v) for k, v in self.client.hgetall(self.key("installations")).items()}
 
     def forget_repos(self, repos: list[str]) -> None:
         if repos:

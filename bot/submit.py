@@ -9,6 +9,7 @@ reports it). The repository travels as a content-addressed tarball: workers neve
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from bot import checks, context, jobflow
 from bot.github_api import GitHubAPI
@@ -71,8 +72,8 @@ def submit_request(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, install
             ctx.state.add_open_job(OpenJob(job_id=job_id, op_id=op, repo=repo, installation_id=installation_id,
                                            pr_number=pr_number, check_run_id=run_id))
             status_comment = ctx.state.pull(repo, pr_number).status_comment_id if pr_number is not None else None
-            ctx.jobs.update(job_id, lambda r, c=status_comment: _with_links(r, run_id, c))
-            ctx.state.update_run(run_id, lambda r, op=op, job_id=job_id: _link(r, op, job_id))
+            ctx.jobs.update(job_id, partial(_with_links, run_id=run_id, status_comment_id=status_comment))
+            ctx.state.update_run(run_id, partial(_link, op=op, job_id=job_id))
             if pr_number is not None:
                 ctx.state.add_pull_jobs(repo, pr_number, [job_id])
     except Exception as exc:  # say on the run which ops were not queued, then let the caller tell the PR

@@ -10,11 +10,14 @@ wait (:class:`~bot.ratelimit.Deferred`) retries the task after the wait GitHub a
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.ratelimit import Deferred
 from workflows.celery_app import app
 from workflows.dispatch import BOT_PROGRESS_TASK, BOT_PUBLISH_TASK
+
+if TYPE_CHECKING:
+    from bot.context import BotContext
 
 log = logging.getLogger(__name__)
 
@@ -22,16 +25,16 @@ BOT_RECONCILE_TASK = "kernelevo.bot.reconcile"  # (): make GitHub agree with the
 BOT_SWEEP_TASK = "kernelevo.bot.sweep"  # (): sweep the repositories whose schedule is due
 MAX_DEFERRALS = 8
 
-_context: Any = None
+_context: BotContext | None = None
 
 
-def configure(ctx: Any) -> None:
+def configure(ctx: BotContext) -> None:
     """Set the :class:`~bot.context.BotContext` the tasks use (``kernelevo bot-worker`` does, at start)."""
     global _context
     _context = ctx
 
 
-def context() -> Any:
+def context() -> BotContext:
     if _context is None:
         raise RuntimeError("the bot tasks have no context: run them in `kernelevo bot-worker`")
     return _context

@@ -88,7 +88,8 @@ class WorkQueue:
                     return
                 _, _, item = heapq.heappop(self._heap)
                 self._active += 1
-            done, error = True, None
+            done = True
+            error: Exception | None = None
             try:
                 item.fn()
             except Deferred as exc:

@@ -87,10 +87,10 @@ def sanitize(session: EvaluationSession, source: str, tools: tuple[str, ...] = T
 
 
 def _smallest_inputs(session: EvaluationSession) -> InputSet:
-    sizes = {}
+    sizes: dict[int, int] = {}
     for case in session.plan["cases"]:
         sizes[case["case"]] = sum(_numel(v.get("shape")) for v in case["inputs"])
-    case = min(sizes, key=sizes.get)
+    case = min(sizes, key=sizes.__getitem__)
     first = next(i for i in session.plan["inputs"] if int(i["case"]) == case)
     return InputSet(case, int(first["seed"]), first["file"], session.distribution_of(int(first["seed"])))
 
@@ -133,8 +133,8 @@ def _run_one(session: EvaluationSession, source: str, binary: str, tool: str, ti
         return SanitizerResult(tool=tool, status=status, summary=summary, excerpt=_excerpt(worker.log_tail(20000)),
                                seconds=round(time.perf_counter() - started, 1))
     except (processes.WorkerDied, processes.WorkerTimeout, processes.WorkerMemoryExceeded) as exc:
-        code = worker.process.poll()
-        status, summary = classify(code, worker.log_tail(20000))
+        returncode = worker.process.poll()  # None while the process still runs
+        status, summary = classify(returncode, worker.log_tail(20000))
         if status is SanitizerStatus.CLEAN:
             status = SanitizerStatus.FAILED
         return SanitizerResult(tool=tool, status=status, summary=summary or str(exc),

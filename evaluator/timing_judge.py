@@ -80,7 +80,7 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
     try:
         judge_outputs(session, channel, judged, evidence, "timed-call re-validation")
     except StopEvaluation as stop:
-        stop.verdict.reason = Reason.CHEAT_SUSPECTED.value
+        stop.verdict.reason = Reason.CHEAT_SUSPECTED
         stop.verdict.detail = (
             "outputs of timed calls are wrong although the checked calls were right (behaves "
             "well only during checks?): " + stop.verdict.detail

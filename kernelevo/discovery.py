@@ -12,12 +12,13 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from kernelevo import pyast
-from kernelevo.op import op_id, source_hash
+from kernelevo.op import file_hash, op_id, source_hash
 
 # A file is parsed only if its text contains one of these (cheap pre-filter for 10,000-file repos).
 _MARKERS = ("kernelevo", "get_inputs")
@@ -195,7 +196,11 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
-def _literal_cases(node: ast.expr | None, functions: dict[str, ast.AST]) -> int | None:
+# Module-level functions of a file, by name.
+_Functions = Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef]
+
+
+def _literal_cases(node: ast.expr | None, functions: _Functions) -> int | None:
     """Cases visible statically: a lambda (or a module-level def with one ``return``) returning a
     list/tuple literal; its length is the number of cases."""
     if node is None:
@@ -237,8 +242,9 @@ def discover_source(text: str, rel_path: str) -> tuple[list[DiscoveredOp], list[
         aliases.collect(tree)
     top_functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     ops: list[DiscoveredOp] = []
+    errors: list[DiscoveryError] = []
 
-    def visit(body: list, prefix: str, in_class: bool) -> None:
+    def visit(body: list[ast.stmt], prefix: str, in_class: bool) -> None:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 qualname = prefix + node.name
@@ -248,12 +254,17 @@ def discover_source(text: str, rel_path: str) -> tuple[list[DiscoveredOp], list[
                         kind = "module"
                     else:
                         kind = "method" if in_class else "function"
-                    ops.append(DiscoveredOp(
-                        op_id=op_id(rel_path, qualname), path=rel_path, qualname=qualname, kind=kind,
-                        line=node.lineno, source_hash=source_hash(text, qualname, tree),
-                        cases=_literal_cases(_keyword(decorator, "inputs"), top_functions),
-                        small_cases=_literal_cases(_keyword(decorator, "small_inputs"), top_functions),
-                    ))
+                    digest = source_hash(text, qualname, tree)
+                    if digest is None:  # this walk and kernelevo.op.find_definition visit the same statements
+                        errors.append(DiscoveryError(rel_path, node.lineno, f"{qualname}: found here but not by "
+                                                     f"kernelevo.op.find_definition (a bug in kernelevo: report it)"))
+                    else:
+                        ops.append(DiscoveredOp(
+                            op_id=op_id(rel_path, qualname), path=rel_path, qualname=qualname, kind=kind,
+                            line=node.lineno, source_hash=digest,
+                            cases=_literal_cases(_keyword(decorator, "inputs"), top_functions),
+                            small_cases=_literal_cases(_keyword(decorator, "small_inputs"), top_functions),
+                        ))
                 is_class = isinstance(node, ast.ClassDef)
                 visit(node.body, qualname + ("." if is_class else ".<locals>."), is_class)
             elif isinstance(node, (ast.If, ast.Try, ast.With)):
@@ -267,10 +278,10 @@ def discover_source(text: str, rel_path: str) -> tuple[list[DiscoveredOp], list[
     task = _task_op(tree, text, rel_path, top_functions)
     if task is not None:
         ops.append(task)
-    return ops, []
+    return ops, errors
 
 
-def _task_op(tree: ast.Module, text: str, rel_path: str, functions: dict) -> DiscoveredOp | None:
+def _task_op(tree: ast.Module, text: str, rel_path: str, functions: _Functions) -> DiscoveredOp | None:
     """A KernelBench task file: module-level ``class Model`` and ``def get_inputs``."""
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None or "get_inputs" not in functions:
@@ -283,15 +294,15 @@ def _task_op(tree: ast.Module, text: str, rel_path: str, functions: dict) -> Dis
     if "get_small_cases" in functions:
         small = _literal_cases(ast.Name(id="get_small_cases"), functions)
     return DiscoveredOp(op_id=op_id(rel_path, "Model"), path=rel_path, qualname="Model", kind="task",
-                        line=model.lineno, source_hash=source_hash(text, None), cases=cases,
+                        line=model.lineno, source_hash=file_hash(text), cases=cases,
                         small_cases=small)
 
 
-def _decode(data: bytes, rel_path: str) -> tuple[str | None, DiscoveryError | None]:
+def _decode(data: bytes, rel_path: str) -> str | DiscoveryError:
     try:
-        return data.decode("utf-8-sig"), None
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        return None, DiscoveryError(rel_path, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+        return DiscoveryError(rel_path, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
 
 
 def discover(root: Path | str, include: list[str] | None = None, exclude: list[str] | None = None,
@@ -330,9 +341,9 @@ def add_source_file(result: DiscoveryResult, rel: str, data: bytes) -> None:
     result.files_scanned += 1
     if b"kernelevo" not in data and b"get_inputs" not in data:
         return
-    text, error = _decode(data, rel)
-    if error is not None:
-        result.errors.append(error)
+    text = _decode(data, rel)
+    if isinstance(text, DiscoveryError):
+        result.errors.append(text)
         return
     ops, errors = discover_source(text, rel)
     result.ops.extend(ops)

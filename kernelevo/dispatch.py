@@ -14,7 +14,9 @@ import functools
 import importlib.util
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kernelevo.envelope import EnvelopeCheck, clear_capabilities
 from kernelevo.kernel_store import KERNEL_MODULE, KERNELS_DIR, StoredKernel, find_kernels
@@ -28,7 +30,7 @@ class KernelEvoWarning(UserWarning):
     """An accepted kernel was not used (stale source, call outside its envelope, kernel unloadable)."""
 
 
-def _source_file(obj) -> Path | None:
+def _source_file(obj: object) -> Path | None:
     code = getattr(obj, "__code__", None)
     if code is not None:
         return Path(code.co_filename)
@@ -55,7 +57,7 @@ def locate_kernel(file: Path, qualname: str) -> tuple[str, StoredKernel] | None:
     return None
 
 
-def _load_kernel_class(stored: StoredKernel):
+def _load_kernel_class(stored: StoredKernel) -> type:
     """Import ``kernel.py`` under a private module name, registered in sys.modules (Triton's JIT
     looks kernels' modules up there)."""
     import hashlib
@@ -63,6 +65,8 @@ def _load_kernel_class(stored: StoredKernel):
     path = (stored.directory / KERNEL_MODULE).resolve()
     name = f"_kernelevo_kernel_{stored.name}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"kernels/{stored.name}/{KERNEL_MODULE} is not an importable Python file ({path})")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -76,11 +80,13 @@ def _load_kernel_class(stored: StoredKernel):
 class _Resolved:
     """What the first (non-disabled) call found out: a kernel to use, or why the original runs."""
 
-    def __init__(self, target, qualname: str, warn):
-        self.kernel_class = None
-        self.check = None
+    def __init__(self, target: object, qualname: str, warn: Callable[[str, str], None]):
+        self.kernel_class: type | None = None  # set only together with ``check``
+        self.check: EnvelopeCheck | None = None
         file = _source_file(target)
-        found = locate_kernel(file, qualname) if file is not None and file.exists() else None
+        if file is None or not file.exists():
+            return  # no file to find kernels next to: the original runs, silently
+        found = locate_kernel(file, qualname)
         if found is None:
             return  # no accepted kernel: the original runs, silently
         identifier, stored = found
@@ -108,8 +114,11 @@ def _reason_key(reason: str) -> str:
 
 _EMPTY = object()
 
+# Parameter names (None for *args/**kwargs), defaults (``_EMPTY`` where required), how many may be positional.
+_BindingPlan = tuple[tuple[str, ...] | None, tuple[Any, ...], int]
 
-def _binding_plan(fn) -> tuple[tuple[str, ...] | None, tuple, int]:
+
+def _binding_plan(fn: Callable[..., Any]) -> _BindingPlan:
     """Parameter names and defaults of ``fn`` in order (``_EMPTY`` where required), computed once so that
     keyword calls bind without ``inspect.Signature.bind``; names is None for *args/**kwargs signatures, and
     the count says how many may be given positionally."""
@@ -124,13 +133,13 @@ def _binding_plan(fn) -> tuple[tuple[str, ...] | None, tuple, int]:
 
 
 class _Dispatcher:
-    def __init__(self, target, original, qualname: str):
+    def __init__(self, target: object, original: Callable[..., Any], qualname: str):
         self.target = target
         self.original = original
         self.qualname = qualname
         self.resolved: _Resolved | None = None
         self.warned: set[str] = set()
-        self._signature = None
+        self._signature: _BindingPlan | None = None
 
     def warn(self, key: str, message: str) -> None:
         if key not in self.warned:
@@ -142,7 +151,8 @@ class _Dispatcher:
             self.resolved = _Resolved(self.target, self.qualname, self.warn)
         return self.resolved
 
-    def normalise(self, args: tuple, kwargs: dict, n_args: int, skip_self: bool) -> tuple | None:
+    def normalise(self, args: tuple[Any, ...], kwargs: dict[str, Any], n_args: int,
+                  skip_self: bool) -> tuple[Any, ...] | None:
         """Keyword and defaulted arguments as the positional tuple the envelope describes; None when
         an argument beyond the verified ones differs from its default."""
         if self._signature is None:
@@ -171,19 +181,20 @@ class _Dispatcher:
                 return None
         return tuple(values[:n_args])
 
-    def instantiate(self, init_args: tuple, init_kwargs: dict):
+    def instantiate(self, resolved: _Resolved, kernel_class: type, init_args: tuple[Any, ...],
+                    init_kwargs: dict[str, Any]) -> Any:
         """``ModelNew(*init)``, or None (with a warning, and no further tries) when it raises."""
         try:
-            return self.resolved.kernel_class(*init_args, **init_kwargs)
+            return kernel_class(*init_args, **init_kwargs)
         except Exception as exc:  # a broken kernel must not break the user's program
-            self.resolved.kernel_class = None
+            resolved.kernel_class = None
             self.warn("load", f"{self.qualname}: the accepted kernel's ModelNew could not be constructed "
                               f"({type(exc).__name__}: {exc}); running the original")
             return None
 
-    def outside(self, args: tuple, kwargs: dict, bound_self=None) -> str | None:
-        """None when the call is inside the envelope, else the reason (``bound_self``: the module)."""
-        check = self.resolved.check
+    def outside(self, check: EnvelopeCheck, args: tuple[Any, ...], kwargs: dict[str, Any],
+                bound_self: object = None) -> str | None:
+        """None when the call is inside ``check``'s envelope, else the reason (``bound_self``: the module)."""
         if kwargs or len(args) != check.n_args:
             full = args if bound_self is None else (bound_self, *args)
             normal = self.normalise(full, kwargs, check.n_args, bound_self is not None)
@@ -197,21 +208,23 @@ class FunctionDispatcher(_Dispatcher):
     """State and slow paths of a decorated function's dispatch; :func:`dispatcher_for_function`
     wraps it in the closure that runs on every call."""
 
-    inside = None  # the envelope's generated check, once a usable kernel is resolved
-    forward = None  # the kernel's bound ``ModelNew().forward``
+    # the envelope's generated check, once a usable kernel is resolved
+    inside: Callable[[tuple[Any, ...]], bool] | None = None
+    forward: Callable[..., Any] | None = None  # the kernel's bound ``ModelNew().forward``
 
-    def slow(self, args: tuple, kwargs: dict):
+    def slow(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """First call, calls with keywords, and calls outside the envelope."""
         resolved = self.resolved or self.resolve()
-        if resolved.kernel_class is None:
+        kernel_class, check = resolved.kernel_class, resolved.check
+        if kernel_class is None or check is None:
             return self.original(*args, **kwargs)
         if self.forward is None:
-            kernel = self.instantiate((), {})
+            kernel = self.instantiate(resolved, kernel_class, (), {})
             if kernel is None:
                 return self.original(*args, **kwargs)
             self.forward = kernel.forward
-            self.inside = resolved.check.inside
-        reason = self.outside(args, kwargs)
+            self.inside = check.inside
+        reason = self.outside(check, args, kwargs)
         if reason is None:
             return self.forward(*args, **kwargs)
         self.warn(_reason_key(reason), f"{self.qualname}: {reason}; running the original")
@@ -257,21 +270,22 @@ def _share_state(kernel, module) -> None:
 
 
 class ModuleDispatcher(_Dispatcher):
-    def __call__(self, module, args: tuple, kwargs: dict):
+    def __call__(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if get_settings().disable or type(module) is not self.target:
             return self.original(module, *args, **kwargs)
         resolved = self.resolved or self.resolve()
-        if resolved.kernel_class is None:
+        kernel_class, check = resolved.kernel_class, resolved.check
+        if kernel_class is None or check is None:
             return self.original(module, *args, **kwargs)
-        reason = self.outside(args, kwargs, module)
-        if reason is None and resolved.check._torch.is_grad_enabled() and any(
+        reason = self.outside(check, args, kwargs, module)
+        if reason is None and check._torch.is_grad_enabled() and any(
                 p.requires_grad for p in module._parameters.values()):
             reason = "autograd is recording (parameters require grad) and the kernel is forward-only"
         if reason is None:
             kernel = module.__dict__.get("_kernelevo_kernel")
             if kernel is None:
                 init_args, init_kwargs = module.__dict__.get("_kernelevo_init", ((), {}))
-                kernel = self.instantiate(init_args, init_kwargs)
+                kernel = self.instantiate(resolved, kernel_class, init_args, init_kwargs)
                 if kernel is None:
                     return self.original(module, *args, **kwargs)
                 _share_state(kernel, module)

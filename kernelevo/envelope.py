@@ -8,6 +8,13 @@ microsecond on the CPU (bench/dispatch_bench.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
 _capabilities: dict[int, tuple[int, int]] = {}
 
 
@@ -21,21 +28,41 @@ def _capability(index: int) -> tuple[int, int]:
     if cap is None:
         import torch
 
-        cap = _capabilities[index] = tuple(torch.cuda.get_device_capability(index))
+        major, minor = torch.cuda.get_device_capability(index)
+        cap = _capabilities[index] = (major, minor)
     return cap
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor argument the verifier checked: its dtypes, rank and per-dimension ``(min, max)`` (max None: open)."""
+
+    index: int
+    dtypes: frozenset[torch.dtype]
+    rank: int
+    dims: tuple[tuple[int, int | None], ...]
+
+
+@dataclass(frozen=True)
+class ValueSpec:
+    """A non-tensor argument: its type's name and, when the verifier saw only some, the values it saw."""
+
+    index: int
+    type_name: str
+    values: list[Any] | None
 
 
 class EnvelopeCheck:
     """A compiled envelope: ``check(args)`` returns None when inside, else why not (a sentence)."""
 
-    def __init__(self, envelope: dict):
+    def __init__(self, envelope: dict[str, Any]):
         import torch
 
         self._torch = torch
-        self.device_type = envelope.get("device_type", "cuda")
+        self.device_type: str = envelope.get("device_type", "cuda")
         caps = envelope.get("capabilities")
-        self.capabilities = None if caps is None else {tuple(c) for c in caps}
-        self.specs = []
+        self.capabilities: set[tuple[int, ...]] | None = None if caps is None else {tuple(c) for c in caps}
+        self.specs: list[TensorSpec | ValueSpec] = []
         for i, arg in enumerate(envelope.get("args", [])):
             if arg["kind"] == "tensor":
                 dtypes = frozenset(getattr(torch, name) for name in arg["dtypes"])
@@ -43,26 +70,28 @@ class EnvelopeCheck:
                     raise ValueError(f"envelope argument {i}: unknown dtype in {arg['dtypes']}")
                 dims = tuple((int(d.get("min", 0)), None if d.get("max") is None else int(d["max"]))
                              for d in arg["dims"])
-                self.specs.append((i, True, dtypes, int(arg["rank"]), dims, None))
+                self.specs.append(TensorSpec(i, dtypes, int(arg["rank"]), dims))
             else:
                 values = arg.get("values")
-                self.specs.append((i, False, arg["type"], None, None, None if values is None else list(values)))
+                self.specs.append(ValueSpec(i, arg["type"], None if values is None else list(values)))
         self.n_args = len(self.specs)
         self.inside = self._compile()
 
-    def _compile(self):
+    def _compile(self) -> Callable[[tuple[Any, ...]], bool]:
         """Generate a straight-line ``inside(args) -> bool`` for this envelope (the hot path of every
         dispatched call: no loops, no descriptive strings; ``x.is_cpu`` instead of ``x.device.type``,
         which costs ~0.3 us). :meth:`explain` says why a call is outside."""
-        names = {"grad": self._torch.is_grad_enabled, "cap": _capability, "CAPS": self.capabilities}
+        names: dict[str, Any] = {"grad": self._torch.is_grad_enabled, "cap": _capability, "CAPS": self.capabilities}
         lines = ["def inside(args):", f"    if len(args) != {self.n_args}:", "        return False"]
         if self.n_args:
             lines.append(f"    {', '.join(f'a{i}' for i in range(self.n_args))}, = args")
         tensors = []
-        for i, is_tensor, allowed, rank, dims, values in self.specs:
-            if is_tensor:
+        for spec in self.specs:
+            i = spec.index
+            if isinstance(spec, TensorSpec):
+                rank, dims = spec.rank, spec.dims
                 tensors.append(f"a{i}")
-                names[f"D{i}"] = allowed
+                names[f"D{i}"] = spec.dtypes
                 lines += [f"    if a{i}.dtype not in D{i}:", "        return False",
                           f"    s = a{i}.shape", f"    if len(s) != {rank}:", "        return False"]
                 for d, (lo, hi) in enumerate(dims):
@@ -76,10 +105,10 @@ class EnvelopeCheck:
                 if self.device_type == "cuda" and self.capabilities is not None:
                     lines += [f"    if cap(a{i}.get_device()) not in CAPS:", "        return False"]
             else:
-                names[f"T{i}"] = allowed
+                names[f"T{i}"] = spec.type_name
                 lines += [f"    if type(a{i}).__name__ != T{i}:", "        return False"]
-                if values is not None:
-                    names[f"V{i}"] = values
+                if spec.values is not None:
+                    names[f"V{i}"] = spec.values
                     lines += [f"    if a{i} not in V{i}:", "        return False"]
         if tensors:
             lines += [f"    if grad() and ({' or '.join(t + '.requires_grad' for t in tensors)}):",
@@ -88,7 +117,7 @@ class EnvelopeCheck:
         exec("\n".join(lines), names)  # built from ints, dtypes and a repr'd device name only
         return names["inside"]
 
-    def check(self, args: tuple) -> str | None:
+    def check(self, args: tuple[Any, ...]) -> str | None:
         """None when ``args`` are inside the envelope, else the reason (a sentence)."""
         try:
             if self.inside(args):
@@ -100,21 +129,22 @@ class EnvelopeCheck:
         except (AttributeError, TypeError):
             return "an argument's type differs from the verified cases"
 
-    def explain(self, args: tuple) -> str | None:
+    def explain(self, args: tuple[Any, ...]) -> str | None:
         """Why ``args`` are outside the envelope (slow path, messages for the warning)."""
         if len(args) != self.n_args:
             return f"called with {len(args)} arguments, verified with {self.n_args}"
         device_type = self.device_type
         grad = self._torch.is_grad_enabled()
-        for i, is_tensor, allowed, rank, dims, values in self.specs:
+        for spec in self.specs:
+            i = spec.index
             x = args[i]
-            if is_tensor:
-                if x.dtype not in allowed:
-                    return f"argument {i} has dtype {x.dtype}, verified {sorted(map(str, allowed))}"
+            if isinstance(spec, TensorSpec):
+                if x.dtype not in spec.dtypes:
+                    return f"argument {i} has dtype {x.dtype}, verified {sorted(map(str, spec.dtypes))}"
                 shape = x.shape
-                if len(shape) != rank:
-                    return f"argument {i} has rank {len(shape)}, verified rank {rank}"
-                for d, (lo, hi) in enumerate(dims):
+                if len(shape) != spec.rank:
+                    return f"argument {i} has rank {len(shape)}, verified rank {spec.rank}"
+                for d, (lo, hi) in enumerate(spec.dims):
                     n = shape[d]
                     if n < lo or (hi is not None and n > hi):
                         return f"argument {i} dim {d} is {n}, verified {lo}..{hi}"
@@ -131,10 +161,10 @@ class EnvelopeCheck:
                 if grad and x.requires_grad:
                     return "autograd is recording and the kernel is forward-only"
             else:
-                if type(x).__name__ != allowed:
-                    return f"argument {i} is a {type(x).__name__}, verified {allowed}"
-                if values is not None and x not in values:
-                    return f"argument {i} = {x!r}, verified only {values}"
+                if type(x).__name__ != spec.type_name:
+                    return f"argument {i} is a {type(x).__name__}, verified {spec.type_name}"
+                if spec.values is not None and x not in spec.values:
+                    return f"argument {i} = {x!r}, verified only {spec.values}"
         return None
 
 

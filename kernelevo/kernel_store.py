@@ -100,6 +100,8 @@ def results_summary(verdict: Verdict | Mapping[str, Any]) -> dict:
     from evaluator.verdict import Verdict  # lazy: dispatch reads manifests in users' programs and needs none of it
 
     v = Verdict.coerce(verdict)
+    if v is None:
+        raise ValueError("results_summary: no verdict was given (a stored kernel needs the verdict that accepted it)")
     cases = v.correctness.cases if v.correctness else []
     timing = v.timing
     return {
@@ -126,7 +128,7 @@ def envelope_from_cases(cases: list[tuple], *, device_type: str, capabilities: l
     arity = {len(c) for c in cases}
     if len(arity) != 1:
         raise ValueError(f"envelope_from_cases: cases have different numbers of arguments {sorted(arity)}")
-    args = []
+    args: list[dict[str, Any]] = []
     for i in range(arity.pop()):
         column = [c[i] for c in cases]
         if all(hasattr(x, "dtype") and hasattr(x, "shape") for x in column):
@@ -143,7 +145,7 @@ def envelope_from_cases(cases: list[tuple], *, device_type: str, capabilities: l
             if len(types) != 1:
                 raise ValueError(f"envelope_from_cases: argument {i} mixes types {sorted(types)}")
             type_name = types.pop()
-            entry = {"kind": "value", "type": type_name}
+            entry: dict[str, Any] = {"kind": "value", "type": type_name}
             if type_name != "float":
                 entry["values"] = sorted({x for x in column}, key=repr)
             args.append(entry)

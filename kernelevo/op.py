@@ -12,9 +12,18 @@ from __future__ import annotations
 import functools
 import sys
 import types
-from collections.abc import Callable
 
-# No ``typing`` import: it costs ~2 ms, more than everything else here together.
+# No ``typing`` import: it costs ~2 ms, more than everything else here together. mypy takes any module-level
+# ``TYPE_CHECKING`` as true, so what is imported under it is seen by the checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import ast
+    from collections.abc import Callable
+    from typing import TypeGuard
+
+    import torch
+
+    Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 KNOWN_BACKENDS = ("triton", "cuda")
 
@@ -59,11 +68,11 @@ def split_op_id(identifier: str) -> tuple[str, str]:
     return path, qualname
 
 
-def find_definition(tree: object, qualname: str) -> object | None:
+def find_definition(tree: ast.Module, qualname: str) -> Definition | None:
     """The ``def``/``class`` node whose ``__qualname__`` would be ``qualname``, or None."""
     import ast
 
-    def walk(body: list, prefix: str) -> object | None:
+    def walk(body: list[ast.stmt], prefix: str) -> Definition | None:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 name = f"{prefix}{node.name}"
@@ -89,7 +98,7 @@ def find_definition(tree: object, qualname: str) -> object | None:
     return walk(tree.body, "")
 
 
-def definition_segment(text: str, node: object) -> str:
+def definition_segment(text: str, node: Definition) -> str:
     """Source of a def/class *including its decorators* (``ast.get_source_segment`` omits them):
     whole lines from the first decorator to the end of the body, first line's indentation removed."""
     lines = text.splitlines(keepends=True)
@@ -99,27 +108,34 @@ def definition_segment(text: str, node: object) -> str:
     return "".join(chunk).rstrip() + "\n"
 
 
-def source_hash(text: str, qualname: str | None, tree: object | None = None) -> str | None:
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def file_hash(text: str) -> str:
+    """sha256 of a whole file's text, line endings normalised: the source hash of a KernelBench task file."""
+    return _sha256(text.replace("\r\n", "\n"))
+
+
+def source_hash(text: str, qualname: str | None, tree: ast.Module | None = None) -> str | None:
     """sha256 of an op's source: the decorated def/class segment, or the whole file when ``qualname``
-    is None (KernelBench task files). Returns None when ``qualname`` is not defined in ``text``.
+    is None (KernelBench task files, :func:`file_hash`). Returns None when ``qualname`` is not defined in ``text``.
 
     Pass ``tree`` when the caller already parsed ``text`` (discovery does); the result is the same.
     """
-    import hashlib
-
-    text = text.replace("\r\n", "\n")
     if qualname is None:
-        segment = text
-    else:
-        if tree is None:
-            from kernelevo import pyast
+        return file_hash(text)
+    text = text.replace("\r\n", "\n")
+    if tree is None:
+        from kernelevo import pyast
 
-            tree = pyast.parse(text)
-        node = find_definition(tree, qualname)
-        if node is None:
-            return None
-        segment = definition_segment(text, node)
-    return "sha256:" + hashlib.sha256(segment.encode("utf-8")).hexdigest()
+        tree = pyast.parse(text)
+    node = find_definition(tree, qualname)
+    if node is None:
+        return None
+    return _sha256(definition_segment(text, node))
 
 
 def _check_callable(name: str, value: object, required: bool) -> None:
@@ -149,10 +165,14 @@ def _make_spec(inputs, small_inputs, init, tolerance, backends, allow) -> OpSpec
 class OptimizedFunction:
     """A decorated function: calls go through :mod:`kernelevo.dispatch` (loaded on first call)."""
 
-    def __init__(self, fn: Callable, spec: OpSpec):
+    # Copied from the function by ``functools.update_wrapper`` (with its name, module and docstring).
+    __wrapped__: Callable[..., object]
+    __qualname__: str
+
+    def __init__(self, fn: Callable[..., object], spec: OpSpec):
         functools.update_wrapper(self, fn)
         self.__kernelevo_op__ = spec
-        self._kernelevo_dispatch = None
+        self._kernelevo_dispatch: Callable[[tuple, dict], object] | None = None
 
     def __call__(self, *args, **kwargs):
         dispatcher = self._kernelevo_dispatch
@@ -169,9 +189,14 @@ class OptimizedFunction:
         return f"<kernelevo op {self.__module__}.{self.__qualname__}>"
 
 
+def _is_module_class(cls: type) -> TypeGuard[type[torch.nn.Module]]:
+    """Whether ``cls`` subclasses ``torch.nn.Module``, without importing torch (whoever defined one has)."""
+    loaded = sys.modules.get("torch")
+    return loaded is not None and issubclass(cls, loaded.nn.Module)
+
+
 def _decorate_class(cls: type, spec: OpSpec) -> type:
-    torch = sys.modules.get("torch")
-    if torch is None or not issubclass(cls, torch.nn.Module):
+    if not _is_module_class(cls):
         raise TypeError(
             f"@kernelevo.optimize on class {cls.__qualname__}: only torch.nn.Module subclasses (or "
             f"functions) can be optimized"
@@ -193,11 +218,10 @@ def _decorate_class(cls: type, spec: OpSpec) -> type:
             cls._kernelevo_dispatch = dispatcher
         return dispatcher(self, args, kwargs)
 
-    cls.__init__ = __init__
-    cls.forward = forward
-    cls.__kernelevo_op__ = spec
-    cls._kernelevo_original_forward = original_forward
-    cls._kernelevo_dispatch = None
+    patched = {"__init__": __init__, "forward": forward, "__kernelevo_op__": spec,
+               "_kernelevo_original_forward": original_forward, "_kernelevo_dispatch": None}
+    for name, value in patched.items():  # attributes of the user's class, set at run time
+        setattr(cls, name, value)
     return cls
 
 

@@ -151,6 +151,8 @@ def load_op(repo_root: str | Path, op_id: str) -> LoadedOp:
         raise OpLoadError(f"{op_id}: methods cannot be evaluated as tasks yet; decorate a module-level "
                           f"function or the nn.Module class instead")
     fn = original(obj)
+    if not callable(fn):
+        raise OpLoadError(f"{op_id}: {qualname} is neither a function nor an nn.Module subclass")
 
     class Model(torch.nn.Module):
         """The op as a KernelBench model (no parameters; forward calls the original function)."""
@@ -158,10 +160,11 @@ def load_op(repo_root: str | Path, op_id: str) -> LoadedOp:
         def forward(self, *args, **kwargs):
             return fn(*args, **kwargs)
 
-    # forward shows the op's own signature, so candidates are checked against (x, w, eps=...).
+    # forward shows the op's own signature, so candidates are checked against (x, w, eps=...); a function's
+    # attributes are its ``__dict__``, where inspect.signature finds ``__signature__``.
     signature = inspect.signature(fn)
     this = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    Model.forward.__signature__ = signature.replace(parameters=[this, *signature.parameters.values()])
+    vars(Model.forward)["__signature__"] = signature.replace(parameters=[this, *signature.parameters.values()])
     Model.__qualname__ = Model.__name__ = "Model"
     return LoadedOp(op_id, obj, spec, Model, "function")
 

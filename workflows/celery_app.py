@@ -9,13 +9,18 @@ receives messages, keeps leases honest (the reaper) and forks one fresh child pe
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery, bootsteps
 from kombu import Exchange, Queue
 
 from workflows.dispatch import BOT_PROGRESS_TASK, BOT_PUBLISH_TASK, CHUNK_TASK, REAP_TASK
 from workflows.models import QueueName
+
+if TYPE_CHECKING:
+    from kombu.asynchronous.timer import Entry
+
+    from workflows.reaper import Reaper
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +90,8 @@ class ReaperStep(bootsteps.StartStopStep):
 
     def __init__(self, worker: Any, **kwargs: Any) -> None:
         super().__init__(worker, **kwargs)
-        self.reaper = self.tref = None
+        self.reaper: Reaper | None = None
+        self.tref: Entry | None = None
 
     def start(self, worker: Any) -> None:
         from kernelevo.settings import get_settings

@@ -196,10 +196,10 @@ class Chunk:
             log.exception("%s: could not notify the bot", self.record.id)
 
     def _prepare(self, tmp: Path) -> Prepared:
-        from kernelevo.jobs import default_task_path
         from kernelevo.search.budget import Budget
         from kernelevo.search.config import SearchConfig
         from kernelevo.search.proposers import ProposerError, make_proposer
+        from kernelevo.search.targets import task_in_checkout
 
         spec, settings = self.spec, self.settings
         workspace = unpack_repo(self.store.get_blob(spec.source), tmp / "repo",
@@ -210,7 +210,7 @@ class Chunk:
                                         self.worker, run_dir, max_bytes=settings.queue_run_max_bytes,
                                         redis_retry_s=settings.queue_redis_retry_s)
         try:
-            task_path = default_task_path(workspace, spec.op_id, run_dir)
+            task_path = task_in_checkout(workspace, spec.op_id, run_dir)
         except (FileNotFoundError, LookupError) as exc:
             raise SetupFailure(f"op not found at commit {spec.commit_sha[:12]}: {exc}") from None
         wanted = spec.endpoint
@@ -261,8 +261,10 @@ def run_chunk(job_id: str, epoch: int, node: str, *, settings: Any | None = None
     jobs = jobs or JobsClient.from_settings(settings, check=False)
     worker = WorkerIdentity(node=node, pid=os.getpid(), device=worker_device())
     claim = jobs.store.claim(job_id, epoch, worker, lock_retry_s=settings.queue_lock_retry_s)
-    record = claim.record
     log.info("%s epoch %d on %s: %s", job_id, epoch, node, claim.outcome.value)
+    record = claim.record
+    if record is None:  # MISSING: the job expired or never existed, nothing to run or re-queue
+        return claim.outcome
     if claim.outcome is ClaimOutcome.WAIT_LOCK:
         jobs.dispatch(record, countdown_s=settings.queue_lock_retry_s)
     elif claim.outcome is ClaimOutcome.WRONG_DEVICE:

@@ -7,6 +7,7 @@ uploaded as a content-addressed tarball) and reads :class:`~workflows.models.Job
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -75,7 +76,7 @@ class JobsClient:
     def list(self, states: Iterable[JobState] | None = None, limit: int = 50) -> list[JobRecord]:
         return self.store.list(states, limit)
 
-    def find(self, repo: str, pr_number: int) -> list[JobRecord]:
+    def find(self, repo: str, pr_number: int) -> builtins.list[JobRecord]:
         """Every job of a pull request, oldest first."""
         return self.store.find(repo, pr_number)
 
@@ -110,10 +111,10 @@ class JobsClient:
             log.exception("could not notify the bot that %s finished", record.id)
 
     # -- recovery --------------------------------------------------------------------------------
-    def reap(self) -> list[ReapResult]:
+    def reap(self) -> builtins.list[ReapResult]:
         """Re-queue every job whose chunk stopped heart-beating, or whose message was never confirmed
         sent; record as cancelled/failed what cannot go on. Returns what was done (NONE omitted)."""
-        done = []
+        done: builtins.list[ReapResult] = []
         for job_id in self.store.active_ids():
             try:
                 result = self.store.reap_one(job_id)

@@ -19,6 +19,7 @@ from kernelevo.search.rundir import restore_run_dir
 from workflows.keys import Keys
 from workflows.models import WorkerIdentity
 from workflows.redis_conn import retrying
+from workflows.redis_values import text
 from workflows.store import Fenced
 
 log = logging.getLogger(__name__)
@@ -73,11 +74,10 @@ class RunTooLarge(RuntimeError):
 
 def snapshot(client: redis.Redis, keys: Keys, job_id: str) -> tuple[dict[str, str], dict[str, int]]:
     """The job's mirrored run: file name -> full text, and the line count of each append-only file."""
-    files = {k.decode(): v.decode() for k, v in client.hgetall(keys.run_files(job_id)).items()}
+    files = {text(k): text(v) for k, v in client.hgetall(keys.run_files(job_id)).items()}
     counts: dict[str, int] = {}
-    for raw_name in sorted(client.smembers(keys.run_appends(job_id))):
-        name = raw_name.decode()
-        lines = [line.decode() for line in client.lrange(keys.run_lines(job_id, name), 0, -1)]
+    for name in sorted(text(raw_name) for raw_name in client.smembers(keys.run_appends(job_id))):
+        lines = [text(line) for line in client.lrange(keys.run_lines(job_id, name), 0, -1)]
         files[name] = "".join(lines)
         counts[name] = len(lines)
     return files, counts

@@ -8,7 +8,10 @@ The reaping itself is :meth:`workflows.client.JobsClient.reap` (callable directl
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workflows.client import JobsClient
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +21,7 @@ class Reaper:
 
     def __init__(self, settings: Any, node: str, app: Any) -> None:
         self.settings, self.node, self.app = settings, node, app
-        self._client = None
+        self._client: JobsClient | None = None  # made at the first tick, inside the worker's event loop
 
     def tick(self) -> int:
         """One turn: reap if this worker takes the interval's turn; returns how many jobs were acted on."""

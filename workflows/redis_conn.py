@@ -60,6 +60,12 @@ def connect(url: str, *, timeout_s: float = 5.0, check: bool = True) -> redis.Re
     return client
 
 
+def _log_retry(state: tenacity.RetryCallState) -> None:
+    """Log the transient error before the next attempt (tenacity has recorded the failed attempt's outcome)."""
+    error = state.outcome.exception() if state.outcome is not None else None
+    log.warning("Redis unavailable (%s); retrying", error)
+
+
 def retrying(within_s: float) -> Callable[[Callable[[], T]], T]:
     """Run a callable, retrying transient Redis errors with backoff for up to ``within_s`` seconds.
 
@@ -70,7 +76,7 @@ def retrying(within_s: float) -> Callable[[Callable[[], T]], T]:
         retry=tenacity.retry_if_exception_type(TRANSIENT),
         wait=tenacity.wait_exponential(multiplier=0.1, max=5.0) + tenacity.wait_random(0, 0.2),
         stop=tenacity.stop_after_delay(within_s),
-        before_sleep=lambda state: log.warning("Redis unavailable (%s); retrying", state.outcome.exception()),
+        before_sleep=_log_retry,
         reraise=True,
     )
     return lambda fn: policy(fn)

@@ -13,6 +13,7 @@ The store never publishes Celery messages: methods that queue a chunk leave the 
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import logging
@@ -20,7 +21,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 import redis
 from redis.client import Pipeline
@@ -46,6 +47,7 @@ from workflows.models import (
     utcnow,
 )
 from workflows.redis_conn import retrying
+from workflows.redis_values import blob, text, transaction
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +127,7 @@ class JobStore:
 
     # -- plumbing --------------------------------------------------------------------------------
     def _transact(self, body: Callable[[Pipeline], T], *watch: str) -> T:
-        return self._retry(lambda: self.client.transaction(body, *watch, value_from_callable=True))
+        return self._retry(lambda: transaction(self.client, body, *watch))
 
     def _read(self, pipe: Pipeline | redis.Redis, job_id: str) -> JobRecord | None:
         raw = pipe.get(self.keys.job(job_id))
@@ -137,13 +139,13 @@ class JobStore:
         ttl = _ms(self.limits.retention_s) if record.state.terminal else None
         pipe.set(self.keys.job(record.id), record.model_dump_json(), px=ttl)
 
-    def _terminal(self, pipe: Pipeline, record: JobRecord, holder: bytes | None, op: str) -> None:
+    def _terminal(self, pipe: Pipeline, record: JobRecord, holder: str | None, op: str) -> None:
         """Queue everything a terminal transition writes: the record, the lock release, the cleanup."""
         self._put(pipe, record, op)
         job_id, retention = record.id, _ms(self.limits.retention_s)
         pipe.srem(self.keys.active, job_id)
         pipe.delete(self.keys.heartbeat(job_id), self.keys.dispatching(job_id))
-        if holder is not None and holder.decode() == job_id:
+        if holder == job_id:
             pipe.delete(self.keys.lock(record.spec.lock_key()))
         pipe.pexpire(self.keys.idempotency(record.spec.idempotency_key()), retention)
         if record.spec.origin.pr_number is not None:  # kept as long as the PR's latest finished job
@@ -151,21 +153,31 @@ class JobStore:
         for key in (self.keys.run_files(job_id), self.keys.run_appends(job_id), self.keys.run_bytes(job_id)):
             pipe.pexpire(key, retention)  # the line lists: _expire_run_lines, after the transaction
 
-    def _watch_lock(self, pipe: Pipeline, record: JobRecord) -> bytes | None:
-        """Watch and read the (repo, op) lock of ``record`` (before ``multi``)."""
+    def _watch_lock(self, pipe: Pipeline, record: JobRecord) -> str | None:
+        """Watch and read the (repo, op) lock of ``record`` (before ``multi``): the id of the job holding it."""
         key = self.keys.lock(record.spec.lock_key())
         pipe.watch(key)
-        return pipe.get(key)
+        holder = pipe.get(key)
+        return text(holder) if holder else None
 
     def _expire_run_lines(self, job_id: str) -> None:
         retention = _ms(self.limits.retention_s)
         names = self.client.smembers(self.keys.run_appends(job_id))
         for name in names:
-            self.client.pexpire(self.keys.run_lines(job_id, name.decode()), retention)
+            self.client.pexpire(self.keys.run_lines(job_id, text(name)), retention)
 
     @staticmethod
-    def _already(record: JobRecord | None, op: str) -> bool:
+    def _already(record: JobRecord | None, op: str) -> TypeGuard[JobRecord]:
+        """Whether ``record`` carries the write of update ``op`` (its transaction is being retried)."""
         return record is not None and record.last_write is not None and record.last_write.startswith(op)
+
+    @staticmethod
+    def _outcome_written(record: JobRecord) -> str:
+        """The outcome in the record's ``op:outcome`` write tag (what the retried update decided)."""
+        _, sep, outcome = (record.last_write or "").partition(":")
+        if not sep:
+            raise ValueError(f"{record.id}: its last write {record.last_write!r} carries no outcome (op:outcome)")
+        return outcome
 
     # -- blobs -----------------------------------------------------------------------------------
     def put_blob(self, data: bytes) -> RepoSource:
@@ -197,7 +209,7 @@ class JobStore:
         if size > self.limits.blob_max_bytes:
             raise BlobError(f"the job's repository tarball is {size} bytes, over the cap of"
                             f" {self.limits.blob_max_bytes} (KERNELEVO_QUEUE_BLOB_MAX_BYTES)")
-        data = self._retry(lambda: self.client.get(key)) or b""
+        data = blob(self._retry(lambda: self.client.get(key)) or b"")
         if hashlib.sha256(data).hexdigest() != source.sha256:
             raise BlobError(f"the job's repository tarball does not match its SHA-256 {source.sha256[:12]}...:"
                             " it was altered in Redis; submit the job again")
@@ -209,7 +221,7 @@ class JobStore:
         check_job_id(job_id)
         return self._retry(lambda: self._read(self.client, job_id))
 
-    def list(self, states: Iterable[JobState] | None = None, limit: int = 50) -> list[JobRecord]:
+    def list(self, states: Iterable[JobState] | None = None, limit: int = 50) -> builtins.list[JobRecord]:
         """The newest jobs first, at most ``limit`` of them, only those in ``states`` when given."""
         wanted = set(states) if states else None
 
@@ -217,7 +229,7 @@ class JobStore:
             found: list[JobRecord] = []
             start, page = 0, max(limit, 50)
             while len(found) < limit:
-                ids = [i.decode() for i in self.client.zrevrange(self.keys.jobs, start, start + page - 1)]
+                ids = [text(i) for i in self.client.zrevrange(self.keys.jobs, start, start + page - 1)]
                 if not ids:
                     break
                 raws = self.client.mget([self.keys.job(i) for i in ids])
@@ -236,11 +248,11 @@ class JobStore:
 
         return self._retry(read)
 
-    def find(self, repo: str, pr_number: int) -> list[JobRecord]:
+    def find(self, repo: str, pr_number: int) -> builtins.list[JobRecord]:
         """Every job of a pull request still kept, oldest first."""
 
-        def read() -> list[JobRecord]:
-            ids = sorted(i.decode() for i in self.client.smembers(self.keys.pull_request(repo, pr_number)))
+        def read() -> builtins.list[JobRecord]:
+            ids = sorted(text(i) for i in self.client.smembers(self.keys.pull_request(repo, pr_number)))
             raws = self.client.mget([self.keys.job(i) for i in ids]) if ids else []
             return [JobRecord.model_validate_json(raw) for raw in raws if raw is not None]
 
@@ -266,7 +278,7 @@ class JobStore:
         def body(pipe: Pipeline) -> SubmitOutcome:
             existing = pipe.get(idem)
             if existing:
-                record = self._read(pipe, existing.decode())
+                record = self._read(pipe, text(existing))
                 if record is not None and record.id == job_id:  # our own write, retried
                     return SubmitOutcome(record=record, created=True)
                 if record is not None and record.state not in (JobState.FAILED, JobState.CANCELLED):
@@ -328,17 +340,16 @@ class JobStore:
         def body(pipe: Pipeline) -> Claim:
             record = self._read(pipe, job_id)
             if self._already(record, op):
-                return Claim(outcome=ClaimOutcome(record.last_write.split(":", 1)[1]), record=record)
+                return Claim(outcome=ClaimOutcome(self._outcome_written(record)), record=record)
             if record is None:
                 return Claim(outcome=ClaimOutcome.MISSING)
             holder = self._watch_lock(pipe, record)
-            holder_id = holder.decode() if holder else None
             holder_live = False
-            if holder_id not in (None, job_id):
-                pipe.watch(self.keys.job(holder_id))
-                other = self._read(pipe, holder_id)
+            if holder not in (None, job_id):
+                pipe.watch(self.keys.job(holder))
+                other = self._read(pipe, holder)
                 holder_live = other is not None and not other.state.terminal
-            outcome = decide_claim(record, epoch, worker, lease_alive=bool(pipe.exists(hb)), lock_holder=holder_id,
+            outcome = decide_claim(record, epoch, worker, lease_alive=bool(pipe.exists(hb)), lock_holder=holder,
                                    holder_live=holder_live)
             tag = f"{op}:{outcome.value}"
             if outcome is ClaimOutcome.RUN:
@@ -357,8 +368,8 @@ class JobStore:
                 return Claim(outcome=outcome, record=new)
             if outcome is ClaimOutcome.WAIT_LOCK:
                 new = self._queue_next(pipe, record, JobEventKind.LOCK_WAIT,
-                                       f"{holder_id} searches the same op; trying again in {lock_retry_s:g}s", tag,
-                                       extra_grace_s=lock_retry_s, waiting_for=holder_id)
+                                       f"{holder} searches the same op; trying again in {lock_retry_s:g}s", tag,
+                                       extra_grace_s=lock_retry_s, waiting_for=holder)
                 return Claim(outcome=outcome, record=new)
             if outcome is ClaimOutcome.WRONG_DEVICE:
                 new = self._queue_next(pipe, record, JobEventKind.WRONG_DEVICE,
@@ -463,7 +474,7 @@ class JobStore:
         def body(pipe: Pipeline) -> tuple[CancelOutcome, JobRecord | None]:
             record = self._read(pipe, job_id)
             if self._already(record, op):
-                return (CancelOutcome(record.last_write.split(":", 1)[1]), record)
+                return (CancelOutcome(self._outcome_written(record)), record)
             if record is None:
                 return CancelOutcome.NOT_FOUND, None
             if record.state.terminal:
@@ -507,8 +518,8 @@ class JobStore:
         return self._transact(body, self.keys.job(job_id))
 
     # -- the reaper ------------------------------------------------------------------------------
-    def active_ids(self) -> list[str]:
-        return sorted(i.decode() for i in self._retry(lambda: self.client.smembers(self.keys.active)))
+    def active_ids(self) -> builtins.list[str]:
+        return sorted(text(i) for i in self._retry(lambda: self.client.smembers(self.keys.active)))
 
     def reap_one(self, job_id: str) -> ReapResult:
         """Look at one active job and recover it if its chunk died (see ``lifecycle.reap_action``)."""
@@ -518,11 +529,11 @@ class JobStore:
         def body(pipe: Pipeline) -> ReapResult:
             record = self._read(pipe, job_id)
             if self._already(record, op):
-                return ReapResult(job_id=job_id, action=ReapAction(record.last_write.split(":", 1)[1]), record=record)
+                return ReapResult(job_id=job_id, action=ReapAction(self._outcome_written(record)), record=record)
             action = reap_action(record, lease_alive=bool(pipe.exists(hb)), dispatching=bool(pipe.exists(dispatching)),
                                  max_recoveries=self.limits.max_recoveries)
             tag = f"{op}:{action.value}"
-            if action is ReapAction.FORGET:
+            if record is None or action is ReapAction.FORGET:  # reap_action forgets every missing record
                 pipe.multi()
                 pipe.srem(self.keys.active, job_id)
                 return ReapResult(job_id=job_id, action=action, record=record)

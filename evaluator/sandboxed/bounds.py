@@ -77,7 +77,7 @@ class BoundsChecker:
             finally:
                 checker._extents = []
 
-        executor.__call__ = call
+        executor.__call__ = call  # type: ignore[method-assign]  # the hook itself: mypy does not model patching a class
 
     def _wrap_builder(self, builder: Any) -> None:
         load, store, checker = builder.create_masked_load, builder.create_masked_store, self

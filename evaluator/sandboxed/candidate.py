@@ -402,18 +402,20 @@ _INTERPRETER_LIMITS = (
 
 def interpreter_limit(exc: BaseException) -> str | None:
     """Which GPU-only feature an interpreter failure comes from (None: an ordinary failure of the kernel)."""
-    chain, seen = [], set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        chain.append(f"{type(exc).__name__}: {exc}")
-        exc = exc.__cause__ or exc.__context__
+    chain: list[str] = []
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        chain.append(f"{type(link).__name__}: {link}")
+        link = link.__cause__ or link.__context__
     text = " | ".join(chain)
     if "Interpreter" not in text and "active drivers" not in text:
         return None
     return next((why for needle, why in _INTERPRETER_LIMITS if needle in text), None)
 
 
-def _check_signature(new_cls: type, arities: list[int], model_forward: str) -> None:
+def _check_signature(new_cls: type[torch.nn.Module], arities: list[int], model_forward: str) -> None:
     """ModelNew.forward must accept exactly the argument counts the cases pass (as Model.forward does)."""
     try:
         params = list(inspect.signature(new_cls.forward).parameters.values())[1:]

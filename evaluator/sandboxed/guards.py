@@ -16,6 +16,7 @@ import sys
 import sysconfig
 import threading
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import torch
@@ -69,6 +70,9 @@ def _package_dir(name: str) -> str:
         module = __import__(name)
     except ImportError:
         return "<not installed>/"
+    if module.__file__ is None:
+        raise RuntimeError(f"{name} is installed as a namespace package (no __init__.py at {list(module.__path__)}):"
+                           f" reinstall it (pip install --force-reinstall {name})")
     return str(Path(module.__file__).resolve().parent) + "/"
 
 
@@ -142,7 +146,7 @@ class OpRecorder(TorchDispatchMode):
     def _caller_file(self) -> str:
         """The file of the nearest caller outside torch (the Triton interpreter itself is exempt from recording:
         it is the kernel running; anything else Triton calls back is the candidate's code)."""
-        frame = self._getframe(2)
+        frame: FrameType | None = self._getframe(2)
         while frame is not None and frame.f_code.co_filename.startswith(self._torch_dir):
             frame = frame.f_back
         return frame.f_code.co_filename if frame is not None else ""
@@ -392,7 +396,7 @@ class AuditGuard:
 
 
     def _candidate_line_on_stack(self) -> int | None:
-        frame = self._getframe(3)
+        frame: FrameType | None = self._getframe(3)
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename == self.candidate_file or (filename.startswith("<") and not filename.startswith("<frozen")):
@@ -424,7 +428,7 @@ class AuditGuard:
         own code, or code compiled at run time (``eval``/``exec`` of a string, even when a library called the
         builtin on the candidate's behalf, e.g. ``functools.partial(eval, ...)`` handed to Triton as a grid);
         None when it is a library (torch, triton acting for the candidate) or the import machinery."""
-        frame = self._getframe(2)
+        frame: FrameType | None = self._getframe(2)
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename == self.candidate_file:

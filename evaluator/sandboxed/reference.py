@@ -299,7 +299,7 @@ class ReferenceRunner:
         return {"ok": ok, "problem": problem, "outputs": per_output}
 
 
-def _forward_names(model_cls: type) -> str:
+def _forward_names(model_cls: type[torch.nn.Module]) -> str:
     try:
         return ", ".join(list(inspect.signature(model_cls.forward).parameters)[1:])
     except (TypeError, ValueError):

@@ -51,8 +51,8 @@ class LoadedTask:
     distributions: tuple[str, ...] = DEFAULT_DISTRIBUTIONS
 
     @property
-    def model_cls(self) -> type:
-        return self.module.Model
+    def model_cls(self) -> type[torch.nn.Module]:
+        return self.module.Model  # checked to be an nn.Module subclass when the task was loaded
 
     def init_inputs(self) -> list[Any]:
         return list(_call_hook(self, "get_init_inputs"))

@@ -229,7 +229,7 @@ def decode(frame: RawFrame) -> Record:
         start, end, queued, device, context, stream, corr, graph = fields[:8]
         grid, block = tuple(fields[8:11]), tuple(fields[11:14])
         dyn, static, regs, flags, cupti_kind, _ = fields[14:]
-        return KernelRecord(seq, start, end, queued, device, context, stream, corr, graph, grid, block,  # type: ignore[arg-type]
+        return KernelRecord(seq, start, end, queued, device, context, stream, corr, graph, grid, block,
                             dyn, static, regs, KernelFlag(flags), cupti_kind, _text(name))
     if kind is RecordType.MEMCPY:
         (start, end, nbytes, device, context, stream, corr, graph, copy_kind, src_kind, dst_kind, cflags, peer,

@@ -35,12 +35,13 @@ def discover_command(
     if changed and head is not None:
         _fail("use either --base/--head (two revisions) or --changed (working tree files), not both")
     try:
-        if changed or base is not None:
-            if changed:
-                diff_base = base if base is not None else ("HEAD" if _is_git(path) else None)
-                diff, errors = discovery_git.diff_worktree(path, list(changed), diff_base)
-            else:
-                diff, errors = discovery_git.diff_revisions(path, base, head or "HEAD")
+        if changed:
+            diff_base = base if base is not None else ("HEAD" if _is_git(path) else None)
+            diff, errors = discovery_git.diff_worktree(path, list(changed), diff_base)
+            _print_diff(diff, errors, as_json)
+            return
+        if base is not None:
+            diff, errors = discovery_git.diff_revisions(path, base, head or "HEAD")
             _print_diff(diff, errors, as_json)
             return
         result = discovery.discover(path)

@@ -117,7 +117,7 @@ def submit_command(
     """Queue a search of one op; the repository around PATH travels with the job as a tarball."""
     from pydantic import ValidationError
 
-    from kernelevo.commands.optimize_cmd import CPU_PLATEAU
+    from kernelevo.search.budget import CPU_PLATEAU_GENERATIONS
     from kernelevo.search.targets import TargetError, resolve_targets
     from kernelevo.settings import get_settings
     from workflows.models import Budgets, JobSpec, Origin, OriginKind, SearchShape
@@ -131,11 +131,11 @@ def submit_command(
     if proposer not in ("auto", "offline", "llm"):  # workers build proposers by name only, never by import path
         raise _fail(f"--proposer must be auto, offline or llm, not {proposer!r}")
     if device == "cpu" and plateau is None:
-        plateau = CPU_PLATEAU  # untimed, every accepted kernel scores 1.0 (as `kernelevo optimize`)
+        plateau = CPU_PLATEAU_GENERATIONS
     given = dict(candidates=budget_candidates, minutes=budget_minutes, tokens=budget_tokens, usd=budget_usd,
                  plateau_generations=plateau)
     try:
-        budgets = Budgets(**{k: v for k, v in given.items() if v is not None})
+        budgets = Budgets.model_validate({k: v for k, v in given.items() if v is not None})
         shape = SearchShape(generation_size=generation_size, parallel_evaluations=parallel_evaluations)
     except ValidationError as exc:
         raise _fail(_validation_message(exc)) from None

@@ -15,8 +15,6 @@ from typing import Any
 
 import typer
 
-CPU_PLATEAU = 2
-
 
 def register(app: typer.Typer) -> None:
     """Add the ``optimize`` command to the CLI."""
@@ -84,8 +82,6 @@ def optimize_command(
         raise _fail("choose one of --json-lines and --quiet")
     if path is not None and resume is not None:
         raise _fail("give PATH to start a search, or --resume RUN_DIR to continue one (not both)")
-    if path is None and resume is None:
-        path = EMBEDDED_DEFAULT
     from kernelevo.sandbox import harden_trusted_process
 
     harden_trusted_process()  # this process may hold an LLM key; candidates and the op run in sandboxes
@@ -96,17 +92,19 @@ def optimize_command(
         if resume is not None:
             jobs = [_resume_job(resume, given)]
         else:
-            jobs = [{"target": t, "run_dir": None} for t in resolve_targets(path, op)]
+            targets = resolve_targets(path if path is not None else EMBEDDED_DEFAULT, op)
+            jobs = [{"target": t, "run_dir": None} for t in targets]
     except (ProposerError, TargetError, FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc)) from None
     device = device or (jobs[0].get("device") if resume else None) or _default_device()
     if device == "cpu" and plateau is None and resume is None:
-        # Untimed, every accepted kernel scores 1.0: more generations cannot improve on the first one.
-        given["plateau_generations"] = CPU_PLATEAU
+        from kernelevo.search.budget import CPU_PLATEAU_GENERATIONS
+
+        given["plateau_generations"] = CPU_PLATEAU_GENERATIONS
     root = runs_dir or get_settings().runs_dir
     shape = {k: v for k, v in (("generation_size", generation_size), ("parallel_evaluations", parallel_evaluations))
              if v is not None}
-    config = SearchConfig(**shape) if shape else None
+    config = SearchConfig.from_dict(shape) if shape else None
     all_accepted = True
     try:
         for job in jobs:

@@ -75,6 +75,9 @@ def serve_command(
     except ConfigurationError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    work = ctx.work
+    if work is None:  # the web process runs its handlers on this queue
+        raise RuntimeError("bot.service.build returned a context without a work queue")
     child = None
     stopping, child_died = threading.Event(), threading.Event()
     if bot_worker:
@@ -95,7 +98,7 @@ def serve_command(
         uvicorn.run(asgi, host=host, port=port, log_level="info")
     finally:
         stopping.set()
-        ctx.work.stop()
+        work.stop()
         if child is not None and child.poll() is None:
             child.terminate()
             try:

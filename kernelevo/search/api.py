@@ -141,7 +141,7 @@ def run_search(
     result.environment = environment
     if sanitized is not None:
         result.sanitizer, failed = sanitized
-        if failed:  # a race or a bad access the correctness calls missed: the kernel is not published
+        if failed and result.best is not None:  # a race or a bad access the correctness calls missed: not published
             why = f"The best kernel ({result.best['id']}) failed compute-sanitizer ({failed}): no kernel is reported."
             result.note = f"{result.note} {why}".strip()
             result.best = None

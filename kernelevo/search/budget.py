@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+# On a CPU nothing is timed and every accepted kernel scores 1.0: more generations cannot improve on the first
+# accepted one, so a CPU search stops after this many generations without improvement unless told otherwise.
+CPU_PLATEAU_GENERATIONS = 2
+
 STOP_REASONS = (
     "budget_candidates",
     "budget_tokens",

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from kernelevo.search.budget import Budget, eta_s, stop_reason
@@ -73,7 +74,7 @@ class SearchLoop(Planning, Judging):
         self.slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", op_id).strip("._") or "op"  # candidate names in files
         self.population = Population(config.islands, config.island_capacity)
         self.state = LoopState()
-        self.seen: dict[str, dict[str, Any]] = {}  # source sha -> first candidate record
+        self.seen = {}  # source sha -> first candidate record
         self.logged_slots = {r["slot"]: r for r in run.proposals()}
         self.logged_candidates = {r["id"]: r for r in run.candidates()}
         records = [*self.logged_slots.values(), *self.logged_candidates.values()]
@@ -90,10 +91,7 @@ class SearchLoop(Planning, Judging):
         self.pool: ThreadPoolExecutor | None = None  # proposer threads, while run() runs
         self.submitting: list[Slot] = []  # the generation whose candidates are being handed to the window
 
-    # -- time and stopping -------------------------------------------------------------------
-    def elapsed(self) -> float:
-        return self.prior_elapsed + (self.clock() - self.session_start)
-
+    # -- stopping --------------------------------------------------------------------------------
     def _stop(self, spend: bool = True, in_flight: int = 0, consumed: Consumption | None = None) -> str | None:
         """Why to stop now; ``spend=False`` ignores tokens and money (already paid for the reply at hand);
         ``in_flight`` candidates being judged count as evaluated; ``consumed``: judge spend as it stood
@@ -192,6 +190,8 @@ class SearchLoop(Planning, Judging):
         window.fence, self.open = tally.gen, tally
         tally.best_before = self.population.best.fitness if self.population.best else 0.0
         if plan and self.config.lookahead:
+            if self.pool is None:
+                raise RuntimeError("SearchLoop._open: no proposer pool (generations are opened only inside run())")
             planned = self._plan_generation(self.next_gen, self.pool, tally.consumed)
             if planned is not None:
                 self.pending.append(planned)
@@ -226,7 +226,7 @@ class SearchLoop(Planning, Judging):
             self.population.migrate()
         self._emit("generation", tally.gen + 1)
 
-    def _finish(self, window: EvaluationWindow, reason: str | None) -> str | None:
+    def _finish(self, window: EvaluationWindow, reason: str) -> str:
         """After a stop: close the open generation as the one-at-a-time loop would have, then absorb the
         candidates in flight (they are judged and counted even when a budget stopped the loop), unless
         closing a generation stopped the run: candidates of the next one are then not counted (they are in
@@ -268,6 +268,5 @@ class SearchLoop(Planning, Judging):
                     self._prefetch_next(proposals[k + 1:], slots[index + 1:])
                 source = proposal.get("source") or ""
                 key = source_sha(source) if source.strip() and not proposal.get("error") else None
-                window.submit(lambda slot=slot, k=k, proposal=proposal: self._judge(slot, k, proposal), key=key,
-                              tag=slot.generation)
+                window.submit(partial(self._judge, slot, k, proposal), key=key, tag=slot.generation)
         return None

@@ -36,7 +36,9 @@ class Extraction:
 def fenced_blocks(reply: str) -> list[Block]:
     """Markdown code blocks in order; an unclosed last block is returned with ``closed=False``."""
     blocks: list[Block] = []
-    lang, lines, fence = None, [], ""
+    lang: str | None = None
+    lines: list[str] = []
+    fence = ""
     for line in reply.splitlines():
         stripped = line.strip()
         if lang is None:

@@ -11,6 +11,7 @@ from typing import Any
 from evaluator.verdict import NeedsGPU, Verdict
 from kernelevo.search.feedback import render_feedback
 from kernelevo.search.fitness import fitness_of
+from kernelevo.search.loop_core import LoopCore
 from kernelevo.search.population import Individual
 from kernelevo.search.slots import Slot, candidate_record, source_sha
 
@@ -22,7 +23,7 @@ def record_verdict(record: dict[str, Any]) -> Verdict | None:
     return Verdict.coerce(record.get("verdict"))
 
 
-class Judging:
+class Judging(LoopCore):
     """Candidate judging and absorbing, mixed into :class:`~kernelevo.search.engine.SearchLoop`."""
 
     def _account_slot(self, reply: dict[str, Any]) -> None:

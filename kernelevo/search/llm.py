@@ -17,11 +17,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelevo.search.extract import classify_strategy, extract_candidate
 from kernelevo.search.hardware import describe_hardware
 from kernelevo.search.proposer import Proposal, ProposalRequest
+
+if TYPE_CHECKING:  # openai is imported when a proposer is built, not with this module
+    from openai.types.chat import ChatCompletionMessageParam
 
 PROMPTS = Path(__file__).with_name("prompts")
 
@@ -37,7 +40,7 @@ class Usage:
     cost_usd: float = 0.0
 
 
-def render_prompt(request: ProposalRequest) -> list[dict[str, str]]:
+def render_prompt(request: ProposalRequest) -> list[ChatCompletionMessageParam]:
     """The chat messages for ``request`` (system contract + task, hardware, parents, operator)."""
     import jinja2
 
@@ -149,7 +152,7 @@ class LLMProposer:
     def _clean(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
-    def _one(self, request: ProposalRequest, messages: list[dict], index: int) -> Proposal:
+    def _one(self, request: ProposalRequest, messages: list[ChatCompletionMessageParam], index: int) -> Proposal:
         import openai
 
         base = Proposal(source="", operator=request.operator, backend=request.backend, model=self.model)

@@ -10,13 +10,14 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from kernelevo.search.loop_core import LoopCore
 from kernelevo.search.loop_state import Consumption
 from kernelevo.search.population import Individual
 from kernelevo.search.proposer import Parent, ProposalRequest
 from kernelevo.search.slots import Slot, reply_record
 
 
-class Planning:
+class Planning(LoopCore):
     """Slot planning and proposer calls, mixed into :class:`~kernelevo.search.engine.SearchLoop`."""
 
     def _slot_backend(self, island: int) -> str:
@@ -59,7 +60,7 @@ class Planning:
         size = self._room(consumed)
         if size <= 0:
             return None
-        slots = []
+        slots: list[Slot] = []
         for index in range(size):
             island = index % self.config.islands
             plan = self.population.plan_slot(island, self.rng)

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kernelevo.search.budget import Budget
 from kernelevo.search.result import Progress, SearchResult
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -77,7 +80,7 @@ class RichReporter:
 
         self.op_id, self.budget = op_id, budget
         self.console = console or Console(stderr=True)
-        self.live = None
+        self.live: Live | None = None  # while the panel is shown
         self._last: dict[str, Any] | None = None
 
     def render(self, progress: Progress | None) -> Any:
@@ -94,12 +97,13 @@ class RichReporter:
     def __enter__(self) -> RichReporter:
         from rich.live import Live
 
-        self.live = Live(self.render(None), console=self.console, refresh_per_second=4, transient=False)
-        self.live.__enter__()
+        live = self.live = Live(self.render(None), console=self.console, refresh_per_second=4, transient=False)
+        live.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.live.__exit__(*exc)
+        if self.live is not None:
+            self.live.__exit__(*exc)
 
     def __call__(self, progress: Progress) -> None:
         if progress.last is None and self._last is not None:  # keep showing the last candidate judged

@@ -30,12 +30,16 @@ class Slot:
     operator: str
     backend: str
     parent_ids: list[str]
-    future: Future | None = None
+    future: Future[dict[str, Any]] | None = None
     logged: dict[str, Any] | None = None
 
     def reply(self) -> dict[str, Any]:
         """The slot's reply record, waiting for the proposer thread if it is still running."""
-        return self.logged if self.logged is not None else self.future.result()
+        if self.logged is not None:
+            return self.logged
+        if self.future is None:
+            raise RuntimeError(f"slot {self.id}: no logged reply and no proposer call (planning left it empty)")
+        return self.future.result()
 
 
 def source_sha(source: str) -> str:

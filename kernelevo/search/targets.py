@@ -87,11 +87,32 @@ def resolve_targets(path: Path, op: str | None = None) -> list[Target]:
     return [Target(o, root) for o in ops]
 
 
+def task_in_checkout(workspace: Path, op_id: str, run_dir: Path) -> Path:
+    """Path of a KernelBench-format task file for ``op_id`` inside an unpacked checkout (a worker's chunk).
+
+    The op is found by static discovery of its file (no repository code is imported here); a task file
+    is used as is, a decorated op is turned into a task module in ``run_dir`` (``Target.task_path``).
+    """
+    from kernelevo.discovery import discover_source
+
+    rel = op_id.partition("::")[0]
+    source = (workspace / rel).resolve()
+    if not source.is_relative_to(workspace.resolve()) or not source.is_file():
+        raise FileNotFoundError(f"op {op_id!r}: {rel} is not a file in the checkout")
+    ops, _ = discover_source(source.read_text(encoding="utf-8"), rel)
+    found = [op for op in ops if op.op_id == op_id]
+    if not found:
+        raise LookupError(f"op {op_id!r} is not in {rel} at this commit (renamed or removed?)")
+    return Target(found[0], workspace).task_path(run_dir)
+
+
 def envelope_from_verdict(verdict: Verdict | Mapping[str, Any], device: str) -> dict[str, Any]:
     """The dispatch envelope covering the cases the verdict checked (shapes, dtypes, scalar values)."""
     from kernelevo.kernel_store import envelope_from_cases
 
     v = Verdict.coerce(verdict)
+    if v is None:
+        raise ValueError("envelope_from_verdict: no verdict was given (the envelope is the cases a verdict checked)")
     cases = []
     for case in v.correctness.cases if v.correctness else []:
         args = [SimpleNamespace(shape=tuple(item.shape), dtype=item.dtype) if isinstance(item, TensorSpec)
@@ -110,6 +131,6 @@ def write_accepted_kernel(target: Target, source: str, verdict: Verdict | Mappin
     from kernelevo.kernel_store import write_kernel
 
     v = Verdict.coerce(verdict)
-    if not v.accepted:
+    if v is None or not v.accepted:
         raise TargetError(f"{target.op_id}: refusing to store a kernel the verifier did not accept")
     return write_kernel(target.repo_root, target.op, source, v, envelope_from_verdict(v, device))

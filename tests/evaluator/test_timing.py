@@ -1,6 +1,7 @@
 """Timing helpers that do not need a GPU: statistics and per-trial input perturbation."""
 
 import random
+import re
 
 import torch
 
@@ -74,4 +75,7 @@ def test_reference_process_answers_for_rescaled_inputs(tmp_path):
     expected = torch.softmax((x * 1.03).double(), dim=-1)
     assert torch.allclose(refs[0], expected, rtol=0, atol=1e-12)
     assert (0, 11, 1.03) not in runner.refs  # one-off answers are not kept
-    assert str(11) not in " ".join(i["file"] for i in plan["inputs"])  # files are not named by their seed
+    # files are named by a random token, not by case and seed
+    names = [Path(i["file"]).name for i in plan["inputs"]]
+    assert all(re.fullmatch(r"in-[0-9a-f]{16}\.pt", name) for name in names), names
+    assert len(set(names)) == len(names)

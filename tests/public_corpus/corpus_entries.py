@@ -57,6 +57,9 @@ class Entry(BaseModel):
     adapter: str  # file name under tests/public_corpus/adapters/
     cpu: CpuExpectation
     why_cpu: str = ""  # why the interpreter cannot run it (for NEEDS_GPU)
+    # A false reject we know and have not fixed: why. The test expects the rejection (strict xfail, so a fix shows
+    # up as XPASS and this must be cleared); bench/public_corpus.py counts it in the false-reject rate.
+    known_false_reject: str = ""
 
     @property
     def id(self) -> str:
@@ -98,6 +101,14 @@ _AUTOTUNE = "@triton.autotune with several configs: the interpreter cannot bench
 _BF16 = ("arithmetic on bf16 values (`silu(a).cast(b.dtype) * b`): the interpreter stores bf16 as uint16 and "
          "computes on the raw bits (NaNs and garbage)")
 
+# fla's kernels come with fla.utils, whose import-time code the verifier refuses wherever a candidate runs it:
+# `inspect.signature` and `sys.modules` lookups at import, an `os.environ[...] =` write, and
+# `tl.extra.ascend = sys.modules[...] = tl.extra.cann` (patching triton). Its forward paths also call
+# `@torch.compile` helpers, `torch.compiler.disable` and private torch APIs. Open: a way to accept library glue of
+# this kind without accepting the same code from an attacker.
+_FLA_SETUP = ("fla.utils runs import-time code the verifier refuses (inspect, sys.modules, os.environ writes, an "
+              "alias patched into triton.language.extra) and its forward paths call torch.compile helpers")
+
 ENTRIES: tuple[Entry, ...] = (
     Entry(library=LIGER, module="liger_kernel.ops.rms_norm", kernel="LigerRMSNormFunction",
           task="bench/ops/rms_norm.py", adapter="liger_rms_norm.py", cpu=CpuExpectation.NEEDS_GPU,
@@ -120,15 +131,20 @@ ENTRIES: tuple[Entry, ...] = (
           task="tests/public_corpus/tasks/cross_entropy_rows.py", adapter="liger_cross_entropy_rows.py",
           cpu=CpuExpectation.ACCEPTED),
     Entry(library=FLA, module="fla.modules.norm.layernorm", kernel="rms_norm (LayerNormFunction)",
-          task="bench/ops/rms_norm.py", adapter="fla_rms_norm.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE),
+          task="bench/ops/rms_norm.py", adapter="fla_rms_norm.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE,
+          known_false_reject=_FLA_SETUP),
     Entry(library=FLA, module="fla.modules.norm.layernorm", kernel="layer_norm (LayerNormFunction)",
           task="bench/ops/layer_norm.py", adapter="fla_layer_norm.py", cpu=CpuExpectation.NEEDS_GPU,
-          why_cpu=_AUTOTUNE),
+          why_cpu=_AUTOTUNE,
+          known_false_reject=_FLA_SETUP),
     Entry(library=FLA, module="fla.modules.activations.ops", kernel="swiglu (SwiGLUFunction)",
-          task="bench/ops/swiglu.py", adapter="fla_swiglu.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE),
+          task="bench/ops/swiglu.py", adapter="fla_swiglu.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE,
+          known_false_reject=_FLA_SETUP),
     Entry(library=FLA, module="fla.modules.rotary.ops", kernel="rotary_embedding (RotaryEmbeddingFunction)",
-          task="bench/ops/rotary.py", adapter="fla_rotary.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE),
+          task="bench/ops/rotary.py", adapter="fla_rotary.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE,
+          known_false_reject=_FLA_SETUP),
     Entry(library=FLA, module="fla.modules.fused_cross_entropy.ops", kernel="cross_entropy_loss",
           task="tests/public_corpus/tasks/cross_entropy_rows.py", adapter="fla_cross_entropy_rows.py",
-          cpu=CpuExpectation.ACCEPTED),
+          cpu=CpuExpectation.ACCEPTED,
+          known_false_reject=_FLA_SETUP),
 )

@@ -26,7 +26,15 @@ pytestmark = pytest.mark.slow
 
 def _params(device: str) -> list:
     marks = [pytest.mark.gpu] if device == "cuda" else []
-    return [pytest.param(entry, id=f"{entry.id}-{device}", marks=marks) for entry in ENTRIES]
+    return [pytest.param(entry, id=f"{entry.id}-{device}", marks=marks + _known(entry)) for entry in ENTRIES]
+
+
+def _known(entry: Entry) -> list:
+    """A known false reject is expected to stay one until it is fixed (then XPASS fails the run)."""
+    if not entry.known_false_reject:
+        return []
+    return [pytest.mark.xfail(strict=True, raises=(AssertionError, pytest.fail.Exception),
+                              reason=f"known false reject: {entry.known_false_reject}")]
 
 
 def _build(entry: Entry, tmp_path: Path) -> tuple[Path, corpus_builder.Candidate]:

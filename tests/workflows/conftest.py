@@ -5,9 +5,6 @@ from __future__ import annotations
 import pytest
 from workflow_harness import RedisServer, Worker, make_repo, settings_for
 
-from workflows.models import Budgets, JobSpec, Origin, OriginKind, SearchShape
-from workflows.repo_tarball import pack_repo
-
 
 @pytest.fixture
 def redis_server(tmp_path):
@@ -42,15 +39,6 @@ def start_worker(tmp_path, worker_cache):
     yield start
     for worker in started:
         worker.stop()
-
-
-def build_spec(jobs, repo, *, candidates=4, seed=0, commit=None, generation_size=2, op_id="scale_add.py::Model",
-               device="cpu", pr=None):
-    source = jobs.upload_repo(pack_repo(repo, max_unpacked_bytes=2**26, max_files=1000))
-    return JobSpec(repo="local/test", commit_sha=commit or source.sha256, op_id=op_id, source=source, device=device,
-                   proposer="offline", budgets=Budgets(candidates=candidates, plateau_generations=50),
-                   shape=SearchShape(generation_size=generation_size), seed=seed,
-                   origin=Origin(kind=OriginKind.CLI if pr is None else OriginKind.PR, pr_number=pr))
 
 
 @pytest.fixture

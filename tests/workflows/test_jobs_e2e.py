@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import build_spec
-from workflow_harness import RedisServer, Worker, make_repo, settings_for, wait_for
+from workflow_harness import RedisServer, Worker, build_spec, make_repo, settings_for, wait_for
 
 from workflows.client import JobsClient
 from workflows.models import CancelOutcome, JobEventKind, JobState

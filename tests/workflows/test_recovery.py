@@ -7,8 +7,7 @@ import json
 import shutil
 
 import pytest
-from conftest import build_spec
-from workflow_harness import SCALE_ADD, parent_pid, settings_for, wait_for
+from workflow_harness import SCALE_ADD, build_spec, parent_pid, settings_for, wait_for
 
 from workflows.client import JobsClient
 from workflows.models import JobEventKind, JobState

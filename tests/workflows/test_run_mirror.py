@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import build_spec
+from workflow_harness import build_spec
 
 from kernelevo.search.api import run_search
 from kernelevo.search.rundir import RunDir, mirror_for, mirrored, read_jsonl, restore_run_dir

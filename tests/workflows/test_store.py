@@ -3,7 +3,7 @@
 import threading
 
 import pytest
-from conftest import build_spec
+from workflow_harness import build_spec
 
 from workflows.models import (
     CancelOutcome,

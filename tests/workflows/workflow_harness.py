@@ -186,3 +186,15 @@ def settings_for(redis_url: str, **overrides: Any) -> Any:
 
     values = {k.removeprefix("KERNELEVO_").lower(): v for k, v in QUEUE_ENV.items()}
     return Settings(redis_url=redis_url, **{**values, **overrides})
+
+
+def build_spec(jobs: Any, repo: Path, *, candidates=4, seed=0, commit=None, generation_size=2,
+               op_id="scale_add.py::Model", device="cpu", pr=None):
+    from workflows.models import Budgets, JobSpec, Origin, OriginKind, SearchShape
+    from workflows.repo_tarball import pack_repo
+
+    source = jobs.upload_repo(pack_repo(repo, max_unpacked_bytes=2**26, max_files=1000))
+    return JobSpec(repo="local/test", commit_sha=commit or source.sha256, op_id=op_id, source=source, device=device,
+                   proposer="offline", budgets=Budgets(candidates=candidates, plateau_generations=50),
+                   shape=SearchShape(generation_size=generation_size), seed=seed,
+                   origin=Origin(kind=OriginKind.CLI if pr is None else OriginKind.PR, pr_number=pr))

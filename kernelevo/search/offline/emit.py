@@ -83,8 +83,9 @@ class Emitter:
         self.pointers: list[str] = []
         self.row_lines: list[str] = []
         self.loop_lines: list[str] = []
-        self.memo_row: dict = {}
-        self.memo_loop: dict = {}
+        # (value name, column variable or "" per row, context rank) -> (expression, scope, kind), see emit
+        self.memo_row: dict[tuple[str, str, int], tuple[str, str, str]] = {}
+        self.memo_loop: dict[tuple[str, str, int], tuple[str, str, str]] = {}
         self.finished: dict[str, str] = {}  # reduction value name -> variable of its result
         self.helpers = helpers
         self.acc_var = ""  # name of the matmul accumulator, when there is one
@@ -143,7 +144,7 @@ class Emitter:
         self.row_lines.append(f"{var} = {self.pointer(inp.name)} + {offset}")
         return var
 
-    def load(self, inp: Value, col: Col, ctx: int) -> tuple[str, str]:
+    def load(self, inp: Value, col: Col, ctx: int) -> tuple[str, str, str]:
         row = self.row_pointer(inp, ctx)
         kind = kind_of(inp.dtype)
         if inp.attrs.get("is_bool"):

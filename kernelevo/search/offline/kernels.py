@@ -43,7 +43,7 @@ class KernelWriter:
         self.body.append("    row_mask = rows < n_rows")
         if lead:
             self.body.append(f"    # where each row sits in the leading dims [{', '.join(lead)}]")
-        inner = []
+        inner: list[str] = []
         for d in range(len(lead) - 1, -1, -1):
             if d == 0:
                 divisor = " * ".join(inner)
@@ -103,7 +103,7 @@ class KernelWriter:
         self.prologue("tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)[:, None]")
         self.body.append("    cols = tl.arange(0, BLOCK_COLS)[None, :]")
         self.em.loop_lines = self.em.row_lines  # one straight-line block: keep emission order
-        masks = {}
+        masks: dict[str, str] = {}  # column width -> its mask variable
         for w in self.an.widths:
             masks[w] = f"mask_{len(masks)}" if len(self.an.widths) > 1 else "mask"
             self.em.row_lines.append(f"{masks[w]} = row_mask & (cols < {self.width(w)})")

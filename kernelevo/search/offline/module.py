@@ -163,8 +163,8 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
     lead = an.lead
     body.append(f"        n_rows = {' * '.join('(' + d + ')' for d in lead) if lead else '1'}")
     for i, o in enumerate(prog.outputs):
-        shape = ", ".join(o.shape) + ("," if len(o.shape) == 1 else "")
-        body.append(f"        out{i} = torch.empty(({shape}), device={first}.device, dtype={o.dtype})")
+        out_shape = ", ".join(o.shape) + ("," if len(o.shape) == 1 else "")
+        body.append(f"        out{i} = torch.empty(({out_shape}), device={first}.device, dtype={o.dtype})")
     for pname, _g in w.partials:
         body.append(f"        {pname} = torch.empty((n_rows,), device={first}.device, dtype=torch.float32)")
     stride_vals = []

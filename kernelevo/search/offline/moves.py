@@ -20,7 +20,8 @@ def move_reduced_dim_last(prog: Program) -> None:
     if not moved:
         return
     reds = [v for v in prog.values.values() if v.kind == "reduce"]
-    rank, dim = reds[0].args[0].rank, reds[0].attrs.get("dim")
+    rank = reds[0].args[0].rank
+    dim: int = moved[0].attrs["dim"]  # every reduction must be over this one (checked next)
     for r in reds:
         if r.args[0].rank != rank or r.attrs.get("dim") != dim:
             raise Unsupported("reductions over different dimensions in one op")

@@ -97,7 +97,7 @@ class OfflineProposer:
         if not triton_parents:
             return self._error(request, "tune needs a Triton parent")
         rng = random.Random(request.seed)
-        out = []
+        out: list[Proposal] = []
         for i in range(max(1, request.count)):
             parent = triton_parents[i % len(triton_parents)]
             source, changes = tune_source(parent.source, rng.randrange(2**31))

@@ -58,7 +58,7 @@ def find_knobs(source: str) -> list[Knob]:
 
     def add(name: str, node: ast.AST, where: str) -> None:
         if isinstance(node, ast.Constant) and type(node.value) is int and _KNOB.match(name):
-            if node.lineno == node.end_lineno:
+            if node.lineno == node.end_lineno and node.end_col_offset is not None:  # parsed nodes have both
                 knobs.append(Knob(name, node.value, node.lineno, node.col_offset, node.end_col_offset, where))
 
     for stmt in tree.body:

@@ -1,0 +1,262 @@
+"""Search throughput through the worker tier against the same searches run in-process.
+
+    python bench/celery_throughput.py --device cuda                   # the H200 run (one worker on GPU 0)
+    python bench/celery_throughput.py --device cpu --budget-candidates 2 --ops rms_norm   # smoke test
+
+For each op of bench/ops (default: rms_norm, swiglu, layer_norm) and the same budget, seed and search shape:
+
+* **in-process**: ``kernelevo optimize bench/ops/OP.py --json-lines``, as a user runs it without Redis;
+* **through Celery**: a real ``redis-server`` (``deploy/redis.conf``) and one ``kernelevo worker`` (``--gpu 0``
+  or ``--device cpu``) started here, the op submitted with ``kernelevo jobs submit --json`` and followed with
+  ``kernelevo jobs show --json`` until it ends.
+
+Candidates per GPU-minute: evaluated candidates over the time the GPU is held for the op: in-process, the wall
+time of the ``kernelevo optimize`` process (start to exit); through Celery, the job's wall time from its first
+chunk's start to its end (chunk hand-offs, repository unpacking, archive restores and re-measured baselines all
+count against the worker tier; queue time before the first chunk does not). The ratio Celery / in-process is the
+target (>= 0.95). The search loop's own elapsed time is recorded too (``search_s``) with its ratio. Writes
+``<out>/celery_throughput.json`` (date, GPU, driver, torch, triton, per-op rows, geomean ratio) and prints a
+Markdown table. The in-process wall includes Python's start-up and imports, which a warm worker has already paid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench._report import header  # noqa: E402
+
+TERMINAL = {"succeeded", "failed", "cancelled", "no_improvement"}
+DEFAULT_OPS = ("rms_norm", "swiglu", "layer_norm")
+
+
+def _machine(device: str) -> dict[str, Any]:
+    """GPU and driver (nvidia-smi), torch and triton versions: where the numbers were measured."""
+    import torch
+    import triton
+
+    gpu = {"name": None, "driver": None}
+    if device == "cuda" and shutil.which("nvidia-smi"):
+        line = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader", "-i", "0"],
+                              capture_output=True, text=True).stdout.strip()
+        if line:
+            gpu["name"], _, gpu["driver"] = (part.strip() for part in line.partition(","))
+    return {**header("celery_throughput", torch=torch.__version__, triton=triton.__version__), "device": device,
+            "gpu": gpu}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kernelevo.cli", *args]
+
+
+def _search_flags(args: argparse.Namespace) -> list[str]:
+    """The flags both paths share: the same budget, seed and shape, and no early plateau stop."""
+    flags = ["--device", args.device, "--budget-candidates", str(args.budget_candidates), "--seed", str(args.seed),
+             "--plateau", "1000"]
+    if args.generation_size:
+        flags += ["--generation-size", str(args.generation_size)]
+    if args.parallel_evaluations:
+        flags += ["--parallel-evaluations", str(args.parallel_evaluations)]
+    return flags
+
+
+def run_in_process(op: str, args: argparse.Namespace, env: dict[str, str], work: Path) -> dict[str, Any]:
+    started = time.monotonic()
+    done = subprocess.run(_cli("optimize", str(ROOT / "bench" / "ops" / f"{op}.py"), "--json-lines",
+                               "--proposer", "offline", "--runs-dir", str(work / "runs"), *_search_flags(args)),
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.timeout_s)
+    wall = time.monotonic() - started
+    results = [json.loads(line) for line in done.stdout.splitlines()
+               if line.startswith("{") and '"event": "result"' in line]
+    if done.returncode != 0 or not results:
+        raise RuntimeError(f"kernelevo optimize {op} failed (rc {done.returncode}): {done.stderr[-3000:]}")
+    result = results[-1]
+    evaluated, elapsed = result["candidates_evaluated"], result["elapsed_s"]
+    return {"evaluated": evaluated, "accepted": result["candidates_accepted"], "search_s": elapsed,
+            "process_wall_s": round(wall, 3), "stop_reason": result["stop_reason"],
+            "candidates_per_minute": evaluated / (wall / 60) if wall else None}
+
+
+class Services:
+    """A redis-server and one ``kernelevo worker``, each in its own process group, stopped together."""
+
+    def __init__(self, args: argparse.Namespace, env: dict[str, str], work: Path) -> None:
+        binary = args.redis_server or shutil.which("redis-server")
+        if binary is None:
+            raise SystemExit("redis-server not found: install it (apt-get install redis-server) or pass "
+                             "--redis-server PATH")
+        self.port = _free_port()
+        self.env = {**env, "KERNELEVO_REDIS_URL": f"redis://127.0.0.1:{self.port}/0"}
+        self.work = work
+        self.procs: list[subprocess.Popen[bytes]] = []
+        (work / "redis").mkdir(parents=True)
+        self._start([binary, str(ROOT / "deploy" / "redis.conf"), "--port", str(self.port), "--dir",
+                     str(work / "redis"), "--maxmemory", "2gb"], "redis.log")
+        self._wait(lambda: self._ping(), "redis-server")
+        where = ["--gpu", "0"] if args.device == "cuda" else ["--device", "cpu"]
+        self._start(_cli("worker", *where, "--name", "bench", "--loglevel", "warning"), "worker.log")
+
+    def _start(self, argv: list[str], log: str) -> None:
+        out = (self.work / log).open("ab")
+        self.procs.append(subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                           start_new_session=True))
+
+    def _ping(self) -> bool:
+        with socket.socket() as s:
+            try:
+                s.connect(("127.0.0.1", self.port))
+            except OSError:
+                return False
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+
+    @staticmethod
+    def _wait(condition: Any, what: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not come up in {timeout:.0f} s")
+            time.sleep(0.2)
+
+    def check_alive(self) -> None:
+        for proc, log in zip(self.procs, ("redis.log", "worker.log")):
+            if proc.poll() is not None:
+                tail = (self.work / log).read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"{log.removesuffix('.log')} exited with status {proc.returncode}: {tail}")
+
+    def jobs(self, *args: str) -> dict[str, Any]:
+        done = subprocess.run(_cli("jobs", *args, "--json"), cwd=ROOT, env=self.env, capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"kernelevo jobs {' '.join(args)} failed: {done.stderr[-2000:]}")
+        return json.loads(done.stdout)
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(30)
+
+
+def _seconds(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def run_through_celery(op: str, args: argparse.Namespace, services: Services) -> dict[str, Any]:
+    submitted = time.monotonic()
+    record = services.jobs("submit", str(ROOT / "bench" / "ops" / f"{op}.py"), "--proposer", "offline",
+                           *_search_flags(args))["job"]
+    deadline = submitted + args.timeout_s
+    while record["state"] not in TERMINAL:
+        services.check_alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"job {record['id']} ({op}) still {record['state']} after {args.timeout_s} s")
+        time.sleep(1.0)
+        record = services.jobs("show", record["id"])
+    wall = _seconds(record.get("started_at"), record.get("finished_at"))
+    evaluated = record["progress"]["evaluated"]
+    return {"job": record["id"], "state": record["state"], "error": record.get("error"), "evaluated": evaluated,
+            "accepted": record["progress"]["accepted"], "chunks": record["chunks"],
+            "recoveries": record["recoveries"], "search_s": record["progress"]["elapsed_s"], "job_wall_s": wall,
+            "submit_to_end_s": round(time.monotonic() - submitted, 3),
+            "stop_reason": (record.get("result") or {}).get("stop_reason"),
+            "candidates_per_minute": evaluated / (wall / 60) if wall else None}
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0 and math.isfinite(v)]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    def cell(value: Any, fmt: str = ".2f") -> str:
+        return "—" if value is None else format(value, fmt)
+
+    lines = ["| op | in-process cand/min | Celery cand/min | ratio | chunks | evaluated (in-process / Celery) |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['op']} | {cell(r['in_process']['candidates_per_minute'])} | "
+                     f"{cell(r['celery']['candidates_per_minute'])} | {cell(r['ratio'], '.3f')} | "
+                     f"{r['celery']['chunks']} | {r['in_process']['evaluated']} / {r['celery']['evaluated']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--ops", default=",".join(DEFAULT_OPS))
+    parser.add_argument("--budget-candidates", type=int, default=24)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--generation-size", type=int, default=None)
+    parser.add_argument("--parallel-evaluations", type=int, default=None)
+    parser.add_argument("--timeout-s", type=float, default=1800, help="per op and path")
+    parser.add_argument("--redis-server", default=None, help="path of redis-server (default: on PATH)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "celery_throughput")
+    args = parser.parse_args(argv)
+    ops = [op.strip() for op in args.ops.split(",") if op.strip()]
+    unknown = [op for op in ops if not (ROOT / "bench" / "ops" / f"{op}.py").is_file()]
+    if unknown:
+        parser.error(f"no bench op {', '.join(unknown)} (see bench/ops/)")
+
+    with tempfile.TemporaryDirectory(prefix="kernelevo-celery-bench-") as tmp:
+        work = Path(tmp)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               "KERNELEVO_CACHE_DIR": str(work / "cache"), "PYTHONUNBUFFERED": "1"}
+        env.pop("KERNELEVO_REDIS_URL", None)
+        rows = []
+        for op in ops:  # in-process first, on an otherwise idle machine
+            rows.append({"op": op, "in_process": run_in_process(op, args, env, work / f"inproc-{op}")})
+        services = Services(args, env, work / "celery")
+        try:
+            for row in rows:
+                row["celery"] = run_through_celery(row["op"], args, services)
+        finally:
+            services.stop()
+            logs = {name: (work / "celery" / name).read_text(errors="replace")[-4000:]
+                    for name in ("redis.log", "worker.log") if (work / "celery" / name).is_file()}
+    for row in rows:
+        a, b = row["in_process"]["candidates_per_minute"], row["celery"]["candidates_per_minute"]
+        row["ratio"] = b / a if a and b else None
+        x, y = row["in_process"]["search_s"], row["celery"]["search_s"]
+        row["search_time_ratio"] = x / y if x and y else None  # same candidates: less time is more throughput
+    report = {**_machine(args.device), "budget_candidates": args.budget_candidates, "seed": args.seed,
+              "rows": rows, "geomean_ratio": geomean([r["ratio"] for r in rows if r["ratio"]]),
+              "geomean_search_time_ratio": geomean([r["search_time_ratio"] for r in rows if r["search_time_ratio"]]),
+              "target_ratio": 0.95, "log_tails": logs}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "celery_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(table(rows))
+    ratio = report["geomean_ratio"]
+    print(f"\ngeomean Celery/in-process: {ratio:.3f} (target >= 0.95)" if ratio else "\nno ratio measured")
+    return 0 if all(r["celery"]["state"] in TERMINAL - {"failed", "cancelled"} for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
