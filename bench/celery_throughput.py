@@ -60,6 +60,11 @@ def _machine(device: str) -> dict[str, Any]:
             "gpu": gpu}
 
 
+def _caches(root: Path) -> dict[str, str]:
+    return {"KERNELEVO_CACHE_DIR": str(root / "kernelevo"), "TRITON_CACHE_DIR": str(root / "triton"),
+            "TORCH_EXTENSIONS_DIR": str(root / "torch_extensions")}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -228,12 +233,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kernelevo-celery-bench-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-               "KERNELEVO_CACHE_DIR": str(work / "cache"), "PYTHONUNBUFFERED": "1"}
+               "PYTHONUNBUFFERED": "1"}
         env.pop("KERNELEVO_REDIS_URL", None)
         rows = []
-        for op in ops:  # in-process first, on an otherwise idle machine
-            rows.append({"op": op, "in_process": run_in_process(op, args, env, work / f"inproc-{op}")})
-        services = Services(args, env, work / "celery")
+        # Each path starts with empty compile caches of its own (Triton, NVRTC, torch extensions), shared by its ops:
+        # neither profits from kernels the other compiled.
+        inproc_env = {**env, **_caches(work / "cache-in-process")}
+        for op in ops:
+            rows.append({"op": op, "in_process": run_in_process(op, args, inproc_env, work / f"inproc-{op}")})
+        services = Services(args, {**env, **_caches(work / "cache-celery")}, work / "celery")
         try:
             for row in rows:
                 row["celery"] = run_through_celery(row["op"], args, services)

@@ -25,7 +25,7 @@ def check_annotation(expr: ast.AST, aliases: dict[str, str], report: Report) -> 
     """Annotations are code to typing, torch.library and dataclasses: only plain type expressions."""
     for sub in ast.walk(expr):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            _check_string_annotation(sub, aliases, report)
+            _check_string_annotation(sub, sub.value, aliases, report)
         elif not isinstance(sub, _ANNOTATION_NODES) or (isinstance(sub, ast.BinOp) and
                                                        not isinstance(sub.op, ast.BitOr)):  # fmt: skip
             report("dangerous-builtin", sub, "annotation holds code (typing, torch.library and dataclasses "
@@ -33,9 +33,9 @@ def check_annotation(expr: ast.AST, aliases: dict[str, str], report: Report) -> 
             return
 
 
-def _check_string_annotation(node: ast.Constant, aliases: dict[str, str], report: Report) -> None:
+def _check_string_annotation(node: ast.Constant, text: str, aliases: dict[str, str], report: Report) -> None:
     try:
-        parsed = pyast.parse_expression(node.value.strip())  # type: ignore[union-attr]
+        parsed = pyast.parse_expression(text.strip())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return  # not an expression: nothing will evaluate it as one (a docstring-like literal)
     for sub in ast.walk(parsed):

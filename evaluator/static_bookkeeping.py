@@ -29,7 +29,7 @@ run time (it is not small).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from evaluator.static_uses import Use, use_of
 
@@ -89,7 +89,7 @@ def _enclosing_key(node: ast.AST, parents: dict[int, ast.AST], keys: dict[int, s
     return None
 
 
-def run_once_functions(tree: ast.Module, functions: dict[str, ast.AST], autograd: set[str], entry: str,
+def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autograd: set[str], entry: str,
                        parents: dict[int, ast.AST], reaches: Callable[[str], set[str]]) -> set[str]:  # fmt: skip
     """Keys of the functions that run at most once per forward call: the entry's forward, module-level functions
     and autograd forwards called only directly (``f(...)``, ``Cls.apply(...)``), outside loops, from functions

@@ -214,7 +214,7 @@ def _source_expressions(tree: ast.Module, model: ModuleModel, out: _Collector) -
                         sources.append((node, expr))
                 for name in _LOAD_INLINE_REFUSED:
                     pieces = list(source_pieces(kws[name], model.constants)) if name in kws else []
-                    if any(p is None or p.value.strip() for p in pieces):  # [""] (KernelBench's example) is fine
+                    if any(p is None or p.text.strip() for p in pieces):  # [""] (KernelBench's example) is fine
                         out.report("cuda-source", node, f"load_inline({name}=...) brings in outside libraries "
                                    "or headers; remove it and keep all code in cpp_sources/cuda_sources")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "__global__" in node.value:
@@ -240,14 +240,14 @@ def _check_cuda_sources(tree: ast.Module, model: ModuleModel, allow: frozenset[s
                     out.report("cuda-source", site, "CUDA/C++ source or compiler flags are built at run time, so "
                                "they cannot be checked; use string constants (literals or module-level names)")
                 continue
-            findings = scan_source(piece.value, allow)
+            findings = scan_source(piece.text, allow)
             messages.update(f.message for f in findings)
-            if id(piece) in scanned:
+            if id(piece.node) in scanned:
                 continue
-            scanned.add(id(piece))
+            scanned.add(id(piece.node))
             for finding in findings:
-                line = piece.lineno + finding.line
-                col = piece.col_offset if finding.line == 0 else finding.col
+                line = piece.node.lineno + finding.line
+                col = piece.node.col_offset if finding.line == 0 else finding.col
                 out.add("cuda-source", line, col, finding.message)
         if whole is None and not isinstance(expr, ast.Constant) and None not in source_pieces(expr, model.constants):
             out.report("cuda-source", site, "CUDA/C++ source or compiler flags are assembled in a way the checker "

@@ -10,9 +10,11 @@ Python containers are not element reads.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from typing import Protocol
 
 from evaluator.static_lookups import COMPUTE_HINT
-from evaluator.static_model import binding_key, is_const_getattr
+from evaluator.static_model import ModuleModel, binding_key, const_getattr
 from evaluator.static_rules import HOST_CONVERSION_METHODS, method_computes
 
 _HOST_HINT = (
@@ -26,9 +28,27 @@ _WRAPPERS = frozenset({"range", "enumerate", "zip", "reversed", "sorted", "list"
 _PYTHON_ITERABLES = frozenset({"size", "stride", "items", "keys", "values", "named_parameters", "parameters"})
 
 
+class _BookkeepingTest(Protocol):
+    """``RuleVisitor._is_bookkeeping``: may this reduction stay on the forward path."""
+
+    def __call__(self, call: ast.Call, op: str, operand: ast.AST, *, method: bool) -> bool: ...
+
+
 class ComputeRules:
     """Mixed into ``RuleVisitor``: uses its model, scopes, loop depth, ``report``, ``_exempt_owner`` and
     ``_is_bookkeeping`` (``evaluator.static_bookkeeping``)."""
+
+    # Provided by the host visitor (``evaluator.static_visitor.RuleVisitor``).
+    model: ModuleModel
+    allow: frozenset[str]
+    loops: int  # loops and comprehensions around the current node, inside the current function
+    _torch_locals: dict[str, str]  # loop variables over torch.nn containers -> container
+    _element_vars: set[str]  # loop variables that may be tensor elements (for v in x)
+    report: Callable[[str, ast.AST, str], None]
+    _bound: Callable[[str], bool]
+    _resolve: Callable[[ast.AST], str | None]
+    _exempt_owner: Callable[[ast.AST, str], bool]
+    _is_bookkeeping: _BookkeepingTest
 
     def _check_call_compute(self, node: ast.Call) -> None:  # noqa: C901 - one case per call shape
         func = node.func
@@ -51,8 +71,8 @@ class ComputeRules:
             return
         if isinstance(func, ast.Attribute):
             owner_node, method = func.value, func.attr
-        elif is_const_getattr(func):
-            owner_node, method = func.args[0], func.args[1].value  # type: ignore[attr-defined]
+        elif (lookup := const_getattr(func)) is not None:
+            owner_node, method = lookup
         else:
             return
         if self._resolve(func) is not None:

@@ -82,6 +82,14 @@ class SourceFinding:
     message: str
 
 
+@dataclass(frozen=True)
+class SourcePiece:
+    """One string constant a source is built from: the node (where it stands) and its text."""
+
+    node: ast.Constant
+    text: str
+
+
 def _blank(match: re.Match[str]) -> str:
     text = match.group(0)
     return "".join("\n" if ch == "\n" else " " for ch in text)
@@ -161,7 +169,7 @@ def scan_source(source: str, allow: frozenset[str] = frozenset()) -> list[Source
 
 def source_pieces(
     expr: ast.AST, constants: dict[str, list[ast.expr]], _seen: frozenset[str] = frozenset()
-) -> Iterator[ast.Constant | None]:
+) -> Iterator[SourcePiece | None]:
     """The string constants a source expression is built from; ``None`` for a part known only at run time.
 
     Follows module-level names, ``+``/``%`` concatenation, f-strings, lists/tuples, ``.format(...)``
@@ -169,7 +177,7 @@ def source_pieces(
     """
     if isinstance(expr, ast.Constant):
         if isinstance(expr.value, str):
-            yield expr
+            yield SourcePiece(expr, expr.value)
         elif not isinstance(expr.value, int | float | bool) and expr.value is not None:
             yield None
     elif isinstance(expr, ast.Name):

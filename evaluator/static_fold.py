@@ -17,6 +17,7 @@ import itertools
 import operator
 import re
 from collections.abc import Callable
+from typing import TypeVar
 
 MAX_LEN = 1 << 20  # longest string folded (a CUDA source is far shorter)
 MAX_ALTERNATIVES = 16
@@ -25,11 +26,15 @@ _WIDE_FORMAT = re.compile(r"\d{5,}")  # "%99999999d" or "{:99999999}" would buil
 
 Lookup = Callable[[str], "list[ast.expr] | None"]  # name -> the expressions assigned to it
 Resolve = Callable[[ast.AST], "str | None"]  # expression -> dotted name (triton.cdiv)
+_T = TypeVar("_T")
 
 _BINOPS: dict[type, Callable] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod, ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
     ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+}  # fmt: skip
+_UNARYOPS: dict[type, Callable[..., object]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert,
 }  # fmt: skip
 _STR_METHODS = frozenset({"upper", "lower", "strip", "lstrip", "rstrip", "swapcase", "title", "capitalize",
                           "replace", "removeprefix", "removesuffix", "casefold", "zfill"})  # fmt: skip
@@ -44,7 +49,7 @@ class _GiveUp(Exception):
     """The expression's value is not known statically (or would be too large)."""
 
 
-def _bounded(value: object) -> object:
+def _bounded(value: _T) -> _T:
     if isinstance(value, str) and len(value) > MAX_LEN:
         raise _GiveUp
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_INT:
@@ -55,10 +60,17 @@ def _bounded(value: object) -> object:
     return value
 
 
+def _slice_bound(value: object) -> int | None:
+    """A bound of a constant slice: None or an int."""
+    if value is not None and not isinstance(value, int):
+        raise _GiveUp
+    return value
+
+
 def _safe_binop(op: ast.operator, left: object, right: object) -> object:
-    if isinstance(op, ast.Mult) and (isinstance(left, str | list | tuple) or isinstance(right, str | list | tuple)):
+    if isinstance(op, ast.Mult):
         seq, times = (left, right) if isinstance(left, str | list | tuple) else (right, left)
-        if not isinstance(times, int) or len(seq) * max(times, 0) > MAX_LEN:  # type: ignore[arg-type]
+        if isinstance(seq, str | list | tuple) and (not isinstance(times, int) or len(seq) * max(times, 0) > MAX_LEN):
             raise _GiveUp
     if isinstance(op, ast.Pow) and (not isinstance(right, int) or right > 256 or right < 0):
         raise _GiveUp
@@ -116,9 +128,8 @@ class _Folder:
             rights = self.values(node.right)
             return [_bounded(_safe_binop(node.op, a, b)) for a in self.values(node.left) for b in rights]
         if isinstance(node, ast.UnaryOp):
-            ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
             try:
-                return [ops[type(node.op)](v) for v in self.values(node.operand)]
+                return [_UNARYOPS[type(node.op)](v) for v in self.values(node.operand)]
             except Exception as exc:  # noqa: BLE001
                 raise _GiveUp from exc
         if isinstance(node, ast.IfExp):
@@ -130,7 +141,7 @@ class _Folder:
                 return self.values(node.body if tests[0] else node.orelse)
             return self.values(node.body) + self.values(node.orelse)
         if isinstance(node, ast.JoinedStr):
-            pieces = [self.values(v) for v in node.values]
+            pieces = [self._strings(v) for v in node.values]
             return [_bounded("".join(c)) for c in itertools.islice(itertools.product(*pieces), MAX_ALTERNATIVES + 1)]
         if isinstance(node, ast.FormattedValue):
             return [self._formatted(node, v) for v in self.values(node.value)]
@@ -139,6 +150,14 @@ class _Folder:
         if isinstance(node, ast.Call):
             return self._call(node)
         raise _GiveUp
+
+    def _strings(self, node: ast.AST) -> list[str]:
+        """The values of one piece of an f-string (a constant or a formatted value: always strings)."""
+        values = self.values(node)
+        strings = [v for v in values if isinstance(v, str)]
+        if len(strings) != len(values):
+            raise _GiveUp
+        return strings
 
     def _formatted(self, node: ast.FormattedValue, value: object) -> str:
         spec = "" if node.format_spec is None else self.one(node.format_spec)
@@ -149,7 +168,7 @@ class _Folder:
         elif node.conversion in (ord("s"), ord("a")):
             value = str(value) if node.conversion == ord("s") else ascii(value)
         try:
-            return _bounded(format(value, spec))  # type: ignore[return-value]
+            return _bounded(format(value, spec))
         except Exception as exc:  # noqa: BLE001
             raise _GiveUp from exc
 
@@ -157,13 +176,16 @@ class _Folder:
         if not isinstance(value, str | tuple | list):
             raise _GiveUp
         if isinstance(index, ast.Slice):
-            parts = [None if p is None else self.one(p) for p in (index.lower, index.upper, index.step)]
-            if not all(p is None or isinstance(p, int) for p in parts) or parts[2] == 0:
+            bounds = [None if p is None else self.one(p) for p in (index.lower, index.upper, index.step)]
+            lower, upper, step = (_slice_bound(b) for b in bounds)
+            if step == 0:
                 raise _GiveUp
-            return value[slice(*parts)]
+            return value[lower:upper:step]
         key = self.one(index)
+        if not isinstance(key, int):
+            raise _GiveUp  # only an int indexes a str, tuple or list
         try:
-            return value[key]  # type: ignore[index]
+            return value[key]
         except Exception as exc:  # noqa: BLE001
             raise _GiveUp from exc
 
@@ -232,7 +254,7 @@ def fold_strings(node: ast.AST, lookup: Lookup, resolve: Resolve = lambda _n: No
     out = []
     for value in values:
         if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-            out.append("\n".join(value))  # type: ignore[arg-type]
+            out.append("\n".join(value))
         elif isinstance(value, str):
             out.append(value)
         else:

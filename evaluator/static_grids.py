@@ -61,7 +61,7 @@ class _Grid:
         if values is not None:
             return bool(values) and all(isinstance(v, int | float) and v <= 0 for v in values)
         if isinstance(node, ast.Name):
-            exprs = self.lookup(node.id)
+            exprs = self.lookup(node.id) or []
             return bool(exprs) and all(self.zero(e, depth + 1) for e in exprs)
         if isinstance(node, ast.BinOp):
             left, right, op = node.left, node.right, node.op
@@ -110,7 +110,7 @@ class _Grid:
                 returns = [r.value for r in ast.walk(self.model.functions[node.id])
                            if isinstance(r, ast.Return) and r.value is not None]  # fmt: skip
                 return bool(returns) and all(self.empty(r, depth + 1) for r in returns)
-            exprs = self.lookup(node.id)
+            exprs = self.lookup(node.id) or []
             return bool(exprs) and all(self.empty(e, depth + 1) for e in exprs)
         return self.zero(node)
 

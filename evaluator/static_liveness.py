@@ -151,8 +151,9 @@ class _Liveness:
                 if isinstance(n.value, ast.Name) and n.value.id in model.classes:
                     self.mark(f"{n.value.id}.{n.attr}")  # Cls.backward(...) called directly
                 op = custom_op_key(resolve(n, model.aliases) or "") if model.custom_ops else None
-                if op is not None and op in model.custom_ops and model.custom_ops[op].function:
-                    self.mark(model.custom_ops[op].function)  # type: ignore[arg-type]
+                function = model.custom_ops[op].function if op is not None and op in model.custom_ops else None
+                if function:
+                    self.mark(function)
 
     def top_level(self, entry: str) -> None:
         model = self.model
@@ -208,8 +209,8 @@ class _Target:
         defaults: dict[str, ast.expr | None] = {a: None for a in [*self.positional, *self.kwonly]}
         for a, d in zip(reversed(positional), reversed(fn.args.defaults), strict=False):
             defaults[a.arg] = d
-        for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
-            defaults[a.arg] = d
+        for a, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+            defaults[a.arg] = kw_default
         self.defaults = defaults
         rebound = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
                    and not _under_none_test(n, n.id, fn, parents)}  # fmt: skip
@@ -305,8 +306,8 @@ def none_parameters(tree: ast.Module, model: ModuleModel, entry: str) -> dict[st
 
     def is_none(value: ast.expr | str, target: _Target, param: str, where: str | None) -> bool:
         if value == "default":
-            value = target.defaults.get(param)  # type: ignore[assignment]
-            return isinstance(value, ast.Constant) and value.value is None
+            default = target.defaults.get(param)
+            return isinstance(default, ast.Constant) and default.value is None
         if isinstance(value, ast.Constant):
             return value.value is None
         return isinstance(value, ast.Name) and where is not None and value.id in none.get(where, ())

@@ -12,9 +12,10 @@ device queries, ``importlib.util.find_spec("pkg") is not None``, ``isinstance(x,
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from evaluator.static_chains import is_module, policy_for
-from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, binding_key, is_const_getattr
+from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, binding_key, const_getattr
 from evaluator.static_rules import DEVICE_QUERIES, method_computes, tensor_properties, type_only_policy
 from evaluator.static_uses import Use, assigned_once, enclosing_scope, name_loads
 
@@ -32,6 +33,19 @@ COMPUTE_HINT = (
 
 class LookupRules:
     """Mixed into ``RuleVisitor``: uses its model, parents, scopes, ``report`` and ``_check_dotted``."""
+
+    # Provided by the host visitor (``evaluator.static_visitor.RuleVisitor``).
+    model: ModuleModel
+    parents: dict[int, ast.AST]
+    allow: frozenset[str]
+    in_jit: bool
+    cls: str | None  # enclosing module-level class
+    _inner: set[int]  # ids of nodes inside an attribute chain already checked
+    _own_ops: set[str]  # functions registered as the candidate's own torch.library ops
+    report: Callable[[str, ast.AST, str], None]
+    _use: Callable[[ast.AST], Use]
+    _resolve: Callable[[ast.AST], str | None]
+    _check_dotted: Callable[[ast.AST, str, ast.expr_context], None]
 
     def _check_value_use(self, node: ast.AST, dotted: str, use: Use) -> bool:
         """Rules on *how* a resolved name is used; True when one fired."""
@@ -134,14 +148,15 @@ class LookupRules:
     def _check_getattr(self, node: ast.Call) -> None:
         """``getattr(obj, "public_name"[, default])`` is attribute access; anything else hides a lookup,
         except ``getattr(torch, device.type[, None])`` used only to ask that device module about the device."""
-        name_arg = node.args[1] if len(node.args) > 1 else None
-        if is_const_getattr(node) and not node.keywords and not name_arg.value.startswith("_"):  # type: ignore[union-attr]
+        lookup = const_getattr(node)
+        if lookup is not None and not lookup[1].startswith("_"):
             if id(node) not in self._inner:
                 dotted = self._resolve(node)
                 if dotted is not None:
                     self._check_dotted(node, dotted, ast.Load())
                 else:
-                    self._check_method_value(node, node.args[0], name_arg.value)  # type: ignore[union-attr]
+                    owner, name = lookup
+                    self._check_method_value(node, owner, name)
             return
         if self._device_module_lookup(node):
             self._inner.add(id(node.args[0]))
@@ -164,11 +179,11 @@ class LookupRules:
         if not device_like:
             return False
         use = self._use(node)
+        parent = self.parents.get(id(node))
         if use is Use.ATTRIBUTE_BASE:
-            return self.parents[id(node)].attr in DEVICE_QUERIES  # type: ignore[attr-defined]
+            return isinstance(parent, ast.Attribute) and parent.attr in DEVICE_QUERIES
         if use is Use.TRUTH:
             return True
-        parent = self.parents.get(id(node))
         if use is not Use.ALIAS or not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
             return False
         target = parent.targets[0]
@@ -176,10 +191,12 @@ class LookupRules:
         if not isinstance(target, ast.Name) or not assigned_once(scope, target.id):
             return False
         for load in name_loads(scope, target.id):
-            load_use, parent = self._use(load), self.parents.get(id(load))
-            if load_use is Use.ATTRIBUTE_BASE and parent.attr in DEVICE_QUERIES:  # type: ignore[union-attr]
+            load_use, load_parent = self._use(load), self.parents.get(id(load))
+            if load_use is Use.ATTRIBUTE_BASE and isinstance(load_parent, ast.Attribute) and \
+                    load_parent.attr in DEVICE_QUERIES:  # fmt: skip
                 continue
-            if load_use is Use.LOOKUP_OBJECT and parent.func.id == "hasattr":  # type: ignore[union-attr]
+            if load_use is Use.LOOKUP_OBJECT and isinstance(load_parent, ast.Call) and \
+                    isinstance(load_parent.func, ast.Name) and load_parent.func.id == "hasattr":  # fmt: skip
                 continue
             if load_use is not Use.TRUTH:
                 return False

@@ -24,6 +24,8 @@ TRITON_JIT = "triton.jit"
 AUTOGRAD_FUNCTION = "torch.autograd.Function"
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda  # named lambdas count as functions
+Comprehension = ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+Scope = FunctionNode | ast.ClassDef | ast.Module | Comprehension  # what binds names of its own
 # Python containers: ``self.seen = set()`` then ``self.seen.add(k)`` is not torch's ``add``.
 _CONTAINERS = frozenset({"set", "list", "dict", "frozenset"})
 _CONTAINER_LITERALS = (ast.Set, ast.List, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
@@ -63,9 +65,9 @@ def resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
         if isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        elif is_const_getattr(node):
-            parts.append(node.args[1].value)  # type: ignore[attr-defined]
-            node = node.args[0]  # type: ignore[attr-defined]
+        elif (lookup := const_getattr(node)) is not None:
+            node, name = lookup
+            parts.append(name)
         elif isinstance(node, ast.Name):
             base = aliases.get(node.id)
             if base is None:
@@ -75,18 +77,25 @@ def resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
             return None
 
 
-def is_const_getattr(node: ast.AST) -> bool:
-    """True for ``getattr(obj, "name")`` and ``getattr(obj, "name", default)`` (a constant string name)."""
-    return (
+def constant_str(node: ast.AST | None) -> str | None:
+    """The text of a string constant (``"name"``); None for any other node."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def const_getattr(node: ast.AST) -> tuple[ast.expr, str] | None:
+    """(object, name) for ``getattr(obj, "name")`` and ``getattr(obj, "name", default)`` (a constant string
+    name); None for anything else."""
+    if not (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id == "getattr"
         and len(node.args) in (2, 3)
         and not any(isinstance(a, ast.Starred) for a in node.args)
         and not node.keywords
-        and isinstance(node.args[1], ast.Constant)
-        and isinstance(node.args[1].value, str)
-    )
+    ):
+        return None
+    name = constant_str(node.args[1])
+    return None if name is None else (node.args[0], name)
 
 
 def binding_key(node: ast.AST) -> str | None:
@@ -149,16 +158,12 @@ def _call_name(value: ast.AST, aliases: dict[str, str]) -> str | None:
 
 def _const_arg(call: ast.Call, index: int, names: tuple[str, ...]) -> str | None:
     for kw in call.keywords:
-        if kw.arg in names and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
-            return kw.value.value
-    if len(call.args) > index:
-        arg = call.args[index]
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            return arg.value
-    return None
+        if kw.arg in names and (text := constant_str(kw.value)) is not None:
+            return text
+    return constant_str(call.args[index]) if len(call.args) > index else None
 
 
-def decorator_names(fn: FunctionNode | ast.ClassDef, aliases: dict[str, str]) -> list[str]:
+def decorator_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, aliases: dict[str, str]) -> list[str]:
     """Dotted names of a definition's decorators (``@triton.autotune(...)`` -> ``triton.autotune``)."""
     out = []
     for dec in fn.decorator_list:
@@ -202,12 +207,12 @@ def _kernel_of(model: ModuleModel, value: ast.expr, key: str) -> tuple[str, tupl
     if called == TRITON_JIT:
         _add_kernel(model, key, "triton")
         return "launchable", (key,)
-    if called == CUDA_COMPILE:
-        name = _const_arg(value, 1, ("name", "kernel_name")) or key  # type: ignore[arg-type]
+    if called == CUDA_COMPILE and isinstance(value, ast.Call):
+        name = _const_arg(value, 1, ("name", "kernel_name")) or key
         _add_kernel(model, name, "cuda")
         return "launchable", (name,)
-    if called == LOAD_INLINE:
-        name = _const_arg(value, 0, ("name",)) or key  # type: ignore[arg-type]
+    if called == LOAD_INLINE and isinstance(value, ast.Call):
+        name = _const_arg(value, 0, ("name",)) or key
         _add_kernel(model, name, "load_inline")
         return "extension", (name,)
     if called in WRAP_TRITON and isinstance(value, ast.Call) and value.args:
@@ -261,19 +266,19 @@ def build_model(tree: ast.Module) -> ModuleModel:
     model.parents = parent_map(tree)
     model.custom_ops = find_custom_ops(tree, lambda n: resolve(n, model.aliases), set(model.functions))
     for node in ast.walk(tree):  # k = triton.jit(fn): fn is kernel code, not a Python function
-        if _call_name(node, model.aliases) == TRITON_JIT and node.args:  # type: ignore[arg-type]
-            target = node.args[0]  # type: ignore[attr-defined]
+        if isinstance(node, ast.Call) and _call_name(node, model.aliases) == TRITON_JIT and node.args:
+            target = node.args[0]
             if isinstance(target, ast.Name) and target.id in model.functions:
                 model.jit_kernels[target.id] = model.functions.pop(target.id)
     for _ in range(2):  # twice, so that aliases of kernels bound later in the file are seen
         for target, value in assignments:
             key = binding_key(target)
             found = _kernel_of(model, value, key) if key is not None else None
-            if found is not None:
+            if key is not None and found is not None:
                 kind, names = found
-                (model.launchables if kind == "launchable" else model.extensions)[key] = names  # type: ignore[index]
+                (model.launchables if kind == "launchable" else model.extensions)[key] = names
                 if isinstance(value, ast.Call) and resolve(value.func, model.aliases) == TRITON_JIT:
-                    model.jit_kernels[key] = value  # type: ignore[index]
+                    model.jit_kernels[key] = value
         for name, fn in model.functions.items():
             if "." in name:
                 continue
@@ -331,9 +336,10 @@ def _named_lambdas(stmt: ast.AST) -> list[tuple[str, ast.Lambda]]:
     return [(t.id, value) for t in targets if isinstance(t, ast.Name)]
 
 
-def bound_names(scope: ast.AST) -> set[str]:
-    """Names a function, lambda, class or module binds in its own scope (not in nested scopes)."""
+def bound_names(scope: Scope) -> set[str]:
+    """Names a function, lambda, class, module or comprehension binds in its own scope (not in nested scopes)."""
     out: set[str] = set()
+    todo: list[ast.AST]
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
         a = scope.args
         for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
@@ -343,7 +349,7 @@ def bound_names(scope: ast.AST) -> set[str]:
     elif isinstance(scope, ast.ClassDef | ast.Module):
         todo = list(scope.body)
     else:  # comprehension
-        todo = [gen.target for gen in scope.generators]  # type: ignore[attr-defined]
+        todo = [gen.target for gen in scope.generators]
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):

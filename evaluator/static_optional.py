@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable
 
 from evaluator.import_policy import RUNTIME_IMPORT_ROOTS
-from evaluator.static_model import ModuleModel, resolve
+from evaluator.static_model import ModuleModel, constant_str, resolve
 from evaluator.static_rules import module_allowed
 
 IMPORT_MODULE = "importlib.import_module"
@@ -112,7 +112,8 @@ def always_fails(node: ast.AST) -> bool:
     """An import statement that raises ImportError wherever the candidate runs: a module outside the allowlist
     that is not installed (the run-time guard refuses it even if it were)."""
     if isinstance(node, ast.ImportFrom):
-        return not node.level and bool(node.module) and not module_allowed(node.module) and not installed(node.module)
+        module = node.module or ""
+        return not node.level and bool(module) and not module_allowed(module) and not installed(module)
     if isinstance(node, ast.Import):
         return any(not module_allowed(a.name) and not installed(a.name) for a in node.names)
     return False
@@ -183,10 +184,6 @@ def _version_reads_only(call: ast.Call, parents: Parents) -> bool:
     return stores == 1 and reads > 0 and reads_ok
 
 
-def _literal(node: ast.AST | None) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
 def _parameter_literals(model: ModuleModel, tree: ast.Module, parents: Parents, scope: ast.AST,
                         param: str) -> list[str] | None:  # fmt: skip
     """The string literals every caller passes for ``param`` of the module-level function ``scope``; None when a
@@ -213,9 +210,10 @@ def _parameter_literals(model: ModuleModel, tree: ast.Module, parents: Parents, 
         given = [k.value for k in call.keywords if k.arg == param]
         if param in params and params.index(param) < len(call.args):
             given.append(call.args[params.index(param)])
-        if len(given) != 1 or _literal(given[0]) is None:
+        literal = constant_str(given[0]) if len(given) == 1 else None
+        if literal is None:
             return None
-        values.append(_literal(given[0]))  # type: ignore[arg-type]
+        values.append(literal)
     return values
 
 
@@ -227,8 +225,9 @@ def version_probe(call: ast.Call, model: ModuleModel, tree: ast.Module, parents:
         return False
     arg = call.args[0]
     names: list[str] | None
-    if _literal(arg) is not None:
-        names = [_literal(arg)]  # type: ignore[list-item]
+    literal = constant_str(arg)
+    if literal is not None:
+        names = [literal]
     elif isinstance(arg, ast.Name):
         scope = _scope_of(call, parents)
         names = _parameter_literals(model, tree, parents, scope, arg.id) if scope is not None else None

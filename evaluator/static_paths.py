@@ -11,7 +11,7 @@ import ast
 from collections.abc import Iterator
 
 from evaluator.static_library import WRAP_TRITON, custom_op_key
-from evaluator.static_model import FunctionNode, ModuleModel, binding_key, is_const_getattr, resolve
+from evaluator.static_model import FunctionNode, ModuleModel, binding_key, const_getattr, resolve
 
 
 def _class_methods(model: ModuleModel, cls: str) -> list[str]:
@@ -43,8 +43,8 @@ def callees(model: ModuleModel, key: str) -> set[str]:
         if isinstance(node, ast.Attribute | ast.Call) and cls is not None:
             if isinstance(node, ast.Attribute):
                 key_, attr = binding_key(node), node.attr
-            elif is_const_getattr(node) and binding_key(node.args[0]) == "self":
-                attr = node.args[1].value  # type: ignore[attr-defined]
+            elif (lookup := const_getattr(node)) is not None and binding_key(lookup[0]) == "self":
+                attr = lookup[1]
                 key_ = f"self.{attr}"
             else:
                 continue

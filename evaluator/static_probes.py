@@ -16,7 +16,7 @@ import that always fails (a module that is not installed, see ``evaluator.static
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from evaluator.static_rules import INERT_PROBES, PROBE_CALLS, PROBE_OWNERS
 
@@ -74,7 +74,7 @@ class Probes:
         self.decorator_name = decorator_name
         self.parents = parents or {}
         self._helpers: dict[str, bool] = {}
-        self._scopes: list[ast.AST] = []  # the function (or module) around the try being judged
+        self._scopes: list[ast.AST | None] = []  # the function around the try being judged (None: the module)
 
     def expr(self, node: ast.AST) -> bool:  # noqa: C901 - one case per expression kind
         """An expression that only reads versions, device facts, installed packages or constants."""
@@ -216,7 +216,7 @@ class Probes:
             return False
         if not self.statements(node.body):
             return False
-        self._scopes.append(self._scope(node))  # type: ignore[arg-type]
+        self._scopes.append(self._scope(node))
         try:
             if not all(self.statements(h.body, handler=True) for h in node.handlers):
                 return False
@@ -225,7 +225,7 @@ class Probes:
             self._scopes.pop()
 
 
-def _flag_targets(targets: list[ast.expr]) -> bool:
+def _flag_targets(targets: Sequence[ast.expr]) -> bool:
     out = []
     for t in targets:
         out.extend(t.elts if isinstance(t, ast.Tuple | ast.List) else [t])

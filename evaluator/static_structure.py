@@ -77,10 +77,11 @@ def _local_bindings(tree: ast.Module) -> set[int]:
     return local
 
 
-def _binding_sites(tree: ast.Module) -> list[tuple[str, ast.AST]]:
-    """Every place a name is bound: assignments, defs, classes, imports, parameters, loops, handlers."""
+def _binding_sites(root: ast.AST) -> list[tuple[str, ast.AST]]:
+    """Every place a name is bound under ``root``: assignments, defs, classes, imports, parameters, loops,
+    handlers."""
     out: list[tuple[str, ast.AST]] = []
-    for node in ast.walk(tree):
+    for node in ast.walk(root):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             out.append((node.id, node))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

@@ -15,7 +15,7 @@ is that local, not the module.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from evaluator.static_annotations import check_annotation
 from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functions
@@ -24,11 +24,13 @@ from evaluator.static_library import custom_op_key
 from evaluator.static_liveness import Branches, live_functions, none_parameters
 from evaluator.static_lookups import COMPUTE_HINT, KERNEL_BUILDERS, LITERAL_CALLS, LOOKUP_ATTRS, LookupRules
 from evaluator.static_model import (
+    Comprehension,
     ModuleModel,
+    Scope,
     binding_key,
     bound_names,
+    const_getattr,
     device_functions,
-    is_const_getattr,
     is_import_only_try,
     resolve,
 )
@@ -69,10 +71,18 @@ def _chain_base(node: ast.AST) -> ast.Name | None:
     while True:
         if isinstance(node, ast.Attribute):
             node = node.value
-        elif is_const_getattr(node):
-            node = node.args[0]  # type: ignore[attr-defined]
+        elif (lookup := const_getattr(node)) is not None:
+            node = lookup[0]
         else:
             return node if isinstance(node, ast.Name) else None
+
+
+def _chain_inner(node: ast.AST) -> ast.expr | None:
+    """The next object down an attribute chain: ``a`` of ``a.b`` or of ``getattr(a, "b")``."""
+    if isinstance(node, ast.Attribute):
+        return node.value
+    lookup = const_getattr(node)
+    return lookup[0] if lookup is not None else None
 
 
 def _read_names(tree: ast.Module) -> set[str]:
@@ -176,7 +186,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     def _use(self, node: ast.AST) -> Use:
         return use_of(node, self.parents)
 
-    def _scoped(self, node: ast.AST, children: list[ast.AST]) -> None:
+    def _scoped(self, node: Scope, children: Sequence[ast.AST]) -> None:
         names = bound_names(node)
         self.scopes.append(names)
         function_scope = not isinstance(node, ast.ClassDef | ast.Module)
@@ -193,8 +203,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         chain = node.value if isinstance(node, ast.Attribute) else node.args[0] if isinstance(node, ast.Call) else None  # noqa: E501
         while chain is not None:
             self._inner.add(id(chain))
-            chain = (chain.value if isinstance(chain, ast.Attribute)
-                     else chain.args[0] if is_const_getattr(chain) else None)  # fmt: skip
+            chain = _chain_inner(chain)
 
     def _check_dotted(self, node: ast.AST, dotted: str, ctx: ast.expr_context) -> None:
         self._mark_chain(node)
@@ -339,8 +348,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_function
 
-    def _visit_comprehension(self, node: ast.AST) -> None:
-        for gen in node.generators:  # type: ignore[attr-defined]  # the element is visited before them
+    def _visit_comprehension(self, node: Comprehension) -> None:
+        for gen in node.generators:  # the element is visited before them
             self._track_loop_target(gen.target, gen.iter)
         self.loops += 1
         self._scoped(node, list(ast.iter_child_nodes(node)))

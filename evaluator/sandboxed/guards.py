@@ -22,6 +22,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import kernelevo
+
 # Torch ops a candidate may run itself: allocation, views, copies and dtype casts. Everything else is
 # math that the candidate's own kernels must do (unless the task's ALLOW_TORCH_OPS lists it).
 ALLOWED_ATEN_OPS = frozenset("""
@@ -310,11 +312,21 @@ _CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__", "f_c
 # Events that hand out live frames (f_back and f_locals are not audited: a frame is the way into the harness).
 _FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys._getframemodulename"})
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+# Standard-library files that ask for a frame only to read their caller's module name and return the name.
+_NAME_READERS = frozenset(str(Path(stdlib) / "typing.py") for stdlib in _STDLIB)
+# Standard-library files that build classes from templates of their own (namedtuple's __new__, a dataclass's
+# __init__, typing.NamedTuple's bases), filled with identifiers they have validated, and set the special
+# attributes of what they generated: not the candidate evaluating a string or patching a function.
+_CLASS_BUILDERS = frozenset(str(Path(stdlib) / name) for stdlib in _STDLIB
+                            for name in ("collections/__init__.py", "dataclasses.py", "typing.py"))
 _FRAME_USERS = ("/warnings.py", "/typing.py", "/typing_extensions.py", "/logging/__init__.py", "/inspect.py",
                 "/traceback.py", "/linecache.py")
 # Never needed by a library while the candidate's code runs, whoever raises them.
 _NEVER_FOR_CANDIDATES = ("socket.", "ctypes.", "gc.", "sys.settrace", "sys.setprofile", "sys.addaudithook",
                          "os.system", "os.kill", "os.fork", "os.forkpty", "pty.", "signal.", "resource.setrlimit")
+# kernelevo.cuda's modules, the only library code allowed to call ctypes while a candidate's code is on the stack.
+_CUDA_TOOLCHAIN_FILES = frozenset(str(Path(kernelevo.__file__).resolve().parent / name)
+                                  for name in ("cuda.py", "_cuda_nvrtc.py", "_cuda_driver.py", "_cuda_args.py"))
 _TOOLCHAIN = ("ptxas", "cc", "gcc", "g++", "c++", "clang", "nvcc", "ninja", "ld", "nvlink", "fatbinary", "cicc",
               "cuobjdump", "ldconfig")
 
@@ -337,6 +349,56 @@ class AuditGuard:
 
     def install(self) -> None:
         sys.addaudithook(self._hook)
+        self._guard_imports_of_loaded_modules()
+
+    def _guard_imports_of_loaded_modules(self) -> None:
+        """The "import" audit event fires only when a module is first loaded, and ``importlib.import_module``
+        raises none: importing an already loaded module (gc, ctypes, inspect, all loaded by torch) would pass
+        unseen. ``builtins.__import__``, ``importlib.__import__`` and ``importlib.import_module`` are wrapped to
+        apply the same allowlist, and to refuse private submodules (``importlib._bootstrap``, ``torch._C``),
+        when the candidate's code (or code compiled at run time) is the importer. Defence in depth only: a
+        loaded module is also reachable through ``sys.modules``; what such a module could do is refused by the
+        audit events above, the static checks refuse the import, and nothing of value is in the process."""
+        import builtins
+        import importlib
+
+        original_import, original_import_module = builtins.__import__, importlib.import_module
+        original_importlib_import = importlib.__import__
+        allowed, candidate_file = self.allowed_imports, self.candidate_file
+
+        def refused(name: object, level: int = 0, fromlist: Any = ()) -> bool:
+            if not self.active or not isinstance(name, str) or getattr(self._busy, "flag", False):
+                return False
+            filename = self._caller_file(3)
+            if filename != candidate_file and not (filename.startswith("<") and not filename.startswith("<frozen")):
+                return False
+            root, *rest = name.split(".")
+            if root.startswith("_kernelevo_"):
+                return False  # the candidate's own extension modules (load_inline)
+            names = [*rest, *(str(item) for item in fromlist or () if isinstance(item, str))]
+            return level > 0 or root not in allowed or any(part.startswith("_") for part in names)
+
+        def refuse(name: str) -> ModuleNotFoundError:
+            self.refused_imports.append(name)
+            return ModuleNotFoundError(f"kernelevo verifier: module {name!r} is not available to candidates",
+                                       name=name)
+
+        def guarded(original: Any) -> Any:
+            def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002 (the API)
+                if refused(name, level, fromlist):
+                    raise refuse(name)
+                return original(name, globals, locals, fromlist, level)
+
+            return guarded_import
+
+        def guarded_import_module(name, package=None):
+            if refused(name, 1 if str(name).startswith(".") else 0):
+                raise refuse(str(name))
+            return original_import_module(name, package)
+
+        builtins.__import__ = guarded(original_import)
+        importlib.__import__ = guarded(original_importlib_import)
+        importlib.import_module = guarded_import_module
 
     def _hook(self, event: str, args: tuple) -> None:
         if not self.active or getattr(self._busy, "flag", False):
@@ -389,11 +451,39 @@ class AuditGuard:
             program = args[0] if args else ""
             name = os.path.basename(os.fsdecode(program)) if isinstance(program, (str, bytes)) else ""
             return None if name.startswith(_TOOLCHAIN) else line
+        if event.startswith("ctypes.") and self._entered_through_toolchain():
+            return None  # kernelevo.cuda compiling (NVRTC) and launching (driver) what the candidate asked for
         if event.startswith(_NEVER_FOR_CANDIDATES):
             return line
         return None  # compiling and executing source (Triton's JIT and interpreter), file housekeeping: libraries'
 
 
+
+    def _caller_file(self, depth: int) -> str:
+        """The file of the frame ``depth`` levels up from this method (1: its caller), looked up without the
+        lookup's own audit event being judged."""
+        flag = getattr(self._busy, "flag", False)
+        self._busy.flag = True
+        try:
+            frame = self._getframe(depth)
+            return frame.f_code.co_filename if frame is not None else ""
+        finally:
+            self._busy.flag = flag
+
+    def _entered_through_toolchain(self) -> bool:
+        """Whether, walking up from the event, a frame of kernelevo.cuda comes before any of the candidate's:
+        the event is the toolchain's work (NVRTC and the driver, through cuda-python and ctypes) on the
+        candidate's request. An object of the candidate's that the toolchain calls back (a fake tensor's
+        ``data_ptr``) puts the candidate's frame first, and is refused."""
+        frame: FrameType | None = self._getframe(3)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename in _CUDA_TOOLCHAIN_FILES:
+                return True
+            if filename == self.candidate_file or (filename.startswith("<") and not filename.startswith("<frozen")):
+                return False
+            frame = frame.f_back
+        return False
 
     def _candidate_line_on_stack(self) -> int | None:
         frame: FrameType | None = self._getframe(3)
@@ -410,8 +500,13 @@ class AuditGuard:
         return frame.f_code.co_filename if frame is not None else ""
 
     def _harmless(self, event: str, args: tuple) -> bool:
-        """Events that expose nothing of the harness: reading code objects (``inspect.signature``), and reading
-        the candidate's own source (``warnings``/``linecache`` show the offending line)."""
+        """Events that expose nothing of the harness: reading code objects (``inspect.signature``), reading
+        files (the sandbox holds nothing of value), and typing asking for its caller's module name
+        (``TypeVar``, ``NamedTuple``: ``typing._caller`` reads ``f_globals['__name__']`` and hands out no frame)."""
+        if event in _FRAME_EVENTS:
+            return self._caller_file(3) in _NAME_READERS
+        if event in ("compile", "exec", "object.__setattr__") and self._caller_file(3) in _CLASS_BUILDERS:
+            return True  # namedtuple / dataclass building a class from its own template
         if event == "object.__getattr__":
             return len(args) > 1 and args[1] in _CODE_ATTRIBUTES
         if event == "open" and args:
@@ -588,8 +683,16 @@ def changed_attributes(before: dict[str, Any], after: dict[str, Any]) -> list[st
 
 def warm_up_guards() -> None:
     """Trigger the lazy imports the guards themselves cause (torch._dynamo wraps torch.manual_seed when
-    first imported), so that the attribute snapshot taken afterwards sees a settled torch."""
+    first imported), so that the attribute snapshot taken afterwards sees a settled torch; and the ones a
+    candidate's allowed toolchain causes (``kernelevo.cuda.compile`` reads the settings, whose import walks
+    frames inside pydantic), so that they happen before any guard is active. Nothing writes bytecode."""
     import torch._dynamo  # noqa: F401
+
+    import kernelevo.cuda  # noqa: F401
+    import kernelevo.settings
+
+    sys.dont_write_bytecode = True
+    kernelevo.settings.get_settings()
 
     probe = torch.ones(2)
     with OpRecorder():

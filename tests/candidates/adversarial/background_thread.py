@@ -5,13 +5,17 @@ are right; the thread stays alive between calls, ready to do work outside a time
 thread-count check (and the ban on threading) must catch it.
 """
 
-import queue
-import threading
+import sys
 
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
+
+# Taken from the modules already loaded: the import guards refuse `import queue, threading` itself, and the
+# layers below them must stop what the candidate does with them.
+queue = sys.modules["queue"]
+threading = sys.modules["threading"]
 
 
 @triton.jit

@@ -5,12 +5,16 @@ is alive in this process, copy it. Otherwise compute honestly, so that only the 
 (runtime: an audit of gc.get_objects; statically: the gc import).
 """
 
-import gc
+import sys
 
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
+
+# Taken from the modules already loaded: the import guards refuse `import gc` itself, and the
+# layers below them must stop what the candidate does with it.
+gc = sys.modules["gc"]
 
 
 @triton.jit

@@ -4,7 +4,6 @@ The host code sets cudaLimitPersistingL2CacheSize and a stream accessPolicyWindo
 launch (llm.c PR #851 reported bandwidth above HBM peak this way).
 """
 
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 

@@ -1,11 +1,15 @@
 """EXPLOIT crash: a segmentation fault through ctypes (a read through the pointer 0x8) in forward."""
 
-import ctypes
+import sys
 
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
+
+# Taken from the modules already loaded: the import guards refuse `import ctypes` itself, and the
+# layers below them must stop what the candidate does with it.
+ctypes = sys.modules["ctypes"]
 
 
 @triton.jit
@@ -23,5 +27,5 @@ class ModelNew(nn.Module):
     def forward(self, x, y):
         out = torch.empty_like(x)
         axpy_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, self.alpha, x.numel(), BLOCK=1024)
-        ctypes.cast(8, ctypes.POINTER(ctypes.c_int64)).contents.value
+        ctypes.cast(8, ctypes.POINTER(ctypes.c_int64)).contents.value  # noqa: B018 (the read is the crash)
         return out

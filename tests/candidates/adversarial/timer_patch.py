@@ -5,13 +5,17 @@ and triton.testing.do_bench, so a harness timing in this process reports ~0 ms. 
 correct: only function-identity checks (or a timer in another process) catch this.
 """
 
-import time
+import sys
 
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
 import triton.testing
+
+# Taken from the modules already loaded: the import guards refuse `import time` itself, and the
+# layers below them must stop what the candidate does with it.
+time = sys.modules["time"]
 
 _real_perf_counter = time.perf_counter
 time.perf_counter = lambda: _real_perf_counter() * 1e-3
