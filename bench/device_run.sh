@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: unpack the carried system packages and wheels, then one mode. Results under $OUT.
-# Usage (device tool): carry [".whl", ".sysdeb"], command "bash bench/device_run.sh MODE" with MODE one of
+# Usage (device tool): carry [".whl", ".sysdeb"], command "bash bench/device_run.sh MODE [MODE...]" (run in order)
 #   sandbox   sandbox probe (bubblewrap, GPU inside it, CUDA IPC, compute-sanitizer), the GPU tests of the trace
 #             and the sanitizer (TESTS_S seconds), then the candidate suite (SUITE_S seconds; SUITE_ONLY substrings)
 #   check     the GPU tests in TESTS, then the candidate suite on the tasks' small cases (SUITE_S seconds)
@@ -8,12 +8,14 @@
 #   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
 #             (CANDIDATES per op, CELERY_S seconds)
+#   corpus    bench/public_corpus.py on the tasks' small cases (CORPUS_S seconds)
 #   smoke     the CUDA tests and one evaluation
+#   SUITE=0 skips the candidate suite that sandbox, check and verifier end with.
 # Before the first call, here: bash bench/fetch_wheels.sh and bash bench/fetch_sysdeb.sh (.whl/, .sysdeb/).
 # On a machine of several GPUs, run one mode per GPU side by side, each with its own TAG:
 #   CUDA_VISIBLE_DEVICES=0 bash bench/device_run.sh check & CUDA_VISIBLE_DEVICES=1 TAG=b bash ... search; wait
 set -uo pipefail
-mode=${1:-smoke}
+[ $# -gt 0 ] || set -- smoke
 tag=${TAG:-a}
 OUT=${OUT:-/tmp/kernelevo-out}
 mkdir -p "$OUT"
@@ -34,6 +36,8 @@ fi
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "/tmp/site-$tag" \
     .whl/*.whl && export PYTHONPATH=/tmp/site-$tag:$PWD || exit 3
+  # not a site-packages folder and under /tmp: the sandbox binds it read-only only when named (docs/sandbox.md)
+  export KERNELEVO_SANDBOX_READ_ONLY=/tmp/site-$tag
 else
   export PYTHONPATH=$PWD
 fi
@@ -44,12 +48,15 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 command -v bwrap >/dev/null || echo "no bwrap: untrusted code is refused (KERNELEVO_ISOLATION=required)"
 
 suite() {  # the candidate suite on the tasks' small cases, time-boxed; prints passes and failures
+  [ "${SUITE:-1}" = 0 ] && return 0
   timeout "${SUITE_S:-290}" python3 bench/gpu_suite.py --small --skip-slow --only "${SUITE_ONLY:-}" \
     --out "$OUT/gpu_suite-$tag.json" > "$OUT/suite-$tag.log" 2>&1
   grep -c "^PASS" "$OUT/suite-$tag.log"; grep "^FAIL" "$OUT/suite-$tag.log" | cut -c1-230 | head -20
   tail -2 "$OUT/suite-$tag.log"
 }
 
+for mode in "$@"; do
+echo "== $mode"
 case "$mode" in
   sandbox)
     timeout 60 python3 bench/sandbox_probe.py --out "$OUT/sandbox_probe.json" > "$OUT/probe-$tag.log" 2>&1
@@ -85,10 +92,15 @@ PY
     timeout "${CELERY_S:-560}" python3 bench/celery_throughput.py --device cuda --ops "${OPS:-rms_norm,swiglu,layer_norm}" \
       --budget-candidates "${CANDIDATES:-24}" --out "$OUT/celery-$tag" 2>&1 | tee "$OUT/celery-$tag.log" | tail -12
     ;;
+  corpus)
+    timeout "${CORPUS_S:-200}" python3 bench/public_corpus.py --device cuda --small --out "$OUT/public_corpus-$tag.json" \
+      > "$OUT/corpus-$tag.log" 2>&1; tail -"${CORPUS_TAIL:-16}" "$OUT/corpus-$tag.log" | cut -c1-260
+    ;;
   smoke)
     python3 -m pytest -q -x -m gpu tests/kernelevo/test_cuda.py 2>&1 | tail -15 | tee "$OUT/pytest_cuda-$tag.txt"
     python3 -m kernelevo.cli eval --task tests/tasks/axpy.py --candidate tests/candidates/honest/axpy_launcher.py \
       --device cuda --json > "$OUT/smoke_axpy-$tag.json"; echo "exit=$?"
     ;;
-  *) echo "unknown mode $mode (sandbox, check, verifier, search, celery, smoke)"; exit 2 ;;
+  *) echo "unknown mode $mode (sandbox, check, verifier, search, celery, corpus, smoke)"; exit 2 ;;
 esac
+done

@@ -11,8 +11,10 @@ import only where no run-time outcome can hand the candidate the module:
   module's package is not one the run time lets candidates import, and the names it binds are never read
   anywhere and are not class attributes (a presence probe: the run time refuses the import, or the module is
   loaded already and importing it does nothing, and either way nothing can reach it through the names); or when
-  the module is not installed here at all (the import always fails, so the rest of the ``try`` body never runs
-  and the fallback always does);
+  the import always fails -- the module is not installed here, or it is a third-party package the run time never
+  lets a candidate import (its import wrappers refuse it even when it is loaded; standard-library modules are
+  not assumed refused, so that this layer still holds where those wrappers were defeated) -- so the rest of the
+  ``try`` body never runs and the fallback always does (Liger's ``try: from transformers.utils import ...``);
 * ``importlib.import_module(name)`` whose result is read, and only for ``__version__``, where ``name`` is a string
   literal, or a parameter of a module-level function that is only ever called directly with string literals,
   and every such literal is a module the allowlist allows or one that is not installed.
@@ -108,14 +110,28 @@ def bound_name(node: ast.Import | ast.ImportFrom, alias: ast.alias) -> str:
     return alias.asname or alias.name
 
 
+def refused_everywhere(module: str) -> bool:
+    """An import of ``module`` from the candidate's file raises ImportError wherever the candidate runs: it is
+    outside the allowlist and either not installed, or a third-party package the run time never lets candidates
+    import (the candidate process's import wrappers refuse it whether or not it is loaded already), so the answer
+    does not depend on which packages the machine happens to have."""
+    if module_allowed(module):
+        return False
+    root = module.split(".")[0]
+    if not installed(module):
+        return True
+    # The standard library stays under the stricter rule below (its gc, ctypes, inspect are the tools that
+    # would defeat the in-process guards, and this layer must hold if those guards are defeated).
+    return root not in RUNTIME_IMPORT_ROOTS and root not in sys.stdlib_module_names
+
+
 def always_fails(node: ast.AST) -> bool:
-    """An import statement that raises ImportError wherever the candidate runs: a module outside the allowlist
-    that is not installed (the run-time guard refuses it even if it were)."""
+    """An import statement that raises ImportError wherever the candidate runs (:func:`refused_everywhere`)."""
     if isinstance(node, ast.ImportFrom):
         module = node.module or ""
-        return not node.level and bool(module) and not module_allowed(module) and not installed(module)
+        return not node.level and bool(module) and refused_everywhere(module)
     if isinstance(node, ast.Import):
-        return any(not module_allowed(a.name) and not installed(a.name) for a in node.names)
+        return any(refused_everywhere(a.name) for a in node.names)
     return False
 
 

@@ -78,7 +78,7 @@ def celery_config(settings: Any) -> dict[str, Any]:
     }
 
 
-class ReaperStep(bootsteps.StartStopStep):
+class ReaperStep(bootsteps.StartStopStep):  # type: ignore[misc]  # Celery has no type hints
     """Runs the reaper from every worker's parent process (one reap per interval across all workers), so that
     a GPU-only deployment recovers dead chunks without a ``celery beat``.
 

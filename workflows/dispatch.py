@@ -8,9 +8,12 @@ store). Messages are sent by name, so a sender needs no task code.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from workflows.models import OriginKind, QueueName
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 CHUNK_TASK = "kernelevo.search_chunk"  # (job_id: str, epoch: int)
 REAP_TASK = "kernelevo.reap"  # ()
@@ -37,7 +40,7 @@ class Dispatcher(Protocol):
 class CeleryDispatcher:
     """A :class:`Dispatcher` over a Celery app (``workflows.celery_app.make_app``)."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app: Celery) -> None:
         self.app = app
 
     def send_chunk(self, job_id: str, epoch: int, device: str, countdown_s: float = 0.0) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import redis
 
@@ -20,6 +21,9 @@ from workflows.keys import Keys
 from workflows.models import WorkerIdentity
 from workflows.redis_conn import retrying
 from workflows.redis_values import text
+
+if TYPE_CHECKING:
+    from redis.commands.core import Script
 from workflows.store import Fenced
 
 log = logging.getLogger(__name__)
@@ -112,7 +116,7 @@ class RedisRunMirror:
     def _fence_args(self) -> list[str]:
         return [str(self.epoch), self.worker.node, str(self.worker.pid)]
 
-    def _run(self, script, keys: list[str], args: list[object]) -> None:
+    def _run(self, script: Script, keys: list[str], args: list[str | int | float]) -> None:
         try:
             self._retry(lambda: script(keys=keys, args=args))
         except redis.ResponseError as exc:

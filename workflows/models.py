@@ -15,6 +15,7 @@ import enum
 import hashlib
 import json
 from datetime import datetime, timezone
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -150,8 +151,8 @@ class JobResult(BaseModel):
     stop_reason: str
     best_source: str | None = None
     best_fitness: float = 0.0
-    verdict: dict | None = None  # the winner's verdict (evaluator.verdict.Verdict as JSON)
-    summary: dict = Field(default_factory=dict)  # kernelevo.search.result.SearchResult.to_dict()
+    verdict: dict[str, Any] | None = None  # the winner's verdict (evaluator.verdict.Verdict as JSON)
+    summary: dict[str, Any] = Field(default_factory=dict)  # kernelevo.search.result.SearchResult.to_dict()
 
 
 class QueueName(str, enum.Enum):

@@ -281,7 +281,10 @@ class CandidateRunner:
             self._synchronize()
             self.mark(self._forward_kind, self._end, window)
         except PermissionError as exc:
-            raise Rejection("cheat_suspected", f"{where}: {exc}") from exc
+            found = self.audit.violations
+            more = f"; {len(found) - 1} more refused after it" if len(found) > 1 else ""
+            refused = f" (first refused: {found[0]}{more})" if found else ""
+            raise Rejection("cheat_suspected", f"{where}: {exc}{refused}") from exc
         except Rejection:
             raise
         except Exception as exc:

@@ -16,7 +16,7 @@ import sys
 import sysconfig
 import threading
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 import torch
@@ -312,8 +312,10 @@ _CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__", "f_c
 # Events that hand out live frames (f_back and f_locals are not audited: a frame is the way into the harness).
 _FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys._getframemodulename"})
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
-# Standard-library files that ask for a frame only to read their caller's module name and return the name.
-_NAME_READERS = frozenset(str(Path(stdlib) / "typing.py") for stdlib in _STDLIB)
+# Standard-library files that ask for a frame only to read their caller's module name and return the name
+# (TypeVar, namedtuple and Enum's functional API name the module that created them).
+_NAME_READERS = frozenset(str(Path(stdlib) / name) for stdlib in _STDLIB
+                          for name in ("typing.py", "collections/__init__.py", "enum.py"))
 # Standard-library files that build classes from templates of their own (namedtuple's __new__, a dataclass's
 # __init__, typing.NamedTuple's bases), filled with identifiers they have validated, and set the special
 # attributes of what they generated: not the candidate evaluating a string or patching a function.
@@ -346,6 +348,10 @@ class AuditGuard:
         self._stdlib = _STDLIB
         self._blocked = _BLOCKED_EVENT_PREFIXES
         self.refused_imports: list[str] = []
+        # Code that torch or triton compiled from their own strings and ran with ``exec`` (Triton's argument
+        # binder, torch.fx's generated forward): run-time compiled, but not the candidate's.
+        self._library_code: set[CodeType] = set()
+        self._library_dirs = (_TORCH_DIR, _TRITON_DIR)
 
     def install(self) -> None:
         sys.addaudithook(self._hook)
@@ -364,13 +370,12 @@ class AuditGuard:
 
         original_import, original_import_module = builtins.__import__, importlib.import_module
         original_importlib_import = importlib.__import__
-        allowed, candidate_file = self.allowed_imports, self.candidate_file
+        allowed = self.allowed_imports
 
         def refused(name: object, level: int = 0, fromlist: Any = ()) -> bool:
             if not self.active or not isinstance(name, str) or getattr(self._busy, "flag", False):
                 return False
-            filename = self._caller_file(3)
-            if filename != candidate_file and not (filename.startswith("<") and not filename.startswith("<frozen")):
+            if not self._candidates_frame(self._caller_frame(3)):
                 return False
             root, *rest = name.split(".")
             if root.startswith("_kernelevo_"):
@@ -401,6 +406,8 @@ class AuditGuard:
         importlib.import_module = guarded_import_module
 
     def _hook(self, event: str, args: tuple) -> None:
+        if event == "exec" and args and isinstance(args[0], CodeType):
+            self._note_library_exec(args[0])
         if not self.active or getattr(self._busy, "flag", False):
             return
         if event == "import":
@@ -438,6 +445,9 @@ class AuditGuard:
         if event in _FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES):
             caller = self._immediate_caller()
             trusted = caller == _THIS_FILE or caller.endswith(_FRAME_USERS) or caller.startswith(_TORCH_DIR)
+            # Triton reading frames itself (``filter_traceback`` walks ``tb.tb_frame`` of a compile error): its own
+            # code names what it reads; a callable the candidate handed it (attrgetter, partial) does not.
+            trusted = trusted or (caller.startswith(self._library_dirs) and self._names_itself(event, args))
             return None if trusted else line  # torch's registration code reads its caller's module name
         if event == "open":
             path = args[0] if args else None
@@ -458,6 +468,45 @@ class AuditGuard:
         return None  # compiling and executing source (Triton's JIT and interpreter), file housekeeping: libraries'
 
 
+
+    def _note_library_exec(self, code: CodeType) -> None:
+        """Remember ``code`` (and the functions it defines) when torch or triton itself called ``exec``."""
+        flag = getattr(self._busy, "flag", False)
+        self._busy.flag = True  # the frame lookup raises an audit event of its own
+        try:
+            frame = self._getframe(2)  # 0: here, 1: the hook, 2: the frame that called exec
+        finally:
+            self._busy.flag = flag
+        if frame is None or not frame.f_code.co_filename.startswith(self._library_dirs):
+            return
+        if not {"exec", "eval"} & set(frame.f_code.co_names):
+            return  # the library called something that called exec: a callback (partial(eval, ...)), not its own
+        pending = [code]
+        while pending:
+            item = pending.pop()
+            self._library_code.add(item)
+            pending.extend(c for c in item.co_consts if isinstance(c, CodeType))
+
+    def _candidates_frame(self, frame: FrameType | None) -> bool:
+        """A frame of the candidate's own code: its file, or code compiled at run time from a string that no
+        library compiled for itself (``eval``/``exec``, even when a library called the builtin on the candidate's
+        behalf, e.g. ``functools.partial(eval, ...)`` handed to Triton as a grid)."""
+        if frame is None:
+            return False
+        filename = frame.f_code.co_filename
+        if filename == self.candidate_file:
+            return True
+        return (filename.startswith("<") and not filename.startswith("<frozen")
+                and frame.f_code not in self._library_code)
+
+    def _caller_frame(self, depth: int) -> FrameType | None:
+        """The frame ``depth`` levels up from this method (1: its caller), as :meth:`_caller_file`."""
+        flag = getattr(self._busy, "flag", False)
+        self._busy.flag = True
+        try:
+            return self._getframe(depth)
+        finally:
+            self._busy.flag = flag
 
     def _caller_file(self, depth: int) -> str:
         """The file of the frame ``depth`` levels up from this method (1: its caller), looked up without the
@@ -480,7 +529,7 @@ class AuditGuard:
             filename = frame.f_code.co_filename
             if filename in _CUDA_TOOLCHAIN_FILES:
                 return True
-            if filename == self.candidate_file or (filename.startswith("<") and not filename.startswith("<frozen")):
+            if self._candidates_frame(frame):
                 return False
             frame = frame.f_back
         return False
@@ -488,11 +537,17 @@ class AuditGuard:
     def _candidate_line_on_stack(self) -> int | None:
         frame: FrameType | None = self._getframe(3)
         while frame is not None:
-            filename = frame.f_code.co_filename
-            if filename == self.candidate_file or (filename.startswith("<") and not filename.startswith("<frozen")):
+            if self._candidates_frame(frame):
                 return frame.f_lineno
             frame = frame.f_back
         return None
+
+    def _names_itself(self, event: str, args: tuple) -> bool:
+        """Whether the Python frame that raised a frame event names the attribute or function in its own code
+        (called from :meth:`_called_back`, like :meth:`_immediate_caller`)."""
+        frame = self._getframe(3)  # 0: here, 1: _called_back, 2: the hook, 3: the frame that raised the event
+        wanted = str(args[1]) if event == "object.__getattr__" else event.rsplit(".", 1)[-1]
+        return frame is not None and wanted in frame.f_code.co_names
 
     def _immediate_caller(self) -> str:
         """The file of the Python frame that raised the event (the guards' own frames are trusted)."""
@@ -512,7 +567,10 @@ class AuditGuard:
         if event == "open" and args:
             # Reading is harmless in the sandbox: the candidate's view holds the system, the installed packages and
             # its own folder, nothing of value (importlib.metadata.version reads a METADATA file, warnings the
-            # candidate's own source). Writing stays refused.
+            # candidate's own source). Writing stays refused, except to /dev/null (Triton builds its launcher
+            # with ``subprocess.check_call(cc, stdout=DEVNULL)`` at a kernel's first launch on the GPU).
+            if isinstance(args[0], (str, bytes)) and os.fsdecode(args[0]) == os.devnull:
+                return True
             mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
             flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
             return not any(c in mode for c in "wax+") and not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
@@ -530,8 +588,8 @@ class AuditGuard:
                 return frame.f_lineno
             if filename.startswith("<frozen importlib"):
                 return None  # the import machinery: governed by the "import" event
-            if filename.startswith("<") and not filename.startswith("<frozen"):
-                return frame.f_lineno  # compiled at run time from a string: only the candidate does that here
+            if self._candidates_frame(frame):
+                return frame.f_lineno  # compiled at run time from a string the candidate handed over
             stdlib = filename.startswith("<frozen") or (filename.startswith(self._stdlib)
                                                         and "-packages" not in filename)
             if not stdlib and filename != _THIS_FILE:

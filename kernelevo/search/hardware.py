@@ -46,7 +46,7 @@ def measure_copy_bandwidth(index: int = 0, nbytes: int = 1 << 30, trials: int = 
 
     src = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{index}")
     dst = torch.empty_like(src)
-    times = []
+    times: list[float] = []
     for _ in range(trials + 2):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -55,7 +55,7 @@ def measure_copy_bandwidth(index: int = 0, nbytes: int = 1 << 30, trials: int = 
         torch.cuda.synchronize(index)
         times.append(start.elapsed_time(end) / 1000.0)
     times = sorted(times[2:])
-    return 2 * nbytes / times[len(times) // 2] / 1e12
+    return float(2 * nbytes / times[len(times) // 2] / 1e12)
 
 
 def describe_hardware(facts: dict[str, Any]) -> str:

@@ -70,7 +70,7 @@ def render_prompt(request: ProposalRequest) -> list[ChatCompletionMessageParam]:
 def retry_delay(attempt: int, retry_after: float | None, rng: random.Random, base: float = 1.0,
                 cap: float = 60.0) -> float:
     """Seconds to wait before retry ``attempt`` (0-based): exponential with full jitter, at least Retry-After."""
-    backoff = min(cap, base * (2 ** attempt))
+    backoff = min(cap, base * (2.0 ** attempt))
     delay = backoff / 2 + rng.uniform(0, backoff / 2)
     if retry_after is not None:
         delay = max(delay, min(retry_after, cap))
@@ -97,7 +97,7 @@ class LLMProposer:
 
     def __init__(self, base_url: str, model: str, api_key: Any = None, *, max_concurrency: int = 4,
                  timeout_s: float = 180.0, max_retries: int = 5, max_tokens: int = 8192,
-                 temperature: float = 0.8, prices: dict | None = None,
+                 temperature: float = 0.8, prices: dict[str, Any] | None = None,
                  sleep: Callable[[float], None] = time.sleep, seed: int = 0):
         import openai
 

@@ -36,7 +36,7 @@ def _load(spec: str, what: str) -> Callable[[], object]:
         raise ProposerError(f"{what}: {module_name} has no {attr!r}") from None
     if not callable(factory):
         raise ProposerError(f"{what}: {spec} is a {type(factory).__name__}, not a proposer class or factory")
-    return factory
+    return factory  # type: ignore[no-any-return]  # checked callable above
 
 
 def _is_proposer(obj: object) -> TypeGuard[Proposer]:

@@ -209,7 +209,8 @@ class RunDir:
         except FileNotFoundError:
             raise FileNotFoundError(f"{self.path} is not a run directory (no run.json)") from None
         try:
-            return json.loads(text)
+            meta: dict[str, Any] = json.loads(text)
+            return meta
         except json.JSONDecodeError as exc:
             message = (f"{self.meta_path} is empty or corrupt ({exc}); the process that created the run was"
                        f" probably killed while starting it: delete {self.path} and start a new run")

@@ -142,6 +142,11 @@ HONEST = [
     dict(module=f"try:\n    import {MISSING}  # noqa: F401\n\n    HAS = True\nexcept ImportError:\n    HAS = False"),
     dict(module="try:\n    import yaml  # noqa: F401\n\n    HAS_YAML = True\nexcept ImportError:\n"
                 "    HAS_YAML = False"),
+    # an installed third-party package the run time never lets a candidate import (Liger's transformers probe):
+    # the import fails wherever the candidate runs, whether or not the machine has the package
+    dict(module="def npu():\n    try:\n        from yaml.constructor import is_npu\n\n        return is_npu()\n"
+                "    except Exception:\n        return False", body="ok = npu()"),
+    dict(module="try:\n    import yaml\nexcept ImportError:\n    yaml = None\nHOOK = yaml"),
     # an import in a function nothing calls
     dict(module=f"def version_dispatch(before, after):\n    from {MISSING} import __version__\n\n"
                 "    return before if __version__ < '4' else after"),
@@ -198,8 +203,11 @@ REFUSED = [
                                   "    OBJS = []")),
     ("banned-import", dict(module="try:\n    from gc import get_objects  # HERE\nexcept ImportError:\n"
                                   "    get_objects = None", body="objs = get_objects()")),
-    ("banned-import", dict(module="try:\n    import yaml  # HERE\nexcept ImportError:\n    yaml = None\n"
-                                  "HOOK = yaml")),
+    ("banned-import", dict(module="try:\n    import pickle  # HERE\nexcept ImportError:\n    pickle = None\n"
+                                  "HOOK = pickle")),
+    ("banned-import", dict(module="def npu():\n    try:\n        from pickle import loads  # HERE\n\n"
+                                  "        return loads(b'')\n    except Exception:\n        return False",
+                           body="ok = npu()")),
     ("banned-import", dict(module="try:\n    import gc  # HERE\nexcept ImportError:\n    gc = None\nfinally:\n"
                                   "    pass")),
     ("banned-import", dict(module="try:\n    import gc  # HERE\nexcept ImportError:\n    gc = fallback()")),

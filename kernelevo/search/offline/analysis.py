@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernelevo.search.offline.ir import Program, Unsupported, Value
+from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value
 from kernelevo.search.offline.moves import move_reduced_dim_last
 
 
@@ -32,7 +32,7 @@ def analyse(prog: Program) -> Analysis:
     _split_full_reductions(prog, rank)
     levels: dict[str, int] = {}
 
-    def level(v) -> int:
+    def level(v: Operand) -> int:
         if not isinstance(v, Value):
             return 0
         if v.name not in levels:
@@ -44,14 +44,14 @@ def analyse(prog: Program) -> Analysis:
         level(v)
     reductions = [v for v in prog.values.values() if v.kind == "reduce"]
     for r in reductions:
-        if r.args[0].rank != rank:
-            raise Unsupported(f"{r.name} reduces a tensor of rank {r.args[0].rank}, the op's rank is {rank}")
+        if r.tensor_arg().rank != rank:
+            raise Unsupported(f"{r.name} reduces a tensor of rank {r.tensor_arg().rank}, the op's rank is {rank}")
     matmuls = [v for v in prog.values.values() if v.kind == "matmul"]
     if len(matmuls) > 1:
         raise Unsupported("more than one matmul")
     if matmuls and reductions:
         raise Unsupported("a matmul followed by a reduction")
-    anchor = reductions[0].args[0] if reductions else (matmuls[0] if matmuls else None)
+    anchor = reductions[0].tensor_arg() if reductions else (matmuls[0] if matmuls else None)
     if anchor is None:
         anchor = next((o for o in prog.outputs if o.rank == rank), None)
     if anchor is None:
@@ -68,7 +68,7 @@ def analyse(prog: Program) -> Analysis:
             raise Unsupported(f"output {i} has rank {o.rank}; the op's rank is {rank}")
     globals_ = [v for v in prog.values.values() if v.kind == "global"]
     widths = []
-    for w in [r.args[0].shape[-1] for r in reductions] + [o.shape[-1] for _, o in full]:
+    for w in [r.tensor_arg().shape[-1] for r in reductions] + [o.shape[-1] for _, o in full]:
         if w not in widths:
             widths.append(w)
     return Analysis(rank, list(anchor.shape[:-1]), reductions, levels, full, row, glob, globals_,
@@ -79,7 +79,7 @@ def _split_full_reductions(prog: Program, rank: int) -> None:
     """A reduction of a whole full-rank tensor becomes a row reduction (one value per row) followed,
     when there is more than one row, by a reduction of those per-row values."""
     for g in [v for v in list(prog.values.values()) if v.kind == "global"]:
-        src = g.args[0]
+        src = g.tensor_arg()
         if src.rank != rank or rank == 0:
             continue
         if rank == 1:  # a single row: the row reduction is the result

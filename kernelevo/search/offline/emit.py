@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from kernelevo.search.offline.ir import Operand
 from kernelevo.search.offline.lower import Unsupported, Value
+
+if TYPE_CHECKING:
+    import torch
 
 TL_DTYPES = {
     "torch.float16": "tl.float16", "torch.bfloat16": "tl.bfloat16", "torch.float32": "tl.float32",
@@ -33,7 +38,7 @@ def round_half_even(x):
 '''
 
 
-def kind_of(dtype) -> str:
+def kind_of(dtype: torch.dtype | None) -> str:
     """'f' for floating dtypes, 'b' for bool, 'i' for integers."""
     if dtype is None:
         return "f"
@@ -171,7 +176,7 @@ class Emitter:
         return expr, scope, kind
 
     # -- values ------------------------------------------------------------------------------
-    def emit(self, v, col: Col, ctx: int) -> tuple[str, str, str]:
+    def emit(self, v: Operand, col: Col, ctx: int) -> tuple[str, str, str]:
         """Return (expression or variable, scope 'row'|'loop', kind 'f'|'i'|'b') of ``v``."""
         if not isinstance(v, Value):
             return self.literal(v), "row", "f" if isinstance(v, float) else ("b" if isinstance(v, bool) else "i")
@@ -191,7 +196,7 @@ class Emitter:
             self.memo_row[(v.name, "", ctx)] = result
         return result
 
-    def literal(self, x) -> str:
+    def literal(self, x: object) -> str:
         if isinstance(x, bool):
             return "True" if x else "False"
         if isinstance(x, float):
@@ -228,7 +233,7 @@ class Emitter:
             expr, kind = pointwise(v, ops, self.helpers)
             return expr, scope, kind
         if v.kind == "reshape":
-            src = v.args[0]
+            src = v.tensor_arg()
             if src.rank == v.rank:
                 return self.emit(src, col, ctx)
             if v.rank == src.rank + 1 and v.shape[-1] == "1":
@@ -263,7 +268,7 @@ class Emitter:
             scope = "loop" if col.kind != "row" else "row"
             return expr, scope, "f" if kind_of(v.dtype) == "f" else kind_of(v.dtype)
         if v.kind == "pick":
-            src, index = v.args
+            src, index = v.tensor_arg(0), v.tensor_arg(1)
             idx, _, _ = self.emit(index, NO_COL if index.rank == self.rank else col, ctx)
             self._check_row_value(v, ctx)
             return self.emit(src, Col(idx, "row"), self.rank)[0], "row", kind_of(v.dtype)

@@ -3,11 +3,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    import torch
 
 
 class Unsupported(Exception):
     """The graph holds an op or a layout the offline generator does not handle."""
+
+
+class ValueAttrs(TypedDict, total=False):
+    """What a value's kind needs beyond its operands (each kind sets the keys it uses)."""
+
+    op: str  # pw: the pointwise op; reduce/global: sum|mean|max|min|var|std
+    kwargs: dict[str, Any]  # pw: the ATen op's keyword arguments (alpha, rounding_mode, approximate ...)
+    keepdim: bool  # reduce
+    dim: int  # reduce over a dimension other than the last, until analysis moves it last
+    correction: Any  # reduce: the graph's correction argument (an int or a float), kept as traced
+    start: str  # shift: host expression of the slice's start
+    widths: list[str]  # cat: host expressions of the parts' widths
+    expr: str  # hostfloat: the host expression
+    root: str  # input views: the input the view was taken of (keeps generated names short)
+    is_bool: bool  # input: a bool tensor, passed to the kernel as uint8
 
 
 @dataclass
@@ -16,11 +36,23 @@ class Value:
 
     name: str
     kind: str  # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|matmul|hostfloat
-    args: tuple = ()
+    args: tuple[Operand, ...] = ()
     rank: int = 0
     shape: tuple[str, ...] = ()
-    dtype: Any = None
-    attrs: dict = field(default_factory=dict)
+    dtype: torch.dtype | None = None  # None: a host float
+    attrs: ValueAttrs = field(default_factory=ValueAttrs)
+
+    def tensor_arg(self, index: int = 0) -> Value:
+        """Operand ``index`` where the kind takes a tensor there (the source of a reduction, cast, view,
+        pick or matmul): the lowering puts only values there, so anything else is a generator bug."""
+        arg = self.args[index]
+        if not isinstance(arg, Value):
+            raise Unsupported(f"{self.name}: operand {index} of a {self.kind} value is {arg!r}, not a tensor")
+        return arg
+
+
+# An operand of a lane value: another value, or a Python scalar from the graph (bool is an int).
+Operand: TypeAlias = "Value | int | float"
 
 
 @dataclass

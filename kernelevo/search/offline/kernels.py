@@ -88,7 +88,7 @@ class KernelWriter:
             ptr = self.em.pointer(f"out{i}")
             self.em.row_lines.append(f"tl.store({ptr} + rows, {expr}.to({ptr}.dtype.element_ty), mask=row_mask)")
         for g in self.an.globals_:
-            src = g.args[0]
+            src = g.tensor_arg()
             if not ((src.rank == self.an.rank and src.shape[-1] == "1") or src.rank == self.an.rank - 1):
                 raise Unsupported(f"{g.name} reduces a tensor that is not one value per row")
             expr = self.em.emit(src, NO_COL, src.rank)[0]
@@ -108,7 +108,7 @@ class KernelWriter:
             masks[w] = f"mask_{len(masks)}" if len(self.an.widths) > 1 else "mask"
             self.em.row_lines.append(f"{masks[w]} = row_mask & (cols < {self.width(w)})")
         for r in sorted(self.an.reductions, key=lambda r: self.an.levels[r.name]):
-            w = r.args[0].shape[-1]
+            w = r.tensor_arg().shape[-1]
             col = Col("cols", "base", masks[w])
             expr = self.em.emit(r.args[0], col, self.an.rank)[0]
             masked, _ = self.reduce_expr(r, expr, masks[w])
@@ -124,9 +124,9 @@ class KernelWriter:
     def online_pairs(self) -> dict[str, Value]:
         """max-name -> the sum(exp(x - max(x))) reduction over the same x (softmax's two passes,
         which one loop computes with the online rescaling trick)."""
-        pairs = {}
+        pairs: dict[str, Value] = {}
         for s_red in self.an.reductions:
-            src = s_red.args[0]
+            src = s_red.tensor_arg()
             if s_red.attrs["op"] != "sum" or src.kind != "pw" or src.attrs["op"] != "exp":
                 continue
             sub = src.args[0]
@@ -149,7 +149,7 @@ class KernelWriter:
         for lvl in sorted(by_level):
             groups: dict[str, list[Value]] = {}
             for r in by_level[lvl]:
-                groups.setdefault(r.args[0].shape[-1], []).append(r)
+                groups.setdefault(r.tensor_arg().shape[-1], []).append(r)
             for w, reds in groups.items():
                 self.loop(w, reds, [])
         widths = []
@@ -226,7 +226,7 @@ class KernelWriter:
         mm = self.an.matmul
         if mm is None or self.an.rank != 2 or self.an.row_outputs or self.an.globals_:
             raise Unsupported("matmul-tiled needs one 2-D matmul with a pointwise epilogue")
-        a, b = mm.args
+        a, b = mm.tensor_arg(0), mm.tensor_arg(1)
         em = self.em
         m, n, k = em.scalar(a.shape[0], "M"), em.scalar(b.shape[1], "N"), em.scalar(a.shape[1], "K")
         em.scalar(f"{a.name}.stride(0)", "stride_am")

@@ -11,11 +11,14 @@ reductions. Anything else raises
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernelevo.search.offline.ir import Program, Unsupported, Value
+from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value, ValueAttrs
 from kernelevo.search.offline.trace import TracedTask
 from kernelevo.search.offline.views import host_view
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["Lowering", "Program", "Unsupported", "Value", "lower"]
 
@@ -54,7 +57,7 @@ class Lowering:
         self.env: dict[str, Any] = {}
         self.values: dict[str, Value] = {}
         self.inputs: list[Value] = []
-        self._seen: dict[tuple, Value] = {}
+        self._seen: dict[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], Value] = {}
         self._n = 0
 
     # -- host expressions -------------------------------------------------------------------
@@ -86,7 +89,7 @@ class Lowering:
         self._n += 1
         return f"{base}_{self._n}"
 
-    def _new(self, node: Any, kind: str, args: tuple = (), **attrs: Any) -> Value:
+    def _new(self, node: Any, kind: str, args: tuple[Operand, ...] = (), **attrs: Unpack[ValueAttrs]) -> Value:
         val = node.meta["val"]
         v = Value(node.name, kind, args, val.dim(), self.shape_of(node), val.dtype, attrs)
         if kind in ("pw", "cast"):  # common subexpressions (the loss decompositions repeat `ne`)
@@ -228,7 +231,7 @@ class Lowering:
         self.values[v.name] = v
         return v
 
-    def _operand(self, a: Any) -> Any:
+    def _operand(self, a: Any) -> Operand:
         import torch
 
         if isinstance(a, Value):
@@ -244,7 +247,7 @@ class Lowering:
             raise Unsupported(f"expected a tensor, got {a!r}")
         return a
 
-    def lower_reduction(self, node: Any, name: str, args: list, kwargs: dict) -> Value:
+    def lower_reduction(self, node: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Value:
         src = self._lane(args[0])
         dims = args[1] if len(args) > 1 else kwargs.get("dim")
         if isinstance(dims, int):
@@ -286,7 +289,7 @@ class Lowering:
         keep = src.shape[:-1] + ("1",)
         n = src.shape[-1]
 
-        def make(kind: str, args: tuple, shape: tuple, **attrs: Any) -> Value:
+        def make(kind: str, args: tuple[Operand, ...], shape: tuple[str, ...], **attrs: Unpack[ValueAttrs]) -> Value:
             v = Value(self._fresh(f"{node.name}_{kind}"), kind, args, len(shape), shape, f32, attrs)
             self.values[v.name] = v
             return v
@@ -303,7 +306,7 @@ class Lowering:
         dof.rank, dof.shape = 0, ()
         return make("pw", (squares, dof), out_shape, op="div", kwargs={})
 
-    def lower_view(self, node: Any, name: str, args: list, kwargs: dict) -> Any:
+    def lower_view(self, node: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Value | list[Value]:
         src = args[0]
         if not isinstance(src, Value):
             raise Unsupported(f"{name} of a non-tensor")
@@ -333,7 +336,7 @@ class Lowering:
     def _reshape(self, node: Any, src: Value) -> Value:
         return self._new(node, "reshape", (src,))
 
-    def _host_view(self, node: Any, name: str, src: Value, args: list) -> Any:
+    def _host_view(self, node: Any, name: str, src: Value, args: list[Any]) -> Value | list[Value]:
         return host_view(self, node, name, src, args)
 
 

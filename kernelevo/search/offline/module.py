@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from kernelevo.search.offline.emit import Emitter
 from kernelevo.search.offline.kernels import Analysis, KernelWriter, analyse, global_kernel_body
 from kernelevo.search.offline.lower import Program, Unsupported, lower
 from kernelevo.search.offline.trace import TracedTask
@@ -63,7 +64,7 @@ def _signature(names: list[str], constexprs: list[str]) -> str:
     return ",\n    ".join(params)
 
 
-def generate(traced: TracedTask, strategy: str, op_name: str, params: dict | None = None) -> str:
+def generate(traced: TracedTask, strategy: str, op_name: str, params: dict[str, int] | None = None) -> str:
     """Return the source of a candidate module implementing ``traced`` with ``strategy``."""
     prog = lower(traced)
     an = analyse(prog)
@@ -108,7 +109,7 @@ def generate(traced: TracedTask, strategy: str, op_name: str, params: dict | Non
     return "\n\n\n".join(p.strip("\n") for p in src_parts) + "\n"
 
 
-def _header(op_name: str, strategy: str, knobs: dict) -> str:
+def _header(op_name: str, strategy: str, knobs: dict[str, int]) -> str:
     lines = [
         f'"""Offline KernelEvo candidate for {op_name}: strategy {strategy}.',
         "",
@@ -140,7 +141,7 @@ def _wrap_call(head: str, args: list[str], width: int = 100) -> list[str]:
 
 
 def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, strategy: str, name: str,
-           global_em) -> str:
+           global_em: Emitter | None) -> str:
     lines = ["class ModelNew(nn.Module):", f"    def __init__({traced.init_signature}):",
              "        super().__init__()"]
     made = set()

@@ -20,10 +20,10 @@ def move_reduced_dim_last(prog: Program) -> None:
     if not moved:
         return
     reds = [v for v in prog.values.values() if v.kind == "reduce"]
-    rank = reds[0].args[0].rank
+    rank = reds[0].tensor_arg().rank
     dim: int = moved[0].attrs["dim"]  # every reduction must be over this one (checked next)
     for r in reds:
-        if r.args[0].rank != rank or r.attrs.get("dim") != dim:
+        if r.tensor_arg().rank != rank or r.attrs.get("dim") != dim:
             raise Unsupported("reductions over different dimensions in one op")
     for v in prog.values.values():
         if v.kind not in _ALLOWED:
@@ -46,7 +46,9 @@ def move_reduced_dim_last(prog: Program) -> None:
         elif v.rank not in (0, rank - 1):
             raise Unsupported(f"{v.name} has rank {v.rank} next to a rank-{rank} reduction")
         if v.kind == "reduce":
-            v.attrs = {k: a for k, a in v.attrs.items() if k != "dim"}
+            attrs = v.attrs.copy()
+            attrs.pop("dim", None)
+            v.attrs = attrs
     inverse = [perm.index(i) for i in range(rank)]
     for i, o in enumerate(prog.outputs):
         if o.rank == rank:

@@ -13,11 +13,25 @@ import tempfile
 import threading
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
 
 from kernelevo.search.proposer import Proposal, ProposalRequest
 
+if TYPE_CHECKING:
+    from evaluator.processes import Worker
+
 TIMEOUT_S = 600.0
+
+
+class ProposerReply(BaseModel):
+    """A reply of the proposer's process, checked before use: that process runs the user's task code."""
+
+    ok: bool = False
+    message: str = "failed"
+    proposals: list[Proposal] = []
+    strategies: list[str] = []
 
 
 class SandboxedOfflineProposer:
@@ -29,18 +43,18 @@ class SandboxedOfflineProposer:
     def __init__(self, memory_mb: int = 8192) -> None:
         self._memory_mb = memory_mb
         self._lock = threading.Lock()
-        self._worker: Any = None
+        self._worker: Worker | None = None
         self._roots: tuple[Path, ...] | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="kernelevo-proposer-")
         self._finalizer = weakref.finalize(self, SandboxedOfflineProposer._stop, [None], self._tmp)
 
     @staticmethod
-    def _stop(holder: list[Any], tmp: tempfile.TemporaryDirectory) -> None:
+    def _stop(holder: list[Worker | None], tmp: tempfile.TemporaryDirectory[str]) -> None:
         if holder[0] is not None:
             holder[0].kill()
         tmp.cleanup()
 
-    def _ensure(self, task_source: str) -> Any:
+    def _ensure(self, task_source: str) -> Worker:
         from evaluator import processes
         from evaluator.roles import task_source_roots
 
@@ -56,7 +70,7 @@ class SandboxedOfflineProposer:
         self._finalizer = weakref.finalize(self, SandboxedOfflineProposer._stop, [worker], self._tmp)
         return worker
 
-    def _ask(self, task_source: str, request: dict[str, Any]) -> dict[str, Any]:
+    def _ask(self, task_source: str, request: dict[str, Any]) -> ProposerReply:
         from evaluator import processes
 
         with self._lock:
@@ -66,22 +80,24 @@ class SandboxedOfflineProposer:
             except (processes.WorkerDied, processes.WorkerTimeout, processes.WorkerMemoryExceeded) as exc:
                 self._worker = None
                 tail = worker.log_tail(1500)
-                return {"ok": False, "message": f"the offline proposer's process failed ({exc}); its output: {tail}"}
-        return reply
+                return ProposerReply(message=f"the offline proposer's process failed ({exc}); its output: {tail}")
+        try:
+            return ProposerReply.model_validate(reply)
+        except ValidationError as exc:
+            return ProposerReply(message=f"the offline proposer's process sent a malformed reply ({exc})")
 
     def propose(self, request: ProposalRequest) -> list[Proposal]:
         """Up to ``request.count`` proposals; a failure is one Proposal whose ``error`` says what happened."""
         reply = self._ask(request.task_source, {"op": "propose", "request": dataclasses.asdict(request)})
-        if not reply.get("ok", False):
+        if not reply.ok:
             return [Proposal(source="", operator=request.operator, backend=request.backend, model=self.name,
-                             error=f"offline proposer, op {request.op_name}: {reply.get('message', 'failed')}")]
-        fields = {f.name for f in dataclasses.fields(Proposal)}
-        return [Proposal(**{k: v for k, v in p.items() if k in fields}) for p in reply.get("proposals", [])]
+                             error=f"offline proposer, op {request.op_name}: {reply.message}")]
+        return reply.proposals
 
     def strategies(self, task_source: str) -> list[str]:
         """The MAP-Elites cells the offline proposer can fill for a task (empty when unsupported)."""
         reply = self._ask(task_source, {"op": "strategies", "task_source": task_source})
-        return list(reply.get("strategies") or []) if reply.get("ok") else []
+        return reply.strategies if reply.ok else []
 
     def close(self) -> None:
         with self._lock:

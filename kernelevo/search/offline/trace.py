@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import inspect
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import torch
+    from torch._ops import OpOverload
 
 _DECOMPOSE = (
     "_softmax",
@@ -82,14 +87,16 @@ def _signature_text(fn: Any) -> str:
     return ", ".join(parts)
 
 
-def _decompositions():
+def _decompositions() -> dict[OpOverload, Callable[..., Any]]:
     import torch
     from torch._decomp import core_aten_decompositions, get_decompositions
 
     table = dict(core_aten_decompositions())
     ops = [getattr(torch.ops.aten, n) for n in _DECOMPOSE if hasattr(torch.ops.aten, n)]
     table.update(get_decompositions(ops))
-    return table
+    # torch types both tables' keys as OperatorBase; they hold OpOverloads (get_decompositions expands the
+    # packets it is given), which is what make_fx's decomposition_table takes.
+    return cast("dict[OpOverload, Callable[..., Any]]", table)
 
 
 def small_inputs_of(module: types.ModuleType) -> list[Any]:
@@ -133,7 +140,7 @@ def trace_task(task_source: str) -> TracedTask:
     state = dict(model.named_parameters())
     state.update(dict(model.named_buffers()))
 
-    def forward(params, *args):
+    def forward(params: dict[str, torch.Tensor], *args: Any) -> Any:
         return functional_call(model, params, args)
 
     try:

@@ -6,14 +6,21 @@ passes the result (with its strides) to the kernel as one more input.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from kernelevo.search.offline.ir import Unsupported, Value
 
+if TYPE_CHECKING:
+    from kernelevo.search.offline.lower import Lowering
 
-def host_view(lowering: Any, node: Any, name: str, src: Value, args: list) -> Any:
+
+def host_view(lowering: Lowering, node: Any, name: str, src: Value, args: list[Any]) -> Value | list[Value]:
     """A view of a kernel input, done by the forward itself: the result is a new kernel input."""
-    sizes = lambda xs: "[" + ", ".join(lowering.sym(x) for x in xs) + "]"  # noqa: E731
+
+    def sizes(xs: Sequence[Any]) -> str:
+        return "[" + ", ".join(lowering.sym(x) for x in xs) + "]"
+
     s = src.name
     root = src.attrs.get("root", s)  # names stay short: x_view_3, not x_unsqueeze_1_unsqueeze_2
     if name in ("alias", "detach", "clone", "lift_fresh_copy", "contiguous", "expand"):
@@ -40,10 +47,10 @@ def host_view(lowering: Any, node: Any, name: str, src: Value, args: list) -> An
         expr = f"{s}.reshape({sizes(args[1])})"
     elif name == "broadcast_in_dim":
         shape, bdims = args[1], list(args[2])
-        view = [lowering.sym(shape[i]) if i not in bdims else f"{s}.shape[{bdims.index(i)}]"
-                for i in range(len(shape))]
-        view = [v if i in bdims else "1" for i, v in enumerate(view)]
-        expr = f"{s}.reshape([{', '.join(view)}])"
+        new_shape = [lowering.sym(shape[i]) if i not in bdims else f"{s}.shape[{bdims.index(i)}]"
+                     for i in range(len(shape))]
+        new_shape = [v if i in bdims else "1" for i, v in enumerate(new_shape)]
+        expr = f"{s}.reshape([{', '.join(new_shape)}])"
     elif name == "slice":
         dim = args[1] if len(args) > 1 else 0
         start = args[2] if len(args) > 2 else 0

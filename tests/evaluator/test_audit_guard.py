@@ -1,0 +1,186 @@
+"""The candidate process's audit hook, on its own: what a library may do while the candidate's code is on the
+stack (it called the library, or handed it a callback). Each case runs in a fresh interpreter, since an audit
+hook cannot be removed once installed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_DRIVER = textwrap.dedent("""
+    import json, os, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from evaluator.sandboxed.guards import AuditGuard
+
+    private = Path(sys.argv[2])
+    sys.path.insert(0, str(private.parent / "lib"))
+    import library  # a library: not the standard library, not the candidate
+
+    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+    guard.install()
+    code = compile("def forward(target):\\n    return library.write_to(target)\\n", str(private / "candidate.py"),
+                   "exec")
+    namespace = {"library": library}
+    exec(code, namespace)
+    guard.active = True
+    results = {}
+    for name, target in [("devnull", os.devnull), ("own_folder", str(private / "cache.bin")),
+                         ("outside", str(private.parent / "outside.txt"))]:
+        try:
+            namespace["forward"](target)
+            results[name] = "allowed"
+        except PermissionError:
+            results[name] = "refused"
+    guard.active = False
+    print(json.dumps({"results": results, "violations": guard.violations}))
+""")
+
+
+def test_a_library_may_write_to_dev_null_and_the_candidates_folder_only(tmp_path):
+    private, lib = tmp_path / "private", tmp_path / "lib"
+    private.mkdir()
+    lib.mkdir()
+    (private / "candidate.py").write_text("# the candidate's file\n")
+    (lib / "library.py").write_text("def write_to(path):\n    with open(path, 'w') as f:\n        f.write('x')\n")
+    done = subprocess.run([sys.executable, "-c", _DRIVER, str(ROOT), str(private)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    # Triton builds its launcher with stdout=DEVNULL; compile caches live in the candidate's own folder.
+    assert report["results"] == {"devnull": "allowed", "own_folder": "allowed", "outside": "refused"}
+    assert len(report["violations"]) == 1 and "outside.txt" in report["violations"][0]
+    assert not (tmp_path / "outside.txt").exists()
+
+
+_EXEC_DRIVER = textwrap.dedent("""
+    import functools, json, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from evaluator.sandboxed.guards import AuditGuard
+
+    private, lib = Path(sys.argv[2]), Path(sys.argv[3])
+    sys.path.insert(0, str(lib))
+    import library
+
+    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+    guard._library_dirs = (str(lib) + "/",)  # stands for torch's and triton's folders
+    guard.install()
+    source = ("import functools\\n"
+              "def generated():\\n    return library.generate()()\\n"
+              "def own_eval():\\n    return eval(\\"__import__('_json')\\")\\n"
+              "def callback():\\n    return library.call(functools.partial(eval, \\"__import__('_json')\\"))\\n")
+    namespace = {"library": library}
+    exec(compile(source, str(private / "candidate.py"), "exec"), namespace)
+    guard.active = True
+    results = {}
+    for name in ("generated", "own_eval", "callback"):
+        sys.modules.pop("_json", None)
+        try:
+            namespace[name]()
+            results[name] = "allowed"
+        except (ImportError, PermissionError):  # the import, or already the eval's compile
+            results[name] = "refused"
+    guard.active = False
+    print(json.dumps(results))
+""")
+
+_LIBRARY = '''
+def generate():
+    namespace = {}
+    exec("def binder():\\n    import _json\\n    return _json\\n", namespace)
+    return namespace["binder"]
+
+
+def call(callback):
+    return callback()
+'''
+
+
+def test_code_a_library_generates_for_itself_is_not_the_candidates(tmp_path):
+    """Triton's argument binder is generated with exec (filename ``<string>``) and imports private modules; the
+    candidate's own eval, and an eval it hands a library as a callback, stay the candidate's."""
+    private, lib = tmp_path / "private", tmp_path / "lib"
+    private.mkdir()
+    lib.mkdir()
+    (private / "candidate.py").write_text("# the candidate's file\n")
+    (lib / "library.py").write_text(_LIBRARY)
+    done = subprocess.run([sys.executable, "-c", _EXEC_DRIVER, str(ROOT), str(private), str(lib)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "generated": "allowed", "own_eval": "refused", "callback": "refused"}
+
+
+_FRAMES_DRIVER = textwrap.dedent("""
+    import json, operator, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from evaluator.sandboxed.guards import AuditGuard
+
+    private, lib = Path(sys.argv[2]), Path(sys.argv[3])
+    sys.path.insert(0, str(lib))
+    import library
+
+    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+    guard._library_dirs = (str(lib) + "/",)
+    guard.install()
+    source = ("import operator\\n"
+              "def filtered():\\n    return library.filter_traceback()\\n"
+              "def handed():\\n    return library.read_with(operator.attrgetter('tb_frame'))\\n"
+              "def own():\\n    try:\\n        raise ValueError\\n    except ValueError as e:\\n"
+              "        return e.__traceback__.tb_frame\\n")
+    namespace = {"library": library}
+    exec(compile(source, str(private / "candidate.py"), "exec"), namespace)
+    guard.active = True
+    results = {}
+    for name in ("filtered", "handed", "own"):
+        try:
+            namespace[name]()
+            results[name] = "allowed"
+        except PermissionError:
+            results[name] = "refused"
+    guard.active = False
+    print(json.dumps(results))
+""")
+
+_FRAME_LIBRARY = '''
+def _error():
+    try:
+        raise ValueError("compile error")
+    except ValueError as e:
+        return e
+
+
+def filter_traceback():
+    tb = _error().__traceback__
+    files = []
+    while tb is not None:
+        files.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    return files
+
+
+def read_with(getter):
+    return getter(_error().__traceback__)
+'''
+
+
+def test_a_library_may_read_frames_itself_but_not_through_a_callable_the_candidate_handed_it(tmp_path):
+    """Triton walks ``tb.tb_frame`` of a compile error to shorten its traceback (its own code names the attribute);
+    an ``attrgetter('tb_frame')`` handed to a library, and the candidate's own read, are refused."""
+    private, lib = tmp_path / "private", tmp_path / "lib"
+    private.mkdir()
+    lib.mkdir()
+    (private / "candidate.py").write_text("# the candidate's file\n")
+    (lib / "library.py").write_text(_FRAME_LIBRARY)
+    done = subprocess.run([sys.executable, "-c", _FRAMES_DRIVER, str(ROOT), str(private), str(lib)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "filtered": "allowed", "handed": "refused", "own": "refused"}
