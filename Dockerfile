@@ -1,44 +1,139 @@
-# syntax=docker/dockerfile:1
-# Two images from one file:
-#   docker build --target bot -t kernelevo-bot .        # the GitHub App (no GPU, no torch compute)
-#   docker build --target worker -t kernelevo-worker .  # a GPU worker (CUDA base image, torch + triton)
-# Neither image holds secrets: pass KERNELEVO_* settings at run time (see docs/github-app.md).
+# syntax=docker/dockerfile:1.7
+# Two images from one file (docs/operations.md says how to run them; deploy/compose.yaml runs them):
+#   docker build --target bot -t kernelevo-bot .        # the GitHub App, its bot-queue worker (no CUDA, no torch)
+#   docker build --target worker -t kernelevo-worker .  # a search worker for one GPU (CUDA runtime, torch, triton)
+# Neither image holds a secret: settings come at run time, secrets as files under /run/secrets (kernelevo-env).
+# Base images are pinned by exact tag; add "@sha256:..." digests from your registry mirror when you build.
 
-ARG PYTHON_VERSION=3.11
+ARG PYTHON_VERSION=3.12.12
+ARG CUDA_IMAGE=nvidia/cuda:13.0.2-runtime-ubuntu24.04
+# torch comes from PyTorch's CUDA 13.0 index (the cuda extra is CUDA 13: cuda-core[cu13], nvidia-cuda-cupti>=13).
+ARG TORCH_VERSION=2.13.0
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cu130
 
-FROM python:${PYTHON_VERSION}-slim AS bot
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
-WORKDIR /app
+# ---------------------------------------------------------------------------------------------------------------
+# The bot's virtualenv. The bot package never imports torch (discovery is AST-only, searches run on the workers;
+# tests/deploy checks it), so torch, pyproject's one heavy dependency, is left out: every other dependency and the
+# bot extra are read from pyproject.toml, and the project itself is installed without resolving its dependencies.
+FROM python:${PYTHON_VERSION}-slim-bookworm AS bot-build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+WORKDIR /src
 COPY pyproject.toml README.md ./
+RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+print("\n".join(d for d in p["dependencies"] + p["optional-dependencies"]["bot"] if not d.startswith("torch")))' \
+        > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt
 COPY kernelevo ./kernelevo
 COPY evaluator ./evaluator
 COPY workflows ./workflows
 COPY bot ./bot
-# The bot parses and publishes; it never evaluates kernels, so it gets a CPU torch build.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch>=2.5" \
-    && pip install ".[bot,worker]"
-RUN useradd --create-home --uid 10001 kernelevo
-USER kernelevo
+RUN pip install --no-deps . \
+    && python -c "import bot.service, bot.worker, kernelevo.cli, workflows.celery_app"
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shared by both final images: reads Docker secrets (files under /run/secrets) into the settings that have no
+# *_PATH form, then execs the command. Only the files a service mounts exist in its container.
+FROM scratch AS entrypoint
+COPY --chmod=0755 <<'EOF' /kernelevo-env
+#!/bin/sh
+# kernelevo-env COMMAND...: KERNELEVO_* secrets from Docker secret files, then exec COMMAND.
+# A missing or empty file sets nothing (an LLM endpoint without a key, a Redis without a password).
+set -eu
+dir=/run/secrets
+if [ -s "$dir/webhook_secret" ]; then
+  KERNELEVO_WEBHOOK_SECRET=$(cat "$dir/webhook_secret"); export KERNELEVO_WEBHOOK_SECRET
+fi
+if [ -s "$dir/llm_api_key" ]; then
+  KERNELEVO_LLM_API_KEY=$(cat "$dir/llm_api_key"); export KERNELEVO_LLM_API_KEY
+fi
+if [ -s "$dir/redis_password" ]; then
+  # redis://host:port/db -> redis://:PASSWORD@host:port/db
+  password=$(cat "$dir/redis_password")
+  url=${KERNELEVO_REDIS_URL:-redis://127.0.0.1:6379/0}
+  case $password in *[!0-9A-Za-z]*)
+    echo "kernelevo-env: $dir/redis_password must hold letters and digits only (it goes into a URL)" >&2; exit 2;;
+  esac
+  case $url in *@*)
+    echo "kernelevo-env: KERNELEVO_REDIS_URL already has credentials; give the password in one place" >&2; exit 2;;
+  esac
+  KERNELEVO_REDIS_URL="${url%%://*}://:${password}@${url#*://}"; export KERNELEVO_REDIS_URL
+  unset password url
+fi
+exec "$@"
+EOF
+
+# ---------------------------------------------------------------------------------------------------------------
+# The bot image: `kernelevo serve` (webhooks + its bot-queue worker) or `kernelevo bot-worker`; no GPU, no torch.
+FROM python:${PYTHON_VERSION}-slim-bookworm AS bot
+# The cache dir holds the bot's checkouts (downloaded for static discovery and packing, never run).
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PATH=/opt/venv/bin:$PATH KERNELEVO_CACHE_DIR=/var/cache/kernelevo
+COPY --from=bot-build /opt/venv /opt/venv
+COPY --from=entrypoint /kernelevo-env /usr/local/bin/kernelevo-env
+RUN useradd --system --uid 10001 --user-group --home-dir /home/kernelevo --create-home --shell /usr/sbin/nologin \
+        kernelevo \
+    && install -d -o 10001 -g 10001 -m 0700 /var/cache/kernelevo
+USER 10001:10001
+WORKDIR /home/kernelevo
 EXPOSE 8080
-HEALTHCHECK --interval=30s --timeout=3s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz')"
+# /healthz answers 200 only while Redis answers the bot (bot/app.py); the bot worker's check is in compose.yaml.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/healthz', timeout=4)"]
+ENTRYPOINT ["kernelevo-env"]
 CMD ["kernelevo", "serve", "--host", "0.0.0.0", "--port", "8080"]
 
-FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04 AS worker
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
-    KERNELEVO_CACHE_DIR=/var/cache/kernelevo VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH
+# ---------------------------------------------------------------------------------------------------------------
+# The worker's system layer: Python with its headers and a C compiler (Triton's launcher stubs, the kernel-trace
+# shim), bubblewrap (every untrusted process runs in it), prlimit (util-linux, in the base), compute-sanitizer
+# (NVIDIA's apt repository, configured in the CUDA image).
+FROM ${CUDA_IMAGE} AS worker-base
+ENV DEBIAN_FRONTEND=noninteractive PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 python3-venv python3-dev build-essential ninja-build git \
-    && rm -rf /var/lib/apt/lists/* \
-    && python3 -m venv /opt/venv
-WORKDIR /app
+    && apt-get install -y --no-install-recommends \
+        bubblewrap \
+        ca-certificates \
+        cuda-sanitizer-13-0 \
+        gcc \
+        libc6-dev \
+        python3 \
+        python3-dev \
+        python3-venv \
+    && rm -rf /var/lib/apt/lists/*
+
+# The worker's virtualenv: torch from PyTorch's CUDA index, then the project with the extras a GPU worker uses.
+FROM worker-base AS worker-build
+ARG TORCH_VERSION
+ARG TORCH_INDEX
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python3 -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+RUN pip install --index-url "${TORCH_INDEX}" "torch==${TORCH_VERSION}"
+WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY kernelevo ./kernelevo
 COPY evaluator ./evaluator
 COPY workflows ./workflows
 COPY bot ./bot
-RUN pip install "torch>=2.5" && pip install ".[triton,cuda,llm,worker,plots]"
-RUN useradd --create-home --uid 10001 kernelevo && mkdir -p /var/cache/kernelevo \
-    && chown kernelevo /var/cache/kernelevo
-USER kernelevo
-# One worker per GPU: run with CUDA_VISIBLE_DEVICES set to a single device and concurrency 1.
-CMD ["kernelevo", "--help"]
+# The project itself, from this source tree; its dependencies resolve within pyproject.toml's ranges.
+# hadolint ignore=DL3013
+RUN pip install ".[triton,cuda,llm,worker]" \
+    && python -c "import torch, triton, kernelevo.cli, workflows.celery_app, evaluator.session"
+
+# The worker image: one `kernelevo worker` per GPU. The container is given exactly one GPU (a device
+# reservation), which it sees as GPU 0: hence `--gpu 0` in every worker container.
+FROM worker-base AS worker
+ENV PATH=/opt/venv/bin:$PATH KERNELEVO_CACHE_DIR=/var/cache/kernelevo
+COPY --from=worker-build /opt/venv /opt/venv
+COPY --from=entrypoint /kernelevo-env /usr/local/bin/kernelevo-env
+RUN useradd --system --uid 10001 --user-group --home-dir /home/kernelevo --create-home --shell /usr/sbin/nologin \
+        kernelevo \
+    && install -d -o 10001 -g 10001 -m 0700 /var/cache/kernelevo
+USER 10001:10001
+WORKDIR /home/kernelevo
+# A Celery ping of this container's own node (`gpu0@<hostname>`, the name `kernelevo worker --gpu 0` takes): the
+# worker's parent answers it between and during chunks; it fails when the worker is gone or cannot reach Redis.
+HEALTHCHECK --interval=60s --timeout=30s --start-period=120s --retries=3 \
+    CMD ["sh", "-c", "exec kernelevo-env celery -A workflows.celery_app inspect ping --timeout 10 -d \"gpu0@$(hostname)\""]
+ENTRYPOINT ["kernelevo-env"]
+CMD ["kernelevo", "worker", "--gpu", "0"]
