@@ -1,4 +1,4 @@
-"""Knobs of one evaluation, with defaults that follow DESIGN.md section 5."""
+"""Knobs of one evaluation, with the defaults docs/verifier.md describes."""
 
 from __future__ import annotations
 

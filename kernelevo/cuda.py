@@ -1,6 +1,6 @@
 """Compile CUDA C++ at run time with NVRTC and launch it on PyTorch's current stream.
 
-The preferred form of a CUDA candidate (DESIGN.md section 4)::
+The preferred form of a CUDA candidate (docs/verifier.md, "Contract")::
 
     from kernelevo import cuda
 

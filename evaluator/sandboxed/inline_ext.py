@@ -1,7 +1,7 @@
 """``load_inline`` candidates: one build directory per source hash, stale locks removed, builds counted.
 
 ``torch.utils.cpp_extension.load_inline`` guards each build with a ``lock`` file that a killed build
-leaves behind, hanging every later load of that name (DESIGN.md section 5, step 4). The verifier
+leaves behind, hanging every later load of that name on a lock no process holds. The verifier
 therefore gives every distinct (sources, flags, torch version) its own directory and name, removes a
 lock left by a build that no longer runs, bounds ninja's parallelism, and hands the candidate a module
 whose function calls count as kernel launches.

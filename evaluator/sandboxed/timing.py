@@ -1,4 +1,4 @@
-"""GPU timing shared by candidate and baseline measurements (DESIGN.md section 5, step 4).
+"""GPU timing shared by candidate and baseline measurements (the method: docs/verifier.md, "Timing (GPU)").
 
 Every trial: flush L2 by zeroing a 256 MB buffer, keep the GPU busy for a fixed 0.2 ms more, record a
 start event, call, record the end event on the same stream, then synchronise the whole device before

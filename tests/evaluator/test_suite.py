@@ -30,7 +30,8 @@ from suite_manifest import load_entries  # noqa: E402
 
 REASONS = {"ok", "compile_error", "incorrect", "static_violation", "cheat_suspected", "crashed", "timeout",
            "too_slow"}
-# DESIGN.md section 5, "Known exploits": the suite must hold at least one candidate per category.
+# The known exploit categories (the manifest tags each adversarial candidate with one): the suite holds at least
+# one candidate per category.
 CATEGORIES = {
     "reference-output reuse via the caching allocator", "input mutation", "side streams", "background threads",
     "lazy tensor subclasses", "timer/clock patching", "result caching keyed by pointer or call count",
