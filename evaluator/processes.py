@@ -286,7 +286,9 @@ def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_
     # -I: no user site, no PYTHON* variables; the parent's import path is passed explicitly instead
     # (wheels unpacked to a folder on PYTHONPATH must still be importable by the worker).
     search_path = [str(PROJECT_ROOT)] + [p for p in sys.path if p and Path(p).is_dir() and p != str(PROJECT_ROOT)]
-    bootstrap = ("import sys, json; sys.path[:0] = json.loads(sys.argv[1]); "
+    # Only the folders that exist in the sandbox's view: an unbound one (a test runner's folder under /tmp) would
+    # make importlib.metadata list it while the candidate imports, which the guards refuse.
+    bootstrap = ("import sys, json, os; sys.path[:0] = [p for p in json.loads(sys.argv[1]) if os.path.isdir(p)]; "
                  "from evaluator.sandboxed.entry import main; main()")
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     read_fd, write_fd = os.pipe()

@@ -124,7 +124,9 @@ def test_writes_outside_the_private_folder_are_refused(report, tmp_path):
     policy, private = _candidate_policy(tmp_path)
     target = tmp_path / "outside.txt"
     result = _probe(report, policy, {
-        "project": f"open({str(ROOT / 'redteam-probe.txt')!r}, 'w').write('x')",
+        # a package folder of the project (bound read-only; the checkout's root may sit under the sandbox's own
+        # tmpfs /tmp when the checkout is under the host's /tmp, and a write there never reaches the host)
+        "project": f"open({str(ROOT / 'kernelevo' / 'redteam-probe.txt')!r}, 'w').write('x')",
         "python_install": f"open({str(Path(sys.prefix) / 'redteam-probe.txt')!r}, 'w').write('x')",
         "host_tmp": f"open({str(target)!r}, 'w').write('x')",
         "private": f"open({str(private / 'ok.txt')!r}, 'w').write('x')",
@@ -132,7 +134,7 @@ def test_writes_outside_the_private_folder_are_refused(report, tmp_path):
     assert result["project"][0] == "refused" and result["python_install"][0] == "refused"
     assert not target.exists()  # a write "reached" its own tmpfs /tmp inside, never the host's
     assert result["private"][0] == "reached"
-    assert not (ROOT / "redteam-probe.txt").exists()
+    assert not (ROOT / "kernelevo" / "redteam-probe.txt").exists()
 
 
 def test_double_fork_and_setsid_do_not_survive_the_kill(report, tmp_path):
