@@ -2,7 +2,10 @@
 
 Safe means: dispatch is not disabled (``KERNELEVO_DISABLE=1``), a kernel is stored for this op id in
 ``kernels/`` of an ancestor directory of the op's file, the op's source hash (computed from the file
-with :func:`kernelevo.op.source_hash`, like discovery does) equals the manifest's, and the call is inside
+with :func:`kernelevo.op.source_hash`, like discovery does) equals the manifest's, the kernel can run in
+this process at all (:mod:`kernelevo.dispatch_where`: a CPU-verified Triton kernel only under
+``TRITON_INTERPRET=1``, a CUDA one only with a CUDA device of a verified capability; otherwise the
+original runs, said at debug level on the ``kernelevo.dispatch`` logger), and the call is inside
 the verified envelope (device type and capability, dtypes, ranks, dimension ranges, non-tensor
 values; no autograd, since kernels are forward-only). Otherwise the original code runs, with one
 warning per op and reason. Loaded on an op's first call, never at import or decoration.
@@ -12,18 +15,21 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import logging
 import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kernelevo.dispatch_where import runtime_facts, unavailable_reason
 from kernelevo.envelope import EnvelopeCheck, clear_capabilities
 from kernelevo.kernel_store import KERNEL_MODULE, KERNELS_DIR, StoredKernel, find_kernels
 from kernelevo.op import op_id, source_hash
 from kernelevo.settings import get_settings
 
 _SCALARS = (bool, int, float, str, type(None))
+log = logging.getLogger(__name__)
 
 
 class KernelEvoWarning(UserWarning):
@@ -95,6 +101,11 @@ class _Resolved:
             warn("stale", f"{identifier}: the op's source changed since kernels/{stored.name} was verified; "
                           f"running the original (re-run the search or `kernelevo verify`)")
             return
+        why_not = unavailable_reason(stored.envelope, runtime_facts())
+        if why_not is not None:  # e.g. a CPU-verified Triton kernel in a process without the interpreter
+            log.debug("%s: kernels/%s is not used in this process: %s; running the original code",
+                      identifier, stored.name, why_not)
+            return
         try:
             self.check = EnvelopeCheck(stored.envelope)
             self.kernel_class = _load_kernel_class(stored)
@@ -102,6 +113,9 @@ class _Resolved:
             self.kernel_class = None
             warn("load", f"{identifier}: kernels/{stored.name}/{KERNEL_MODULE} could not be loaded "
                          f"({type(exc).__name__}: {exc}); running the original")
+            return
+        log.debug("%s: using kernels/%s inside its verified envelope (device %s)", identifier, stored.name,
+                  stored.envelope.get("device_type", "cuda"))
 
 
 @functools.lru_cache(maxsize=256)

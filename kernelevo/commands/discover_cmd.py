@@ -25,11 +25,19 @@ def discover_command(
     """List annotated ops and KernelBench task files without importing any repository code.
 
     With --base/--head (or --changed), report the ops added, changed and removed instead.
-    Files that do not parse are reported and skipped. Exit 2 on a bad config or git revision.
+    Files that do not parse are reported and skipped, and the exit status is 1 (their ops may be missing);
+    a FILE with no op is exit 1 too. Exit 2 on a PATH that does not exist, a bad config or git revision.
     """
     from kernelevo import discovery, discovery_git
     from kernelevo.repo_config import RepoConfigError
 
+    if not path.exists():
+        _fail(f"{path}: no such file or directory; give the repository (or a folder or .py file in it) to scan")
+    if path.is_file():
+        if base is not None or changed:
+            _fail(f"{path} is a file: --base and --changed compare a repository; give its folder as PATH")
+        _discover_file(path, as_json)
+        return
     if head is not None and base is None:
         _fail("--head needs --base (the revision to compare with)")
     if changed and head is not None:
@@ -39,15 +47,42 @@ def discover_command(
             diff_base = base if base is not None else ("HEAD" if _is_git(path) else None)
             diff, errors = discovery_git.diff_worktree(path, list(changed), diff_base)
             _print_diff(diff, errors, as_json)
+            _exit_on_errors(errors)
             return
         if base is not None:
             diff, errors = discovery_git.diff_revisions(path, base, head or "HEAD")
             _print_diff(diff, errors, as_json)
+            _exit_on_errors(errors)
             return
         result = discovery.discover(path)
     except (RepoConfigError, discovery_git.GitError) as exc:
         _fail(str(exc))
     _print_ops(result, as_json)
+    if not result.ops and not result.errors and not as_json:
+        typer.echo(f"no ops under {path}: mark one with @kernelevo.optimize(...) or add a KernelBench task file")
+    _exit_on_errors(result.errors)
+
+
+def _discover_file(path: Path, as_json: bool) -> None:
+    """One named file: its ops, with ids relative to its repository (as ``optimize FILE`` sees them)."""
+    from kernelevo import discovery
+    from kernelevo.search.targets import find_repo_root
+
+    root = find_repo_root(path)
+    result = discovery.discover(root, ["**/*.py", "*.py"], [], files=[path.resolve().relative_to(root).as_posix()])
+    _print_ops(result, as_json)
+    _exit_on_errors(result.errors)
+    if not result.ops:
+        typer.echo(f"kernelevo discover: {path}: no ops found. Mark one with @kernelevo.optimize(...) or give a "
+                   "KernelBench task file (class Model, get_inputs, get_init_inputs)", err=True)
+        raise typer.Exit(1)
+
+
+def _exit_on_errors(errors: list) -> None:
+    if errors:
+        typer.echo(f"kernelevo discover: {len(errors)} file(s) could not be scanned (listed above); fix them, "
+                   "or exclude them in .github/kernelevo.yml (paths.exclude)", err=True)
+        raise typer.Exit(1)
 
 
 def _is_git(path: Path) -> bool:

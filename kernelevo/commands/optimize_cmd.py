@@ -1,19 +1,24 @@
 """``kernelevo optimize``: search for faster verified kernels in-process (no queue, no GitHub).
 
 Exit status: 0 when every op searched has an accepted kernel, 1 when some op has none, 2 when the
-search could not run (bad path, broken task, proposer unavailable), 130 when interrupted (the run
-directory is intact: continue it with ``--resume``).
+search could not run (bad arguments or path, proposer unavailable) or some op could not be searched
+(its task failed to load: it is reported with its file and line, and the other ops are still searched),
+130 when interrupted (the run directory is intact: continue it with ``--resume``).
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import typer
+
+from kernelevo.cli_failures import OpFailure, closing_lines, describe_setup_error
 
 
 def register(app: typer.Typer) -> None:
@@ -39,6 +44,28 @@ def _budget(base: dict[str, Any], **given: Any) -> Any:
     return Budget.from_dict(merged)
 
 
+# Each budget flag: (what it counts, an example value). Limits must be positive: a zero or negative one would
+# run a whole session (and leave a run directory) that cannot evaluate anything.
+_BUDGET_FLAGS = {
+    "candidates": ("--budget-candidates", "candidates to evaluate", "32"),
+    "minutes": ("--budget-minutes", "minutes of search", "10"),
+    "tokens": ("--budget-tokens", "proposer tokens", "200000"),
+    "usd": ("--budget-usd", "dollars of proposer money", "2.50"),
+    "plateau": ("--plateau", "generations without improvement before stopping", "6"),
+}
+
+
+def budget_problems(**given: float | None) -> list[str]:
+    """What is wrong with the budget flags given (None: not given), one actionable sentence each."""
+    problems = []
+    for key, value in given.items():
+        if value is not None and not value > 0:  # also refuses NaN
+            flag, counts, example = _BUDGET_FLAGS[key]
+            problems.append(f"{flag} must be positive (the {counts}), not {value:g}; e.g. {flag} {example}, "
+                            "or leave it out for the default")
+    return problems
+
+
 # With no PATH, search the op bundled with the package: works on a fresh machine with no GPU and no endpoint.
 EMBEDDED_DEFAULT = Path(__file__).resolve().parent.parent / "examples" / "rms_norm.py"
 
@@ -60,6 +87,8 @@ def optimize_command(
     resume: Path | None = typer.Option(None, "--resume", help="continue the run in this run directory"),
     seed: int = typer.Option(0, "--seed", help="random seed of the search (deterministic per seed)"),
     write_kernel: bool = typer.Option(False, "--write-kernel", help="store the accepted kernel in kernels/<op>/"),
+    force: bool = typer.Option(False, "--force", help="with --write-kernel: replace a stored kernel even when it "
+                               "is better or newer than this run's"),
     json_lines: bool = typer.Option(False, "--json-lines", help="progress and result as JSON lines on stdout"),
     quiet: bool = typer.Option(False, "--quiet", help="no live display; print the summary only"),
     runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run directories go [runs/]"),
@@ -82,6 +111,10 @@ def optimize_command(
         raise _fail("choose one of --json-lines and --quiet")
     if path is not None and resume is not None:
         raise _fail("give PATH to start a search, or --resume RUN_DIR to continue one (not both)")
+    problems = budget_problems(candidates=budget_candidates, minutes=budget_minutes, tokens=budget_tokens,
+                               usd=budget_usd, plateau=plateau)
+    if problems:
+        raise _fail("; ".join(problems))
     from kernelevo.sandbox import harden_trusted_process
 
     harden_trusted_process()  # this process may hold an LLM key; candidates and the op run in sandboxes
@@ -105,31 +138,50 @@ def optimize_command(
     shape = {k: v for k, v in (("generation_size", generation_size), ("parallel_evaluations", parallel_evaluations))
              if v is not None}
     config = SearchConfig.from_dict(shape) if shape else None
-    all_accepted = True
+    outcomes: list[bool | OpFailure] = []
     try:
         for job in jobs:
-            all_accepted &= _search_job(job, root, proposer_obj, backend, device, seed, given, config,
-                                        json_lines, quiet, write_kernel)
+            outcomes.append(_search_job(job, root, proposer_obj, backend, device, seed, given, config,
+                                        json_lines, quiet, write_kernel, force))
     finally:
         close = getattr(proposer_obj, "close", None)
         if callable(close):
             close()
-    if not all_accepted:
+    failures = [o for o in outcomes if isinstance(o, OpFailure)]
+    for line in closing_lines(failures, len(jobs), None if path is None else str(path)):
+        typer.echo(line, err=True)
+    if failures:
+        raise typer.Exit(2)
+    if not all(outcomes):
         raise typer.Exit(1)
 
 
 def _search_job(job, root, proposer_obj, backend, device, seed, given, config, json_lines, quiet,
-                write_kernel) -> bool:
-    """Search one op; True when it ends with an accepted kernel."""
-    from kernelevo.search.targets import write_accepted_kernel
-
+                write_kernel, force) -> bool | OpFailure:
+    """Search one op: True when it ends with an accepted kernel, the failure when it could not be searched."""
     target = job["target"]
     result = _run_one(target, job, root, proposer_obj, backend, device, seed, given, config, json_lines, quiet)
+    if isinstance(result, OpFailure):
+        return result
     best = result.best_candidate
-    if write_kernel and best is not None and best.verdict is not None:
-        directory = write_accepted_kernel(target, best.source, best.verdict, device)
-        typer.echo(f"Wrote {directory}", err=json_lines)
-    return best is not None
+    if best is None or best.verdict is None:
+        return best is not None
+    if write_kernel:
+        from kernelevo.install_kernel import install_accepted_kernel
+        from kernelevo.kernel_store import KernelStoreError
+
+        try:
+            installed = install_accepted_kernel(target, best.source, best.verdict, device,
+                                                run_started=result.started, force=force)
+        except (KernelStoreError, OSError) as exc:
+            typer.echo(f"kernelevo optimize: {target.op_id}: the kernel could not be written: {exc}", err=True)
+            return False
+        for line in installed.lines(shlex.quote(result.run_dir)):
+            typer.echo(line, err=json_lines or not installed.written)
+        return True
+    typer.echo(f"Next: install it into kernels/ (used when the op is called where it was verified): "
+               f"kernelevo optimize --resume {shlex.quote(result.run_dir)} --write-kernel", err=json_lines)
+    return True
 
 
 def _resume_job(run_dir: Path, given: dict[str, Any]) -> dict[str, Any]:
@@ -168,6 +220,10 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, config, 
             {"op": target.op.to_dict(), "repo_root": str(target.repo_root)}, indent=2), encoding="utf-8")
         budget = _budget({}, **given)
         task_path = target.task_path(run_dir)
+        if target.op.kind != "task":  # a generated task module: make it call `inputs` even where small cases run
+            from kernelevo.cli_inputs_check import check_inputs_too
+
+            check_inputs_too(task_path)
     reporter = JsonLinesReporter(sys.stdout) if json_lines else None
     live = RichReporter(op_id, budget) if not (json_lines or quiet) else None
     try:
@@ -177,7 +233,10 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, config, 
                             device=device, run_dir=run_dir, seed=seed, resume=meta is not None, config=config,
                             on_progress=reporter or live)
     except EvalSetupError as exc:
-        raise _fail(f"{target.op_id}: {exc}") from None
+        if live is not None:
+            live.__exit__(None, None, None)
+            live = None
+        return _setup_failed(target, exc, run_dir if meta is None else None, json_lines)
     except KeyboardInterrupt:
         raise _fail(f"interrupted; continue with: kernelevo optimize --resume {run_dir}", 130) from None
     finally:
@@ -189,3 +248,19 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, config, 
         for line in summary_lines(result):
             typer.echo(line)
     return result
+
+
+def _setup_failed(target, exc: Exception, fresh_run_dir: Path | None, json_lines: bool) -> OpFailure:
+    """Report an op whose task could not be set up; a run directory made for it just now holds nothing
+    worth keeping (no candidate was judged) and is removed."""
+    op = target.op
+    failure = describe_setup_error(op.op_id, op.kind, op.path, op.line, target.repo_root, str(exc))
+    if fresh_run_dir is not None:
+        shutil.rmtree(fresh_run_dir, ignore_errors=True)
+    if json_lines:
+        typer.echo(json.dumps({"event": "error", **failure.to_dict()}))
+    typer.echo(f"kernelevo optimize: {failure.headline()}", err=True)
+    detail = failure.message.partition("\n")[2]
+    if detail:
+        typer.echo(detail, err=True)
+    return failure

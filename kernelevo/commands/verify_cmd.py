@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from kernelevo.kernel_store import StoredKernel
+from kernelevo.kernel_store import KernelStoreError, StoredKernel
 
 if TYPE_CHECKING:
     from evaluator.verdict import Verdict
@@ -105,13 +105,11 @@ def verify_command(
     device: str | None = typer.Option(None, "--device", help="cpu or cuda (default: cuda if available)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
-    """Re-verify every kernel under PATH/kernels; exit 1 on any stale, missing or rejected kernel."""
-    from kernelevo.kernel_store import find_kernels_with_errors
-
+    """Re-verify every kernel under PATH/kernels (or the one kernel directory PATH names); exit 1 on any
+    stale, missing or rejected kernel, 2 when PATH or --device is wrong."""
     if device not in (None, "cpu", "cuda"):
-        typer.echo(f"kernelevo verify: --device must be cpu or cuda, not {device!r}", err=True)
-        raise typer.Exit(2)
-    kernels, errors = find_kernels_with_errors(path)
+        raise _fail(f"--device must be cpu or cuda, not {device!r}")
+    kernels, errors = kernels_at(path)
     results = [verify_kernel(k, device) for k in kernels]
     results += [VerifyResult("?", "?", "error", str(e)) for e in errors]
     if as_json:
@@ -123,14 +121,42 @@ def verify_command(
         raise typer.Exit(1)
 
 
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"kernelevo verify: {message}", err=True)
+    return typer.Exit(2)
+
+
+def kernels_at(path: Path) -> tuple[list[StoredKernel], list[KernelStoreError]]:
+    """The kernels PATH names: a repository root (its ``kernels/``), a ``kernels/`` folder, or one
+    ``kernels/<op>/`` directory (the bot's reports suggest ``kernelevo verify kernels/<op>``). A PATH that
+    does not exist or is a file is an error (typer.Exit 2): a typo in CI must not pass as "nothing to verify"."""
+    from kernelevo.kernel_store import KERNELS_DIR, MANIFEST, find_kernels_with_errors, read_kernel
+
+    if not path.exists():
+        raise _fail(f"{path}: no such directory; give the repository root (the folder holding kernels/) "
+                    "or one kernels/<op>/ directory")
+    if not path.is_dir():
+        raise _fail(f"{path} is a file; give the repository root (the folder holding kernels/) "
+                    "or one kernels/<op>/ directory")
+    if (path / MANIFEST).is_file():
+        try:
+            return [read_kernel(path)], []
+        except KernelStoreError as exc:
+            return [], [exc]
+    if path.name == KERNELS_DIR and not (path / KERNELS_DIR).is_dir():
+        return find_kernels_with_errors(path.parent)
+    return find_kernels_with_errors(path)
+
+
 def _print_table(path: Path, results: list[VerifyResult]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
-    if not results:
-        console.print(f"no kernels under {path / 'kernels'}")
+    if not results:  # plain text: rich would wrap the path
+        typer.echo(f"no kernels under {path / 'kernels'}: nothing to verify (kernels are stored there by "
+                   "`kernelevo optimize --write-kernel` or the bot)")
         return
+    console = Console()
     table = Table("kernel", "op", "status", "detail", title="kernelevo verify")
     for r in results:
         colour = "green" if r.ok else "red"

@@ -93,6 +93,7 @@ def run_search(
     (``should_cancel``) stops between candidates with ``stop_reason == "cancelled"``. Raises
     ``evaluator.EvalSetupError`` when the task itself cannot be evaluated.
     """
+    _refuse_unusable_budget(budget)
     given_task, task_path = Path(task_path), Path(task_path).resolve()  # verdicts show the path as given
     try:
         task_source = task_path.read_text(encoding="utf-8")
@@ -147,6 +148,16 @@ def run_search(
             result.best = None
     run.write_summary({**result.to_dict(), "budget": budget.to_dict(), "config": config.to_dict(), "seed": seed})
     return result
+
+
+def _refuse_unusable_budget(budget: Budget) -> None:
+    """A zero or negative limit would start a session (and make a run directory) that can evaluate nothing."""
+    limits = {"candidates": budget.candidates, "minutes": budget.minutes, "tokens": budget.tokens,
+              "usd": budget.usd, "plateau_generations": budget.plateau_generations,
+              "exhausted_generations": budget.exhausted_generations}
+    bad = [f"{name}={value!r}" for name, value in limits.items() if value is not None and not value > 0]
+    if bad:
+        raise ValueError(f"run_search: budget limits must be positive (None: unlimited), not {', '.join(bad)}")
 
 
 def _sanitize_best(session: Any, loop: SearchLoop, device: str) -> tuple[list[dict[str, Any]], str] | None:

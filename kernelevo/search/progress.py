@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from kernelevo.search.budget import Budget
@@ -127,6 +128,8 @@ def summary_lines(result: SearchResult) -> list[str]:
                      f" (fitness {best.fitness:.3f}).")
     else:
         lines.append(f"Best {best.id}: accepted.")
+    if best is not None:
+        lines.append(f"Best kernel: {Path(result.run_dir) / 'best' / 'kernel.py'}")
     if result.note:
         lines.append(result.note)
     if result.tokens_in or result.tokens_out:

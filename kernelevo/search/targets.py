@@ -125,12 +125,3 @@ def envelope_from_verdict(verdict: Verdict | Mapping[str, Any], device: str) -> 
     return envelope_from_cases(cases, device_type=device, capabilities=capabilities, backend=v.backend,
                                versions=versions)
 
-
-def write_accepted_kernel(target: Target, source: str, verdict: Verdict | Mapping[str, Any], device: str) -> Path:
-    """Store an accepted kernel in ``kernels/<op-name>/`` of the op's repository; returns that directory."""
-    from kernelevo.kernel_store import write_kernel
-
-    v = Verdict.coerce(verdict)
-    if v is None or not v.accepted:
-        raise TargetError(f"{target.op_id}: refusing to store a kernel the verifier did not accept")
-    return write_kernel(target.repo_root, target.op, source, v, envelope_from_verdict(v, device))
