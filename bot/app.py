@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from bot import signature
+from bot import metrics, payloads, signature
 from bot.deliveries import Deliveries
 from bot.routing import Event, Handler, Router
 from bot.state import DeliveryClaim
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from bot.context import BotContext
 
 log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 25 * 2**20  # GitHub caps webhook payloads at 25 MB; a larger body is never a real delivery
 
 
 def default_router() -> Router:
@@ -45,8 +47,24 @@ def redis_unavailable(exc: BaseException) -> JSONResponse:
                          " redeliver"}, status_code=503)
 
 
+async def read_capped(request: Request, limit: int) -> bytes | None:
+    """The request body, or None as soon as it is known to exceed ``limit`` (by its Content-Length or while
+    streaming): an unauthenticated sender cannot make the process hold more than ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: BotContext,
-               router: Router | None = None) -> Starlette:
+               router: Router | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+               metrics_repo_labels: bool = False) -> Starlette:
     """The ASGI app; ``ctx`` is the :class:`bot.context.BotContext` handlers receive."""
     if not secret:
         raise ValueError("refusing to serve webhooks without a webhook secret (KERNELEVO_WEBHOOK_SECRET)")
@@ -58,7 +76,10 @@ def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: Bot
         handler(event, ctx.github(event.require_installation_id()), ctx)
 
     async def webhook(request: Request) -> JSONResponse:
-        body = await request.body()
+        body = await read_capped(request, max_body_bytes)
+        if body is None:
+            return JSONResponse({"error": f"body larger than {max_body_bytes} bytes (GitHub's payload limit)"},
+                                status_code=413)
         if not signature.verify(secret, body, request.headers.get("x-hub-signature-256")):
             return JSONResponse({"error": "missing or invalid X-Hub-Signature-256"}, status_code=401)
         name = request.headers.get("x-github-event")
@@ -67,10 +88,16 @@ def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: Bot
             return JSONResponse({"error": "missing X-GitHub-Event or X-GitHub-Delivery"}, status_code=400)
         try:
             payload = json.loads(body)
-        except ValueError:
-            return JSONResponse({"error": "body is not JSON"}, status_code=400)
+        except (ValueError, RecursionError):
+            return JSONResponse({"error": "body is not JSON (or nested too deeply)"}, status_code=400)
         if not isinstance(payload, dict):
             return JSONResponse({"error": "body is not a JSON object"}, status_code=400)
+        try:
+            problem = payloads.problem(name, payload)
+        except RecursionError:
+            problem = "nested too deeply"
+        if problem is not None:
+            return JSONResponse({"error": f"malformed {name[:50]} payload: {problem}"}, status_code=400)
         try:
             claim = deliveries.claim(delivery)
         except redis.RedisError as exc:
@@ -92,7 +119,7 @@ def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: Bot
         deliveries.hold(delivery, len(handlers))
         for handler in handlers:
             work.submit(partial(run, handler, event), name=f"{name}.{event.action} {delivery}",
-                        on_done=lambda error: deliveries.handler_done(delivery, error))
+                        on_done=lambda error: deliveries.handler_done(delivery, error), key=event.repo or None)
         return JSONResponse({"status": "queued" if handlers else "ignored", "handlers": len(handlers)},
                             status_code=202 if handlers else 200)
 
@@ -103,5 +130,8 @@ def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: Bot
             return redis_unavailable(exc)
         return JSONResponse({"status": "ok", "pending": work.pending()})
 
-    return Starlette(routes=[Route("/webhook", webhook, methods=["POST"]),
-                             Route("/healthz", healthz, methods=["GET"])])
+    app = Starlette(routes=[Route("/webhook", webhook, methods=["POST"]),
+                            Route("/healthz", healthz, methods=["GET"])])
+    # /metrics reads nothing of ctx.jobs until a scrape (bench/webhook_load.py serves without a job store)
+    metrics.register(app, ctx.jobs, events=router.events(), repo_labels=metrics_repo_labels)
+    return app

@@ -7,6 +7,8 @@ stored :class:`~bot.state.RunLink` and the job records.
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.github_api import GitHubAPI
 from bot.report import code
 from bot.state import Conclusion, RunLink
@@ -17,7 +19,7 @@ OPTIMIZE_ACTION = "optimize"
 MAX_LISTED = 50
 
 
-def discovery_output(added: list[str], changed: list[str]) -> dict:
+def discovery_output(added: list[str], changed: list[str]) -> dict[str, Any]:
     """Title/summary of the discovery check run listing the PR's new and changed ops."""
     ops = [(op, "added") for op in added] + [(op, "changed") for op in changed]
     lines = [f"- {code(op)} ({how})" for op, how in ops[:MAX_LISTED]]
@@ -28,7 +30,7 @@ def discovery_output(added: list[str], changed: list[str]) -> dict:
     return {"title": f"{len(ops)} annotated op(s) added or changed", "summary": summary}
 
 
-def discovery_actions() -> list[dict]:
+def discovery_actions() -> list[dict[str, Any]]:
     """The button on the discovery check run (identifier routed by ``bot.on_check_run``)."""
     return [{"label": "Optimize", "description": "Search faster kernels for these ops",
              "identifier": OPTIMIZE_ACTION}]

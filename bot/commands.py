@@ -18,7 +18,10 @@ PREFIX = "/kernelevo"
 BACKENDS = ("triton", "cuda", "any")
 OP_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,200}(::[A-Za-z_][A-Za-z0-9_.]{0,200})?$")
 MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
+SHA_RE = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")  # full ids only: a short prefix can be collided
 MAX_BUDGET = 100_000_000
+MAX_OPS = 8  # ops one command may name: bounds the work (and GitHub calls) one comment can cause
+MAX_LINE = 1000  # characters of a command line that are parsed
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class Spec:
     flags: tuple[str, ...]
     summary: str
     takes_ops: bool = False
+    takes_sha: bool = False
 
 
 SPECS: dict[str, Spec] = {
@@ -39,7 +43,8 @@ SPECS: dict[str, Spec] = {
     "status": Spec("", (), "show the state of this PR's jobs"),
     "cancel": Spec("[OP ...]", (), "stop this PR's running jobs (or only those for the named ops)",
                    takes_ops=True),
-    "approve": Spec("", (), "maintainers: allow jobs on the current head commit of a fork or untrusted PR"),
+    "approve": Spec("SHA", (), "maintainers: allow jobs on commit SHA (the PR's head you reviewed) of a fork or"
+                               " untrusted PR; not the PR's author", takes_sha=True),
     "help": Spec("", (), "show this help"),
 }
 
@@ -54,6 +59,7 @@ class Command:
     budget: int | None = None
     model: str | None = None
     line: int = 0
+    sha: str | None = None  # approve: the commit the approver reviewed
 
 
 @dataclass
@@ -69,8 +75,9 @@ def help_text() -> str:
     """Markdown help generated from :data:`SPECS` (the one source of truth for the grammar)."""
     rows = [f"- `{PREFIX} {name}{(' ' + spec.args) if spec.args else ''}`: {spec.summary}"
             for name, spec in SPECS.items()]
-    return ("Commands go on a line of their own in a PR comment:\n\n" + "\n".join(rows)
-            + "\n\nOP is an op id (`path/to/file.py::Name`) or just its name, as listed in the check run.")
+    return ("One command per comment, on a line of its own:\n\n" + "\n".join(rows)
+            + f"\n\nOP is an op id (`path/to/file.py::Name`) or just its name, as listed in the check run"
+            f" (at most {MAX_OPS} per command). SHA is a full commit id (40 hex digits).")
 
 
 def _command_lines(body: str) -> list[tuple[int, str]]:
@@ -96,6 +103,8 @@ def _safe(text: str, limit: int = 80) -> str:
 
 def parse_line(number: int, line: str) -> Command | CommandError:
     """Parse one ``/kernelevo ...`` line."""
+    if len(line) > MAX_LINE:
+        return CommandError(number, _safe(line), f"the command line is longer than {MAX_LINE} characters")
     try:
         words = shlex.split(line)[1:]
     except ValueError as exc:
@@ -134,9 +143,20 @@ def parse_line(number: int, line: str) -> Command | CommandError:
                 return CommandError(number, _safe(line),
                                     f"`{_safe(word)}` is not an op id; use `path/to/file.py::Name` or a name")
             command.ops.append(word)
+            if len(command.ops) > MAX_OPS:
+                return CommandError(number, _safe(line), f"at most {MAX_OPS} ops per command; send several"
+                                                         " comments, or none to optimize every changed op")
+        elif spec.takes_sha and command.sha is None:
+            if not SHA_RE.match(word):
+                return CommandError(number, _safe(line), f"`{_safe(word)}` is not a full commit SHA (40 lowercase"
+                                                         " hex digits; a short one could be forged by a push)")
+            command.sha = word
         else:
             return CommandError(number, _safe(line), f"`{name}` takes no arguments (got `{_safe(word)}`)")
         i += 1
+    if spec.takes_sha and command.sha is None:
+        return CommandError(number, _safe(line), f"`{name}` needs the commit you reviewed: `{PREFIX} {name} SHA`"
+                                                 " (the PR's full head commit SHA, 40 hex digits)")
     return command
 
 
@@ -147,7 +167,7 @@ def _set_flag(command: Command, flag: str, value: str) -> str | None:
         command.backend = value
     elif flag == "--budget":
         digits = value.replace("_", "")
-        if not digits.isdigit() or not 0 < int(digits) <= MAX_BUDGET:
+        if not re.fullmatch(r"[0-9]{1,12}", digits) or not 0 < int(digits) <= MAX_BUDGET:
             return f"--budget is a token count between 1 and {MAX_BUDGET:_} (got `{_safe(value)}`)"
         command.budget = int(digits)
     elif flag == "--model":
@@ -160,6 +180,19 @@ def _set_flag(command: Command, flag: str, value: str) -> str | None:
 def parse_comment(body: str | None) -> list[Command | CommandError]:
     """Every command in a comment body, in order (empty when the comment has none)."""
     return [parse_line(number, line) for number, line in _command_lines(body or "")]
+
+
+def one_command(body: str | None) -> Command | CommandError | None:
+    """The comment's one command (None: it has none). A second command line is an error: one comment
+    causes at most one command's work."""
+    lines = _command_lines(body or "")
+    if not lines:
+        return None
+    if len(lines) > 1:
+        number, line = lines[1]
+        return CommandError(number, _safe(line), f"one command per comment (this one has {len(lines)});"
+                                                 " nothing was run")
+    return parse_line(*lines[0])
 
 
 def resolve_ops(requested: list[str], known: list[str]) -> tuple[list[str], list[str]]:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.github_api import GitHubAPI, GitHubError
 from bot.report import render
 
 MARKER = "<!-- kernelevo:status -->"
 
 
-def find_status_comment(comments: list[dict], bot_login: str) -> dict | None:
+def find_status_comment(comments: list[dict[str, Any]], bot_login: str) -> dict[str, Any] | None:
     """The bot's status comment among a PR's comments (by marker and author), if any."""
     for comment in comments:
         if MARKER in (comment.get("body") or "") and (comment.get("user") or {}).get("login") == bot_login:
@@ -16,7 +18,7 @@ def find_status_comment(comments: list[dict], bot_login: str) -> dict | None:
     return None
 
 
-def render_status(notice: str | None, rows: list[dict]) -> str:
+def render_status(notice: str | None, rows: list[dict[str, Any]]) -> str:
     """The status comment's body: the latest notice, then one row per op job (``context.job_rows``)."""
     return render("status_comment.md.j2", marker=MARKER, notice=notice, jobs=rows)
 

@@ -9,12 +9,13 @@ The helpers (repo config, discovery, the status comment) are used by several rou
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot import comments
 from bot.github_api import GitHubAPI
@@ -24,6 +25,8 @@ from kernelevo.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, load
 if TYPE_CHECKING:  # annotations only: importing this module stays as light as before
     from bot.workqueue import WorkQueue
     from workflows.client import JobsClient
+
+log = logging.getLogger(__name__)
 
 # (installation id, repo, sha) -> a context manager yielding a local checkout of that commit
 WorkspaceProvider = Callable[[int, str, str], AbstractContextManager[Path]]
@@ -45,6 +48,11 @@ class BotContext:
     max_unpacked_bytes: int = 512 * 2**20
     max_files: int = 50_000
     forget_installation: Callable[[int], None] | None = None
+    # commands per window (``rate_window_s``): per commenter and repository (every comment counts, trusted or
+    # not) and per PR (commands of trusted commenters, so strangers cannot use up a PR's allowance)
+    user_commands_per_window: int = 10
+    pr_commands_per_window: int = 30
+    rate_window_s: int = 3600
 
     @property
     def approvals(self) -> BotState:
@@ -62,28 +70,42 @@ def load_config(gh: GitHubAPI, repo: str, ref: str) -> tuple[RepoConfig, str | N
     try:
         return load_repo_config(text), None
     except RepoConfigError as exc:
-        return RepoConfig(), f"`{CONFIG_PATH}` on `{ref}` is invalid, so nothing runs until it is fixed:\n{exc}"
+        from bot.report import code
+
+        # each problem quotes the file (keys, values): shown as code spans, never as Markdown or mentions
+        problems = "\n".join(f"- {code(problem)}" for problem in exc.problems[:20])
+        return RepoConfig(), (f"`{CONFIG_PATH}` on {code(ref)} is invalid, so nothing runs until it is fixed:\n"
+                              f"{problems}")
 
 
 def discover_at(root: Path, config: RepoConfig) -> dict[str, str]:
-    """``{op_id: source_hash}`` of a checkout, by static discovery (never imports repository code)."""
+    """``{op_id: source_hash}`` of a checkout, by static discovery (never imports repository code).
+
+    Ops whose id is not a plain path and qualname (:func:`kernelevo.kernel_store.is_safe_op_id`) are left
+    out: their id would reach generated files, branch names and Markdown."""
     from kernelevo.discovery import discover
+    from kernelevo.kernel_store import is_safe_op_id
 
-    return discover(root, config.paths.include, config.paths.exclude).hashes()
+    found = discover(root, config.paths.include, config.paths.exclude).hashes()
+    unsafe = [op for op in found if not is_safe_op_id(op)]
+    if unsafe:
+        log.warning("%s: %d op(s) with unsafe ids left out (path characters outside [A-Za-z0-9_./-]): %r",
+                    root.name, len(unsafe), unsafe[:5])
+    return {op: digest for op, digest in found.items() if op not in unsafe}
 
 
-def follow_up_base(pull: dict) -> str:
+def follow_up_base(pull: dict[str, Any]) -> str:
     """Branch the follow-up PR targets: the PR's head branch, or its base branch for fork PRs."""
     from bot import trust
 
     return pull["base"]["ref"] if trust.is_fork(pull) else pull["head"]["ref"]
 
 
-def job_rows(ctx: BotContext, job_ids: list[str]) -> list[dict]:
+def job_rows(ctx: BotContext, job_ids: list[str]) -> list[dict[str, Any]]:
     """The status comment's rows: one per op job, with its state and outcome (or error)."""
     from bot.report import code, escape_md
 
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     runs: dict[int, RunLink | None] = {}
     for job_id in job_ids:
         record = ctx.jobs.get(job_id)

@@ -9,6 +9,7 @@ these rules are the only ones.
 from __future__ import annotations
 
 import base64
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,10 @@ import requests
 from github import Auth, GithubException
 
 from bot import ratelimit
-from bot.auth import InstallationTokens
+from bot.auth import WRITE, InstallationTokens
+
+MAX_PAGES = 10  # of 100 items each
+REPO_PATH = re.compile(r"^/repos/([A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100})(/|$)")
 
 
 class GitHubError(Exception):
@@ -37,11 +41,11 @@ def _client(base_url: str, token: str | None, timeout: int = 15) -> github.Githu
                          user_agent="kernelevo-bot")
 
 
-def token_exchange(base_url: str) -> Callable[[str, str, dict], dict]:
+def token_exchange(base_url: str) -> Callable[[str, str, dict[str, Any]], dict[str, Any]]:
     """The ``post`` function :class:`InstallationTokens` needs, using PyGithub's requester."""
     requester = _client(base_url, None).requester
 
-    def post(path: str, app_jwt: str, body: dict) -> dict:
+    def post(path: str, app_jwt: str, body: dict[str, Any]) -> dict[str, Any]:
         _, data = requester.requestJsonAndCheck(
             "POST", path, headers={"Authorization": f"Bearer {app_jwt}"}, input=body)
         return data
@@ -60,19 +64,24 @@ class GitHubAPI:
         self._max_wait_s, self._max_attempts, self._backoff_s = max_wait_s, max_attempts, backoff_s
         self._client: tuple[str, github.Github] | None = None
 
-    def _requester(self) -> Any:
-        token = self._tokens.get(self.installation_id)
+    def _requester(self, repo: str) -> Any:
+        token = self._tokens.get(self.installation_id, repo, WRITE)
         if self._client is None or self._client[0] != token:
             self._client = (token, _client(self.base_url, token))
         return self._client[1].requester
 
-    def call(self, verb: str, path: str, *, params: dict | None = None, body: Any = None) -> Any:
-        """One REST call with the retry rules above; returns the decoded JSON body."""
+    def call(self, verb: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None) -> Any:
+        """One REST call with the retry rules above; returns the decoded JSON body. Every call is on one
+        repository (``/repos/{owner}/{repo}/...``) and uses a token for that repository only."""
+        match = REPO_PATH.match(path)
+        if match is None:
+            raise ValueError(f"{verb} {path}: the bot only calls repository endpoints (/repos/owner/name/...)")
+        repo = match.group(1)
         refreshed = False
         attempt = 0
         while True:
             try:
-                _, data = self._requester().requestJsonAndCheck(verb, path, parameters=params, input=body)
+                _, data = self._requester(repo).requestJsonAndCheck(verb, path, parameters=params, input=body)
                 return data
             except GithubException as exc:
                 status, headers = exc.status, dict(exc.headers or {})
@@ -102,7 +111,7 @@ class GitHubAPI:
             raise
 
     # -- repos, contents, permissions -------------------------------------------------------------
-    def get_repo(self, repo: str) -> dict:
+    def get_repo(self, repo: str) -> dict[str, Any]:
         """The repository (default branch, owner...)."""
         return self.call("GET", f"/repos/{repo}")
 
@@ -121,50 +130,50 @@ class GitHubAPI:
         return data.get("role_name") or data.get("permission") or "none"
 
     # -- pulls and comments -----------------------------------------------------------------------
-    def get_pull(self, repo: str, number: int) -> dict:
+    def get_pull(self, repo: str, number: int) -> dict[str, Any]:
         """One pull request."""
         return self.call("GET", f"/repos/{repo}/pulls/{number}")
 
-    def list_pulls(self, repo: str, *, state: str = "open", head: str | None = None) -> list[dict]:
+    def list_pulls(self, repo: str, *, state: str = "open", head: str | None = None) -> list[dict[str, Any]]:
         """Pull requests (all pages), optionally only those from ``owner:branch``."""
         params = {"state": state, "per_page": 100}
         if head:
             params["head"] = head
         return self._pages(f"/repos/{repo}/pulls", params)
 
-    def create_pull(self, repo: str, *, title: str, head: str, base: str, body: str) -> dict:
+    def create_pull(self, repo: str, *, title: str, head: str, base: str, body: str) -> dict[str, Any]:
         """Open a pull request."""
         return self.call("POST", f"/repos/{repo}/pulls",
                          body={"title": title, "head": head, "base": base, "body": body,
                                "maintainer_can_modify": True})
 
-    def edit_pull(self, repo: str, number: int, **fields: Any) -> dict:
+    def edit_pull(self, repo: str, number: int, **fields: Any) -> dict[str, Any]:
         """Change a pull request's title/body/state."""
         return self.call("PATCH", f"/repos/{repo}/pulls/{number}", body=fields)
 
-    def list_comments(self, repo: str, number: int) -> list[dict]:
+    def list_comments(self, repo: str, number: int) -> list[dict[str, Any]]:
         """All comments of an issue or PR."""
         return self._pages(f"/repos/{repo}/issues/{number}/comments", {"per_page": 100})
 
-    def create_comment(self, repo: str, number: int, body: str) -> dict:
+    def create_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
         """Post a comment on an issue or PR."""
         return self.call("POST", f"/repos/{repo}/issues/{number}/comments", body={"body": body})
 
-    def edit_comment(self, repo: str, comment_id: int, body: str) -> dict:
+    def edit_comment(self, repo: str, comment_id: int, body: str) -> dict[str, Any]:
         """Replace a comment's body."""
         return self.call("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", body={"body": body})
 
-    def react(self, repo: str, comment_id: int, content: str) -> dict:
+    def react(self, repo: str, comment_id: int, content: str) -> dict[str, Any]:
         """Add a reaction (``+1``, ``eyes``, ``confused``...) to a comment."""
         return self.call("POST", f"/repos/{repo}/issues/comments/{comment_id}/reactions",
                          body={"content": content})
 
     # -- check runs -------------------------------------------------------------------------------
-    def create_check_run(self, repo: str, **fields: Any) -> dict:
+    def create_check_run(self, repo: str, **fields: Any) -> dict[str, Any]:
         """Create a check run (``name``, ``head_sha``, ``status``, ``output``, ``actions``...)."""
         return self.call("POST", f"/repos/{repo}/check-runs", body=fields)
 
-    def update_check_run(self, repo: str, check_run_id: int, **fields: Any) -> dict:
+    def update_check_run(self, repo: str, check_run_id: int, **fields: Any) -> dict[str, Any]:
         """Update a check run."""
         return self.call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", body=fields)
 
@@ -174,7 +183,7 @@ class GitHubAPI:
         data = self._maybe("GET", f"/repos/{repo}/git/ref/heads/{quote(branch)}")
         return data["object"]["sha"] if data else None
 
-    def get_commit(self, repo: str, sha: str) -> dict:
+    def get_commit(self, repo: str, sha: str) -> dict[str, Any]:
         """A git commit object (its ``tree.sha`` is the base for a new tree)."""
         return self.call("GET", f"/repos/{repo}/git/commits/{sha}")
 
@@ -206,12 +215,12 @@ class GitHubAPI:
         """Delete a branch (used to undo a half-finished publish)."""
         self.call("DELETE", f"/repos/{repo}/git/refs/heads/{quote(branch)}")
 
-    def _pages(self, path: str, params: dict) -> list[dict]:
-        out: list[dict] = []
-        page = 1
-        while True:
+    def _pages(self, path: str, params: dict[str, Any], max_pages: int = MAX_PAGES) -> list[dict[str, Any]]:
+        """Up to ``max_pages`` pages: a PR with thousands of comments costs a bounded number of calls."""
+        out: list[dict[str, Any]] = []
+        for page in range(1, max_pages + 1):
             batch = self.call("GET", path, params={**params, "page": page}) or []
             out.extend(batch)
             if len(batch) < params.get("per_page", 30):
-                return out
-            page += 1
+                break
+        return out

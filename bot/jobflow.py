@@ -209,7 +209,7 @@ def report_outcome(ctx: context.BotContext, record: JobRecord) -> Outcome:
     return published_outcome(published, assessment.reason, config.max_open_prs)
 
 
-def publish_result(ctx: context.BotContext, gh: GitHubAPI, record: JobRecord, result: dict, max_open_prs: int,
+def publish_result(ctx: context.BotContext, gh: GitHubAPI, record: JobRecord, result: dict[str, Any], max_open_prs: int,
                    fork: bool = False) -> publish.Published:
     """Build the kernel's files and open or update its follow-up PR."""
     spec, origin = record.spec, record.spec.origin
@@ -219,7 +219,7 @@ def publish_result(ctx: context.BotContext, gh: GitHubAPI, record: JobRecord, re
     files[f"{kernel_dir}/report.md"] = report.render("report.md.j2", **rctx).encode()
     label = f"#{origin.pr_number}" if origin.pr_number is not None else "a scheduled sweep"
     base = origin.base_ref or "main"
-    note = f"The original PR comes from a fork, so this targets `{base}`: merge {label} first." if fork else ""
+    note = f"The original PR comes from a fork, so this targets {code(base)}: merge {label} first." if fork else ""
     body = report.render("pr_body.md.j2", origin=label, note=note, **rctx)
     name = kernel_dir.rsplit("/", 1)[-1]
     return publish.publish(
@@ -236,7 +236,7 @@ def job_label(record: JobRecord) -> str:
             else f"a sweep of {spec.repo} at {spec.commit_sha[:12]}")
 
 
-def kernel_files(ctx: context.BotContext, record: JobRecord, result: dict) -> tuple[str, dict[str, bytes]]:
+def kernel_files(ctx: context.BotContext, record: JobRecord, result: dict[str, Any]) -> tuple[str, dict[str, bytes]]:
     """The ``kernels/<op-name>/`` files (kernel, manifest, generated test) written by the kernel store.
 
     The op is found by static discovery of its file at the job's commit; only the existing kernels'
@@ -275,7 +275,7 @@ def _copy_manifests(source: Path, dest: Path) -> None:
         shutil.copyfile(manifest, dest / directory.name / "manifest.json")
 
 
-def _envelope(verdict: dict, device: str) -> dict:
+def _envelope(verdict: dict[str, Any], device: str) -> dict[str, Any]:
     """The dispatch envelope of the verified cases (the search's own helper); a closed one (dispatch
     refuses every call, which is safe) when the verdict does not describe its cases."""
     kind = "cuda" if str(verdict.get("device", device)).startswith("cuda") else "cpu"
@@ -334,3 +334,8 @@ def report_progress(ctx: context.BotContext, job_id: str) -> None:
     run_id = run_of(ctx, record)
     if run_id is not None:
         refresh_run(ctx, run_id, progress=True)
+    origin = record.spec.origin
+    if (origin.kind is OriginKind.PR and origin.pr_number is not None
+            and ctx.state.throttle(f"status:{record.spec.repo}#{origin.pr_number}", ctx.progress_interval_s)):
+        # the status table shows the job's state: "running" once it started, not the "queued" of its request
+        context.refresh_status(ctx, ctx.github(installation_of(record)), record.spec.repo, origin.pr_number, None)

@@ -24,7 +24,10 @@ def on_requested_action(event: Event, gh: GitHubAPI, ctx: context.BotContext) ->
     if target is None or target[0] != event.repo:
         return  # not a run this bot made: the button can be pressed again on a new one
     repo, number = target
-    notice = request_optimize(ctx, gh, repo=repo, number=number, login=payload["sender"]["login"],
+    login = payload["sender"]["login"]
+    if not ctx.state.within_limit(f"user:{repo}:{login}", ctx.user_commands_per_window, ctx.rate_window_s):
+        return  # the same allowance as the commenter's: a button cannot be pressed past it
+    notice = request_optimize(ctx, gh, repo=repo, number=number, login=login,
                               command=commands.Command("optimize"), installation_id=event.require_installation_id(),
                               default_branch=payload["repository"].get("default_branch", "main"))
     context.refresh_status(ctx, gh, repo, number, notice)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from bot import context
 from bot.routing import Event, Router
@@ -12,7 +13,7 @@ log = logging.getLogger(__name__)
 router = Router()
 
 
-def _names(repos: list[dict] | None) -> list[str]:
+def _names(repos: list[dict[str, Any]] | None) -> list[str]:
     return [r["full_name"] for r in repos or [] if REPO_RE.match(str(r.get("full_name", "")))]
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 from bot import checks, commands, context, trust
 from bot.github_api import GitHubAPI
 from bot.optimize import request_optimize
 from bot.routing import Event, Router
 from bot.state import DiscoveryRun
 
+log = logging.getLogger(__name__)
 router = Router()
 
 
@@ -20,6 +23,11 @@ def on_pull_updated(event: Event, gh: GitHubAPI, ctx: context.BotContext) -> Non
     head_sha = pull["head"]["sha"]
     if event.action == "synchronize":
         cancel_stale(ctx, repo, pull["number"], head_sha)
+    if not ctx.state.within_limit(f"discovery:{repo}#{pull['number']}", ctx.pr_commands_per_window,
+                                  ctx.rate_window_s):
+        log.warning("%s#%s: discovery skipped, more than %d pushes in %d s", repo, pull["number"],
+                    ctx.pr_commands_per_window, ctx.rate_window_s)
+        return  # each discovery downloads two checkouts: a burst of pushes must not cost that many
     default_branch = event.payload["repository"].get("default_branch", "main")
     config, config_error = context.load_config(gh, repo, default_branch)
     if config_error:

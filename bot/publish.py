@@ -8,8 +8,10 @@ created first and the ref is moved last; if anything after the ref move fails, t
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from bot.github_api import GitHubAPI
 
@@ -22,11 +24,15 @@ def slug(text: str, limit: int = 60) -> str:
 
 
 def branch_name(op_name: str, base_branch: str) -> str:
-    """The follow-up branch for an op against a base branch."""
-    return f"{BRANCH_PREFIX}{slug(op_name)}/{slug(base_branch)}"
+    """The follow-up branch for an op against a base branch. A base whose slug differs from its name gets a
+    short hash of the exact name, so ``feature/x`` and ``feature-x`` never share a follow-up branch."""
+    base = slug(base_branch)
+    if base != base_branch:
+        base += "-" + hashlib.sha256(base_branch.encode()).hexdigest()[:8]
+    return f"{BRANCH_PREFIX}{slug(op_name)}/{base}"
 
 
-def count_open_kernel_prs(pulls: list[dict], repo: str) -> int:
+def count_open_kernel_prs(pulls: list[dict[str, Any]], repo: str) -> int:
     """Open PRs the bot made in ``repo`` (head branch under ``kernelevo/`` in the same repo)."""
     return sum(1 for p in pulls if p.get("state") == "open" and p["head"]["ref"].startswith(BRANCH_PREFIX)
                and (p["head"].get("repo") or {}).get("full_name") == repo)

@@ -9,6 +9,7 @@ item instead (:class:`Deferred`). 5xx answers are retried with exponential backo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 SECONDARY_WAIT_S = 60.0
 
@@ -31,12 +32,12 @@ class Action:
     reason: str = ""
 
 
-def _header(headers: dict, name: str) -> str | None:
+def _header(headers: dict[str, Any], name: str) -> str | None:
     lowered = {k.lower(): v for k, v in (headers or {}).items()}
     return lowered.get(name.lower())
 
 
-def is_rate_limited(status: int, headers: dict, message: str = "") -> bool:
+def is_rate_limited(status: int, headers: dict[str, Any], message: str = "") -> bool:
     """403/429 that is a rate limit (not a permission problem)."""
     if status == 429:
         return True
@@ -47,7 +48,7 @@ def is_rate_limited(status: int, headers: dict, message: str = "") -> bool:
             or "rate limit" in message.lower())
 
 
-def rate_limit_wait(headers: dict, now: float) -> float:
+def rate_limit_wait(headers: dict[str, Any], now: float) -> float:
     """Seconds to wait according to the headers (at least 1)."""
     retry_after = _header(headers, "retry-after")
     if retry_after is not None:
@@ -64,7 +65,7 @@ def rate_limit_wait(headers: dict, now: float) -> float:
     return SECONDARY_WAIT_S
 
 
-def decide(status: int, headers: dict, message: str, attempt: int, now: float, *,
+def decide(status: int, headers: dict[str, Any], message: str, attempt: int, now: float, *,
            max_wait_s: float = 10.0, max_attempts: int = 4, backoff_s: float = 0.5) -> Action:
     """Next step after a failed call; ``attempt`` counts from 0 for the first try."""
     if is_rate_limited(status, headers, message):

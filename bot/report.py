@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
@@ -33,7 +34,7 @@ def _geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def conservative_speedup(timing: dict) -> float | None:
+def conservative_speedup(timing: dict[str, Any]) -> float | None:
     """Geomean over cases of (best baseline's p25) / (candidate's p75): the speedup that survives
     the measured spread. Above 1 means the candidate is faster even in its slow quartile."""
     ratios = []
@@ -47,7 +48,7 @@ def conservative_speedup(timing: dict) -> float | None:
     return _geomean(ratios)
 
 
-def assess(result: dict | None, min_gain: float = MIN_GAIN) -> Assessment:
+def assess(result: dict[str, Any] | None, min_gain: float = MIN_GAIN) -> Assessment:
     """Decide whether a search result beats the baselines beyond noise."""
     best = (result or {}).get("best")
     if not best:
@@ -79,13 +80,16 @@ def _env() -> jinja2.Environment:
     env.filters["x"] = lambda v: "n/a" if v is None else f"{v:.2f}x"
     env.filters["ms"] = lambda v: "n/a" if v is None else f"{v:.4f}"
     env.filters["md"] = escape_md
+    env.filters["code"] = code
+    env.filters["marker"] = marker_value
+    env.filters["fenced"] = fenced
     return env
 
 
 def escape_md(text: Any) -> str:
     """Neutralise Markdown/HTML and @-mentions in text that came from users or candidates."""
     out = str(text)
-    for ch in "\\`*_[]<>|":
+    for ch in "\\`*_[]<>|!#~&":
         out = out.replace(ch, "\\" + ch)
     return out.replace("@", "@\u200b").replace("\n", " ")
 
@@ -97,12 +101,23 @@ def code(text: Any) -> str:
     return f"`{clean}`"
 
 
+def marker_value(text: Any) -> str:
+    """``text`` inside a hidden HTML comment (``<!-- ... -->``): percent-encoded, so it cannot end the comment."""
+    return quote(str(text), safe="/:._")
+
+
+def fenced(text: Any) -> str:
+    """One line inside a fenced code block: no backticks (no closing fence) and no line breaks."""
+    return str(text).replace("`", "'").replace("\r", " ").replace("\n", " ")
+
+
 def render(template: str, **context: Any) -> str:
     """Render ``bot/templates/<template>`` with ``context``."""
     return _env().get_template(template).render(**context)
 
 
-def report_context(repo: str, op_id: str, result: dict, request: dict, kernel_dir: str) -> dict:
+def report_context(repo: str, op_id: str, result: dict[str, Any], request: dict[str, Any],
+                   kernel_dir: str) -> dict[str, Any]:
     """Everything the report and PR body templates need, flattened from a search result."""
     best = result.get("best") or {}
     verdict = best.get("verdict") or {}

@@ -18,7 +18,7 @@ class Event:
 
     name: str
     delivery_id: str
-    payload: dict
+    payload: dict[str, Any]
 
     @property
     def action(self) -> str | None:
@@ -62,6 +62,10 @@ class Router:
             return handler
 
         return decorate
+
+    def events(self) -> frozenset[str]:
+        """Event names this router has handlers for (the only event labels bot.metrics exports)."""
+        return frozenset(name for name, _ in self._routes)
 
     def handlers_for(self, event: Event) -> list[Handler]:
         """Handlers for this event: those for any action, then those for its action."""

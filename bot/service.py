@@ -64,6 +64,23 @@ def _check(settings: Settings, device: str) -> None:
         raise ConfigurationError("kernelevo serve cannot start; set:\n  " + "\n  ".join(missing))
     if device not in DEVICES:
         raise ConfigurationError(f"--device must be one of {', '.join(DEVICES)}, not {device!r}")
+    problem = private_key_problem(_private_key(settings))
+    if problem:
+        raise ConfigurationError(f"kernelevo serve cannot start: {PRIVATE_KEY} {problem}")
+
+
+def private_key_problem(pem: str) -> str | None:
+    """Why ``pem`` cannot sign the App's JWTs (None: it can); checked at start-up, not at the first webhook."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    try:
+        key = serialization.load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError) as exc:
+        return f"is not a PEM private key without a passphrase ({type(exc).__name__}); download the App's key again"
+    if not isinstance(key, rsa.RSAPrivateKey):
+        return "is not an RSA key (GitHub Apps sign their JWTs with RS256)"
+    return None
 
 
 def _jobs(settings: Settings, app: Any = None) -> JobsClient:
@@ -93,7 +110,9 @@ def base_context(settings: Settings, *, device: str = "cuda", celery_app: Any = 
     return BotContext(
         github=lambda inst: GitHubAPI(api, inst, tokens, max_wait_s=settings.bot_max_rate_limit_wait_s),
         jobs=jobs, state=BotState(jobs.store.client),
-        workspace=workspace_provider or tarball_workspace(api, tokens.get), work=work,
+        workspace=workspace_provider or tarball_workspace(
+            api, tokens.get, max_unpacked_bytes=settings.queue_unpack_max_bytes,
+            max_files=settings.queue_unpack_max_files, root=settings.cache_dir), work=work,
         bot_login=settings.bot_login, progress_interval_s=settings.bot_progress_interval_s, device=device,
         max_unpacked_bytes=settings.queue_unpack_max_bytes, max_files=settings.queue_unpack_max_files,
         forget_installation=tokens.forget)

@@ -139,6 +139,15 @@ class DeliveryClaim(str, enum.Enum):
     DONE = "done"  # handled already: a replay
 
 
+class CommentClaim(str, enum.Enum):
+    """What a (comment, action) is to this bot: GitHub's signature does not cover the delivery id, so a
+    signed body sent again under a new id is recognised by the comment it carries."""
+
+    NEW = "new"  # first time: act on it
+    SAME_DELIVERY = "same_delivery"  # this delivery again (a deferred or redelivered run): go on
+    REPLAY = "replay"  # another delivery already carried this comment and action: ignore it
+
+
 class BotState:
     """Every bot record in one Redis database (the job store's, usually)."""
 
@@ -227,6 +236,28 @@ class BotState:
         key = self.key("delivery", delivery_id)
         if text(self.client.get(key) or b"") == f"handling:{owner}":
             self.client.delete(key)
+
+    def claim_comment(self, repo: str, comment_id: int, action: str, delivery_id: str,
+                      ttl_s: int = 3 * 24 * 3600) -> CommentClaim:
+        """Bind a comment's ``action`` to the first delivery that carried it (kept as long as GitHub redelivers)."""
+        key = self.key("comment", check_repo(repo), int(comment_id), action)
+        if self.client.set(key, delivery_id, nx=True, ex=ttl_s):
+            return CommentClaim.NEW
+        held = text(self.client.get(key) or b"")
+        return CommentClaim.SAME_DELIVERY if held == delivery_id else CommentClaim.REPLAY
+
+    def within_limit(self, name: str, limit: int, window_s: int) -> bool:
+        """Count one use of ``name`` in the current window (across every bot process); False past ``limit``."""
+        key = self.key("rate", name)
+        pipe = self.client.pipeline()
+        pipe.incr(key)
+        pipe.expire(key, window_s, nx=True)
+        count = int(pipe.execute()[0])
+        return count <= limit
+
+    def first_time(self, name: str, ttl_s: int) -> bool:
+        """True once per ``ttl_s`` for ``name`` (telling a rate-limited user once)."""
+        return bool(self.client.set(self.key("once", name), "1", nx=True, ex=ttl_s))
 
     # -- installations ---------------------------------------------------------------------------
     def set_installation(self, repo: str, installation_id: int) -> None:

@@ -62,13 +62,14 @@ def submit_request(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, install
             ctx.state.bind_run(spec.idempotency_key(), run_id)
             outcome = ctx.jobs.submit(spec)
             job_id = outcome.record.id
-            jobs[op] = job_id
-            if not outcome.created:  # a concurrent identical request won the race: that run reports the job
+            if not outcome.created:  # an identical request (concurrent, or finished) has the job: not queued now
+                existing[op] = outcome.record
                 if outcome.record.links.check_run_id is not None:
                     ctx.state.bind_run(spec.idempotency_key(), outcome.record.links.check_run_id)
                 jobflow.set_outcome(ctx, run_id, op, None, jobflow.Outcome(
                     f"already requested as {job_id}; see its check run", Conclusion.NEUTRAL))
                 continue
+            jobs[op] = job_id
             ctx.state.add_open_job(OpenJob(job_id=job_id, op_id=op, repo=repo, installation_id=installation_id,
                                            pr_number=pr_number, check_run_id=run_id))
             status_comment = ctx.state.pull(repo, pr_number).status_comment_id if pr_number is not None else None
@@ -78,7 +79,7 @@ def submit_request(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, install
                 ctx.state.add_pull_jobs(repo, pr_number, [job_id])
     except Exception as exc:  # say on the run which ops were not queued, then let the caller tell the PR
         for op in new:
-            if op not in jobs:
+            if op not in jobs and op not in existing:
                 jobflow.set_outcome(ctx, run_id, op, None, jobflow.Outcome(
                     f"not queued: {escape_md(exc)}", Conclusion.FAILURE))
         raise

@@ -17,6 +17,8 @@ from workflows.celery_app import app
 from workflows.dispatch import BOT_PROGRESS_TASK, BOT_PUBLISH_TASK
 
 if TYPE_CHECKING:
+    from celery import Task
+
     from bot.context import BotContext
 
 log = logging.getLogger(__name__)
@@ -45,8 +47,9 @@ def _deferred(task: Any, exc: Deferred) -> Exception:
     return task.retry(countdown=exc.wait_s, max_retries=MAX_DEFERRALS, exc=exc)
 
 
-@app.task(name=BOT_PUBLISH_TASK, bind=True, acks_late=True, ignore_result=True)
-def publish(self, job_id: str) -> str:
+@app.task(  # type: ignore[untyped-decorator]  # Celery has no type hints
+    name=BOT_PUBLISH_TASK, bind=True, acks_late=True, ignore_result=True)
+def publish(self: Task, job_id: str) -> str:
     """A job reached a terminal state: publish and report it (idempotent)."""
     from bot import jobflow
     from workflows.store import check_job_id
@@ -57,8 +60,9 @@ def publish(self, job_id: str) -> str:
         raise _deferred(self, exc) from None
 
 
-@app.task(name=BOT_PROGRESS_TASK, bind=True, acks_late=True, ignore_result=True)
-def report_progress(self, job_id: str) -> None:
+@app.task(  # type: ignore[untyped-decorator]  # Celery has no type hints
+    name=BOT_PROGRESS_TASK, bind=True, acks_late=True, ignore_result=True)
+def report_progress(self: Task, job_id: str) -> None:
     """A job started or continued a chunk: update its check run (throttled)."""
     from bot import jobflow
     from workflows.store import check_job_id
@@ -69,15 +73,17 @@ def report_progress(self, job_id: str) -> None:
         raise _deferred(self, exc) from None
 
 
-@app.task(name=BOT_RECONCILE_TASK, bind=True, ignore_result=True)
-def reconcile(self) -> dict:
+@app.task(  # type: ignore[untyped-decorator]  # Celery has no type hints
+    name=BOT_RECONCILE_TASK, bind=True, ignore_result=True)
+def reconcile(self: Task) -> dict[str, Any]:
     from bot import reconcile as reconciling
 
     return reconciling.reconcile(context())
 
 
-@app.task(name=BOT_SWEEP_TASK, bind=True, ignore_result=True)
-def sweep(self) -> dict:
+@app.task(  # type: ignore[untyped-decorator]  # Celery has no type hints
+    name=BOT_SWEEP_TASK, bind=True, ignore_result=True)
+def sweep(self: Task) -> dict[str, Any]:
     from bot import sweep as sweeping
 
     plans = sweeping.run_sweeps(context())

@@ -8,7 +8,7 @@ PR's head and base repos); approvals live in an :class:`ApprovalStore` keyed by 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 LEVELS = ("none", "read", "triage", "write", "maintain", "admin")
 
@@ -23,13 +23,13 @@ def meets(permission: str | None, minimum: str) -> bool:
     return rank(permission) >= rank(minimum)
 
 
-def is_bot(user: dict, bot_login: str) -> bool:
+def is_bot(user: dict[str, Any], bot_login: str) -> bool:
     """Bots (any App, including this one) never trigger anything."""
     login = (user or {}).get("login", "")
     return (user or {}).get("type") == "Bot" or login == bot_login or login.endswith("[bot]")
 
 
-def is_fork(pull: dict) -> bool:
+def is_fork(pull: dict[str, Any]) -> bool:
     """A PR whose head lives in another repository (or a deleted one)."""
     head_repo = (pull.get("head") or {}).get("repo")
     base_repo = (pull.get("base") or {}).get("repo") or {}
@@ -66,8 +66,35 @@ def may_run(*, fork: bool, author_permission: str, commenter_permission: str, co
         if approved_sha != head_sha:
             why = "comes from a fork" if fork else f"was opened by an author below `{minimum}` permission"
             stale = " (the last approval was for an older commit)" if approved_sha else ""
-            return Decision(False, f"this PR {why}; a maintainer must comment `/kernelevo approve` "
-                                   f"for commit {head_sha[:12]}{stale}", pending_approval=True)
+            return Decision(False, f"this PR {why}; a maintainer who is not its author must review commit "
+                                   f"{head_sha[:12]} and comment `/kernelevo approve {head_sha}`{stale}",
+                            pending_approval=True)
+    return Decision(True)
+
+
+APPROVER_MINIMUM = "write"  # approving spends GPU time on someone else's code: never below write
+
+
+def approver_minimum(minimum: str) -> str:
+    """The permission an approver needs: the config's ``min_permission``, and never less than ``write``."""
+    return minimum if rank(minimum) > rank(APPROVER_MINIMUM) else APPROVER_MINIMUM
+
+
+def may_approve(*, approver: str, approver_permission: str, author: str, minimum: str, head_sha: str,
+                named_sha: str) -> Decision:
+    """Whether ``approver`` may approve the PR's head for jobs with ``/kernelevo approve NAMED_SHA``.
+
+    The approval binds to the commit the approver names (what they reviewed), and only when that commit is
+    still the PR's head: a push between writing the comment and the bot reading it voids it. Nobody approves
+    their own PR, whatever their permission."""
+    needed = approver_minimum(minimum)
+    if not meets(approver_permission, needed):
+        return Decision(False, f"`approve` needs `{needed}` permission (the commenter has `{approver_permission}`)")
+    if approver == author:
+        return Decision(False, "nobody approves their own PR; another maintainer must review and approve it")
+    if named_sha != head_sha:
+        return Decision(False, f"commit {named_sha[:12]} is not this PR's head (now {head_sha[:12]}); review "
+                               f"{head_sha[:12]}, then comment `/kernelevo approve {head_sha}`")
     return Decision(True)
 
 

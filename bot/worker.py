@@ -42,7 +42,7 @@ def plan_bot_worker(*, hostname: str, pid: int, concurrency: int, loglevel: str 
     return BotWorkerPlan(node=node, argv=argv)
 
 
-class TickStep(bootsteps.StartStopStep):
+class TickStep(bootsteps.StartStopStep):  # type: ignore[misc]  # Celery has no type hints
     """Sends the reconcile task at start, then reconcile and sweep every tick (one process per tick)."""
 
     tick_s = TICK_S

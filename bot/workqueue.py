@@ -4,6 +4,10 @@ Items that raise :class:`bot.ratelimit.Deferred` are re-scheduled after the wait
 (bounded number of times), so a rate limit never blocks a request or a worker for minutes. An item's
 ``on_done`` is called once when it is finished for good (ran, failed, or dropped after its deferrals),
 which is when its webhook delivery counts as handled.
+
+Items carry a ``key`` (the repository): at most ``max_per_key`` items of one key run at once (half the
+workers by default), so one repository's slow or numerous deliveries never take every worker and another
+repository's ``/kernelevo help`` is answered meanwhile.
 """
 
 from __future__ import annotations
@@ -27,14 +31,17 @@ class _Item:
     name: str
     deferrals: int
     on_done: Callable[[BaseException | None], None] | None
+    key: str | None = None
 
 
 class WorkQueue:
     """``submit(fn)`` runs ``fn()`` on one of ``workers`` threads, after ``delay_s`` if given."""
 
-    def __init__(self, workers: int = 4, *, max_deferrals: int = 5,
+    def __init__(self, workers: int = 4, *, max_deferrals: int = 5, max_per_key: int | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._clock, self._max_deferrals = clock, max_deferrals
+        self._max_per_key = max(1, max_per_key if max_per_key is not None else workers // 2)
+        self._running: dict[str, int] = {}
         self._heap: list[tuple[float, int, _Item]] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
@@ -47,12 +54,33 @@ class WorkQueue:
             thread.start()
 
     def submit(self, fn: Callable[[], None], *, name: str = "work", delay_s: float = 0.0, deferrals: int = 0,
-               on_done: Callable[[BaseException | None], None] | None = None) -> None:
-        """Queue ``fn``; ``name`` appears in logs; ``on_done(error)`` runs when it is finished for good."""
+               on_done: Callable[[BaseException | None], None] | None = None, key: str | None = None) -> None:
+        """Queue ``fn``; ``name`` appears in logs; ``on_done(error)`` runs when it is finished for good; ``key``
+        (a repository) shares ``max_per_key`` running slots with the other items of that key."""
         with self._cond:
             heapq.heappush(self._heap, (self._clock() + delay_s, next(self._seq),
-                                        _Item(fn, name, deferrals, on_done)))
-            self._cond.notify()
+                                        _Item(fn, name, deferrals, on_done, key)))
+            self._cond.notify_all()
+
+    def _next(self) -> tuple[_Item | None, float | None]:
+        """The earliest due item whose key has a free slot (None), and when to look again (None: when notified)."""
+        now = self._clock()
+        best: tuple[float, int, _Item] | None = None
+        wake: float | None = None
+        for entry in self._heap:
+            due, _, item = entry
+            if due > now:
+                wake = due - now if wake is None else min(wake, due - now)
+                continue
+            if item.key is not None and self._running.get(item.key, 0) >= self._max_per_key:
+                continue
+            if best is None or entry[:2] < best[:2]:
+                best = entry
+        if best is None:
+            return None, wake
+        self._heap.remove(best)
+        heapq.heapify(self._heap)
+        return best[2], None
 
     def pending(self) -> int:
         """Items queued or running."""
@@ -81,13 +109,16 @@ class WorkQueue:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._stopped and (not self._heap or self._heap[0][0] > self._clock()):
-                    wait = self._heap[0][0] - self._clock() if self._heap else None
-                    self._cond.wait(wait if wait is None else max(0.001, min(wait, 0.5)))
-                if self._stopped:
-                    return
-                _, _, item = heapq.heappop(self._heap)
+                while True:
+                    if self._stopped:
+                        return
+                    item, wait = self._next()
+                    if item is not None:
+                        break
+                    self._cond.wait(0.5 if wait is None else max(0.001, min(wait, 0.5)))
                 self._active += 1
+                if item.key is not None:
+                    self._running[item.key] = self._running.get(item.key, 0) + 1
             done = True
             error: Exception | None = None
             try:
@@ -96,7 +127,7 @@ class WorkQueue:
                 if item.deferrals < self._max_deferrals:
                     log.warning("%s deferred: %s", item.name, exc)
                     self.submit(item.fn, name=item.name, delay_s=exc.wait_s, deferrals=item.deferrals + 1,
-                                on_done=item.on_done)
+                                on_done=item.on_done, key=item.key)
                     done = False
                 else:
                     log.error("%s dropped after %d deferrals: %s", item.name, item.deferrals, exc)
@@ -114,4 +145,8 @@ class WorkQueue:
                         log.exception("%s: on_done failed", item.name)
                 with self._cond:
                     self._active -= 1
+                    if item.key is not None:
+                        self._running[item.key] -= 1
+                        if not self._running[item.key]:
+                            del self._running[item.key]
                     self._cond.notify_all()

@@ -39,8 +39,14 @@ _register_all()
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point; an invalid setting in the environment is one clear message and exit 2."""
+    from kernelevo.settings import SettingsError
+
+    try:
+        app()
+    except SettingsError as exc:
+        typer.echo(f"kernelevo: invalid settings in the environment:\n{exc}", err=True)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

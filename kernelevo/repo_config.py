@@ -19,6 +19,8 @@ CONFIG_PATH = ".github/kernelevo.yml"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "kernelevo.schema.json"
 DOCS_PATH = Path(__file__).resolve().parents[1] / "docs" / "repo-config.md"
 SCHEMA_ID = "urn:kernelevo:schema:repo-config:1"  # a name, not a location: no site is implied
+MAX_CONFIG_BYTES = 64 * 1024  # a config is a few hundred bytes; anything this big is a mistake or an attack
+MAX_DEPTH = 16  # nesting of mappings and lists (the schema needs 3)
 
 Permission = Literal["read", "triage", "write", "maintain", "admin"]
 Backend = Literal["triton", "cuda"]
@@ -192,12 +194,42 @@ def _problems(exc: ValidationError, lines: dict[tuple, int]) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.line or 0, p.location))
 
 
+def _bounded(source: str, text: str) -> None:
+    """Refuse what would make parsing expensive before PyYAML builds anything: an oversized file, anchors
+    and aliases (a few hundred bytes of nested aliases expand to gigabytes) and deep nesting. The events are
+    scanned lazily, so the cost is linear in the (capped) file size."""
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > MAX_CONFIG_BYTES:
+        raise RepoConfigError(source, [Problem(location="", line=None, message=(
+            f"is {size} bytes; the limit is {MAX_CONFIG_BYTES} (a config needs a few hundred)"))])
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            line = event.start_mark.line + 1 if event.start_mark else None
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise RepoConfigError(source, [Problem(location="", line=line, message=(
+                    "YAML anchors and aliases (&name, *name) are not allowed; write the values out"))])
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise RepoConfigError(source, [Problem(location="", line=line, message=(
+                        f"nested more than {MAX_DEPTH} levels deep"))])
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return  # reported with its line by the full parse below
+
+
 def load_repo_config(text_or_path: str | Path) -> RepoConfig:
     """Parse and validate a config given as YAML text or a path; raises :class:`RepoConfigError`."""
     if isinstance(text_or_path, Path):
-        source, text = str(text_or_path), text_or_path.read_text(encoding="utf-8")
+        source = str(text_or_path)
+        with text_or_path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        text = raw.decode("utf-8", errors="replace")
     else:
         source, text = CONFIG_PATH, text_or_path
+    _bounded(source, text)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -260,6 +292,25 @@ def docs_markdown() -> str:
         "language server: a first line `# yaml-language-server: $schema=<path or URL of that file>`). "
         "Never put API keys here: `endpoint` is the name of an endpoint configured on the workers.\n\n"
         "| key | default | meaning |\n|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        "## How the bot reads this file and uses the keys\n\n"
+        "- The bot reads the file from the repository's default branch, never from a PR's head, so a PR cannot "
+        "change the rules it is judged by.\n"
+        f"- The file is at most {MAX_CONFIG_BYTES // 1024} KiB, nested at most {MAX_DEPTH} levels, and may not use "
+        "YAML anchors or aliases (`&name`, `*name`); a file that breaks one of these rules is invalid. An invalid "
+        "file stops every job of the repository until it is fixed; the bot says so on the PR.\n"
+        "- `trigger.min_permission`: commenters with this permission may run every command. A PR's author below "
+        "it may still ask `optimize` on their own PR, but the jobs wait for an approval. Any other commenter below "
+        "it gets one reaction on their comment and nothing else.\n"
+        "- Approvals: PRs from forks and PRs whose author is below `trigger.min_permission` run only on a head "
+        "commit that was approved with `/kernelevo approve SHA`, SHA being the full 40-digit id of the head commit. "
+        "The approver needs "
+        "`trigger.min_permission` and at least `write`, and must not be the PR's author. The approval holds only "
+        "while SHA is the PR's head: a push voids it, and an approval that names an older commit is refused.\n"
+        "- `trigger.maintainer_permission`: only commenters with it may raise `budgets.tokens` with `--budget`, "
+        "or choose another `--model` or a `--backend` outside `backends`. Other commenters' options can only "
+        "lower or narrow this file's values; the bot notes what it did not apply.\n"
+        "- `auto_run.trusted_authors`: PRs that these logins open from a branch of this repository are optimized "
+        "without a command. Their PRs from forks are not.\n\n"
         "Example:\n\n```yaml\npaths:\n  include: [\"src/**\"]\n  exclude: [\"src/legacy/**\"]\n"
         "backends: [triton]\nbudgets:\n  minutes: 30\n  candidates: 100\n"
         "model: gpt-4.1\nendpoint: team-vllm\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -89,10 +89,31 @@ class Settings(BaseSettings):
                                        "this long before giving the chunk up")
 
 
+class SettingsError(ValueError):
+    """The environment holds a setting that is not valid: one line per variable, saying what it must be."""
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """``KERNELEVO_GITHUB_APP_ID: must be a valid integer (got 'abc')``, one line per field; a secret's value
+    is never repeated."""
+    lines = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else "?"
+        info = Settings.model_fields.get(field)
+        secret = info is not None and "SecretStr" in str(info.annotation)
+        got = "" if secret or "input" not in error else f" (got {error['input']!r})"
+        lines.append(f"KERNELEVO_{field.upper()}: {error['msg'].lower()}{got}")
+    return "\n".join(lines)
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """Return the settings, reading the environment on first use only."""
-    return Settings()
+    """Return the settings, reading the environment on first use only; :class:`SettingsError` names what is
+    invalid."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise SettingsError(describe_errors(exc)) from None
 
 
 def reset_settings_cache() -> None:

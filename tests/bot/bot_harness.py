@@ -197,6 +197,20 @@ class Scene:
         payload["issue"]["pull_request"] = {"url": f"https://api.github.com/repos/{REPO}/pulls/{number}"}
         payload["comment"] = {k: v for k, v in comment.items() if not k.startswith("_")}
         payload["sender"] = comment["user"]
+        pull = self.fake.pulls[REPO].get(number)
+        if pull is not None:  # GitHub sends the PR's author as the issue's user
+            payload["issue"]["user"] = copy.deepcopy(pull["user"])
+        return payload
+
+    def head(self, number: int) -> str:
+        """The PR's head commit now (what a reviewer names in ``/kernelevo approve SHA``)."""
+        pull = self.fake.pulls[REPO][number]
+        return self.fake.refs[pull["head"]["repo"]["full_name"]][pull["head"]["ref"]]
+
+    def approve(self, number: int, login: str, sha: str | None = None) -> dict:
+        """``login`` comments ``/kernelevo approve <sha>`` (the current head by default); returns the payload."""
+        payload = self.comment(number, login, f"/kernelevo approve {sha or self.head(number)}")
+        self.send("issue_comment", payload)
         return payload
 
     def pull_event(self, action: str, number: int) -> dict:

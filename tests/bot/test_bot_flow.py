@@ -83,10 +83,12 @@ def test_one_request_for_several_ops_shows_one_line_per_op(scene, fake):
 
 
 def test_non_collaborator_cannot_start_jobs(scene, pr):
-    scene.send("issue_comment", scene.comment(pr, "eve", "/kernelevo optimize"))
-    scene.wait_status(pr, "needs `write` permission on the repository (the commenter has `none`)")
-    scene.send("issue_comment", scene.comment(pr, "rita", "/kernelevo approve"))
-    scene.wait_status(pr, "`approve` needs `write` permission")
+    eve = scene.comment(pr, "eve", "/kernelevo optimize")
+    scene.send("issue_comment", eve)
+    rita = scene.approve(pr, "rita")
+    wait_for(lambda: scene.reactions(eve["comment"]["id"]) == ["-1"] and scene.reactions(rita["comment"]["id"])
+             == ["-1"], "one reaction each")
+    assert scene.bot_comments(pr) == []  # untrusted commenters get a reaction, nothing written on the PR
     assert scene.pr_jobs(pr) == [] and scene.jobs.list() == []
 
 
@@ -108,11 +110,12 @@ def test_bots_edits_and_issue_comments_are_ignored(scene, fake, pr):
 
 
 def test_malformed_commands_get_a_helpful_reply(scene, pr):
-    payload = scene.comment(pr, "alice", "/kernelevo optimise\n/kernelevo optimize --backend metal")
+    payload = scene.comment(pr, "alice", "/kernelevo optimise")
     scene.send("issue_comment", payload)
     status = scene.wait_status(pr, "did you mean `/kernelevo optimize`")
-    assert scene.reactions(payload["comment"]["id"]) == ["confused"]
-    assert "--backend must be one of triton, cuda, any" in status and "/kernelevo status" in status
+    assert scene.reactions(payload["comment"]["id"]) == ["confused"] and "/kernelevo status" in status
+    scene.send("issue_comment", scene.comment(pr, "alice", "/kernelevo optimize --backend metal"))
+    scene.wait_status(pr, "--backend must be one of triton, cuda, any")
     assert scene.jobs.list() == []
 
 
@@ -129,11 +132,11 @@ def test_fork_pr_needs_approval_bound_to_head_sha(scene, fake):
 
     scene.send("issue_comment", scene.comment(number, "mallory", "/kernelevo optimize"))
     scene.wait_status(number, "comes from a fork")
-    scene.send("issue_comment", scene.comment(number, "rita", "/kernelevo approve"))  # not a maintainer
-    scene.wait_status(number, "`approve` needs `write` permission")
-    assert scene.jobs.list() == []
+    rita = scene.approve(number, "rita")  # not a maintainer: one reaction, nothing else
+    wait_for(lambda: scene.reactions(rita["comment"]["id"]) == ["-1"], "rita's comment to be refused")
+    assert scene.jobs.list() == [] and "Approved" not in scene.status_text(number)
 
-    scene.send("issue_comment", scene.comment(number, "maya", "/kernelevo approve"))  # the waiting request runs
+    scene.approve(number, "maya")  # the waiting request runs
     (job,) = scene.wait_jobs(number, 1)
     assert job.spec.op_id == "ops/gelu.py::fast_gelu" and job.spec.origin.requested_by == "mallory"
     assert job.spec.origin.base_ref == "main"  # a fork's follow-up targets the base branch
@@ -255,15 +258,16 @@ def test_min_permission_comes_from_the_default_branch_config(scene, fake, pr):
     fake.push(REPO, "feature", {".github/kernelevo.yml": "trigger:\n  min_permission: read\n"}, "looser")
     scene.send("issue_comment", scene.comment(pr, "alice", "/kernelevo optimize"))
     scene.wait_status(pr, "opened by an author below `maintain` permission")
-    scene.send("issue_comment", scene.comment(pr, "rita", "/kernelevo optimize"))
-    scene.wait_status(pr, "needs `maintain` permission on the repository (the commenter has `read`)")
-    scene.send("issue_comment", scene.comment(pr, "maya", "/kernelevo approve"))
+    rita = scene.comment(pr, "rita", "/kernelevo optimize")
+    scene.send("issue_comment", rita)
+    wait_for(lambda: scene.reactions(rita["comment"]["id"]) == ["-1"], "rita (read) to be refused")
+    scene.approve(pr, "maya")
     scene.wait_jobs(pr, 1)
 
 
 def test_a_failing_command_is_reported_on_the_pr(scene, fake, pr):
     fake.inject(Fault("GET", r"/pulls/\d+$", 404, message="Not Found", times=1))
-    scene.send("issue_comment", scene.comment(pr, "alice", "/kernelevo approve"))
+    scene.approve(pr, "maya")
     scene.wait_status(pr, "`approve` failed")
 
 
@@ -273,7 +277,12 @@ def test_installation_token_is_cached_across_processes_calls(scene, fake, pr):
     finish_like_a_gpu_worker(scene.jobs, job.id, gpu_summary(job.spec.op_id))
     scene.wait_reported(job.id)
     assert len(fake.exchanges) > 20
-    assert fake.token_requests == [77, 77]  # one token per bot process (web, bot worker)
+    requests = [e.request for e in fake.exchanges if e.template.startswith("/app/")]
+    # per bot process (web, bot worker): a read-only token for checkouts and one for the REST calls, each
+    # for this one repository (never every repository of the installation)
+    assert 2 <= len(requests) <= 4 and fake.token_requests == [77] * len(requests)
+    assert all(r["repositories"] == ["models"] for r in requests)
+    assert {"contents": "read", "metadata": "read"} in [r["permissions"] for r in requests]
 
 
 def test_config_budgets_reach_the_job_and_a_comment_only_lowers_them(scene, fake, pr):

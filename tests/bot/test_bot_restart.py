@@ -92,7 +92,7 @@ def test_approvals_and_pending_requests_survive_restarts(scene, fake):
 
     scene.bot.kill9()
     scene.bot.start()
-    scene.send("issue_comment", scene.comment(number, "maya", "/kernelevo approve"))
+    scene.approve(number, "maya")
     (job,) = scene.wait_jobs(number, 1)  # the request that waited across the restart
     assert job.spec.origin.requested_by == "mallory"
 

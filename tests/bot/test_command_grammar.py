@@ -19,8 +19,8 @@ def test_inline_mentions_quotes_and_code_blocks_are_not_commands():
 
 
 def test_several_commands_and_case_of_the_verb():
-    parsed = parse_comment("/kernelevo APPROVE\n/kernelevo status\n/kernelevo cancel f --\n")
-    assert [c.name for c in parsed[:2]] == ["approve", "status"]
+    parsed = parse_comment(f"/kernelevo APPROVE {'ab' * 20}\n/kernelevo status\n/kernelevo cancel f --\n")
+    assert [c.name for c in parsed[:2]] == ["approve", "status"] and parsed[0].sha == "ab" * 20
     assert isinstance(parsed[2], CommandError)
 
 
@@ -38,6 +38,8 @@ def test_several_commands_and_case_of_the_verb():
     ("/kernelevo optimize 'unterminated", "check the quotes"),
     ("/kernelevo optimize $(rm -rf ~)", "is not an op id"),
     ("/kernelevo optimize ops/a.py::f;echo", "is not an op id"),
+    ("/kernelevo approve", "needs the commit you reviewed"),
+    ("/kernelevo approve abcdef1", "is not a full commit SHA"),
 ])
 def test_malformed_commands_explain_what_would_work(line, expected):
     (error,) = parse_comment(line)
@@ -53,7 +55,7 @@ def test_user_text_echoed_back_cannot_mention_or_break_markdown():
 def test_help_is_generated_from_the_specs():
     text = help_text()
     for usage in ("/kernelevo optimize [OP ...] [--backend triton|cuda|any] [--budget TOKENS] [--model NAME]",
-                  "/kernelevo status", "/kernelevo cancel [OP ...]", "/kernelevo approve", "/kernelevo help"):
+                  "/kernelevo status", "/kernelevo cancel [OP ...]", "/kernelevo approve SHA", "/kernelevo help"):
         assert usage in text
 
 

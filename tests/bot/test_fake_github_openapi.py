@@ -61,7 +61,7 @@ def test_fake_traffic_matches_the_openapi_description(scene, fake, pr):
     fake.push(REPO, "feature", {"README.md": "v3\n"}, "push")
     fake.inject(Fault("PATCH", r"/pulls/\d+$", 503, times=50))
     optimize("/kernelevo optimize scale_shift", 4)
-    scene.send("issue_comment", scene.comment(pr, "maya", "/kernelevo approve"))
+    scene.approve(pr, "maya")
     scene.wait_status(pr, "Approved commit")
 
     ops = _validators()

@@ -101,7 +101,11 @@ def test_the_bot_workers_tick_runs_due_sweeps(scene, fake):
     scene.state.set_sweep_state(REPO, SweepState(last_run_at=datetime.now(timezone.utc) - timedelta(days=2)))
     from bot_harness import wait_for
 
-    jobs = wait_for(lambda: scene.jobs.list(), "the sweep's jobs", timeout=120)
+    def both() -> list | None:
+        found = scene.jobs.list()
+        return found if len(found) >= 2 else None
+
+    jobs = wait_for(both, "the sweep's two jobs", timeout=120)
     assert sorted(j.spec.op_id for j in jobs) == ["ops/gelu.py::fast_gelu", "ops/norm.py::scale_shift"]
     assert all(j.spec.origin.kind is OriginKind.SWEEP for j in jobs)
     state = wait_for(lambda: (s := scene.state.sweep_state(REPO)).job_ids and s, "the sweep to be recorded")

@@ -95,8 +95,10 @@ def test_rate_limit_and_retry_decisions(status, headers, message, attempt, kind,
     assert (action.kind, action.wait_s) == (kind, wait)
 
 
-def test_installation_tokens_are_cached_and_refreshed_before_expiry(app_keys):
+def test_installation_tokens_are_per_repository_least_permission_cached_and_refreshed(app_keys):
     import jwt
+
+    from bot.auth import READ, WRITE
 
     now = [1_800_000_000.0]
     calls = []
@@ -104,20 +106,27 @@ def test_installation_tokens_are_cached_and_refreshed_before_expiry(app_keys):
     def post(path, token, body):
         claims = jwt.decode(token, app_keys[1], algorithms=["RS256"],
                             options={"verify_exp": False, "verify_iat": False})
-        calls.append((path, claims["iss"], body["permissions"]))
+        calls.append((path, claims["iss"], body))
         return {"token": f"t{len(calls)}", "expires_at": "2027-01-15T09:00:00Z"}  # 1_800_003_600
 
     tokens = InstallationTokens(42, app_keys[0], post, clock=lambda: now[0], refresh_margin_s=300)
-    assert tokens.get(7) == "t1" and tokens.get(7) == "t1"
-    assert calls[0][0] == "/app/installations/7/access_tokens" and calls[0][1] == "42"
-    assert "workflows" not in calls[0][2] and calls[0][2]["checks"] == "write"
+    assert tokens.get(7, "acme/models") == "t1" and tokens.get(7, "acme/models", WRITE) == "t1"
+    path, issuer, body = calls[0]
+    assert path == "/app/installations/7/access_tokens" and issuer == "42"
+    assert body["repositories"] == ["models"]  # never every repository of the installation
+    assert "workflows" not in body["permissions"] and body["permissions"]["checks"] == "write"
+    assert tokens.get(7, "acme/models", READ) == "t2"  # a checkout only reads
+    assert calls[1][2] == {"repositories": ["models"], "permissions": {"contents": "read", "metadata": "read"}}
+    assert tokens.get(7, "acme/other") == "t3"
     now[0] = 1_800_003_600 - 301
-    assert tokens.get(7) == "t1"
+    assert tokens.get(7, "acme/models") == "t1"
     now[0] = 1_800_003_600 - 299
-    assert tokens.get(7) == "t2"  # refreshed ahead of expiry
-    assert tokens.get(8) == "t3"  # one token per installation
+    assert tokens.get(7, "acme/models") == "t4"  # refreshed ahead of expiry
+    assert tokens.get(8, "acme/models") == "t5"  # one token per installation
     tokens.forget(8)
-    assert tokens.get(8) == "t4"
+    assert tokens.get(8, "acme/models") == "t6"
+    with pytest.raises(ValueError, match="owner/name"):
+        tokens.get(7, "models")
 
 
 def test_app_jwt_claims(app_keys):
@@ -129,9 +138,10 @@ def test_app_jwt_claims(app_keys):
 
 
 def test_branch_names_identify_op_and_base():
-    assert branch_name("rms_norm", "feature/Fast-Path") == "kernelevo/rms-norm/feature-fast-path"
+    assert branch_name("rms_norm", "feature") == "kernelevo/rms-norm/feature"
+    assert branch_name("rms_norm", "feature/Fast-Path").startswith("kernelevo/rms-norm/feature-fast-path-")
     assert branch_name("a" * 100, "main").startswith("kernelevo/" + "a" * 60 + "/")
-    assert branch_name("x;rm -rf", "$(evil)") == "kernelevo/x-rm-rf/evil"
+    assert branch_name("x;rm -rf", "$(evil)").startswith("kernelevo/x-rm-rf/evil-")
 
 
 def test_open_kernel_prs_are_counted_per_repo():

@@ -78,7 +78,8 @@ def test_handler_makes_no_github_calls_inside_the_request(redis_server, fake, ap
 
     from bot.signature import sign
 
-    body = json.dumps({"action": "created", "issue": {"number": pr, "pull_request": {}}, "comment": {"id": 1},
+    comment = {"id": 1, "body": "/kernelevo help", "user": {"login": "alice"}}
+    body = json.dumps({"action": "created", "issue": {"number": pr, "pull_request": {}}, "comment": comment,
                        "installation": {"id": INSTALLATION}, "repository": {"full_name": REPO}}).encode()
     before = len(fake.exchanges)
     headers = {"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "n-1", "X-Hub-Signature-256": sign("s3cret",

@@ -120,3 +120,20 @@ def test_discover_of_a_file_refuses_the_diff_options(tmp_path):
     (tmp_path / "ops.py").write_text("x = 1\n")
     result = invoke("discover", str(tmp_path / "ops.py"), "--base", "HEAD")
     assert result.exit_code == 2 and "give its folder as PATH" in result.output
+
+
+def test_an_invalid_setting_is_one_line_naming_the_variable_and_exit_2():
+    """`KERNELEVO_GITHUB_APP_ID=abc` used to end in a pydantic traceback; a secret's value is never echoed."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "KERNELEVO_GITHUB_APP_ID": "abc", "KERNELEVO_BOT_WORKERS": "0",
+           "KERNELEVO_WEBHOOK_SECRET": "s3cret-value"}
+    done = subprocess.run([sys.executable, "-m", "kernelevo.cli", "serve", "--port", "9"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "KERNELEVO_GITHUB_APP_ID: input should be a valid integer" in done.stderr and "'abc'" in done.stderr
+    assert "KERNELEVO_BOT_WORKERS:" in done.stderr
+    assert "s3cret-value" not in done.stderr + done.stdout
