@@ -130,8 +130,8 @@ def always_fails(node: ast.AST) -> bool:
     if isinstance(node, ast.ImportFrom):
         module = node.module or ""
         return not node.level and bool(module) and refused_everywhere(module)
-    if isinstance(node, ast.Import):
-        return any(refused_everywhere(a.name) for a in node.names)
+    if isinstance(node, ast.Import):  # names are imported left to right: only a refused first one stops them all
+        return bool(node.names) and refused_everywhere(node.names[0].name)
     return False
 
 

@@ -79,6 +79,10 @@ def _package_dir(name: str) -> str:
 
 
 _TRITON_DIR = _package_dir("triton")
+# The library functions that compile source text of their own, built only from identifiers and canonical type
+# names, and run it (exact call sites; ``exec``/``eval`` elsewhere in torch or triton may evaluate the
+# candidate's strings, e.g. torch.library.custom_op evaluating string annotations).
+_CODE_GENERATORS = frozenset({(str(Path(_TRITON_DIR) / "runtime" / "jit.py"), "create_function_from_signature")})
 MAX_DISPATCHES_PER_CALL = 4096  # allocations and views of an honest launcher; element-wise host loops go far past
 
 
@@ -352,6 +356,11 @@ class AuditGuard:
         # binder, torch.fx's generated forward): run-time compiled, but not the candidate's.
         self._library_code: set[CodeType] = set()
         self._library_dirs = (_TORCH_DIR, _TRITON_DIR)
+        self._code_generators = _CODE_GENERATORS
+        # Bound now, like everything the hook uses: ``os`` is importable by candidates and its attributes can be
+        # rebound without an audit event (``os.devnull = "/some/file"`` must not widen what counts as harmless).
+        self._devnull, self._fsdecode = os.devnull, os.fsdecode
+        self._realpath, self._basename = os.path.realpath, os.path.basename
 
     def install(self) -> None:
         sys.addaudithook(self._hook)
@@ -454,12 +463,12 @@ class AuditGuard:
             if isinstance(path, int):
                 return None  # a descriptor already open: its opening was judged
             if isinstance(path, (str, bytes)):
-                path = os.fsdecode(path)
-                return None if os.path.realpath(path).startswith(self._private_root) else line
+                path = self._fsdecode(path)
+                return None if self._realpath(path).startswith(self._private_root) else line
             return line
         if event in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
             program = args[0] if args else ""
-            name = os.path.basename(os.fsdecode(program)) if isinstance(program, (str, bytes)) else ""
+            name = self._basename(self._fsdecode(program)) if isinstance(program, (str, bytes)) else ""
             return None if name.startswith(_TOOLCHAIN) else line
         if event.startswith("ctypes.") and self._entered_through_toolchain():
             return None  # kernelevo.cuda compiling (NVRTC) and launching (driver) what the candidate asked for
@@ -470,17 +479,15 @@ class AuditGuard:
 
 
     def _note_library_exec(self, code: CodeType) -> None:
-        """Remember ``code`` (and the functions it defines) when torch or triton itself called ``exec``."""
+        """Remember ``code`` (and the functions it defines) when one of :data:`_CODE_GENERATORS` called exec."""
         flag = getattr(self._busy, "flag", False)
         self._busy.flag = True  # the frame lookup raises an audit event of its own
         try:
             frame = self._getframe(2)  # 0: here, 1: the hook, 2: the frame that called exec
         finally:
             self._busy.flag = flag
-        if frame is None or not frame.f_code.co_filename.startswith(self._library_dirs):
-            return
-        if not {"exec", "eval"} & set(frame.f_code.co_names):
-            return  # the library called something that called exec: a callback (partial(eval, ...)), not its own
+        if frame is None or (frame.f_code.co_filename, frame.f_code.co_name) not in self._code_generators:
+            return  # torch evaluates strings that come from user objects too (custom_op's string annotations)
         pending = [code]
         while pending:
             item = pending.pop()
@@ -569,7 +576,7 @@ class AuditGuard:
             # its own folder, nothing of value (importlib.metadata.version reads a METADATA file, warnings the
             # candidate's own source). Writing stays refused, except to /dev/null (Triton builds its launcher
             # with ``subprocess.check_call(cc, stdout=DEVNULL)`` at a kernel's first launch on the GPU).
-            if isinstance(args[0], (str, bytes)) and os.fsdecode(args[0]) == os.devnull:
+            if isinstance(args[0], (str, bytes)) and self._fsdecode(args[0]) == self._devnull:
                 return True
             mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
             flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0

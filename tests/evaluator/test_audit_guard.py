@@ -69,9 +69,10 @@ _EXEC_DRIVER = textwrap.dedent("""
     import library
 
     guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
-    guard._library_dirs = (str(lib) + "/",)  # stands for torch's and triton's folders
+    guard._code_generators = frozenset({(str(lib / "library.py"), "generate")})  # stands for Triton's binder
     guard.install()
     source = ("import functools\\n"
+              "def annotation():\\n    return library.evaluate(\\"__import__('_json')\\")\\n"
               "def generated():\\n    return library.generate()()\\n"
               "def own_eval():\\n    return eval(\\"__import__('_json')\\")\\n"
               "def callback():\\n    return library.call(functools.partial(eval, \\"__import__('_json')\\"))\\n")
@@ -79,7 +80,7 @@ _EXEC_DRIVER = textwrap.dedent("""
     exec(compile(source, str(private / "candidate.py"), "exec"), namespace)
     guard.active = True
     results = {}
-    for name in ("generated", "own_eval", "callback"):
+    for name in ("generated", "own_eval", "callback", "annotation"):
         sys.modules.pop("_json", None)
         try:
             namespace[name]()
@@ -99,12 +100,17 @@ def generate():
 
 def call(callback):
     return callback()
+
+
+def evaluate(text):  # like torch.library.custom_op evaluating a string annotation: the text is the caller's
+    return eval(text)
 '''
 
 
 def test_code_a_library_generates_for_itself_is_not_the_candidates(tmp_path):
     """Triton's argument binder is generated with exec (filename ``<string>``) and imports private modules; the
-    candidate's own eval, and an eval it hands a library as a callback, stay the candidate's."""
+    candidate's own eval, an eval it hands a library as a callback, and a string a library evaluates for it (an
+    annotation) stay the candidate's."""
     private, lib = tmp_path / "private", tmp_path / "lib"
     private.mkdir()
     lib.mkdir()
@@ -114,7 +120,7 @@ def test_code_a_library_generates_for_itself_is_not_the_candidates(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
-        "generated": "allowed", "own_eval": "refused", "callback": "refused"}
+        "generated": "allowed", "own_eval": "refused", "callback": "refused", "annotation": "refused"}
 
 
 _FRAMES_DRIVER = textwrap.dedent("""
