@@ -103,6 +103,14 @@ def run_in_process(op: str, args: argparse.Namespace, env: dict[str, str], work:
             "candidates_per_minute": evaluated / (wall / 60) if wall else None}
 
 
+def _portable(text: str) -> str:
+    """A log excerpt without this machine's paths (the report is committed): the checkout and the interpreter's
+    prefix become ``<repo>`` and ``<python>``."""
+    for path, name in ((str(ROOT), "<repo>"), (sys.prefix, "<python>"), (sys.base_prefix, "<python>")):
+        text = text.replace(path, name)
+    return text
+
+
 class Services:
     """A redis-server and one ``kernelevo worker``, each in its own process group, stopped together."""
 
@@ -247,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
                 row["celery"] = run_through_celery(row["op"], args, services)
         finally:
             services.stop()
-            logs = {name: (work / "celery" / name).read_text(errors="replace")[-4000:]
+            logs = {name: _portable((work / "celery" / name).read_text(errors="replace")[-4000:])
                     for name in ("redis.log", "worker.log") if (work / "celery" / name).is_file()}
     for row in rows:
         a, b = row["in_process"]["candidates_per_minute"], row["celery"]["candidates_per_minute"]

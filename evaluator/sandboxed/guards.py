@@ -476,16 +476,9 @@ class AuditGuard:
             return line
         return None  # compiling and executing source (Triton's JIT and interpreter), file housekeeping: libraries'
 
-
-
     def _note_library_exec(self, code: CodeType) -> None:
         """Remember ``code`` (and the functions it defines) when one of :data:`_CODE_GENERATORS` called exec."""
-        flag = getattr(self._busy, "flag", False)
-        self._busy.flag = True  # the frame lookup raises an audit event of its own
-        try:
-            frame = self._getframe(2)  # 0: here, 1: the hook, 2: the frame that called exec
-        finally:
-            self._busy.flag = flag
+        frame = self._caller_frame(3)  # 1: here, 2: the hook, 3: the frame that called exec
         if frame is None or (frame.f_code.co_filename, frame.f_code.co_name) not in self._code_generators:
             return  # torch evaluates strings that come from user objects too (custom_op's string annotations)
         pending = [code]
@@ -507,7 +500,8 @@ class AuditGuard:
                 and frame.f_code not in self._library_code)
 
     def _caller_frame(self, depth: int) -> FrameType | None:
-        """The frame ``depth`` levels up from this method (1: its caller), as :meth:`_caller_file`."""
+        """The frame ``depth`` levels up from this method (1: its caller), looked up without the lookup's own
+        audit event being judged."""
         flag = getattr(self._busy, "flag", False)
         self._busy.flag = True
         try:
@@ -516,15 +510,9 @@ class AuditGuard:
             self._busy.flag = flag
 
     def _caller_file(self, depth: int) -> str:
-        """The file of the frame ``depth`` levels up from this method (1: its caller), looked up without the
-        lookup's own audit event being judged."""
-        flag = getattr(self._busy, "flag", False)
-        self._busy.flag = True
-        try:
-            frame = self._getframe(depth)
-            return frame.f_code.co_filename if frame is not None else ""
-        finally:
-            self._busy.flag = flag
+        """The file of the frame ``depth`` levels up from this method (1: its caller)."""
+        frame = self._caller_frame(depth + 1)
+        return frame.f_code.co_filename if frame is not None else ""
 
     def _entered_through_toolchain(self) -> bool:
         """Whether, walking up from the event, a frame of kernelevo.cuda comes before any of the candidate's:

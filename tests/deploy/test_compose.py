@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-import socket
 import subprocess
-import time
+import sys
 import typing
 from pathlib import Path
 
@@ -24,6 +23,9 @@ import yaml
 from pydantic import SecretStr
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "workflows"))  # the worker tier's process helpers
+from workflow_harness import free_port, wait_for  # noqa: E402
+
 DEPLOY = ROOT / "deploy"
 COMPOSE_FILE = DEPLOY / "compose.yaml"
 COMPOSE = yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8"))
@@ -214,23 +216,21 @@ def _redis_argv(tmp_path: Path, password: str, port: int) -> list[str]:
 
 def test_redis_starts_durable_and_password_protected_from_the_compose_command(tmp_path):
     """A real redis-server, started the way the compose service starts it, keeps deploy/redis.conf's promises."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     password = "0123456789abcdef"
     log = (tmp_path / "redis.log").open("wb")
     server = subprocess.Popen(_redis_argv(tmp_path, password, port), stdout=log, stderr=subprocess.STDOUT)
     try:
         client = redis.Redis(port=port, password=password, socket_connect_timeout=5, decode_responses=True)
-        deadline = time.monotonic() + 30
-        while True:
+
+        def up() -> bool:
             try:
-                assert client.ping()
-                break
+                return bool(client.ping())
             except redis.ConnectionError:
                 assert server.poll() is None, (tmp_path / "redis.log").read_text()
-                assert time.monotonic() < deadline, "redis-server did not accept connections within 30 s"
-                time.sleep(0.1)
+                return False
+
+        wait_for(up, "redis-server to accept connections", timeout=30)
         with pytest.raises(redis.AuthenticationError):
             redis.Redis(port=port, socket_connect_timeout=5).ping()
         config = client.config_get("*")
