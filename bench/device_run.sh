@@ -8,7 +8,7 @@
 #   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
 #             (CANDIDATES per op, CELERY_S seconds)
-#   corpus    bench/public_corpus.py on the tasks' small cases (CORPUS_S seconds)
+#   corpus    bench/public_corpus.py on the tasks' small cases (CORPUS_S seconds; CORPUS_ONLY entry id substrings)
 #   smoke     the CUDA tests and one evaluation
 #   SUITE=0 skips the candidate suite that sandbox, check and verifier end with.
 # Before the first call, here: bash bench/fetch_wheels.sh and bash bench/fetch_sysdeb.sh (.whl/, .sysdeb/).
@@ -93,7 +93,8 @@ PY
       --budget-candidates "${CANDIDATES:-24}" --out "$OUT/celery-$tag" 2>&1 | tee "$OUT/celery-$tag.log" | tail -12
     ;;
   corpus)
-    timeout "${CORPUS_S:-200}" python3 bench/public_corpus.py --device cuda --small --out "$OUT/public_corpus-$tag.json" \
+    timeout "${CORPUS_S:-200}" python3 bench/public_corpus.py --device cuda --small --only "${CORPUS_ONLY:-}" \
+      --out "$OUT/public_corpus-$tag.json" \
       > "$OUT/corpus-$tag.log" 2>&1; tail -"${CORPUS_TAIL:-16}" "$OUT/corpus-$tag.log" | cut -c1-260
     ;;
   smoke)

@@ -13,8 +13,10 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +31,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated substrings of candidate file names")
     parser.add_argument("--small", action="store_true", help="use the tasks' small cases (a quicker GPU pass)")
     parser.add_argument("--baselines", default="eager", help="baselines to time (eager,compile_default,...)")
+    parser.add_argument("--parallel", type=int, default=3,
+                        help="task groups evaluated side by side (the search keeps as many evaluations in flight)")
     args = parser.parse_args()
 
     os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths
@@ -54,7 +58,13 @@ def main() -> int:
     started = time.perf_counter()
     from evaluator.session import _static_rejection
 
+    lock = threading.Lock()
+
     def record(entry: dict, task: str, static: bool, verdict) -> None:
+        with lock:
+            _record(entry, task, static, verdict)
+
+    def _record(entry: dict, task: str, static: bool, verdict) -> None:
         nonlocal failures
         ok = verdict.verdict == entry["expect"] and verdict.reason.value in entry["reasons"]
         failures += not ok
@@ -83,13 +93,18 @@ def main() -> int:
     # Then the groups with honest entries (the false-reject rate matters most), then the rest.
     ordered = sorted(((k, g) for k, g in groups.items() if g),
                      key=lambda kg: (not any(e["expect"] == "accepted" for e in kg[1]), kg[0]))
-    for (task, static, small, sanitize), group in ordered:
+    def run_group(key: tuple[str, bool, bool, bool], group: list[dict]) -> None:
+        task, static, small, sanitize = key
         options = EvalOptions(static_checks=static, baselines=tuple(args.baselines.split(",")), timeout_s=120,
                               sanitize=sanitize, small_cases=True if small else None)
         with EvaluationSession(Path("tests") / "tasks" / task, device="cuda", options=options) as session:
             for entry in group:
                 verdict = session.evaluate(Path("tests") / "candidates" / entry["file"])
                 record(entry, task, static, verdict)
+
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        for future in [pool.submit(run_group, key, group) for key, group in ordered]:
+            future.result()
     summary = {"entries": len(results), "failures": failures, "wall_s": round(time.perf_counter() - started, 1),
                "results": results}
     args.out.write_text(json.dumps(summary, indent=2, default=str))

@@ -78,3 +78,17 @@ def plan_sample(trials: int, cases: int, rng: random.Random, per_case: int = 3) 
         chosen = sorted(rng.sample(range(trials), k=min(per_case, trials)))
         sample.append({"case": case, "trials": chosen, "names": [f"t-{secrets.token_hex(6)}" for _ in chosen]})
     return sample
+
+
+def case_elements(cases: list[dict]) -> dict[int, int]:
+    """Input elements per case of a plan (``plan["cases"]``: each with its inputs' shapes; non-tensors count 0)."""
+    return {int(case["case"]): sum(_numel(v.get("shape")) for v in case["inputs"]) for case in cases}
+
+
+def _numel(shape: list[int] | None) -> int:
+    if shape is None:
+        return 0
+    total = 1
+    for n in shape:
+        total *= int(n)
+    return total

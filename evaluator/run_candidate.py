@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator import processes
-from evaluator.callplan import InputSet, plan_checks
+from evaluator.callplan import InputSet, case_elements, plan_checks
 from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, judge_outputs
 from evaluator.timing_judge import time_candidate
 from evaluator.trace_checks import check_trace
@@ -140,8 +140,11 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         sent = checked.get("sent") or {}
         judged = [Judged(c.name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
                          _sent_for(sent, c.name, worker), group=c.group) for c in calls]
+        elements = case_elements(session.plan["cases"])
+        called = tuple(elements.get(c.inputs.case, 0) for c in calls)
         check_trace(worker, checked.get("trace_seq"), source, _allow_ops(session),
-                    Expected(forward=tuple(range(len(calls)))), evidence, "correctness calls")
+                    Expected(forward=tuple(range(len(calls))), forward_elements=dict(enumerate(called))), evidence,
+                    "correctness calls")
         if checked.get("small_torch_ops"):
             evidence.setdefault("flags", []).append("torch ops on small tensors (bookkeeping): "
                                                     + ", ".join(checked["small_torch_ops"]))
@@ -158,7 +161,7 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         if session.device == "cpu":
             keep = True
             return Verdict.accept(_accept_detail(session, len(calls)), **evidence)
-        verdict = time_candidate(session, channel, evidence, source=source, checked_calls=len(calls))
+        verdict = time_candidate(session, channel, evidence, source=source, checked_elements=called)
         keep = True
         return verdict
     except StopEvaluation as stop:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from evaluator import processes
-from evaluator.callplan import Call, InputSet
+from evaluator.callplan import Call, InputSet, case_elements
 
 if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 ERROR_EXIT = 97
 TOOLS = ("racecheck", "memcheck")
 _SUMMARY = re.compile(r"(ERROR SUMMARY: \d+ errors?|RACECHECK SUMMARY: \d+ hazards? displayed[^\n]*)")
+# memcheck also counts failed CUDA API calls as errors: the harness's own probes (CUDA IPC refused across the
+# sandbox's namespaces, torch asking for features this GPU lacks) are not the kernel's bad accesses, which memcheck
+# reports as such ("Invalid __global__ write", a misaligned address) whatever this flag says.
+_TOOL_FLAGS = {"memcheck": ("--report-api-errors", "no")}
 _UNSUPPORTED = ("Device not supported", "not supported on this", "error 999", "Unable to find injection library")
 
 
@@ -87,19 +91,10 @@ def sanitize(session: EvaluationSession, source: str, tools: tuple[str, ...] = T
 
 
 def _smallest_inputs(session: EvaluationSession) -> InputSet:
-    sizes: dict[int, int] = {}
-    for case in session.plan["cases"]:
-        sizes[case["case"]] = sum(_numel(v.get("shape")) for v in case["inputs"])
+    sizes = case_elements(session.plan["cases"])
     case = min(sizes, key=sizes.__getitem__)
     first = next(i for i in session.plan["inputs"] if int(i["case"]) == case)
     return InputSet(case, int(first["seed"]), first["file"], session.distribution_of(int(first["seed"])))
-
-
-def _numel(shape: list[int] | None) -> int:
-    total = 1
-    for n in shape or []:
-        total *= int(n)
-    return total if shape is not None else 0
 
 
 def _run_one(session: EvaluationSession, source: str, binary: str, tool: str, timeout_s: float) -> SanitizerResult:
@@ -107,7 +102,7 @@ def _run_one(session: EvaluationSession, source: str, binary: str, tool: str, ti
 
     started = time.perf_counter()
     wrapper = [binary, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), "--print-limit", "20",
-               "--target-processes", "all"]
+               "--target-processes", "all", *_TOOL_FLAGS.get(tool, ())]
     worker = processes.spawn_worker("candidate", "cuda", session.procs, session.options.memory_mb, wrapper=wrapper)
     try:
         send_load(session, worker, source)
@@ -149,6 +144,8 @@ def _run_one(session: EvaluationSession, source: str, binary: str, tool: str, ti
 
 
 def _excerpt(log: str, limit: int = 2000) -> str:
-    """The sanitizer's own lines (prefixed ``=========``), not what the candidate printed."""
-    lines = [line for line in log.splitlines() if line.startswith("=========")]
-    return "\n".join(lines)[-limit:]
+    """The sanitizer's own lines (prefixed ``=========``), not what the candidate printed, without the host
+    backtraces (Python's interpreter frames say nothing about the kernel): the findings first, then the summary."""
+    lines = [line for line in log.splitlines()
+             if line.startswith("=========") and line.strip("= ") and "Host Frame" not in line]
+    return "\n".join(lines)[:limit]

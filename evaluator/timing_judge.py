@@ -13,7 +13,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from evaluator.callplan import plan_sample
+from evaluator.callplan import case_elements, plan_sample
 from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, geomean, judge_outputs
 from evaluator.trace_checks import check_trace
 from evaluator.tracing.judge import Expected
@@ -28,10 +28,16 @@ FLOOR_HEADROOM = 1.25  # roofline fraction above this is beyond the datasheet pe
 # Host time (start event to device-wide sync) this far above the event time means work ran outside the
 # timed stream; the margin covers launch overhead and a flush still running when the start was recorded.
 HOST_EVENT_RATIO, HOST_EVENT_MARGIN_MS = 10.0, 1.0
+# A call this short is never too slow, whatever the ratio: on a tiny case the baselines run in microseconds and an
+# honest library's host-side work (a sync to read a count, argument checks) is the whole figure. Too slow is about
+# kernels that would waste the search's GPU time, which starts far above this.
+TOO_SLOW_FROM_MS = 1.0
 
 
 def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence: dict[str, Any], *,
-                   source: str = "", checked_calls: int = 0) -> Verdict:
+                   source: str = "", checked_elements: tuple[int, ...] = ()) -> Verdict:
+    """Time the candidate, re-validate secret trials against the reference, and judge the whole trace.
+    ``checked_elements``: the input elements of each correctness call already made (their windows come first)."""
     options = session.options
     rng = random.Random(secrets.randbits(64))
     timing_files = session.baselines.get("timing_inputs") if session.baselines else None
@@ -70,8 +76,13 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
             judged.append(Judged(name, entry["case"], seed, "task", how, scale=float(item.get("scale", 1.0))))
     sampled = sum(len(entry["trials"]) for entry in sample)
     trial_ms = {int(case): list(values) for case, values in (timed.get("trial_ms") or {}).items()}
+    elements = case_elements(session.plan["cases"])
+    sampled_elements = [elements.get(int(entry["case"]), 0) for entry in sample for _ in entry["trials"]]
     expected = Expected(
-        forward=tuple(range(checked_calls + sampled)),
+        forward=tuple(range(len(checked_elements) + sampled)),
+        forward_elements=dict(enumerate((*checked_elements, *sampled_elements))),
+        trial_elements={case * TRIAL_STRIDE + i: elements.get(case, 0) for case in range(len(timing_files))
+                        for i in range(options.timing_trials)},
         trials=tuple(case * TRIAL_STRIDE + i for case in range(len(timing_files))
                      for i in range(options.timing_trials)),
         trial_ms={case * TRIAL_STRIDE + i: ms for case, values in trial_ms.items() for i, ms in enumerate(values)})
@@ -128,14 +139,18 @@ def judge_timing(
             "quartiles; CUDA-graph replay below 20 us"
         ),
     }
+    empty = [str(row["case"]) for row in rows if row.get("empty_graph")]
+    if empty:
+        # Kernels launched with <<<grid, block>>> and no stream run on the legacy default stream, which a graph
+        # captured on a side stream does not see. Where their work ran is the kernel trace's question (every
+        # launch on the harness's stream); here it only means the event-timed figure, launch overhead included,
+        # stands for these cases.
+        timing["notes"] = [f"case(s) {', '.join(empty)}: timed without CUDA-graph replay, launch overhead included: "
+                           "the kernels launch on the legacy default stream (<<<grid, block>>> without a stream), "
+                           "which a CUDA graph cannot capture; pass at::cuda::getCurrentCUDAStream() as the launch's "
+                           "stream to be timed without the overhead"]
     for row in rows:
         case, median = row["case"], row["candidate"]["median_ms"]
-        if row.get("empty_graph"):
-            return timing, (
-                Reason.CHEAT_SUSPECTED,
-                f"case {case}: the kernel's work was not captured by a CUDA "
-                "graph on the current stream (launch on torch.cuda.current_stream())",
-            )
         host = row["candidate"].get("host_median_ms")
         if host is not None and host > HOST_EVENT_RATIO * median + HOST_EVENT_MARGIN_MS:
             return timing, (
@@ -152,7 +167,7 @@ def judge_timing(
                 f"the physical floor ({row['floor_ms']:.4f} ms): the work cannot all have been done",
             )
         best = row.get("best_baseline_ms")
-        if best and median > options.max_slowdown * best:
+        if best and median > options.max_slowdown * best and median > TOO_SLOW_FROM_MS:
             return timing, (
                 Reason.TOO_SLOW,
                 f"case {case}: {median:.3f} ms is more than {options.max_slowdown:g}x "

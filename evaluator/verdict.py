@@ -318,6 +318,7 @@ class Timing(_Evidence):
     copy_bandwidth_gbps: float | None = None
     matmul_tflops: float | None = None
     baseline_notes: dict[str, str] = {}
+    notes: list[str] = []  # how the candidate's own timing was taken where it differs from the method
     method: str = ""
 
 

@@ -15,6 +15,10 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
+# The rotation tables are cat(freqs, freqs).cos()/.sin(), as models build them (kernels read one half):
+# they keep this draw under every input distribution; q/k/x still cover the op's domain.
+KEEP_INPUTS = ("cos", "sin")
+
 class Model(nn.Module):
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         cos = cos[None, :, None, :]

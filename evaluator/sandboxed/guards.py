@@ -335,6 +335,11 @@ _CUDA_TOOLCHAIN_FILES = frozenset(str(Path(kernelevo.__file__).resolve().parent 
                                   for name in ("cuda.py", "_cuda_nvrtc.py", "_cuda_driver.py", "_cuda_args.py"))
 _TOOLCHAIN = ("ptxas", "cc", "gcc", "g++", "c++", "clang", "nvcc", "ninja", "ld", "nvlink", "fatbinary", "cicc",
               "cuobjdump", "ldconfig")
+# Programs the standard library's ``platform`` module runs to describe the host (``architecture()`` runs
+# ``file -b`` on the interpreter, as Triton's launcher build does on some versions): allowed only when a frame of
+# platform.py itself spawned them; they read the host's binaries and print a word, inside the sandbox.
+_SYSTEM_PROBES = ("file", "uname")
+_PLATFORM_FILES = frozenset(str(Path(stdlib) / "platform.py") for stdlib in _STDLIB)
 
 
 class AuditGuard:
@@ -469,7 +474,9 @@ class AuditGuard:
         if event in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
             program = args[0] if args else ""
             name = self._basename(self._fsdecode(program)) if isinstance(program, (str, bytes)) else ""
-            return None if name.startswith(_TOOLCHAIN) else line
+            if name.startswith(_TOOLCHAIN) or (name in _SYSTEM_PROBES and self._raised_under(_PLATFORM_FILES)):
+                return None
+            return line
         if event.startswith("ctypes.") and self._entered_through_toolchain():
             return None  # kernelevo.cuda compiling (NVRTC) and launching (driver) what the candidate asked for
         if event.startswith(_NEVER_FOR_CANDIDATES):
@@ -526,6 +533,18 @@ class AuditGuard:
                 return True
             if self._candidates_frame(frame):
                 return False
+            frame = frame.f_back
+        return False
+
+    def _raised_under(self, files: frozenset[str]) -> bool:
+        """Whether, walking up from the event, a frame of one of ``files`` comes before any of the candidate's (the
+        library's own code asked, not a callable the candidate handed it)."""
+        frame: FrameType | None = self._getframe(3)
+        while frame is not None:
+            if self._candidates_frame(frame):
+                return False
+            if frame.f_code.co_filename in files:
+                return True
             frame = frame.f_back
         return False
 

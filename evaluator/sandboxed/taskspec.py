@@ -3,7 +3,7 @@
 A task module defines ``class Model(nn.Module)`` (the reference), ``get_inputs()`` and
 ``get_init_inputs()``. Optional extensions: ``get_cases()`` (several scored input lists),
 ``get_small_cases()`` (sizes the Triton CPU interpreter can run), ``TOLERANCE``, ``ALLOW_TORCH_OPS``,
-``hbm_bytes(*inputs)``, ``flops(*inputs)``, ``NONDETERMINISTIC_OK`` and ``INPUT_DISTRIBUTIONS``.
+``hbm_bytes(*inputs)``, ``flops(*inputs)``, ``NONDETERMINISTIC_OK``, ``INPUT_DISTRIBUTIONS`` and ``KEEP_INPUTS``.
 
 Inputs are produced on the CPU under ``torch.manual_seed(seed)`` so that the reference process and the
 candidate process build bit-identical inputs independently, then moved to the device.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import random
 import sys
 import traceback
@@ -49,6 +50,7 @@ class LoadedTask:
     allow_ops: tuple[str, ...] = ()
     nondeterministic_ok: bool = False
     distributions: tuple[str, ...] = DEFAULT_DISTRIBUTIONS
+    keep_inputs: frozenset[int] = frozenset()  # forward arguments that keep the task's own draw (KEEP_INPUTS)
 
     @property
     def model_cls(self) -> type[torch.nn.Module]:
@@ -135,7 +137,37 @@ def load_task(path: str | Path) -> LoadedTask:
         allow_ops=tuple(getattr(module, "ALLOW_TORCH_OPS", ()) or ()),
         nondeterministic_ok=bool(getattr(module, "NONDETERMINISTIC_OK", False)),
         distributions=_distributions(path, getattr(module, "INPUT_DISTRIBUTIONS", DEFAULT_DISTRIBUTIONS)),
+        keep_inputs=_keep_inputs(path, module.Model, getattr(module, "KEEP_INPUTS", ())),
     )
+
+
+def _keep_inputs(path: Path, model_cls: type[torch.nn.Module], declared: Any) -> frozenset[int]:
+    """``KEEP_INPUTS``: forward arguments (names or positions) whose values have a structure the op relies on and
+    the input distributions would break (rotary tables built as ``cat(freqs, freqs)``, probabilities that sum to
+    one, a sorted index): they keep the task's own draw under every distribution, while the other inputs still
+    cover the op's domain."""
+    if not declared:
+        return frozenset()
+    if isinstance(declared, (str, int)):
+        declared = (declared,)
+    try:
+        names = list(inspect.signature(model_cls.forward).parameters)[1:]
+    except (TypeError, ValueError):
+        names = []
+    kept: set[int] = set()
+    for item in declared:
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
+            raise TaskError(f"{path}: KEEP_INPUTS entries are forward argument names or positions, got {item!r}")
+        if isinstance(item, int):
+            if item < 0:
+                raise TaskError(f"{path}: KEEP_INPUTS position {item} is negative; positions count from 0")
+            kept.add(item)
+        elif item in names:
+            kept.add(names.index(item))
+        else:
+            raise TaskError(f"{path}: KEEP_INPUTS names {item!r}, which is not an argument of Model.forward "
+                            f"({', '.join(names) or 'none'})")
+    return frozenset(kept)
 
 
 def _distributions(path: Path, declared: Any) -> tuple[str, ...]:
@@ -198,7 +230,8 @@ def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str) 
     """All cases for one seed, on the CPU, deterministically."""
     torch.manual_seed(seed)
     cases = task.raw_cases(small)
-    return [[apply_distribution(v, distribution, seed) for v in case] for case in cases]
+    return [[v if k in task.keep_inputs else apply_distribution(v, distribution, seed) for k, v in enumerate(case)]
+            for case in cases]
 
 
 def describe(value: Any) -> dict[str, Any]:

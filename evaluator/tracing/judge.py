@@ -158,6 +158,14 @@ class Expected:
     trials: tuple[int, ...] = ()
     trial_ms: Mapping[int, float] = field(default_factory=dict)
     trial_preamble: int = 0
+    # Input elements of the call each window holds (forward index, trial index): what bookkeeping is measured
+    # against. A window not listed gets only the floor.
+    forward_elements: Mapping[int, int] = field(default_factory=dict)
+    trial_elements: Mapping[int, int] = field(default_factory=dict)
+
+    def elements(self, ref: WindowRef) -> int:
+        table = self.forward_elements if ref.kind is WindowKind.FORWARD else self.trial_elements
+        return int(table.get(ref.index, 0))
 
 
 @dataclass(frozen=True)
@@ -325,20 +333,23 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def check_window(window: Window, policy: KernelPolicy) -> list[Finding]:
-    """Foreign kernels, work off the harness's stream, host copies, persisting-L2 windows, no own kernel."""
+def check_window(window: Window, policy: KernelPolicy, input_elements: int = 0) -> list[Finding]:
+    """Foreign kernels, work off the harness's stream, host copies, persisting-L2 windows, no own kernel.
+    ``input_elements``: the elements of the call's inputs, which bound what counts as bookkeeping."""
     findings: list[Finding] = []
     where = window.ref.describe()
     kernels = [a for a in window.activities if isinstance(a, KernelRecord)]
     classes = [(k, classify(k.name, policy.own)) for k in kernels]
     foreign = [(k, c) for k, c in classes if not policy.permits(c)]
-    bookkeeping, foreign = _split_bookkeeping(foreign, kernels)
+    bookkeeping, foreign = _split_bookkeeping(foreign, kernels, input_elements)
     if bookkeeping:
         names = tuple(dict.fromkeys(c.display for _, c in bookkeeping))
+        threads = sum(_threads(k) for k, _ in bookkeeping)
         findings.append(Finding(
             FindingKind.BOOKKEEPING, Severity.INFO,
-            f"{where} ran {_plural(len(bookkeeping), 'small library kernel')} ({', '.join(names[:3])}) taking "
-            "a small share of the call: bookkeeping (a final reduction, an input check), allowed", window.ref, names))
+            f"{where} ran {_plural(len(bookkeeping), 'small library kernel')} ({', '.join(names[:3])}; "
+            f"{threads} threads for {input_elements} input elements): bookkeeping (a final reduction, an input "
+            "check), allowed", window.ref, names))
     if foreign:
         shown: dict[str, str] = {}
         for _, c in foreign:
@@ -388,22 +399,40 @@ def check_window(window: Window, policy: KernelPolicy) -> list[Finding]:
     return findings
 
 
-# Library kernels that are bookkeeping, not the op (the same rule as the CPU's op recorder: torch work on tensors
-# a small fraction of the inputs): at most this many blocks each, together at most this share of the call's kernel
-# time. A softmax over the whole input, or the work split into many one-block kernels, is far past either.
-BOOKKEEPING_MAX_BLOCKS = 4
+# Library kernels that are bookkeeping, not the op (the rule of the CPU's op recorder: torch work on tensors at most
+# 1/BOOKKEEPING_FRACTION of the call's inputs). Below Python the trace knows no tensor sizes, but it knows how many
+# threads each kernel launched, which ATen sizes from the tensor it works on (an element-wise kernel runs one thread
+# per few elements; a reduction over the whole input fills the GPU): together the library kernels of a call may
+# launch at most max(BOOKKEEPING_FLOOR_THREADS, input elements / BOOKKEEPING_FRACTION) threads. The floor is what a
+# handful of kernels on tiny tensors launch (one block of up to 1024 threads each); a softmax or a reduction over the
+# inputs of a real-sized case is far past it. Where the call is long enough to measure (BOOKKEEPING_TIMED_FROM_NS of
+# kernel time), they may also take at most BOOKKEEPING_MAX_SHARE of it: below that, launch latency is all there is.
+BOOKKEEPING_FRACTION = 64
+BOOKKEEPING_FLOOR_THREADS = 16 * 1024
 BOOKKEEPING_MAX_SHARE = 0.10
+BOOKKEEPING_TIMED_FROM_NS = 200_000
 
 
-def _split_bookkeeping(foreign: list, kernels: list[KernelRecord]) -> tuple[list, list]:
-    """(bookkeeping, still foreign) among the foreign kernels of one window."""
-    small = [(k, c) for k, c in foreign if k.grid[0] * k.grid[1] * k.grid[2] <= BOOKKEEPING_MAX_BLOCKS
-             and c.family in (Family.ATEN_COMPUTE, Family.CUDA_LIBRARY)]
-    if not small:
+def _threads(kernel: KernelRecord) -> int:
+    gx, gy, gz = kernel.grid
+    bx, by, bz = kernel.block
+    return gx * gy * gz * bx * by * bz
+
+
+def bookkeeping_threads(input_elements: int) -> int:
+    """How many threads a call's library kernels may launch together and still count as bookkeeping (pure)."""
+    return max(BOOKKEEPING_FLOOR_THREADS, int(input_elements) // BOOKKEEPING_FRACTION)
+
+
+def _split_bookkeeping(foreign: list, kernels: list[KernelRecord], input_elements: int) -> tuple[list, list]:
+    """(bookkeeping, still foreign) among the foreign kernels of one window: all of the ATen/CUDA-library kernels
+    count as bookkeeping together, or none does."""
+    small = [(k, c) for k, c in foreign if c.family in (Family.ATEN_COMPUTE, Family.CUDA_LIBRARY)]
+    if not small or sum(_threads(k) for k, _ in small) > bookkeeping_threads(input_elements):
         return [], foreign
     total, _ = _busy_ns(kernels)
     spent, _ = _busy_ns(k for k, _ in small)
-    if total <= 0 or spent > BOOKKEEPING_MAX_SHARE * total:
+    if total >= BOOKKEEPING_TIMED_FROM_NS and spent > BOOKKEEPING_MAX_SHARE * total:
         return [], foreign
     return small, [(k, c) for k, c in foreign if (k, c) not in small]
 
@@ -488,7 +517,7 @@ def judge(records: Sequence[Record], policy: KernelPolicy, expected: Expected, *
     for window in split.windows:
         if window.ref not in wanted_set:
             continue
-        findings += check_window(window, policy)
+        findings += check_window(window, policy, expected.elements(window.ref))
         if window.ref.kind is WindowKind.TRIAL:
             timing = trial_timing(window, expected.trial_ms.get(window.ref.index))
             timings.append(timing)

@@ -190,3 +190,60 @@ def test_a_library_may_read_frames_itself_but_not_through_a_callable_the_candida
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
         "filtered": "allowed", "handed": "refused", "own": "refused"}
+
+
+_PROBE_DRIVER = textwrap.dedent("""
+    import functools, json, subprocess, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from evaluator.sandboxed.guards import AuditGuard
+
+    private, lib = Path(sys.argv[2]), Path(sys.argv[3])
+    sys.path.insert(0, str(lib))
+    import library
+
+    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+    guard.install()
+    source = ("import functools\\n"
+              "def through_platform():\\n    return library.describe_host()\\n"
+              "def own_spawn():\\n    return subprocess.run(['file', '-b', sys.executable], capture_output=True)\\n"
+              "def handed_spawn():\\n"
+              "    return library.call(functools.partial(subprocess.run, ['file', '-b', sys.executable]))\\n"
+              "def other_program():\\n    return library.run(['sh', '-c', 'true'])\\n")
+    namespace = {"library": library, "subprocess": subprocess, "sys": sys}
+    exec(compile(source, str(private / "candidate.py"), "exec"), namespace)
+    guard.active = True
+    results = {}
+    for name in ("through_platform", "own_spawn", "handed_spawn", "other_program"):
+        try:
+            namespace[name]()
+            results[name] = "allowed"
+        except PermissionError:
+            results[name] = "refused"
+        except (OSError, subprocess.SubprocessError) as exc:  # `file` may be missing: the hook allowed the spawn
+            results[name] = "allowed" if not isinstance(exc, PermissionError) else "refused"
+    guard.active = False
+    print(json.dumps({"results": results, "violations": guard.violations}))
+""")
+
+
+def test_a_library_may_have_platform_describe_the_host_but_the_candidate_may_not_spawn(tmp_path):
+    """Triton's launcher build asks ``platform.architecture()``, which runs ``file -b`` on the interpreter while
+    the candidate's launch is on the stack: the standard library's own probe is allowed; the same program started
+    by the candidate, or by a callable it handed a library, and any other program a library starts, are not."""
+    private, lib = tmp_path / "private", tmp_path / "lib"
+    private.mkdir()
+    lib.mkdir()
+    (private / "candidate.py").write_text("# the candidate's file\n")
+    (lib / "library.py").write_text(
+        "import platform, subprocess\n"
+        "def describe_host():\n    return platform.architecture()\n"
+        "def call(f):\n    return f()\n"
+        "def run(argv):\n    return subprocess.run(argv)\n")
+    done = subprocess.run([sys.executable, "-c", _PROBE_DRIVER, str(ROOT), str(private), str(lib)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["results"] == {"through_platform": "allowed", "own_spawn": "refused", "handed_spawn": "refused",
+                                 "other_program": "refused"}
+    assert len(report["violations"]) == 3  # platform swallows a refusal (OSError): the count proves none was its

@@ -79,12 +79,13 @@ class Trace:
         self.add(MarkRecord(0, mark_tag(kind, edge, index), self.tick(), 0, stream, flags))
 
     def kernel(self, name: str, stream: int = HARNESS_STREAM, duration: int = 2000, queued: int | None = None,
-               start: int | None = None, flags: KernelFlag = KernelFlag(0)) -> None:
+               start: int | None = None, flags: KernelFlag = KernelFlag(0), grid: tuple = (64, 1, 1),
+               block: tuple = (128, 1, 1)) -> None:
         self.correlation += 1
         launched = self.tick(100) if queued is None else queued
         begin = (launched + 500) if start is None else start
-        self.add(KernelRecord(0, begin, begin + duration, launched, 0, 1, stream, self.correlation, 0, (64, 1, 1),
-                              (128, 1, 1), 0, 0, 32, flags, 10, name))
+        self.add(KernelRecord(0, begin, begin + duration, launched, 0, 1, stream, self.correlation, 0, grid,
+                              block, 0, 0, 32, flags, 10, name))
         self.now = max(self.now, begin + duration)
 
     def copy(self, nbytes: int, kind: int = 8, stream: int = HARNESS_STREAM) -> None:
@@ -395,3 +396,47 @@ def test_without_launch_times_the_trial_preamble_is_set_aside_by_launch_order(pr
     assert result.trial_timings[0].busy_ms == pytest.approx(0.002)
     forward = next(w for w in result.windows if w.ref.kind is WindowKind.FORWARD)
     assert [a.name for a in forward.activities] == ["rms_kernel"]
+
+
+# Bookkeeping: what Liger's cross entropy runs beside its kernel (a mask, a count, two bound checks, a final sum)
+# against a softmax or a reduction doing the op's work in ATen.
+_GLUE = [(REDUCE, (1, 1, 1), (512, 1, 1)), (FILL.replace("FillFunctor", "CompareFunctor"), (1, 1, 1), (128, 1, 1))] * 4
+
+
+def _call(t: Trace, index: int, own_ns: int, extra: list) -> None:
+    t.mark(WindowKind.FORWARD, Edge.BEGIN, index)
+    t.kernel("rms_kernel", duration=own_ns, grid=(37, 1, 1))
+    for name, grid, block, *ns in extra:
+        t.kernel(name, grid=grid, block=block, duration=ns[0] if ns else 3000)
+    t.mark(WindowKind.FORWARD, Edge.END, index)
+
+
+def test_a_few_small_library_kernels_beside_the_candidates_are_bookkeeping_at_every_size():
+    t = Trace()
+    _call(t, 0, 2000, _GLUE)  # a small case: launch latency dominates, the library kernels take most of the time
+    _call(t, 1, 900_000, _GLUE)  # a real-sized case: the candidate's kernel does the work
+    result = t.judge(Expected(forward=(0, 1), forward_elements={0: 37_037, 1: 8192 * 32_001}))
+    assert not result.failed, [f.message for f in result.failures]
+    notes = [f for f in result.findings if f.kind is FindingKind.BOOKKEEPING]
+    assert len(notes) == 2 and "bookkeeping" in notes[0].message and "37037 input elements" in notes[0].message
+
+
+def test_library_kernels_launching_more_threads_than_bookkeeping_needs_are_foreign():
+    t = Trace()  # an element-wise pass over a 1M-element input: far more threads than 1/64 of the inputs
+    _call(t, 0, 2000, [(SOFTMAX, (2048, 1, 1), (128, 1, 1))])
+    result = t.judge(Expected(forward=(0,), forward_elements={0: 1 << 20}))
+    assert FindingKind.FOREIGN_KERNELS in kinds(result)
+    assert FindingKind.BOOKKEEPING not in kinds(result)
+
+
+def test_a_reduction_over_real_sized_inputs_is_foreign_by_its_share_of_the_call():
+    t = Trace()  # fills the GPU with few threads per element but takes half the call: the op's work, not a check
+    _call(t, 0, 400_000, [(REDUCE, (528, 1, 1), (512, 1, 1), 400_000)])
+    result = t.judge(Expected(forward=(0,), forward_elements={0: 8192 * 32_001}))
+    assert FindingKind.FOREIGN_KERNELS in kinds(result)
+
+
+def test_a_window_without_its_input_size_gets_only_the_floor():
+    t = Trace()
+    _call(t, 0, 2000, [(REDUCE, (64, 1, 1), (512, 1, 1))])  # 32,768 threads: over the floor of 16,384
+    assert FindingKind.FOREIGN_KERNELS in kinds(t.judge(Expected(forward=(0,))))

@@ -16,6 +16,10 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
+# The rotation tables are cat(freqs, freqs).cos()/.sin(), as models build them (kernels read one half):
+# they keep this draw under every input distribution; q/k/x still cover the op's domain.
+KEEP_INPUTS = ("cos", "sin")
+
 class Model(nn.Module):
     def forward(self, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
         cos = cos.unsqueeze(1)
