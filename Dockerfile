@@ -2,7 +2,8 @@
 # Two images from one file (docs/operations.md says how to run them; deploy/compose.yaml runs them):
 #   docker build --target bot -t kernelevo-bot .        # the GitHub App, its bot-queue worker (no CUDA, no torch)
 #   docker build --target worker -t kernelevo-worker .  # a search worker for one GPU (CUDA runtime, torch, triton)
-# Neither image holds a secret: settings come at run time, secrets as files under /run/secrets (kernelevo-env).
+# Neither image holds a secret: settings come at run time, secrets as files under /run/secrets, which the one
+# settings object (kernelevo/settings.py) reads when it is first used.
 # Base images are pinned by exact tag; add "@sha256:..." digests from your registry mirror when you build.
 
 ARG PYTHON_VERSION=3.12.12
@@ -33,44 +34,11 @@ RUN pip install --no-deps . \
     && python -c "import bot.service, bot.worker, kernelevo.cli, workflows.celery_app"
 
 # ---------------------------------------------------------------------------------------------------------------
-# Shared by both final images: reads Docker secrets (files under /run/secrets) into the settings that have no
-# *_PATH form, then execs the command. Only the files a service mounts exist in its container.
-FROM scratch AS entrypoint
-COPY --chmod=0755 <<'EOF' /kernelevo-env
-#!/bin/sh
-# kernelevo-env COMMAND...: KERNELEVO_* secrets from Docker secret files, then exec COMMAND.
-# A missing or empty file sets nothing (an LLM endpoint without a key, a Redis without a password).
-set -eu
-dir=/run/secrets
-if [ -s "$dir/webhook_secret" ]; then
-  KERNELEVO_WEBHOOK_SECRET=$(cat "$dir/webhook_secret"); export KERNELEVO_WEBHOOK_SECRET
-fi
-if [ -s "$dir/llm_api_key" ]; then
-  KERNELEVO_LLM_API_KEY=$(cat "$dir/llm_api_key"); export KERNELEVO_LLM_API_KEY
-fi
-if [ -s "$dir/redis_password" ]; then
-  # redis://host:port/db -> redis://:PASSWORD@host:port/db
-  password=$(cat "$dir/redis_password")
-  url=${KERNELEVO_REDIS_URL:-redis://127.0.0.1:6379/0}
-  case $password in *[!0-9A-Za-z]*)
-    echo "kernelevo-env: $dir/redis_password must hold letters and digits only (it goes into a URL)" >&2; exit 2;;
-  esac
-  case $url in *@*)
-    echo "kernelevo-env: KERNELEVO_REDIS_URL already has credentials; give the password in one place" >&2; exit 2;;
-  esac
-  KERNELEVO_REDIS_URL="${url%%://*}://:${password}@${url#*://}"; export KERNELEVO_REDIS_URL
-  unset password url
-fi
-exec "$@"
-EOF
-
-# ---------------------------------------------------------------------------------------------------------------
 # The bot image: `kernelevo serve` (webhooks + its bot-queue worker) or `kernelevo bot-worker`; no GPU, no torch.
 FROM python:${PYTHON_VERSION}-slim-bookworm AS bot
 # The cache dir holds the bot's checkouts (downloaded for static discovery and packing, never run).
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PATH=/opt/venv/bin:$PATH KERNELEVO_CACHE_DIR=/var/cache/kernelevo
 COPY --from=bot-build /opt/venv /opt/venv
-COPY --from=entrypoint /kernelevo-env /usr/local/bin/kernelevo-env
 RUN useradd --system --uid 10001 --user-group --home-dir /home/kernelevo --create-home --shell /usr/sbin/nologin \
         kernelevo \
     && install -d -o 10001 -g 10001 -m 0700 /var/cache/kernelevo
@@ -80,7 +48,6 @@ EXPOSE 8080
 # /healthz answers 200 only while Redis answers the bot (bot/app.py); the bot worker's check is in compose.yaml.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/healthz', timeout=4)"]
-ENTRYPOINT ["kernelevo-env"]
 CMD ["kernelevo", "serve", "--host", "0.0.0.0", "--port", "8080"]
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -125,7 +92,6 @@ RUN pip install ".[triton,cuda,llm,worker]" \
 FROM worker-base AS worker
 ENV PATH=/opt/venv/bin:$PATH KERNELEVO_CACHE_DIR=/var/cache/kernelevo
 COPY --from=worker-build /opt/venv /opt/venv
-COPY --from=entrypoint /kernelevo-env /usr/local/bin/kernelevo-env
 RUN useradd --system --uid 10001 --user-group --home-dir /home/kernelevo --create-home --shell /usr/sbin/nologin \
         kernelevo \
     && install -d -o 10001 -g 10001 -m 0700 /var/cache/kernelevo
@@ -134,6 +100,5 @@ WORKDIR /home/kernelevo
 # A Celery ping of this container's own node (`gpu0@<hostname>`, the name `kernelevo worker --gpu 0` takes): the
 # worker's parent answers it between and during chunks; it fails when the worker is gone or cannot reach Redis.
 HEALTHCHECK --interval=60s --timeout=30s --start-period=120s --retries=3 \
-    CMD ["sh", "-c", "exec kernelevo-env celery -A workflows.celery_app inspect ping --timeout 10 -d \"gpu0@$(hostname)\""]
-ENTRYPOINT ["kernelevo-env"]
+    CMD ["sh", "-c", "exec celery -A workflows.celery_app inspect ping --timeout 10 -d \"gpu0@$(hostname)\""]
 CMD ["kernelevo", "worker", "--gpu", "0"]

@@ -1,4 +1,5 @@
-"""The webhook service: ``POST /webhook`` and ``GET /healthz`` (Starlette).
+"""The webhook service: ``POST /webhook`` and ``GET /healthz`` (Starlette), plus ``GET /metrics`` (``bot.metrics``)
+and the status page at ``GET /`` (``bot.status_page``).
 
 The request handler only verifies the signature, claims the delivery in Redis, selects handlers and
 puts them on the work queue; it answers in milliseconds and never calls GitHub itself. The delivery is
@@ -20,9 +21,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from bot import metrics, payloads, signature
+from bot import metrics, payloads, signature, status_page
 from bot.deliveries import Deliveries
-from bot.routing import Event, Handler, Router
+from bot.routing import Event, Handler, Router, WebhookOutcome
 from bot.state import DeliveryClaim
 from bot.workqueue import WorkQueue
 
@@ -41,10 +42,11 @@ def default_router() -> Router:
     return Router(on_comment.router, on_pull_request.router, on_check_run.router, on_installation.router)
 
 
-def redis_unavailable(exc: BaseException) -> JSONResponse:
-    return JSONResponse({"status": "unavailable", "error": f"Redis is unreachable ({type(exc).__name__}: {exc}):"
-                         " the bot cannot record deliveries or jobs; start Redis (KERNELEVO_REDIS_URL), then"
-                         " redeliver"}, status_code=503)
+def redis_unavailable(exc: BaseException) -> dict[str, object]:
+    """The body of a 503 for a Redis outage: the webhook answers it as :attr:`WebhookOutcome.REDIS_UNAVAILABLE`,
+    ``/healthz`` as a plain 503 (a health check is no delivery)."""
+    return {"status": "unavailable", "error": f"Redis is unreachable ({type(exc).__name__}: {exc}): the bot cannot"
+            " record deliveries or jobs; start Redis (KERNELEVO_REDIS_URL), then redeliver"}
 
 
 async def read_capped(request: Request, limit: int) -> bytes | None:
@@ -64,8 +66,11 @@ async def read_capped(request: Request, limit: int) -> bytes | None:
 
 def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: BotContext,
                router: Router | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-               metrics_repo_labels: bool = False) -> Starlette:
-    """The ASGI app; ``ctx`` is the :class:`bot.context.BotContext` handlers receive."""
+               metrics_repo_labels: bool = False, status_access: status_page.StatusAccess | None = None) -> Starlette:
+    """The ASGI app; ``ctx`` is the :class:`bot.context.BotContext` handlers receive. ``status_access``: who
+    sees what on the status page (``bot.service.build`` makes it from the settings; None: nothing is listed by
+    name and the operator view is off). Every webhook answer goes through :func:`bot.metrics.answer`, so the
+    metrics count the outcome the endpoint chose, and its status is that outcome's."""
     if not secret:
         raise ValueError("refusing to serve webhooks without a webhook secret (KERNELEVO_WEBHOOK_SECRET)")
     router = router or default_router()
@@ -76,62 +81,64 @@ def create_app(*, secret: str, deliveries: Deliveries, work: WorkQueue, ctx: Bot
         handler(event, ctx.github(event.require_installation_id()), ctx)
 
     async def webhook(request: Request) -> JSONResponse:
+        answer = partial(metrics.answer, request)
         body = await read_capped(request, max_body_bytes)
         if body is None:
-            return JSONResponse({"error": f"body larger than {max_body_bytes} bytes (GitHub's payload limit)"},
-                                status_code=413)
+            return answer(WebhookOutcome.TOO_LARGE,
+                          {"error": f"body larger than {max_body_bytes} bytes (GitHub's payload limit)"})
         if not signature.verify(secret, body, request.headers.get("x-hub-signature-256")):
-            return JSONResponse({"error": "missing or invalid X-Hub-Signature-256"}, status_code=401)
+            return answer(WebhookOutcome.BAD_SIGNATURE, {"error": "missing or invalid X-Hub-Signature-256"})
         name = request.headers.get("x-github-event")
         delivery = request.headers.get("x-github-delivery")
         if not name or not delivery or len(delivery) > 200:
-            return JSONResponse({"error": "missing X-GitHub-Event or X-GitHub-Delivery"}, status_code=400)
+            return answer(WebhookOutcome.MALFORMED, {"error": "missing X-GitHub-Event or X-GitHub-Delivery"})
         try:
             payload = json.loads(body)
         except (ValueError, RecursionError):
-            return JSONResponse({"error": "body is not JSON (or nested too deeply)"}, status_code=400)
+            return answer(WebhookOutcome.MALFORMED, {"error": "body is not JSON (or nested too deeply)"})
         if not isinstance(payload, dict):
-            return JSONResponse({"error": "body is not a JSON object"}, status_code=400)
+            return answer(WebhookOutcome.MALFORMED, {"error": "body is not a JSON object"})
         try:
             problem = payloads.problem(name, payload)
         except RecursionError:
             problem = "nested too deeply"
         if problem is not None:
-            return JSONResponse({"error": f"malformed {name[:50]} payload: {problem}"}, status_code=400)
+            return answer(WebhookOutcome.MALFORMED, {"error": f"malformed {name[:50]} payload: {problem}"})
         try:
             claim = deliveries.claim(delivery)
         except redis.RedisError as exc:
-            return redis_unavailable(exc)
+            return answer(WebhookOutcome.REDIS_UNAVAILABLE, redis_unavailable(exc))
         if claim is DeliveryClaim.DONE:
-            return JSONResponse({"status": "duplicate delivery ignored", "delivery": delivery})
+            return answer(WebhookOutcome.DUPLICATE, {"status": "duplicate delivery ignored", "delivery": delivery})
         if claim is DeliveryClaim.HANDLING:
-            return JSONResponse({"status": "delivery is being handled; redeliver later if it fails",
-                                 "delivery": delivery}, status_code=409)
+            return answer(WebhookOutcome.IN_PROGRESS, {"status": "delivery is being handled; redeliver later if it"
+                                                                 " fails", "delivery": delivery})
         if name == "ping":
             deliveries.done_now(delivery)
-            return JSONResponse({"status": "pong"})
+            return answer(WebhookOutcome.PONG, {"status": "pong"})
         event = Event(name, delivery, payload)
         handlers = router.handlers_for(event)
         if handlers and event.installation_id is None:
             deliveries.done_now(delivery)
-            return JSONResponse({"error": "event has no installation: install KernelEvo as a GitHub App"},
-                                status_code=400)
+            return answer(WebhookOutcome.NO_INSTALLATION,
+                          {"error": "event has no installation: install KernelEvo as a GitHub App"})
         deliveries.hold(delivery, len(handlers))
         for handler in handlers:
             work.submit(partial(run, handler, event), name=f"{name}.{event.action} {delivery}",
                         on_done=lambda error: deliveries.handler_done(delivery, error), key=event.repo or None)
-        return JSONResponse({"status": "queued" if handlers else "ignored", "handlers": len(handlers)},
-                            status_code=202 if handlers else 200)
+        outcome = WebhookOutcome.QUEUED if handlers else WebhookOutcome.IGNORED
+        return answer(outcome, {"status": outcome.value, "handlers": len(handlers)})
 
     async def healthz(request: Request) -> JSONResponse:
         try:
             ctx.state.ping()
         except redis.RedisError as exc:
-            return redis_unavailable(exc)
+            return JSONResponse(redis_unavailable(exc), status_code=503)
         return JSONResponse({"status": "ok", "pending": work.pending()})
 
     app = Starlette(routes=[Route("/webhook", webhook, methods=["POST"]),
                             Route("/healthz", healthz, methods=["GET"])])
     # /metrics reads nothing of ctx.jobs until a scrape (bench/webhook_load.py serves without a job store)
     metrics.register(app, ctx.jobs, events=router.events(), repo_labels=metrics_repo_labels)
+    status_page.register(app, ctx.jobs, status_access or status_page.StatusAccess())
     return app

@@ -1,17 +1,20 @@
 """Check runs: the "ops changed" run with its Optimize button, and one run per optimize request.
 
 A request's run covers one job per op and shows one line per op: its progress while the job runs,
-its outcome once the job is reported. The summaries and the conclusion are pure functions of the
-stored :class:`~bot.state.RunLink` and the job records.
+its outcome once the job is reported; under the lines, the report of each op that got a follow-up PR
+(:mod:`kernelevo.report`, rendered for a check-run summary). The summaries and the conclusion are pure
+functions of the stored :class:`~bot.state.RunLink`, the job records and those reports.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from bot.github_api import GitHubAPI
 from bot.report import code
 from bot.state import Conclusion, RunLink
+from kernelevo.report.markdown import CHECK_SUMMARY_LIMIT
 from workflows.models import JobRecord, JobState
 
 DISCOVERY_NAME = "kernelevo: ops"
@@ -60,8 +63,11 @@ def progress_text(record: JobRecord | None) -> str:
     return f"{record.state.value}, being reported"
 
 
-def run_summary(run: RunLink, records: dict[str, JobRecord | None]) -> str:
-    """One line per op: the outcome once reported, else the job's progress (``records`` by job id)."""
+def run_summary(run: RunLink, records: dict[str, JobRecord | None],
+                reports: Mapping[str, str] | None = None) -> str:
+    """One line per op: the outcome once reported, else the job's progress (``records`` by job id); then the
+    report of each published op (``reports`` by op id), in the run's order, as far as GitHub's limit allows: a
+    report that no longer fits is named with its follow-up PR instead (that PR's body holds it)."""
     lines = []
     for line in run.ops:
         if line.outcome is not None:
@@ -71,7 +77,38 @@ def run_summary(run: RunLink, records: dict[str, JobRecord | None]) -> str:
         else:
             text = progress_text(records.get(line.job_id))
         lines.append(f"- {code(line.op_id)}: {text}")
-    return "\n".join(lines)
+    summary = "\n".join(lines)
+    published = [line for line in run.ops
+                 if line.conclusion is Conclusion.SUCCESS and line.op_id in (reports or {})]
+    pointers = {line.op_id: _pointer(line.op_id, line.follow_up_pr) for line in published}
+    room = CHECK_SUMMARY_LIMIT - _size(summary) - sum(_size(p) for p in pointers.values())
+    for line in published:
+        block = "\n\n" + (reports or {})[line.op_id].strip("\n")
+        if _size(block) <= room + _size(pointers[line.op_id]):
+            room -= _size(block) - _size(pointers[line.op_id])
+            summary += block
+        else:
+            summary += pointers[line.op_id]
+    return summary
+
+
+def _pointer(op_id: str, pr: int | None) -> str:
+    where = f"#{pr}" if pr is not None else "its follow-up PR"
+    return f"\n\nThe report of {code(op_id)} does not fit in this summary with the others: see {where}."
+
+
+def _size(text: str) -> int:
+    """GitHub counts characters; UTF-8 bytes are never fewer."""
+    return len(text.encode("utf-8"))
+
+
+def fit(summary: str, limit: int = CHECK_SUMMARY_LIMIT) -> str:
+    """``summary`` within GitHub's limit (a last resort: :func:`run_summary` already keeps to it), cut at a
+    character boundary with a line saying so."""
+    if _size(summary) <= limit:
+        return summary
+    note = "\n\n(cut at GitHub's size limit)\n"
+    return summary.encode("utf-8")[: limit - _size(note)].decode("utf-8", errors="ignore") + note
 
 
 def run_conclusion(run: RunLink) -> tuple[Conclusion, str]:
@@ -90,11 +127,11 @@ def run_conclusion(run: RunLink) -> tuple[Conclusion, str]:
 
 
 def update_progress(gh: GitHubAPI, repo: str, run_id: int, summary: str) -> None:
-    gh.update_check_run(repo, run_id, status="in_progress", output={"title": "Searching", "summary": summary})
+    gh.update_check_run(repo, run_id, status="in_progress", output={"title": "Searching", "summary": fit(summary)})
 
 
 def finish_run(gh: GitHubAPI, repo: str, run_id: int, *, conclusion: Conclusion, title: str, summary: str,
                completed_at: str) -> None:
     """Complete a check run with its result summary."""
     gh.update_check_run(repo, run_id, status="completed", conclusion=conclusion.value, completed_at=completed_at,
-                        output={"title": title, "summary": summary[:60000]})
+                        output={"title": title, "summary": fit(summary)})

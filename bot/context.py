@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from bot import comments
 from bot.github_api import GitHubAPI
 from bot.state import BotState, RunLink
 from kernelevo.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, load_repo_config
+from kernelevo.settings import get_settings
 
 if TYPE_CHECKING:  # annotations only: importing this module stays as light as before
     from bot.workqueue import WorkQueue
@@ -48,11 +49,12 @@ class BotContext:
     max_unpacked_bytes: int = 512 * 2**20
     max_files: int = 50_000
     forget_installation: Callable[[int], None] | None = None
-    # commands per window (``rate_window_s``): per commenter and repository (every comment counts, trusted or
-    # not) and per PR (commands of trusted commenters, so strangers cannot use up a PR's allowance)
-    user_commands_per_window: int = 10
-    pr_commands_per_window: int = 30
-    rate_window_s: int = 3600
+    # Commands per window (``rate_window_s``): per commenter and repository (every comment counts, trusted or
+    # not) and per PR (commands of trusted commenters, so strangers cannot use up a PR's allowance). Unless
+    # given, from the settings (KERNELEVO_BOT_USER_COMMANDS_PER_WINDOW, ..._PR_COMMANDS_PER_WINDOW, ..._RATE_WINDOW_S).
+    user_commands_per_window: int = field(default_factory=lambda: get_settings().bot_user_commands_per_window)
+    pr_commands_per_window: int = field(default_factory=lambda: get_settings().bot_pr_commands_per_window)
+    rate_window_s: int = field(default_factory=lambda: get_settings().bot_rate_window_s)
 
     @property
     def approvals(self) -> BotState:

@@ -6,6 +6,10 @@ GitHub I/O here. Publishing is idempotent: a job is reported under its lock, its
 on the request's :class:`~bot.state.RunLink` before the record is marked ``published``, and a redelivered
 or repeated publish of a ``published`` job only refreshes the check run and the status comment.
 
+The follow-up's report (``report.md``, PNG plots, the PR body) comes from :func:`bot.report.follow_up`, fed
+the job's ``archive.jsonl`` from its run as the job store keeps it; the same report, rendered for a check-run
+summary, is kept per op in Redis until the request's check run is completed with it under the per-op lines.
+
 Nothing here imports or runs repository code: the op is found again by static discovery, and the
 kernel store only writes text files (kernel source, manifest JSON, a generated test).
 """
@@ -48,11 +52,13 @@ class Reported(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Outcome:
-    """One op's outcome: the line shown on the PR, its conclusion, and the follow-up PR if one was opened."""
+    """One op's outcome: the line shown on the PR, its conclusion, the follow-up PR if one was opened, and then
+    the op's report for the request's check run (``kernelevo.report``'s Markdown for a check-run summary)."""
 
     text: str
     conclusion: Conclusion
     follow_up_pr: int | None = None
+    check_report: str | None = None
 
 
 def search_result(record: JobRecord) -> dict[str, Any] | None:
@@ -88,12 +94,15 @@ def unpublished_outcome(record: JobRecord) -> Outcome:
     return Outcome(f"failed: {escape_md(record.error or 'unknown error')}", Conclusion.FAILURE)
 
 
-def published_outcome(result: publish.Published, reason: str, max_open_prs: int) -> Outcome:
-    """The outcome of a publish attempt (pure)."""
+def published_outcome(result: publish.Published, reason: str, max_open_prs: int,
+                      check_report: str | None = None) -> Outcome:
+    """The outcome of a publish attempt (pure); ``check_report``: the op's report, kept only when a PR was opened
+    or updated (the check run shows the reports of published ops)."""
     if result.number is None:
         return Outcome(f"not published: the repo already has {max_open_prs} open kernel PRs (max_open_prs);"
                        " merge or close some", Conclusion.NEUTRAL)
-    return Outcome(f"#{result.number} ({result.action}): {escape_md(reason)}", Conclusion.SUCCESS, result.number)
+    return Outcome(f"#{result.number} ({result.action}): {escape_md(reason)}", Conclusion.SUCCESS, result.number,
+                   check_report)
 
 
 def missing_outcome(job_id: str) -> Outcome:
@@ -131,6 +140,8 @@ def publish_job(ctx: context.BotContext, job_id: str) -> Reported:
                 if run_id is None and record.spec.origin.kind is OriginKind.PR:
                     run_id = orphan_run(ctx, record)
                 if run_id is not None:
+                    if outcome.check_report is not None:  # before the outcome: a line never lacks its report
+                        ctx.state.save_check_report(run_id, record.spec.op_id, outcome.check_report)
                     set_outcome(ctx, run_id, record.spec.op_id, job_id, outcome)
 
             def mark(r: JobRecord) -> JobRecord:
@@ -201,32 +212,54 @@ def report_outcome(ctx: context.BotContext, record: JobRecord) -> Outcome:
         config, _ = context.load_config(gh, spec.repo, default_branch)
         run_id = run_of(ctx, record)
         run = ctx.state.run(run_id) if run_id else None
-        published = publish_result(ctx, gh, record, result, config.max_open_prs, fork=bool(run and run.fork))
+        published, made = publish_result(ctx, gh, record, result, config.max_open_prs,
+                                         fork=bool(run and run.fork))
     except (GitHubError, LookupError, OSError, ValueError) as exc:
         log.exception("publishing %s failed", record.id)
         return Outcome(f"publishing failed, nothing was pushed ({escape_md(exc)}); comment `/kernelevo optimize`"
                        " to retry", Conclusion.FAILURE)
-    return published_outcome(published, assessment.reason, config.max_open_prs)
+    return published_outcome(published, assessment.reason, config.max_open_prs, made.check_summary)
 
 
 def publish_result(ctx: context.BotContext, gh: GitHubAPI, record: JobRecord, result: dict[str, Any], max_open_prs: int,
-                   fork: bool = False) -> publish.Published:
-    """Build the kernel's files and open or update its follow-up PR."""
+                   fork: bool = False) -> tuple[publish.Published, report.FollowUp]:
+    """Build the kernel's files and its report (``report.md``, the PNG plots, the PR body, from the job's full
+    archive where its run is still in the job store) and open or update its follow-up PR."""
     spec, origin = record.spec, record.spec.origin
     kernel_dir, files = kernel_files(ctx, record, result)
-    request = {"head_sha": spec.commit_sha, "backend": spec.backend, "budget_tokens": spec.budgets.tokens}
-    rctx = report.report_context(spec.repo, spec.op_id, result, request, kernel_dir)
-    files[f"{kernel_dir}/report.md"] = report.render("report.md.j2", **rctx).encode()
+    request = {"head_sha": spec.commit_sha, "backend": spec.backend, "budget_tokens": spec.budgets.tokens,
+               "device": spec.device}
     label = f"#{origin.pr_number}" if origin.pr_number is not None else "a scheduled sweep"
     base = origin.base_ref or "main"
     note = f"The original PR comes from a fork, so this targets {code(base)}: merge {label} first." if fork else ""
-    body = report.render("pr_body.md.j2", origin=label, note=note, **rctx)
     name = kernel_dir.rsplit("/", 1)[-1]
-    return publish.publish(
-        gh, spec.repo, base_branch=base, branch=publish.branch_name(name, base), files=files,
-        title=f"KernelEvo: faster kernel for {name}", body=body,
+    branch = publish.branch_name(name, base)
+    made = report.follow_up(spec.repo, spec.op_id, result, request, kernel_dir, branch=branch, origin=label,
+                            note=note, archive=job_archive(ctx, record.id))
+    files.update(made.files)  # report.md and plots/*.png: bytes, committed as base64 blobs
+    published = publish.publish(
+        gh, spec.repo, base_branch=base, branch=branch, files=files,
+        title=f"KernelEvo: faster kernel for {name}", body=made.body,
         message=f"kernelevo: verified kernel for {spec.op_id}\n\nFrom {job_label(record)}.",
         max_open_prs=max_open_prs)
+    return published, made
+
+
+def job_archive(ctx: context.BotContext, job_id: str) -> list[dict[str, Any]] | None:
+    """The job's ``archive.jsonl`` records, from its run as the job store keeps it (restored into a temporary
+    directory and removed again); None when the store no longer holds the run (it expired, or a worker never
+    mirrored one) or it cannot be read: the report then says it has no per-candidate records."""
+    from kernelevo.search.rundir import RunDir
+
+    with tempfile.TemporaryDirectory(prefix="kernelevo-archive-") as tmp:
+        try:
+            return RunDir(ctx.jobs.restore_run(job_id, Path(tmp) / "run")).candidates()
+        except FileNotFoundError:
+            log.info("%s: no run in the job store; its report has no per-candidate records", job_id)
+        except (OSError, ValueError) as exc:  # a damaged copy: report without it rather than not at all
+            log.warning("%s: its run in the job store cannot be read (%s); reporting without its archive", job_id,
+                        exc)
+    return None
 
 
 def job_label(record: JobRecord) -> str:
@@ -308,12 +341,14 @@ def refresh_run(ctx: context.BotContext, run_id: int, *, progress: bool = False)
             return run
         gh = ctx.github(run.installation_id)
         records = {line.job_id: ctx.jobs.get(line.job_id) for line in run.ops if line.job_id}
-        summary = checks.run_summary(run, records)
+        summary = checks.run_summary(run, records, ctx.state.check_reports(run_id))
         if run.submitted and run.done:
             conclusion, title = checks.run_conclusion(run)
             checks.finish_run(gh, run.repo, run_id, conclusion=conclusion, title=title, summary=summary,
                               completed_at=iso(ctx.clock()))
-            return ctx.state.update_run(run_id, lambda r: r.model_copy(update={"completed": True}))
+            done = ctx.state.update_run(run_id, lambda r: r.model_copy(update={"completed": True}))
+            ctx.state.drop_check_reports(run_id)  # only after: a run completed again after a crash still has them
+            return done
         running = any(r is not None and r.state is not JobState.QUEUED for r in records.values())
         if not running and not any(line.outcome for line in run.ops):
             return run  # still queued: the run says so already

@@ -1,10 +1,12 @@
 """``GET /metrics`` of the web process (Prometheus text format) and the webhook latency it reports.
 
 :func:`register` adds the route and a small ASGI middleware to the app :func:`bot.app.create_app` built.
-The middleware times every ``POST /webhook`` and classifies its answer (:func:`classify`) into a
-:class:`WebhookOutcome`; the Redis-backed numbers (Celery queue depths, live jobs by state) are read
-when Prometheus scrapes, by :class:`RedisCollector`, so they are never stale and cost nothing between
-scrapes. Everything lives in a registry of its own: no process, platform or GC collectors.
+The middleware times every ``POST /webhook`` and counts it under its :class:`~bot.routing.WebhookOutcome`:
+the one the endpoint answered with through :func:`answer` (a typed value, carried in the request's
+state); an answer given any other way is an error (:func:`classify`). The Redis-backed numbers
+(Celery queue depths, live jobs by state, finished jobs by terminal state) are read when Prometheus
+scrapes, by :class:`RedisCollector`, so they are never stale and cost nothing between scrapes.
+Everything lives in a registry of its own: no process, platform or GC collectors.
 
 The endpoint is unauthenticated, so no label carries anything a user controls: the event label is one
 of the events the App routes (or ``ping``, ``other``, ``unverified``, ``none``), outcomes and queues are
@@ -13,8 +15,6 @@ enums, and repository names appear only when the operator opts in (``repo_labels
 
 from __future__ import annotations
 
-import enum
-import json
 import time
 from collections import Counter as Tally
 from collections.abc import Callable, Collection, Iterable
@@ -25,13 +25,14 @@ from kombu.transport.redis import PRIORITY_STEPS
 from kombu.transport.redis import Channel as KombuRedisChannel
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
+from bot.routing import WebhookOutcome
 from workflows.models import JobRecord, JobState, QueueName
 from workflows.redis_values import text
 
@@ -45,60 +46,34 @@ WEBHOOK_PATH = "/webhook"
 METRICS_PATH = "/metrics"
 # GitHub's 10-second delivery timeout is the last bucket that matters; the handler normally answers in ms.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-_BODY_LIMIT = 4096  # the webhook's answers are small JSON objects; more is never read
+OUTCOME_STATE = "kernelevo_webhook_outcome"  # the request-state key :func:`answer` sets and the timer reads
+__all__ = ["WebhookOutcome", "answer", "classify", "event_label", "queue_keys", "register"]
 
 
-class WebhookOutcome(str, enum.Enum):
-    """What ``POST /webhook`` did with a delivery (the ``outcome`` label)."""
+def answer(request: Request, outcome: WebhookOutcome, content: dict[str, object]) -> JSONResponse:
+    """The webhook's answer for ``outcome``: its status is the outcome's, and the outcome itself is left in the
+    request's state (the ASGI scope), where :class:`WebhookTimer` counts it as given, not as parsed."""
+    setattr(request.state, OUTCOME_STATE, outcome)
+    return JSONResponse(content, status_code=outcome.status)
 
-    QUEUED = "queued"  # 202: handlers put on the work queue
-    IGNORED = "ignored"  # 200: no handler for this event/action
-    PONG = "pong"  # 200: GitHub's ping
-    DUPLICATE = "duplicate"  # 200: a redelivery of a delivery already handled
-    IN_PROGRESS = "in_progress"  # 409: a copy of a delivery being handled right now
-    BAD_SIGNATURE = "bad_signature"  # 401: missing or wrong X-Hub-Signature-256
-    NO_INSTALLATION = "no_installation"  # 400: a routed event without an App installation
-    MALFORMED = "malformed"  # 400: headers missing, body not a JSON object, payload not of the event's shape
-    TOO_LARGE = "too_large"  # 413: a body over GitHub's payload limit
-    REDIS_UNAVAILABLE = "redis_unavailable"  # 503: nothing could be recorded
-    ERROR = "error"  # anything else (an exception: 500)
+
+def marked_outcome(scope: Scope) -> WebhookOutcome | None:
+    """The outcome :func:`answer` recorded for this request, if it was answered through it."""
+    outcome = (scope.get("state") or {}).get(OUTCOME_STATE)
+    return outcome if isinstance(outcome, WebhookOutcome) else None
 
 
 REJECTED = {WebhookOutcome.BAD_SIGNATURE: "bad_signature", WebhookOutcome.DUPLICATE: "duplicate",
             WebhookOutcome.IN_PROGRESS: "in_progress"}
 
 
-def classify(status: int, body: bytes) -> WebhookOutcome:
-    """The outcome of a webhook answer, from its status code and (for 200 and 400) its JSON body (pure).
+def classify(status: int) -> WebhookOutcome:
+    """The outcome of an answer not given through :func:`answer`: an error, whatever its status (pure).
 
-    The body's wording is ``bot.app``'s; tests/bot/test_metrics.py drives every outcome through the real
-    app, so a reworded answer fails there rather than being counted under the wrong outcome."""
-    if status == 202:
-        return WebhookOutcome.QUEUED
-    if status == 401:
-        return WebhookOutcome.BAD_SIGNATURE
-    if status == 409:
-        return WebhookOutcome.IN_PROGRESS
-    if status == 503:
-        return WebhookOutcome.REDIS_UNAVAILABLE
-    if status == 413:
-        return WebhookOutcome.TOO_LARGE
-    if status not in (200, 400):
-        return WebhookOutcome.ERROR
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        answer = None
-    answer = answer if isinstance(answer, dict) else {}
-    if status == 400:
-        uninstalled = str(answer.get("error", "")).startswith("event has no installation")
-        return WebhookOutcome.NO_INSTALLATION if uninstalled else WebhookOutcome.MALFORMED
-    said = str(answer.get("status", ""))
-    if said == "pong":
-        return WebhookOutcome.PONG
-    if said.startswith("duplicate"):
-        return WebhookOutcome.DUPLICATE
-    return WebhookOutcome.IGNORED
+    Every answer of ``bot.app``'s webhook goes through :func:`answer`, so only the 500 of an endpoint that raised
+    (or a new answer someone forgot to type) comes here. Its status is deliberately not read: a 200 or 400 that
+    bypassed :func:`answer` would otherwise be counted under a guessed outcome instead of showing up as an error."""
+    return WebhookOutcome.ERROR
 
 
 def event_label(name: str | None, outcome: WebhookOutcome, events: Collection[str]) -> str:
@@ -114,10 +89,13 @@ def event_label(name: str | None, outcome: WebhookOutcome, events: Collection[st
 
 
 class WebhookMetrics:
-    """The webhook's histogram and rejection counter, in ``registry``."""
+    """The webhook's delivery counter, histogram and rejection counter, in ``registry``."""
 
     def __init__(self, registry: CollectorRegistry, events: Collection[str]) -> None:
         self.events = frozenset(events)
+        self.deliveries = Counter("kernelevo_webhook_deliveries",
+                                  "Deliveries POST /webhook answered, by event and outcome.",
+                                  ["event", "outcome"], registry=registry)
         self.latency = Histogram("kernelevo_webhook_duration_seconds",
                                  "Time POST /webhook took to answer, by event and outcome.",
                                  ["event", "outcome"], buckets=LATENCY_BUCKETS, registry=registry)
@@ -130,7 +108,9 @@ class WebhookMetrics:
 
     def record(self, name: str | None, outcome: WebhookOutcome, seconds: float) -> None:
         """Count one answered delivery."""
-        self.latency.labels(event=event_label(name, outcome, self.events), outcome=outcome.value).observe(seconds)
+        labels = {"event": event_label(name, outcome, self.events), "outcome": outcome.value}
+        self.deliveries.labels(**labels).inc()
+        self.latency.labels(**labels).observe(seconds)
         if outcome in REJECTED:
             self.rejected.labels(reason=REJECTED[outcome]).inc()
 
@@ -138,8 +118,8 @@ class WebhookMetrics:
 class WebhookTimer:
     """ASGI middleware: times ``POST /webhook`` from the request to the end of its answer.
 
-    Only the answer's status and first bytes are looked at (to classify it); every other route passes
-    through untouched."""
+    The outcome is the one the endpoint gave through :func:`answer`; nothing of the answer's body is read.
+    Every other route passes through untouched."""
 
     def __init__(self, app: ASGIApp, metrics: WebhookMetrics, clock: Callable[[], float] = time.perf_counter) -> None:
         self.app, self.metrics, self.clock = app, metrics, clock
@@ -150,17 +130,16 @@ class WebhookTimer:
             return
         started = self.clock()
         name = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"x-github-event"), None)
-        status, body, recorded = 500, b"", False
+        status, recorded = 500, False
 
         async def watch(message: Message) -> None:
-            nonlocal status, body, recorded
+            nonlocal status, recorded
             if message["type"] == "http.response.start":
                 status = message["status"]
-            elif message["type"] == "http.response.body" and not recorded:
-                body = (body + message.get("body", b""))[:_BODY_LIMIT]
-                if not message.get("more_body", False):
-                    recorded = True
-                    self.metrics.record(name, classify(status, body), self.clock() - started)
+            elif message["type"] == "http.response.body" and not recorded and not message.get("more_body", False):
+                recorded = True
+                outcome = marked_outcome(scope) or classify(status)
+                self.metrics.record(name, outcome, self.clock() - started)
             await send(message)
 
         try:
@@ -180,17 +159,19 @@ class RedisCollector(Collector):
     """Queue depths and live jobs, read from Redis at scrape time.
 
     Cheap by construction: one pipeline of ``LLEN`` per queue list, ``HLEN`` of kombu's unacked hash, and
-    the records of the store's *active* index only (jobs not yet terminal); finished jobs are never
-    scanned (the store keeps no per-state index of them; ``kernelevo_jobs_retained`` counts them all).
+    the records of the store's *active* index only (jobs not yet terminal), and the store's counts of finished
+    jobs by terminal state (``HGETALL``, counted by the store as each job ends); finished records are never
+    scanned (``kernelevo_jobs_retained`` counts the records kept, every state).
     If Redis cannot be reached the scrape still answers, with ``kernelevo_metrics_redis_up 0``. The store is
     looked up on ``jobs`` at each scrape only, so building the app touches nothing."""
 
     LIVE_STATES = tuple(s for s in JobState if not s.terminal)
+    TERMINAL_STATES = tuple(s for s in JobState if s.terminal)
 
     def __init__(self, jobs: JobsClient, *, repo_labels: bool = False) -> None:
         self.jobs, self.repo_labels = jobs, repo_labels
 
-    def _families(self) -> dict[str, GaugeMetricFamily]:
+    def _families(self) -> dict[str, GaugeMetricFamily | CounterMetricFamily]:
         job_labels = ["state", "repo"] if self.repo_labels else ["state"]
         return {
             "up": GaugeMetricFamily("kernelevo_metrics_redis_up",
@@ -206,6 +187,10 @@ class RedisCollector(Collector):
             "retained": GaugeMetricFamily("kernelevo_jobs_retained",
                                           "Job records in the store's index, every state (finished ones until"
                                           " their retention ends)."),
+            "finished": CounterMetricFamily("kernelevo_jobs_finished",
+                                            "Jobs that ended, by terminal state (succeeded, no_improvement,"
+                                            " failed, cancelled), since the job store was created.",
+                                            labels=["state"]),
         }
 
     def describe(self) -> Iterable[Metric]:
@@ -222,7 +207,7 @@ class RedisCollector(Collector):
             families["up"].add_metric([], 1)
         return list(families.values())
 
-    def _read(self, families: dict[str, GaugeMetricFamily]) -> None:
+    def _read(self, families: dict[str, GaugeMetricFamily | CounterMetricFamily]) -> None:
         client, keys = self.jobs.store.client, self.jobs.store.keys
         with client.pipeline(transaction=False) as pipe:
             for queue in QueueName:
@@ -231,13 +216,17 @@ class RedisCollector(Collector):
             pipe.hlen(KombuRedisChannel.unacked_key)
             pipe.zcard(keys.jobs)
             pipe.smembers(keys.active)
+            pipe.hgetall(keys.finished)
             replies = pipe.execute()
         steps = len(PRIORITY_STEPS)
         for i, queue in enumerate(QueueName):
             families["queue"].add_metric([queue.value], sum(replies[i * steps:(i + 1) * steps]))
-        unacked, retained, active = replies[len(QueueName) * steps:]
+        unacked, retained, active, finished = replies[len(QueueName) * steps:]
         families["unacked"].add_metric([], unacked)
         families["retained"].add_metric([], retained)
+        counts = {text(state): int(count) for state, count in finished.items()}
+        for state in self.TERMINAL_STATES:  # every terminal state, at 0 until a job ends in it; nothing else
+            families["finished"].add_metric([state.value], counts.get(state.value, 0))
         for labels, count in sorted(self._live(client, [keys.job(text(i)) for i in active]).items()):
             families["jobs"].add_metric(list(labels), count)
 

@@ -12,10 +12,15 @@ import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from bot.github_api import GitHubAPI
 
 BRANCH_PREFIX = "kernelevo/"
+WEB_ROOT = "https://github.com"
+_REPO = re.compile(r"^[A-Za-z0-9-]{1,39}/[A-Za-z0-9_.-]{1,100}$")
+_BRANCH = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+_PATH = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
 
 
 def slug(text: str, limit: int = 60) -> str:
@@ -30,6 +35,17 @@ def branch_name(op_name: str, base_branch: str) -> str:
     if base != base_branch:
         base += "-" + hashlib.sha256(base_branch.encode()).hexdigest()[:8]
     return f"{BRANCH_PREFIX}{slug(op_name)}/{base}"
+
+
+def blob_url(repo: str, branch: str, path: str, *, raw: bool = False) -> str:
+    """The github.com address of ``path`` on ``branch`` (``raw``: the file itself, for an image in a PR body,
+    where relative links do not resolve). Every part is validated, so the URL cannot leave the repository or
+    break out of a Markdown link: ``repo`` is ``owner/name``, the branch and path are plain segments."""
+    for value, pattern, what in ((repo, _REPO, "repository"), (branch, _BRANCH, "branch"), (path, _PATH, "path")):
+        if not pattern.match(value) or ".." in value.split("/"):
+            raise ValueError(f"{value!r} is not a {what} the bot links to")
+    url = f"{WEB_ROOT}/{repo}/blob/{quote(branch)}/{quote(path)}"
+    return url + "?raw=true" if raw else url
 
 
 def count_open_kernel_prs(pulls: list[dict[str, Any]], repo: str) -> int:

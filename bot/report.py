@@ -1,75 +1,58 @@
-"""Reports for reviewers: does the winner beat the baselines beyond noise, and the Markdown saying so.
+"""The bot's reports: whether a result is worth a follow-up PR, and the PR's files, body and check-run summary.
 
-:func:`assess` is the one place that decides whether a search result is worth a follow-up PR; the
-Jinja2 templates in ``bot/templates`` render the report, the PR body, the check-run summary and the
-status comment from plain dicts (a search result is a JSON-able dict: ``best.verdict`` is an
-evaluator verdict dict).
+Deciding and rendering live in :mod:`kernelevo.report` (one typed report model for the CLI, the PR body, the
+check-run summary and ``report.md``); this module adapts a job's search result to it and adds what only the
+bot knows: where the follow-up branch is (so the PR body can show the plots committed there) and the request.
+The Markdown escapes every module of the bot uses are :mod:`kernelevo.report.escape`'s, re-exported here.
 """
 
 from __future__ import annotations
 
-import math
-import shlex
+import logging
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-from urllib.parse import quote
 
 import jinja2
+from pydantic import ValidationError
 
-MIN_GAIN = 0.03  # geomean speedup over the best baseline must exceed 1 + MIN_GAIN ...
-BASELINES = ("eager", "compile_default", "compile_max_autotune")
+from bot.publish import blob_url
+from kernelevo.report import escape
+from kernelevo.report.assess import MIN_GAIN, Assessment
+from kernelevo.report.assess import assess as assess_verdict
+from kernelevo.report.build import RunRecords, build
+from kernelevo.report.markdown import Links, PullRequest, Target, render_markdown
+from kernelevo.report.model import Report
 
+escape_md = escape.escape_md
+code = escape.code
+marker_value = escape.marker_value
+fenced = escape.fenced
 
-@dataclass(frozen=True)
-class Assessment:
-    """Whether to publish, and the sentence that says why (shown to users either way)."""
+log = logging.getLogger(__name__)
 
-    publish: bool
-    reason: str
-
-
-def _geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v and v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
-
-
-def conservative_speedup(timing: dict[str, Any]) -> float | None:
-    """Geomean over cases of (best baseline's p25) / (candidate's p75): the speedup that survives
-    the measured spread. Above 1 means the candidate is faster even in its slow quartile."""
-    ratios = []
-    for case in timing.get("cases") or []:
-        cand = (case.get("candidate") or {}).get("p75_ms")
-        baselines = [(case.get(b) or {}).get("p25_ms") for b in BASELINES]
-        fastest = [f for f in baselines if f]
-        if not cand or not fastest:
-            return None
-        ratios.append(min(fastest) / cand)
-    return _geomean(ratios)
+__all__ = ["Assessment", "FollowUp", "assess", "code", "escape_md", "fenced", "follow_up", "marker_value", "render"]
 
 
 def assess(result: dict[str, Any] | None, min_gain: float = MIN_GAIN) -> Assessment:
-    """Decide whether a search result beats the baselines beyond noise."""
-    best = (result or {}).get("best")
-    if not best:
-        stop = (result or {}).get("stop_reason", "unknown")
-        return Assessment(False, f"no candidate passed verification (search stopped: {stop})")
-    verdict = best.get("verdict") or {}
-    if verdict.get("verdict") != "accepted":
-        return Assessment(False, f"the best candidate was not accepted: {verdict.get('detail', '')}")
-    timing = verdict.get("timing")
-    if not timing:
-        return Assessment(False, "the winner was verified but not timed (no GPU), so there is no speed claim")
-    speedup = timing.get("geomean_speedup_vs_best")
-    if speedup is None or speedup <= 1.0 + min_gain:
-        shown = f"{speedup:.2f}x" if speedup else "unknown"
-        return Assessment(False, f"nothing beats eager and torch.compile by more than {min_gain:.0%} "
-                                 f"(best: {shown} over the faster baseline)")
-    robust = conservative_speedup(timing)
-    if robust is not None and robust <= 1.0:
-        return Assessment(False, f"the {speedup:.2f}x speedup is within the timing spread "
-                                 f"(p25 of baseline vs p75 of candidate: {robust:.2f}x)")
-    return Assessment(True, f"{speedup:.2f}x faster than the faster of eager and torch.compile (geomean)")
+    """Decide whether a search result (``SearchResult.to_dict()``'s shape) beats the baselines beyond noise."""
+    result = result or {}
+    best = result.get("best") or {}
+    stop = str(result.get("stop_reason", "unknown"))
+    try:
+        verdict = _verdict(best.get("verdict")) if best else None
+    except ValidationError as exc:
+        return Assessment(publish=False, reason=f"the winner's verdict could not be read ({exc.error_count()} "
+                                                "problems): the job's record is damaged; run the job again")
+    if best and verdict is None:
+        return Assessment(publish=False, reason="the best candidate has no verdict")
+    return assess_verdict(verdict, stop, min_gain)
+
+
+def _verdict(data: Any) -> Any:
+    from evaluator.verdict import Verdict
+
+    return Verdict.coerce(data) if data is not None else None
 
 
 @lru_cache(maxsize=1)
@@ -77,83 +60,90 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("bot", "templates"), autoescape=False,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
-    env.filters["x"] = lambda v: "n/a" if v is None else f"{v:.2f}x"
-    env.filters["ms"] = lambda v: "n/a" if v is None else f"{v:.4f}"
     env.filters["md"] = escape_md
     env.filters["code"] = code
-    env.filters["marker"] = marker_value
-    env.filters["fenced"] = fenced
     return env
 
 
-def escape_md(text: Any) -> str:
-    """Neutralise Markdown/HTML and @-mentions in text that came from users or candidates."""
-    out = str(text)
-    for ch in "\\`*_[]<>|!#~&":
-        out = out.replace(ch, "\\" + ch)
-    return out.replace("@", "@\u200b").replace("\n", " ")
-
-
-def code(text: Any) -> str:
-    """``text`` as a Markdown code span that stays one span (and one table cell) whatever it holds:
-    op ids come from file paths, which a PR author chooses."""
-    clean = str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
-    return f"`{clean}`"
-
-
-def marker_value(text: Any) -> str:
-    """``text`` inside a hidden HTML comment (``<!-- ... -->``): percent-encoded, so it cannot end the comment."""
-    return quote(str(text), safe="/:._")
-
-
-def fenced(text: Any) -> str:
-    """One line inside a fenced code block: no backticks (no closing fence) and no line breaks."""
-    return str(text).replace("`", "'").replace("\r", " ").replace("\n", " ")
-
-
 def render(template: str, **context: Any) -> str:
-    """Render ``bot/templates/<template>`` with ``context``."""
+    """Render ``bot/templates/<template>`` (the status comment) with ``context``; reports are
+    :mod:`kernelevo.report`'s (see :func:`follow_up`)."""
     return _env().get_template(template).render(**context)
 
 
-def report_context(repo: str, op_id: str, result: dict[str, Any], request: dict[str, Any],
-                   kernel_dir: str) -> dict[str, Any]:
-    """Everything the report and PR body templates need, flattened from a search result."""
-    best = result.get("best") or {}
-    verdict = best.get("verdict") or {}
-    timing = verdict.get("timing") or {}
-    cases = []
-    for case in timing.get("cases") or []:
-        cases.append({
-            "case": case.get("case"),
-            "candidate": case.get("candidate") or {},
-            "eager": case.get("eager") or {},
-            "compile": min((case.get(b) or {} for b in BASELINES[1:]),
-                           key=lambda t: t.get("median_ms") or math.inf),
-            "vs_eager": case.get("speedup_vs_eager"),
-            "vs_compile": case.get("speedup_vs_compile"),
-            "roofline": case.get("roofline_fraction"),
-        })
-    correctness = verdict.get("correctness") or {}
-    checks = [(c.get("case"), s) for c in correctness.get("cases") or [] for s in c.get("checks") or []]
-    return {
-        "repo": repo, "op_id": op_id, "kernel_dir": kernel_dir, "request": request,
-        "assessment": assess(result), "cases": cases,
-        "verdict": {"backend": verdict.get("backend", "unknown"), "device": verdict.get("device", "unknown"),
-                    "detail": verdict.get("detail", ""), "flags": verdict.get("flags") or []},
-        "geomean_vs_eager": timing.get("geomean_speedup_vs_eager"),
-        "geomean_vs_compile": timing.get("geomean_speedup_vs_compile"),
-        "n_cases": len(correctness.get("cases") or []), "n_checks": len(checks),
-        "max_abs_err": max((s.get("max_abs_err") or 0 for _, s in checks), default=None),
-        "max_rel_err": max((s.get("max_rel_err") or 0 for _, s in checks), default=None),
-        "environment": verdict.get("environment") or {},
-        "timing_note": verdict.get("timing_note", ""),
-        "cost": {k: result.get(k) for k in ("candidates_evaluated", "candidates_accepted", "tokens_in",
-                                            "tokens_out", "cost_usd", "evaluator_busy_fraction", "started",
-                                            "ended", "stop_reason")},
-        "reproduce": (f"git checkout {shlex.quote(request.get('head_sha', 'HEAD'))} && kernelevo optimize "
-                      f"{shlex.quote(op_id.partition('::')[0])} --op {shlex.quote(op_id)} "
-                      f"--backend {shlex.quote(request.get('backend', 'any'))}"
-                      + (f" --budget-tokens {request['budget_tokens']}" if request.get("budget_tokens") else "")),
-        "verify": f"kernelevo verify {shlex.quote(kernel_dir)}",
-    }
+# -- the follow-up PR -----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FollowUp:
+    """What a follow-up PR adds to the kernel's files: ``report.md`` and the plots under ``<kernel_dir>/``, the
+    PR body (which shows the plots by their address on ``branch``), and the same report for the request's check
+    run (``check_summary``, within GitHub's limit there; the check run adds it under its per-op lines)."""
+
+    report: Report
+    files: dict[str, bytes]
+    body: str
+    check_summary: str
+
+
+def report_of(op_id: str, result: dict[str, Any], request: dict[str, Any], kernel_dir: str,
+              archive: list[dict[str, Any]] | None = None) -> Report:
+    """The report of a job's search result; ``request``: the job's ``head_sha``, ``backend``, ``budget_tokens``,
+    ``device``; ``archive``: the run's ``archive.jsonl`` records where the job's run directory was restored (the
+    timeline, rejections and lineage come from it). Raises :class:`~kernelevo.report.build.RecordsError` when the
+    result is not readable."""
+    meta = {"op_id": op_id, "backend": request.get("backend"), "device": request.get("device"),
+            "commit": request.get("head_sha"),
+            "budget": {"tokens": request["budget_tokens"]} if request.get("budget_tokens") else None}
+    summary = {**result, "op_id": op_id, "best": _named_winner(result.get("best"), archive)}
+    records = RunRecords(summary=summary, meta={k: v for k, v in meta.items() if v is not None}, archive=archive)
+    return build(records, kernel_dir=kernel_dir, kernel_path=f"{kernel_dir}/kernel.py")
+
+
+def _named_winner(best: Any, archive: list[dict[str, Any]] | None) -> Any:
+    """A job's result keeps the winner's source but not its candidate id: the id is the archive's accepted
+    candidate with that source (duplicates are recorded as such, so there is one), which is where the report
+    finds the winner's generation, strategy and lineage. Without a match the winner stays unnamed."""
+    if not isinstance(best, dict) or best.get("id") or not archive:
+        return best
+    found = next((str(r["id"]) for r in archive if r.get("kind", "evaluated") == "evaluated" and r.get("accepted")
+                  and r.get("id") is not None and r.get("source") == best.get("source")), None)
+    return {**best, "id": found} if found is not None else best
+
+
+def _link(repo: str, branch: str | None, path: str, raw: bool) -> str | None:
+    if branch is None:
+        return None
+    try:
+        return blob_url(repo, branch, path, raw=raw)
+    except ValueError:  # a name the bot does not link to: the PR shows no link rather than a wrong one
+        return None
+
+
+def follow_up(repo: str, op_id: str, result: dict[str, Any], request: dict[str, Any], kernel_dir: str, *,
+              branch: str | None, origin: str, note: str = "", plots: bool = True,
+              archive: list[dict[str, Any]] | None = None) -> FollowUp:
+    """The report's files and the PR body for a follow-up PR on ``branch`` (None: no links into the branch).
+
+    PNG plots are committed next to ``report.md`` (``plots/<name>.png``); ``report.md`` links them relatively,
+    the PR body and the check summary by their blob address (relative links do not resolve there). Without
+    matplotlib, or when a plot cannot be drawn, the report is the same without plots."""
+    from kernelevo.report import plots as plotting
+
+    report = report_of(op_id, result, request, kernel_dir, archive)
+    images: dict[str, bytes] = {}
+    if plots and branch is not None and plotting.available():
+        try:
+            images = plotting.render_plots(report, "png")
+        except Exception:  # a figure matplotlib cannot draw costs the PR its plots, never the PR itself
+            log.exception("the plots of %s could not be drawn; the follow-up has none", op_id)
+    paths = {name: f"{kernel_dir}/plots/{name}.png" for name in images}
+    local = Links(plot=lambda name: f"plots/{name}.png" if name in images else None)
+    files = {f"{kernel_dir}/report.md": render_markdown(report, Target.FILE, local).encode()}
+    files.update({paths[name]: data for name, data in images.items()})
+    links = Links(plot=lambda name: _link(repo, branch, paths[name], raw=True) if name in paths else None,
+                  kernel=_link(repo, branch, f"{kernel_dir}/kernel.py", raw=False),
+                  full_report=_link(repo, branch, f"{kernel_dir}/report.md", raw=False))
+    body = render_markdown(report, Target.PR_BODY, links,
+                           PullRequest(origin=origin, commit=str(request.get("head_sha", "")), note=note))
+    return FollowUp(report=report, files=files, body=body,
+                    check_summary=render_markdown(report, Target.CHECK_SUMMARY, links))

@@ -7,9 +7,40 @@ app puts each selected call on the work queue, so no handler ever runs inside th
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+
+class WebhookOutcome(str, enum.Enum):
+    """What ``POST /webhook`` did with a delivery: the endpoint's answer as a value (its HTTP status is
+    :attr:`status`), and the ``outcome`` label of the webhook metrics."""
+
+    QUEUED = "queued"  # handlers put on the work queue
+    IGNORED = "ignored"  # no handler for this event/action
+    PONG = "pong"  # GitHub's ping
+    DUPLICATE = "duplicate"  # a redelivery of a delivery already handled
+    IN_PROGRESS = "in_progress"  # a copy of a delivery being handled right now
+    BAD_SIGNATURE = "bad_signature"  # missing or wrong X-Hub-Signature-256
+    NO_INSTALLATION = "no_installation"  # a routed event without an App installation
+    MALFORMED = "malformed"  # headers missing, body not a JSON object, payload not of the event's shape
+    TOO_LARGE = "too_large"  # a body over GitHub's payload limit
+    REDIS_UNAVAILABLE = "redis_unavailable"  # nothing could be recorded
+    ERROR = "error"  # the endpoint raised
+
+    @property
+    def status(self) -> int:
+        """The HTTP status the endpoint answers with (GitHub shows non-2xx deliveries as failed)."""
+        return _OUTCOME_STATUS[self]
+
+
+_OUTCOME_STATUS = {
+    WebhookOutcome.QUEUED: 202, WebhookOutcome.IGNORED: 200, WebhookOutcome.PONG: 200, WebhookOutcome.DUPLICATE: 200,
+    WebhookOutcome.IN_PROGRESS: 409, WebhookOutcome.BAD_SIGNATURE: 401, WebhookOutcome.NO_INSTALLATION: 400,
+    WebhookOutcome.MALFORMED: 400, WebhookOutcome.TOO_LARGE: 413, WebhookOutcome.REDIS_UNAVAILABLE: 503,
+    WebhookOutcome.ERROR: 500,
+}
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,7 @@ def build(settings: Settings, *, device: str = "cuda", workspace_provider: Works
     _check(settings, device)
     from bot.app import create_app
     from bot.deliveries import LEASE_S, Deliveries
+    from bot.status_page import StatusAccess
     from bot.workqueue import WorkQueue
 
     work = WorkQueue(settings.bot_workers)
@@ -134,7 +135,10 @@ def build(settings: Settings, *, device: str = "cuda", workspace_provider: Works
         raise
     deliveries = Deliveries(ctx.state, lease_s=delivery_lease_s or LEASE_S)
     secret = _required(settings.webhook_secret, REQUIRED["webhook_secret"]).get_secret_value()
-    app = create_app(secret=secret, deliveries=deliveries, work=work, ctx=ctx)
+    token = settings.status_token.get_secret_value() if settings.status_token else None
+    access = StatusAccess.from_values(token=token, public_repos=settings.status_public_repos,
+                                      api_url=settings.github_api_url)
+    app = create_app(secret=secret, deliveries=deliveries, work=work, ctx=ctx, status_access=access)
     return app, ctx
 
 

@@ -207,6 +207,25 @@ class BotState:
         """True at most once per ``interval_s`` per ``name`` (progress updates of a check run)."""
         return bool(self.client.set(self.key("throttle", name), "1", nx=True, px=max(1, int(interval_s * 1000))))
 
+    # -- check-run reports -----------------------------------------------------------------------
+    def save_check_report(self, run_id: int, op_id: str, markdown: str) -> None:
+        """Keep an op's report for its request's check run until the run is completed (which may be after the
+        other ops' jobs end, in another bot process): one hash per check run, kept as long as its link."""
+        key = self.key("check-reports", run_id)
+        pipe = self.client.pipeline()
+        pipe.hset(key, op_id, markdown)
+        pipe.expire(key, RETENTION_S)
+        pipe.execute()
+
+    def check_reports(self, run_id: int) -> dict[str, str]:
+        """The reports kept for a check run by :meth:`save_check_report` (op id -> Markdown)."""
+        kept = self.client.hgetall(self.key("check-reports", run_id))
+        return {text(op): text(body) for op, body in kept.items()}
+
+    def drop_check_reports(self, run_id: int) -> None:
+        """Forget a completed check run's reports (GitHub shows them from now on)."""
+        self.client.delete(self.key("check-reports", run_id))
+
     # -- webhook deliveries ----------------------------------------------------------------------
     def claim_delivery(self, delivery_id: str, owner: str, lease_s: float) -> DeliveryClaim:
         """Take a delivery for handling, unless it was handled or another live handler holds it. The claim

@@ -2,6 +2,7 @@
 # The system packages KernelEvo needs beside Python: bubblewrap (the sandbox every untrusted process runs in),
 # a C compiler (Triton's launcher stubs, the GPU trace shim) and redis-server (the job queue; the tests start
 # their own). Installs what is missing with apt-get (as root, or through sudo); elsewhere says what to install.
+# What only the tests need (chromium) is in deploy/test-packages.sh, which .ci/run calls.
 set -euo pipefail
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)

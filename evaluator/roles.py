@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kernelevo import pyast
 from kernelevo.sandbox import Bind, SandboxPolicy, gpu_binds, system_binds
+from kernelevo.sandbox.policy import task_root_allowed
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,9 +61,8 @@ def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] |
     return env
 
 
-def task_source_roots(source: str) -> list[Path]:
-    """The repositories a task's text imports from: for a task generated from a decorated op
-    (``load_op('<repo root>', '<op id>')``), the op's repository. Read from the text, never imported."""
+def _load_op_roots(source: str) -> list[Path]:
+    """The existing folders a task's text names as ``load_op('<repo root>', '<op id>')`` roots (read, never run)."""
     try:
         tree = pyast.parse(source)
     except (SyntaxError, ValueError):
@@ -77,13 +77,27 @@ def task_source_roots(source: str) -> list[Path]:
     return roots
 
 
+def task_source_roots(source: str, task_dir: Path | None = None) -> list[Path]:
+    """The repositories a task's text imports from that may be bound into its sandboxes: for a task generated
+    from a decorated op (``load_op('<repo root>', '<op id>')``), the op's repository, which the generator vouched
+    for (:func:`kernelevo.sandbox.policy.vouch_for_task_root`); a root inside the task's own folder. Any other root
+    the text names (a KernelBench file from a PR naming ``/`` or another job's checkout) is left out."""
+    return [r for r in _load_op_roots(source) if task_root_allowed(r, task_dir)]
+
+
+def refused_task_roots(source: str, task_dir: Path | None = None) -> list[Path]:
+    """The ``load_op`` roots of a task's text that :func:`task_source_roots` leaves out (for the error message)."""
+    return [r for r in _load_op_roots(source) if not task_root_allowed(r, task_dir)]
+
+
 def task_read_roots(task_path: Path) -> list[Path]:
-    """Folders a task needs to be imported: its own folder and the repositories its text imports from."""
+    """Folders a task needs to be imported: its own folder and the repositories its text may import from."""
     try:
         source = task_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         source = ""
-    return [task_path.resolve().parent, *task_source_roots(source)]
+    folder = task_path.resolve().parent
+    return [folder, *task_source_roots(source, folder)]
 
 
 def policy(role: str, device: str, private: Path, *, read_only: Sequence[Path] = (),

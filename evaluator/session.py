@@ -41,6 +41,12 @@ class EvaluationSession:
         self.task_path = Path(task).resolve()
         if not self.task_path.is_file():
             raise EvalSetupError(f"{task}: task file not found")
+        refused = roles.refused_task_roots(_text(self.task_path), self.task_path.parent)
+        if refused:
+            raise EvalSetupError(
+                f"{task}: load_op names {refused[0]}, outside the task's folder and the repositories KernelEvo "
+                "generated tasks for in this process: a task may import only from its own folder (move the op "
+                "next to the task, or annotate it with @kernelevo.optimize and let KernelEvo write the task)")
         self.device = device
         self.options = options or EvalOptions()
         self.small = self.options.small_cases if self.options.small_cases is not None else device == "cpu"
@@ -381,3 +387,10 @@ def _declared_allow_ops(task: Path) -> list[str]:
             except ValueError:
                 return []
     return []
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""

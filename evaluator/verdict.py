@@ -395,6 +395,7 @@ class Environment(_Evidence):
     sm_count: int | None = None
     gpu_memory_gb: float | None = None
     l2_cache_mb: float | None = None
+    shared_memory_per_block: int | None = None  # bytes one block may opt in to
     cuda_runtime: str | None = None
     driver: str | None = None
     triton_interpreter: bool | None = None

@@ -6,7 +6,7 @@ that only decorates ops pays nothing until a kernel is actually dispatched.
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "optimize"]
+__all__ = ["__version__", "explain", "optimize"]
 
 
 def __getattr__(name: str):
@@ -15,4 +15,8 @@ def __getattr__(name: str):
         from kernelevo.op import optimize
 
         return optimize
+    if name == "explain":  # which kernel an op dispatches to here, and why not (kernelevo.dispatch.explain)
+        from kernelevo.dispatch import explain
+
+        return explain
     raise AttributeError(f"module 'kernelevo' has no attribute {name!r}")

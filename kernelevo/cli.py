@@ -10,13 +10,33 @@ import importlib
 
 import typer
 
+# Plain help (no Rich markup mode): Rich would read ``[default: ...]`` and ``[runs/]`` in help texts as markup
+# tags and drop them, and it shows flags as ``<bool>``; ``-h`` is the short form every CLI user tries first.
 app = typer.Typer(
     name="kernelevo",
     help="Turn annotated PyTorch ops into verified, faster Triton and CUDA kernels.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from kernelevo import __version__
+
+        typer.echo(f"kernelevo {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                 help="print the version and exit"),
+) -> None:
+    """Turn annotated PyTorch ops into verified, faster Triton and CUDA kernels."""
 
 # One module per subcommand; each defines ``register(app)``.
 COMMAND_MODULES = [
@@ -27,6 +47,7 @@ COMMAND_MODULES = [
     "kernelevo.commands.optimize_cmd",
     "kernelevo.commands.worker_cmd",
     "kernelevo.commands.jobs_cmd",
+    "kernelevo.commands.report_cmd",
 ]
 
 

@@ -91,3 +91,62 @@ def closing_lines(failures: list[OpFailure], total: int, path: str | None) -> li
     retry = f"kernelevo optimize {target} --op {shlex.quote(failures[0].op_id)}"
     lines.append(f"Fix them and run again, e.g.: {retry}")
     return lines
+
+
+# What a KernelBench task file must define at module level, and how to write each (the 3-line example).
+_TASK_HOOKS = {
+    "get_inputs": ("the inputs of one call of Model.forward",
+                   "def get_inputs():\n    # one call's arguments of Model.forward, as a list\n"
+                   "    return [torch.randn(16, 1024)]"),
+    "get_init_inputs": ("the arguments of Model(...)",
+                        "def get_init_inputs():\n    # the arguments of Model(...), as a list\n    return []"),
+}
+
+
+def task_file_problem(path: Path | str, source: str) -> str | None:
+    """What a file that looks like a KernelBench task (a module-level ``class Model``) lacks, said the same way
+    by ``optimize`` and ``eval``: the file, what is missing, what to add, and an example; None when nothing is
+    missing or the file is not a task (a file with decorated ops, or one that does not parse). Static: the
+    file is never imported."""
+    import ast
+
+    from kernelevo import pyast
+
+    try:
+        tree = pyast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    has_model = False
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            has_model = has_model or node.name == "Model"
+            names.add(node.name)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    missing = [hook for hook in _TASK_HOOKS if hook not in names]
+    if not has_model or not missing or _has_decorated_op(tree):
+        return None
+    lines = [f"{path}: this KernelBench task file (it defines class Model) has no "
+             f"{' and no '.join(f'{m}()' for m in missing)}: add "
+             + "; ".join(f"{m}() returning {_TASK_HOOKS[m][0]}" for m in missing) + ", e.g.:"]
+    for m in missing:
+        lines.append(_TASK_HOOKS[m][1])
+    return "\n".join(lines)
+
+
+def _has_decorated_op(tree) -> bool:
+    """Whether a module-level def/class carries ``@kernelevo.optimize`` (then ``class Model`` is an op, not a task)."""
+    import ast
+
+    for node in tree.body:
+        for decorator in getattr(node, "decorator_list", []):
+            call = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if "optimize" in ast.unparse(call):
+                return True
+    return False

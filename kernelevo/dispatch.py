@@ -8,17 +8,26 @@ this process at all (:mod:`kernelevo.dispatch_where`: a CPU-verified Triton kern
 original runs, said at debug level on the ``kernelevo.dispatch`` logger), and the call is inside
 the verified envelope (device type and capability, dtypes, ranks, dimension ranges, non-tensor
 values; no autograd, since kernels are forward-only). Otherwise the original code runs, with one
-warning per op and reason. Loaded on an op's first call, never at import or decoration.
+warning per op and reason, pointed at the user's line that called the op. Loaded on an op's first call, never
+at import or decoration.
+
+Seeing it: :func:`explain` (public as ``kernelevo.explain(op, *args)``) says which kernel an op dispatches to in
+this process, for which device, dtypes and shapes, and why not when not; ``KERNELEVO_LOG=dispatch`` prints
+every decision of the ``kernelevo.dispatch`` logger to stderr (which kernel is used or why not, the first call
+that ran the kernel, each kind of call that ran the original).
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import importlib.util
 import logging
+import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +35,7 @@ from kernelevo.dispatch_where import runtime_facts, unavailable_reason
 from kernelevo.envelope import EnvelopeCheck, clear_capabilities
 from kernelevo.kernel_store import KERNEL_MODULE, KERNELS_DIR, StoredKernel, find_kernels
 from kernelevo.op import op_id, source_hash
-from kernelevo.settings import get_settings
+from kernelevo.settings import SettingsError, get_settings
 
 _SCALARS = (bool, int, float, str, type(None))
 log = logging.getLogger(__name__)
@@ -34,6 +43,69 @@ log = logging.getLogger(__name__)
 
 class KernelEvoWarning(UserWarning):
     """An accepted kernel was not used (stale source, call outside its envelope, kernel unloadable)."""
+
+
+# -------------------------------------------------------------------------------- logging and warnings
+
+LOG_VARIABLE = "KERNELEVO_LOG"  # Settings.log: comma-separated topics; "dispatch" prints this module's decisions
+_log_configured = False
+
+
+def log_topics(value: str | None) -> frozenset[str]:
+    """The topics ``KERNELEVO_LOG`` names (``dispatch``, or ``all``), lower-case (pure)."""
+    return frozenset(t.strip().lower() for t in (value or "").split(",") if t.strip())
+
+
+def log_setting() -> str:
+    """``KERNELEVO_LOG``, read through the settings (``Settings.log``).
+
+    This runs in users' programs, on an op's first call: a setting of another part of KernelEvo that does not
+    validate (say a bot's ``KERNELEVO_GITHUB_APP_ID=abc`` in the same shell) makes the settings accessor raise
+    :class:`~kernelevo.settings.SettingsError` on every call, and that must not break the op or silence its log.
+    The topics are a plain string with nothing to validate, so the variable itself is read then."""
+    try:
+        return get_settings().log
+    except SettingsError:
+        return os.environ.get(LOG_VARIABLE, "")
+
+
+def configure_logging(value: str | None = None) -> None:
+    """With ``KERNELEVO_LOG=dispatch`` (or ``all``), send the ``kernelevo.dispatch`` logger's debug records to
+    stderr, once per process, whatever logging the program itself configured (its own handlers still get them).
+    ``value``: the topics (default: :func:`log_setting`)."""
+    global _log_configured
+    if _log_configured:
+        return
+    _log_configured = True
+    if not log_topics(log_setting() if value is None else value) & {"dispatch", "all"}:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("kernelevo.dispatch: %(message)s"))
+    handler.setLevel(logging.DEBUG)
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+
+
+def _package_dirs() -> tuple[str, ...]:
+    """Directories whose frames are not the user's: kernelevo itself and torch (``nn.Module.__call__``)."""
+    dirs = {os.path.dirname(os.path.abspath(__file__))}
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+    if isinstance(torch_file, str):
+        dirs.add(os.path.dirname(os.path.abspath(torch_file)))
+    return tuple(d + os.sep for d in dirs)
+
+
+def user_stacklevel(frame: Any = None) -> int:
+    """The ``stacklevel`` of ``warnings.warn`` called by the caller of this function that reports the first
+    frame outside kernelevo and torch: the user's line that called the op (a module op's ``model(x)`` goes
+    through ``nn.Module.__call__``). Python 3.12's ``skip_file_prefixes`` does this, but 3.10 is supported."""
+    prefixes = _package_dirs()
+    frame = frame or sys._getframe(1)  # the function that will call warnings.warn: stacklevel 1
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(prefixes):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _source_file(obj: object) -> Path | None:
@@ -83,39 +155,77 @@ def _load_kernel_class(stored: StoredKernel) -> type:
     return module.ModelNew
 
 
+class Status(enum.Enum):
+    """Where an op's dispatch stands in this process."""
+
+    DISABLED = "disabled"  # KERNELEVO_DISABLE=1
+    NO_SOURCE = "no_source"  # the op has no source file to find kernels/ next to
+    NO_KERNEL = "no_kernel"  # no accepted kernel is stored for it
+    STALE = "stale"  # the op's source changed since its kernel was verified
+    UNAVAILABLE = "unavailable"  # the kernel cannot run in this process (device, capability, interpreter)
+    LOAD_FAILED = "load_failed"  # its module or ModelNew raised
+    READY = "ready"  # calls inside the envelope run the kernel
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What is stored for an op and whether it may run here, found without importing the kernel."""
+
+    status: Status
+    reason: str  # a sentence: why the original runs, or which kernel is used
+    op_id: str | None = None
+    stored: StoredKernel | None = None
+
+
+def look_up(target: object, qualname: str) -> Lookup:
+    """The op's stored kernel and whether this process may use it (no kernel code is imported here)."""
+    file = _source_file(target)
+    if file is None or not file.exists():
+        return Lookup(Status.NO_SOURCE, f"{qualname} has no source file to find kernels/ next to")
+    found = locate_kernel(file, qualname)
+    if found is None:
+        return Lookup(Status.NO_KERNEL, f"no accepted kernel is stored for {qualname} of {file} (a kernels/ "
+                                        "directory in a folder above it, written by `kernelevo optimize "
+                                        "--write-kernel` or the bot)")
+    identifier, stored = found
+    current = source_hash(file.read_text(encoding="utf-8"), qualname)
+    if current != stored.source_hash:
+        rel_path, _, name = identifier.rpartition("::")
+        return Lookup(Status.STALE, f"{identifier}: the op's source changed since kernels/{stored.name} was "
+                                    f"verified; search it again with: kernelevo optimize {rel_path} --op {name} "
+                                    "--write-kernel", identifier, stored)
+    why_not = unavailable_reason(stored.envelope, runtime_facts())
+    if why_not is not None:  # e.g. a CPU-verified Triton kernel in a process without the interpreter
+        return Lookup(Status.UNAVAILABLE, f"{identifier}: kernels/{stored.name} is not used in this process: "
+                                          f"{why_not}; running the original code", identifier, stored)
+    return Lookup(Status.READY, f"{identifier}: using kernels/{stored.name} inside its verified envelope "
+                                f"(device {stored.envelope.get('device_type', 'cuda')})", identifier, stored)
+
+
 class _Resolved:
     """What the first (non-disabled) call found out: a kernel to use, or why the original runs."""
 
     def __init__(self, target: object, qualname: str, warn: Callable[[str, str], None]):
         self.kernel_class: type | None = None  # set only together with ``check``
         self.check: EnvelopeCheck | None = None
-        file = _source_file(target)
-        if file is None or not file.exists():
-            return  # no file to find kernels next to: the original runs, silently
-        found = locate_kernel(file, qualname)
-        if found is None:
-            return  # no accepted kernel: the original runs, silently
-        identifier, stored = found
-        current = source_hash(file.read_text(encoding="utf-8"), qualname)
-        if current != stored.source_hash:
-            warn("stale", f"{identifier}: the op's source changed since kernels/{stored.name} was verified; "
-                          f"running the original (re-run the search or `kernelevo verify`)")
-            return
-        why_not = unavailable_reason(stored.envelope, runtime_facts())
-        if why_not is not None:  # e.g. a CPU-verified Triton kernel in a process without the interpreter
-            log.debug("%s: kernels/%s is not used in this process: %s; running the original code",
-                      identifier, stored.name, why_not)
+        self.lookup = found = look_up(target, qualname)
+        stored = found.stored
+        if found.status is Status.STALE:
+            warn("stale", f"{found.reason}; running the original")
+        else:
+            log.debug("%s", found.reason if found.status is not Status.READY or stored is None else
+                      f"{found.reason}; loading kernels/{stored.name}/{KERNEL_MODULE}")
+        if found.status is not Status.READY or stored is None:
             return
         try:
             self.check = EnvelopeCheck(stored.envelope)
             self.kernel_class = _load_kernel_class(stored)
         except Exception as exc:  # a broken kernel module must not break the user's program
             self.kernel_class = None
-            warn("load", f"{identifier}: kernels/{stored.name}/{KERNEL_MODULE} could not be loaded "
-                         f"({type(exc).__name__}: {exc}); running the original")
-            return
-        log.debug("%s: using kernels/%s inside its verified envelope (device %s)", identifier, stored.name,
-                  stored.envelope.get("device_type", "cuda"))
+            self.lookup = Lookup(Status.LOAD_FAILED, f"{found.op_id}: kernels/{stored.name}/{KERNEL_MODULE} could "
+                                 f"not be loaded ({type(exc).__name__}: {exc}); running the original",
+                                 found.op_id, stored)
+            warn("load", self.lookup.reason)
 
 
 @functools.lru_cache(maxsize=256)
@@ -158,7 +268,17 @@ class _Dispatcher:
     def warn(self, key: str, message: str) -> None:
         if key not in self.warned:
             self.warned.add(key)
-            warnings.warn(message, KernelEvoWarning, stacklevel=4)
+            log.debug("%s", message)
+            warnings.warn(message, KernelEvoWarning, stacklevel=user_stacklevel())
+
+    def note_dispatched(self) -> None:
+        """Log the first call that ran the kernel (what ``KERNELEVO_LOG=dispatch`` shows a user checking it)."""
+        if "dispatched" not in self.warned:
+            self.warned.add("dispatched")
+            lookup = self.resolved.lookup if self.resolved is not None else None
+            stored = lookup.stored if lookup is not None else None
+            log.debug("%s: a call ran kernels/%s", lookup.op_id if lookup and lookup.op_id else self.qualname,
+                      stored.name if stored else "?")
 
     def resolve(self) -> _Resolved:
         if self.resolved is None:
@@ -240,6 +360,7 @@ class FunctionDispatcher(_Dispatcher):
             self.inside = check.inside
         reason = self.outside(check, args, kwargs)
         if reason is None:
+            self.note_dispatched()
             return self.forward(*args, **kwargs)
         self.warn(_reason_key(reason), f"{self.qualname}: {reason}; running the original")
         return self.original(*args, **kwargs)
@@ -248,6 +369,7 @@ class FunctionDispatcher(_Dispatcher):
 def dispatcher_for_function(wrapper):
     """The per-call dispatcher of a decorated function: ``call(args, kwargs)``, a closure so that the
     hot path (settings flag, generated envelope check, kernel call) costs as few frames as possible."""
+    configure_logging()
     original = wrapper.__wrapped__
     state = FunctionDispatcher(original, original, original.__qualname__)
     settings = get_settings
@@ -304,6 +426,7 @@ class ModuleDispatcher(_Dispatcher):
                     return self.original(module, *args, **kwargs)
                 _share_state(kernel, module)
                 module.__dict__["_kernelevo_kernel"] = kernel
+                self.note_dispatched()
             return kernel.forward(*args, **kwargs)
         self.warn(_reason_key(reason), f"{self.qualname}: {reason}; running the original")
         return self.original(module, *args, **kwargs)
@@ -311,6 +434,7 @@ class ModuleDispatcher(_Dispatcher):
 
 def dispatcher_for_module(cls) -> ModuleDispatcher:
     """The dispatcher of a decorated ``nn.Module`` subclass (called from its wrapped ``forward``)."""
+    configure_logging()
     return ModuleDispatcher(cls, cls.__dict__["_kernelevo_original_forward"], cls.__qualname__)
 
 
@@ -318,3 +442,122 @@ def clear_caches() -> None:
     """Forget located kernels and device capabilities (tests write kernels between calls)."""
     _index_cache.clear()
     clear_capabilities()
+
+
+# ------------------------------------------------------------------------------------------ explain
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What :func:`explain` found: the op, the status of its kernel in this process, the envelope the kernel
+    is used inside, and, when arguments were given, whether that call would run the kernel. ``str()`` of it is
+    the text a user reads."""
+
+    op: str  # the op's qualname, or its id when a kernel is stored for it
+    status: Status
+    reason: str
+    kernel_dir: str | None = None
+    envelope: list[str] = field(default_factory=list)  # one line per verified device / argument
+    call: str | None = None  # with arguments: "runs the kernel" or why the original runs
+    dispatches: bool | None = None  # with arguments: whether that call runs the kernel
+
+    @property
+    def uses_kernel(self) -> bool:
+        """Whether calls inside the envelope run the kernel in this process."""
+        return self.status is Status.READY
+
+    def __str__(self) -> str:
+        reason = self.reason.removeprefix(f"{self.op}: ")
+        lines = [f"{self.op}: {self.status.value}: {reason}"]
+        if self.kernel_dir:
+            lines.append(f"  kernel: {self.kernel_dir}")
+        lines += [f"  {line}" for line in self.envelope]
+        if self.call is not None:
+            lines.append(f"  this call: {self.call}")
+        return "\n".join(lines)
+
+
+def envelope_lines(envelope: Mapping[str, Any]) -> list[str]:
+    """The envelope in words: device (and capabilities), then per argument its dtypes and dims or values."""
+    caps = envelope.get("capabilities")
+    device = envelope.get("device_type", "cuda") + (f" (capabilities {[tuple(c) for c in caps]})" if caps else "")
+    lines = [f"verified on: {device}, backend {envelope.get('backend') or 'triton'}"]
+    for i, arg in enumerate(envelope.get("args", [])):
+        if arg.get("kind") == "tensor":
+            dims = ", ".join(str(d.get("min")) if d.get("min") == d.get("max") else
+                             f"{d.get('min')}..{'' if d.get('max') is None else d.get('max')}"
+                             for d in arg.get("dims", []))
+            lines.append(f"argument {i}: tensor {'/'.join(arg.get('dtypes', []))} [{dims}]")
+        elif arg.get("values") is not None:
+            lines.append(f"argument {i}: {arg.get('type')} in {arg['values']}")
+        else:
+            lines.append(f"argument {i}: any {arg.get('type')}")
+    return lines
+
+
+def _dispatcher_of(obj: object) -> tuple[_Dispatcher, object | None]:
+    """The dispatcher of a decorated function, module class or module instance (the instance, for its call)."""
+    from kernelevo.op import OptimizedFunction
+
+    if isinstance(obj, OptimizedFunction):
+        call = obj._kernelevo_dispatch
+        state = getattr(call, "state", None) if call is not None else None
+        if state is None:
+            original = obj.__wrapped__
+            state = FunctionDispatcher(original, original, original.__qualname__)
+        return state, None
+    cls, instance = (obj, None) if isinstance(obj, type) else (type(obj), obj)
+    if "_kernelevo_original_forward" in getattr(cls, "__dict__", {}):
+        dispatcher = cls.__dict__.get("_kernelevo_dispatch")
+        return (dispatcher if isinstance(dispatcher, ModuleDispatcher) else
+                ModuleDispatcher(cls, cls.__dict__["_kernelevo_original_forward"], cls.__qualname__)), instance
+    raise TypeError(f"kernelevo.explain: {obj!r} is not an op (decorate a function or nn.Module subclass with "
+                    "@kernelevo.optimize, and pass it, or an instance of the module)")
+
+
+def explain(op: object, *args: Any, **kwargs: Any) -> Explanation:
+    """Which kernel ``op`` dispatches to in this process, for which device, dtypes and shapes, and why the
+    original runs when it does; with arguments, also whether *that* call would run the kernel (the op is not
+    called). ``op``: a decorated function, a decorated module class, or an instance of one (needed to judge a
+    module call). ``print(kernelevo.explain(op, x))`` reads as a short report."""
+    dispatcher, instance = _dispatcher_of(op)
+    if get_settings().disable:
+        return Explanation(dispatcher.qualname, Status.DISABLED, "KERNELEVO_DISABLE=1 is set: every call runs the "
+                           "original code")
+    resolved = dispatcher.resolved
+    found = resolved.lookup if resolved is not None else look_up(dispatcher.target, dispatcher.qualname)
+    stored = found.stored
+    if stored is None:
+        return Explanation(dispatcher.qualname, found.status, found.reason)
+    reason = found.reason
+    if found.status is Status.READY and resolved is None:
+        reason += f" (its {KERNEL_MODULE} is imported on the op's first call)"
+    result = Explanation(found.op_id or dispatcher.qualname, found.status, reason, str(stored.directory),
+                         envelope_lines(stored.envelope))
+    if not (args or kwargs):
+        return result
+    if found.status is not Status.READY:
+        return _with_call(result, False, f"runs the original code ({found.status.value})")
+    try:
+        check = resolved.check if resolved is not None and resolved.check is not None else \
+            EnvelopeCheck(stored.envelope)
+    except (ValueError, KeyError, TypeError) as exc:
+        return _with_call(result, False, f"runs the original code (the envelope cannot be read: {exc})")
+    if isinstance(dispatcher, ModuleDispatcher):
+        if instance is None:
+            return _with_call(result, None, "pass an instance of the module, not the class, to judge a call")
+        outside = dispatcher.outside(check, args, kwargs, instance)
+        parameters = getattr(instance, "_parameters", {})
+        if outside is None and check._torch.is_grad_enabled() and any(p.requires_grad for p in parameters.values()):
+            outside = "autograd is recording (parameters require grad) and the kernel is forward-only"
+    else:
+        outside = dispatcher.outside(check, args, kwargs)
+    if outside is None:
+        return _with_call(result, True, f"runs kernels/{stored.name}")
+    return _with_call(result, False, f"runs the original code: {outside}")
+
+
+def _with_call(result: Explanation, dispatches: bool | None, call: str) -> Explanation:
+    from dataclasses import replace
+
+    return replace(result, dispatches=dispatches, call=call)

@@ -171,3 +171,78 @@ class EnvelopeCheck:
 # ------------------------------------------------------------------------------------- locating
 
 
+# ------------------------------------------------------------------------------------- what was verified
+
+# Float literals every kernel is full of (masks, identities, halves): not constants of the op.
+_TRIVIAL_FLOATS = frozenset({0.0, 1.0, -1.0, 0.5, 2.0, -0.5})
+
+
+def hard_coded_floats(kernel_source: str) -> list[float]:
+    """The non-trivial float literals of a kernel's source, in order of first use (``1e-06``, ``0.7``): values
+    the kernel fixes that the op may have read from an argument, a default or a module constant. Static (AST
+    only): the kernel is never imported here."""
+    import ast
+
+    from kernelevo import pyast
+
+    try:
+        tree = pyast.parse(kernel_source)
+    except (SyntaxError, ValueError):
+        return []
+    constants = sorted((node.lineno, node.col_offset, node.value) for node in ast.walk(tree)
+                       if isinstance(node, ast.Constant) and type(node.value) is float
+                       and node.value not in _TRIVIAL_FLOATS)
+    found: list[float] = []
+    for _, _, value in constants:
+        if value not in found:
+            found.append(value)
+    return found
+
+
+def _fmt_dims(dims: list[dict[str, Any]]) -> str:
+    parts = []
+    for d in dims:
+        lo, hi = d.get("min", 0), d.get("max")
+        parts.append(str(lo) if lo == hi else f"{lo}..{'' if hi is None else hi}")
+    return "[" + ", ".join(parts) + "]"
+
+
+def verified_scope_lines(envelope: dict[str, Any], cases: list[list[str]], kernel_source: str,
+                         small_only: bool) -> list[str]:
+    """What the summary says about where the kernel was verified and where dispatch will use it (pure).
+
+    ``cases``: each verified case's arguments as text (``float32[5, 123]``, ``eps=1e-06``); ``small_only``: the
+    cases were the op's ``small_inputs`` only (a CPU run: the interpreter is too slow for ``inputs``)."""
+    device = envelope.get("device_type", "cuda")
+    lines = [f"Verified on {device} for exactly {len(cases)} case(s): "
+             + "; ".join("(" + ", ".join(c) + ")" for c in cases) + "."]
+    ranges = []
+    for i, arg in enumerate(envelope.get("args", [])):
+        if arg.get("kind") == "tensor":
+            ranges.append(f"arg {i}: {'/'.join(arg.get('dtypes', []))}{_fmt_dims(arg.get('dims', []))}")
+        elif arg.get("values") is not None:
+            ranges.append(f"arg {i}: {arg.get('type')} in {arg['values']}")
+        else:
+            ranges.append(f"arg {i}: any {arg.get('type')}")
+    if ranges:
+        lines.append(f"Dispatch uses it only for calls on {device} inside: {'; '.join(ranges)}; every other call "
+                     "runs the original code.")
+    if small_only:
+        lines.append("On the CPU only the op's small_inputs were checked (the interpreter is too slow for its "
+                     "inputs): full-size shapes and other dtypes run the original code until a search with --device "
+                     "cuda on a GPU verifies them. Sizes are not widened by rescaling the inputs: they are the op's "
+                     "own code, and which dims may change is not known.")
+    constants = hard_coded_floats(kernel_source)
+    if constants:
+        values = ", ".join(repr(c) for c in constants)
+        lines.append(f"The kernel hard-codes {values}: right only while the op uses the same value(s). A change "
+                     "inside the op's own code makes the kernel stale (it is not used), but a value it reads "
+                     "from elsewhere (a module constant, a config) is not tracked: re-run the search after "
+                     "changing one.")
+        floats = [i for i, arg in enumerate(envelope.get("args", []))
+                  if arg.get("kind") == "value" and arg.get("type") == "float" and arg.get("values") is None]
+        if floats:
+            lines.append(f"Float argument(s) {', '.join(map(str, floats))} were verified only at the values above, "
+                         "and this older manifest's envelope does not pin them: call the op with those values only, "
+                         "or write the kernel again (--resume RUN --write-kernel --force) to pin them.")
+    return lines

@@ -98,10 +98,14 @@ class Installed:
             return [f"Not written: {self.directory} already holds {self.decision.reason}. "
                     f"Keep it, or replace it with: {again}"]
         verb = "Wrote" if self.decision.action is Action.WRITE else f"Replaced ({self.decision.reason})"
-        where = ("on the CPU in processes that run Triton interpreted (TRITON_INTERPRET=1), where it was verified; "
-                 "a search with --device cuda on a GPU finds one for GPUs" if self.device == "cpu"
-                 else f"where it was verified ({self.device})")
-        return [f"{verb} {self.directory}: the op runs this kernel {where}, and its original code everywhere else.",
+        if self.device == "cpu":
+            runs = ("the op runs this kernel on the CPU in processes that run Triton interpreted (TRITON_INTERPRET=1),"
+                    " where it was verified, and its original code everywhere else; a search with --device cuda on"
+                    " a GPU finds one for GPUs.")
+        else:
+            runs = (f"the op runs this kernel where it was verified ({self.device}), and its original code "
+                    "everywhere else.")
+        return [f"{verb} {self.directory}: {runs}",
                 f"Commit {self.directory.name}/ with your code; check it in CI with: kernelevo verify"]
 
 

@@ -11,8 +11,10 @@ The envelope says where the kernel was verified and so where dispatch may use it
      "backend": "triton", "versions": {"torch": "...", "triton": "..."},
      "args": [{"kind": "tensor", "dtypes": ["bfloat16"], "rank": 2,
                "dims": [{"min": 8, "max": 16384}, {"min": 4096, "max": 4096}]},
-              {"kind": "value", "type": "float"},               # floats: any value of that type
-              {"kind": "value", "type": "int", "values": [1]}]} # ints/bools/str/None: those values
+              {"kind": "value", "type": "float", "values": [1e-06]},
+              {"kind": "value", "type": "int", "values": [1]}]} # every non-tensor: the values verified
+
+An entry without ``values`` (manifests written before floats were pinned) admits any value of its type.
 """
 
 from __future__ import annotations
@@ -134,7 +136,8 @@ def results_summary(verdict: Verdict | Mapping[str, Any]) -> dict:
 def envelope_from_cases(cases: list[tuple], *, device_type: str, capabilities: list | None,
                         backend: str, versions: dict | None = None) -> dict:
     """The tightest envelope covering the verified cases: per argument, the dtypes and rank seen and
-    the range of each dimension; ints/bools/strings must be one of the values seen."""
+    the range of each dimension; every other argument (int, bool, str, float) must be one of the values seen.
+    Floats too: a kernel verified at ``temperature=0.7`` may hard-code it, so 0.5 runs the original code."""
     if not cases:
         raise ValueError("envelope_from_cases: no cases")
     arity = {len(c) for c in cases}
@@ -157,10 +160,9 @@ def envelope_from_cases(cases: list[tuple], *, device_type: str, capabilities: l
             if len(types) != 1:
                 raise ValueError(f"envelope_from_cases: argument {i} mixes types {sorted(types)}")
             type_name = types.pop()
-            entry: dict[str, Any] = {"kind": "value", "type": type_name}
-            if type_name != "float":
-                entry["values"] = sorted({x for x in column}, key=repr)
-            args.append(entry)
+            seen = set(column)
+            values = sorted(seen) if type_name == "float" else sorted(seen, key=repr)
+            args.append({"kind": "value", "type": type_name, "values": values})
     return {"device_type": device_type, "capabilities": capabilities, "backend": backend,
             "versions": versions or {}, "args": args}
 

@@ -219,7 +219,10 @@ def task_source(repo_root: str | Path, op_id: str) -> str:
 
 def write_task(repo_root: str | Path, op_id: str, dest: str | Path) -> Path:
     """Write the task module for ``op_id`` to ``dest`` (a file path) and return it."""
+    from kernelevo.sandbox.policy import vouch_for_task_root
+
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(task_source(repo_root, op_id), encoding="utf-8")
+    vouch_for_task_root(repo_root)  # its sandboxes may read this repository (evaluator.roles.task_source_roots)
     return dest

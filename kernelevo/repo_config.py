@@ -178,13 +178,21 @@ def _line_map(node, path: tuple = (), out: dict | None = None) -> dict[tuple, in
     return out
 
 
+def _plain_message(message: str) -> str:
+    """pydantic's ``Input should be ...`` as the rest of the CLI says it: ``must be ...``."""
+    return "must be" + message[len("Input should be"):] if message.startswith("Input should be") else message
+
+
 def _problems(exc: ValidationError, lines: dict[tuple, int]) -> list[Problem]:
     problems = []
     for err in exc.errors():
         loc = tuple(err["loc"])
         line = next((lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in lines), None)
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
+        message = _plain_message(err["msg"].removeprefix("Value error, "))
+        if err["type"] in ("model_type", "model_attributes_type", "dict_type"):
+            # pydantic names the model class here ("instance of Budgets"): say what the file must hold instead
+            message = "must be a mapping of keys, one per line under it (see docs/repo-config.md for the keys)"
+        elif err["type"] == "extra_forbidden":
             message = "unknown key (check the spelling; see docs/repo-config.md for the keys)"
         elif err["type"] == "string_pattern_mismatch" and loc and loc[-1] == "endpoint":
             message = "must be an endpoint NAME (letters, digits, '_', '.', '-'), not a URL or key"

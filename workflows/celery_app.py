@@ -108,6 +108,19 @@ class ReaperStep(bootsteps.StartStopStep):  # type: ignore[misc]  # Celery has n
     shutdown = stop
 
 
+class WorkdirSweepStep(bootsteps.StartStopStep):  # type: ignore[misc]  # Celery has no type hints
+    """Removes, when a worker starts, the work folders of chunks that died before it (a killed chunk cannot
+    remove its own; ``workflows.workdirs`` says how a live one is told apart). Each chunk sweeps again when it
+    ends."""
+
+    def start(self, worker: Any) -> None:
+        from kernelevo.settings import get_settings
+        from workflows.client import JobsClient
+        from workflows.workdirs import sweep_workdirs
+
+        sweep_workdirs(JobsClient.from_settings(get_settings(), check=False, app=worker.app).store)
+
+
 def make_app(settings: Any | None = None) -> Celery:
     """A Celery app configured from ``settings`` (None: ``get_settings()``, read when first needed)."""
     app = Celery("kernelevo", set_as_current=False, include=["workflows.tasks"])
@@ -121,6 +134,7 @@ def make_app(settings: Any | None = None) -> Celery:
     else:
         app.add_defaults(celery_config(settings))
     app.steps["worker"].add(ReaperStep)
+    app.steps["worker"].add(WorkdirSweepStep)
     return app
 
 

@@ -1,6 +1,7 @@
 """One chunk of a job's search, run in a worker's fresh child process.
 
-Claim the job's current epoch; unpack the repository tarball into a private temporary directory;
+Claim the job's current epoch; unpack the repository tarball into the chunk's work folder
+(:mod:`workflows.workdirs`: locked while the chunk lives, swept after each chunk once its owner is gone);
 rebuild the run directory from its copy in Redis; call ``run_search(..., resume=True)`` with every
 write mirrored back to Redis; stop at the first candidate boundary after ``queue_chunk_s`` (or at a
 cancel); then queue the next chunk or record the terminal state. A thread renews the chunk's lease
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +29,7 @@ from workflows.models import ChunkEnd, ClaimOutcome, JobProgress, JobRecord, Job
 from workflows.redis_conn import TRANSIENT, QueueUnavailable
 from workflows.repo_tarball import TarballError, unpack_repo
 from workflows.store import BlobError, Fenced, JobStore, result_from_summary
+from workflows.workdirs import chunk_workdir, sweep_workdirs
 
 log = logging.getLogger(__name__)
 
@@ -123,9 +124,9 @@ class Chunk:
                             self.settings.queue_heartbeat_s)
         lease.start()
         prepared: Prepared | None = None
-        with tempfile.TemporaryDirectory(prefix=f"kernelevo-{self.record.id}-") as tmp:
+        with chunk_workdir(self.record.id) as workdir:
             try:
-                prepared = self._prepare(Path(tmp))
+                prepared = self._prepare(workdir)
                 result = self._search(prepared, lease, deadline)
             except Fenced as exc:
                 log.warning("%s: %s; this chunk stops without writing", self.record.id, exc)
@@ -279,4 +280,7 @@ def run_chunk(job_id: str, epoch: int, node: str, *, settings: Any | None = None
         jobs.dispatcher.notify_bot(BOT_PROGRESS_TASK, job_id, record.spec.origin.kind)
     except Exception:
         log.exception("%s: could not notify the bot", job_id)
-    return Chunk(jobs, settings, record, worker).run()
+    try:
+        return Chunk(jobs, settings, record, worker).run()
+    finally:
+        sweep_workdirs(jobs.store)  # this chunk's folder is gone already; others' that died before it

@@ -26,6 +26,12 @@ class Keys:
         """Set of the ids of jobs not yet in a terminal state (what the reaper looks at)."""
         return f"{self.prefix}:jobs:active"
 
+    @property
+    def finished(self) -> str:
+        """Hash: terminal state -> how many jobs ended in it, ever (the bot's /metrics counters); incremented in
+        the transaction that records the terminal state, so each job counts once."""
+        return f"{self.prefix}:jobs:finished"
+
     def pull_request(self, repo: str, pr_number: int) -> str:
         """Set of the ids of a pull request's jobs (the bot's ``find``); named by a hash of (repo, PR)."""
         digest = hashlib.sha256(json.dumps([repo, pr_number]).encode()).hexdigest()[:32]

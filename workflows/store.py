@@ -140,10 +140,12 @@ class JobStore:
         pipe.set(self.keys.job(record.id), record.model_dump_json(), px=ttl)
 
     def _terminal(self, pipe: Pipeline, record: JobRecord, holder: str | None, op: str) -> None:
-        """Queue everything a terminal transition writes: the record, the lock release, the cleanup."""
+        """Queue everything a terminal transition writes: the record, the finished count of its state, the lock
+        release, the cleanup."""
         self._put(pipe, record, op)
         job_id, retention = record.id, _ms(self.limits.retention_s)
         pipe.srem(self.keys.active, job_id)
+        pipe.hincrby(self.keys.finished, record.state.value, 1)
         pipe.delete(self.keys.heartbeat(job_id), self.keys.dispatching(job_id))
         if holder == job_id:
             pipe.delete(self.keys.lock(record.spec.lock_key()))

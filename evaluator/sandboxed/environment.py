@@ -33,6 +33,8 @@ def collect(device: str) -> dict[str, Any]:
             sm_count=props.multi_processor_count,
             gpu_memory_gb=round(props.total_memory / 2**30, 1),
             l2_cache_mb=round(getattr(props, "L2_cache_size", 0) / 2**20, 1),
+            # what one block may opt in to (torch >= 2.1 exposes it; the proposer's feasibility checks read it)
+            shared_memory_per_block=getattr(props, "shared_memory_per_block_optin", None),
             cuda_runtime=torch.version.cuda,
             driver=_driver_version(),
         )

@@ -30,3 +30,7 @@ class ProposerRunner:
 
     def strategies(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         return {"ok": True, "strategies": self.proposer.strategies(req["task_source"])}
+
+    def unsupported(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """The task's ATen ops the offline generator does not lower, traced here (the task imports user code)."""
+        return {"ok": True, "unsupported": [u.model_dump() for u in self.proposer.unsupported(req["task_source"])]}

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import typer
 
+from kernelevo.cli_failures import task_file_problem
+
 
 def register(app: typer.Typer) -> None:
     app.command("eval")(eval_command)
@@ -33,7 +35,16 @@ def eval_command(
     for label, path in (("task", task), ("candidate", candidate)):
         if not path.is_file():
             _fail(f"{label} file not found: {path}", as_json)
+    problem = task_file_problem(task, task.read_text(encoding="utf-8", errors="replace"))
+    if problem is not None:  # said before any sandbox starts, and in the same words as `kernelevo optimize`
+        _fail(problem, as_json)
     options = EvalOptions(seeds=seeds, timeout_s=timeout, timing_trials=trials)
+    # A generated task (a run directory's task.py) imports the op from its repository: the one this command runs
+    # in is yours to vouch for; a root the task's text names anywhere else is refused (docs/security.md).
+    from kernelevo.sandbox.policy import vouch_for_task_root
+    from kernelevo.search.targets import find_repo_root
+
+    vouch_for_task_root(find_repo_root(Path.cwd()))
     try:
         verdict = evaluate(task, candidate, device=device, options=options)
     except EvalSetupError as exc:

@@ -8,6 +8,7 @@ search could not run (bad arguments or path, proposer unavailable) or some op co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import shutil
@@ -18,7 +19,7 @@ from typing import Any
 
 import typer
 
-from kernelevo.cli_failures import OpFailure, closing_lines, describe_setup_error
+from kernelevo.cli_failures import OpFailure, closing_lines, describe_setup_error, task_file_problem
 
 
 def register(app: typer.Typer) -> None:
@@ -71,31 +72,40 @@ EMBEDDED_DEFAULT = Path(__file__).resolve().parent.parent / "examples" / "rms_no
 
 
 def optimize_command(
-    path: Path | None = typer.Argument(None, help="a KernelBench task file, or a file/repo with decorated ops "
-                                       "[default: the bundled RMSNorm example]"),
+    path: Path | None = typer.Argument(None, help="a KernelBench task file, or a file/repo with decorated ops  "
+                                       "[default: the bundled RMSNorm example]", show_default=False),
     op: str | None = typer.Option(None, "--op", help="only this op (op id, qualname or kernel name)"),
     backend: str = typer.Option("triton", "--backend", help="triton, cuda or any"),
-    proposer: str | None = typer.Option(None, "--proposer",
-                                        help="offline, llm or MODULE:FACTORY (default: llm if an endpoint is set)"),
-    budget_candidates: int | None = typer.Option(None, "--budget-candidates", help="candidates to evaluate [32]"),
-    budget_minutes: float | None = typer.Option(None, "--budget-minutes", help="wall time of the search"),
-    budget_tokens: int | None = typer.Option(None, "--budget-tokens", help="proposer tokens (in + out)"),
-    budget_usd: float | None = typer.Option(None, "--budget-usd", help="proposer money (price table per model)"),
+    proposer: str | None = typer.Option(
+        None, "--proposer", help="offline, llm or MODULE:FACTORY  [default: llm if an endpoint is set, else offline]"),
+    budget_candidates: int | None = typer.Option(
+        None, "--budget-candidates",
+        help="candidates to evaluate  [default: 32, or budgets.candidates of .github/kernelevo.yml]"),
+    budget_minutes: float | None = typer.Option(
+        None, "--budget-minutes",
+        help="wall time of the search  [default: no limit, or budgets.minutes of .github/kernelevo.yml]"),
+    budget_tokens: int | None = typer.Option(
+        None, "--budget-tokens",
+        help="proposer tokens (in + out)  [default: no limit, or budgets.tokens of .github/kernelevo.yml]"),
+    budget_usd: float | None = typer.Option(
+        None, "--budget-usd", help="proposer money in USD (price table per model)  [default: no limit, or "
+        "budgets.money_usd of .github/kernelevo.yml]"),
     plateau: int | None = typer.Option(None, "--plateau",
-                                       help="stop after N generations without improvement [6; 2 on cpu]"),
-    device: str | None = typer.Option(None, "--device", help="cpu or cuda (default: cuda if available)"),
+                                       help="stop after N generations without improvement  [default: 6; 2 on cpu]"),
+    device: str | None = typer.Option(None, "--device", help="cpu or cuda  [default: cuda if available]"),
     resume: Path | None = typer.Option(None, "--resume", help="continue the run in this run directory"),
     seed: int = typer.Option(0, "--seed", help="random seed of the search (deterministic per seed)"),
     write_kernel: bool = typer.Option(False, "--write-kernel", help="store the accepted kernel in kernels/<op>/"),
     force: bool = typer.Option(False, "--force", help="with --write-kernel: replace a stored kernel even when it "
                                "is better or newer than this run's"),
     json_lines: bool = typer.Option(False, "--json-lines", help="progress and result as JSON lines on stdout"),
-    quiet: bool = typer.Option(False, "--quiet", help="no live display; print the summary only"),
-    runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run directories go [runs/]"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress display; print the summary only"),
+    runs_dir: Path | None = typer.Option(None, "--runs-dir", help="where run directories go  [default: runs/, or "
+                                            "KERNELEVO_RUNS_DIR]"),
     generation_size: int | None = typer.Option(None, "--generation-size", min=1,
-                                               help="candidates per generation [8]"),
+                                               help="candidates per generation  [default: 8]"),
     parallel_evaluations: int | None = typer.Option(None, "--parallel-evaluations", min=1,
-                                                    help="candidates judged at once [3 on cuda, 1 on cpu]"),
+                                                    help="candidates judged at once  [default: 3 on cuda, 1 on cpu]"),
 ) -> None:
     """Search for a faster verified kernel for each op under PATH (or continue a run with --resume)."""
     from kernelevo.search.config import SearchConfig
@@ -120,13 +130,20 @@ def optimize_command(
     harden_trusted_process()  # this process may hold an LLM key; candidates and the op run in sandboxes
     given = dict(candidates=budget_candidates, minutes=budget_minutes, tokens=budget_tokens, usd=budget_usd,
                  plateau_generations=plateau)
+    from_config: dict[str, Any] = {}
+    if resume is None:
+        search_path = path if path is not None else EMBEDDED_DEFAULT
+        problem = _task_file_problem(search_path)
+        if problem is not None:
+            raise _fail(problem)
+        from_config = _config_budget(search_path)  # typer.Exit on an invalid .github/kernelevo.yml
     try:
         proposer_obj = make_proposer(proposer)
         if resume is not None:
             jobs = [_resume_job(resume, given)]
         else:
-            targets = resolve_targets(path if path is not None else EMBEDDED_DEFAULT, op)
-            jobs = [{"target": t, "run_dir": None} for t in targets]
+            targets = resolve_targets(search_path, op)
+            jobs = [{"target": t, "run_dir": None, "config_budget": from_config} for t in targets]
     except (ProposerError, TargetError, FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc)) from None
     device = device or (jobs[0].get("device") if resume else None) or _default_device()
@@ -154,6 +171,46 @@ def optimize_command(
         raise typer.Exit(2)
     if not all(outcomes):
         raise typer.Exit(1)
+
+
+# ``budgets:`` keys of .github/kernelevo.yml and the Budget fields they set for a local search.
+_CONFIG_BUDGET_KEYS = {"candidates": "candidates", "minutes": "minutes", "tokens": "tokens", "money_usd": "usd"}
+
+
+def config_budget(budgets: Any) -> dict[str, Any]:
+    """The budget limits a repository's config sets explicitly (keys it leaves out keep the local defaults,
+    which are smaller than the bot's), as Budget fields; flags given on the command line override them."""
+    return {_CONFIG_BUDGET_KEYS[key]: getattr(budgets, key) for key in budgets.model_fields_set
+            if key in _CONFIG_BUDGET_KEYS}
+
+
+def _config_budget(path: Path) -> dict[str, Any]:
+    """The budgets of the ``.github/kernelevo.yml`` of the repository holding PATH; an invalid file stops the
+    command (exit 2) with its problems, each with its key and line, whether PATH is the repository or a file."""
+    from kernelevo.repo_config import RepoConfigError, load_repo_config_for
+    from kernelevo.search.targets import find_repo_root
+
+    if not path.exists():
+        return {}  # resolve_targets says so
+    try:
+        config = load_repo_config_for(find_repo_root(path))
+    except RepoConfigError as exc:
+        raise _fail(f"{exc}\nFix the file (docs/repo-config.md lists the keys), then run the command again.") \
+            from None
+    except OSError as exc:
+        raise _fail(f"the repository's .github/kernelevo.yml cannot be read: {exc}") from None
+    return config_budget(config.budgets)
+
+
+def _task_file_problem(path: Path) -> str | None:
+    """A KernelBench task file that lacks a hook (``get_inputs``...): the same message as ``kernelevo eval``."""
+    if not path.is_file() or path.suffix != ".py":
+        return None
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # resolve_targets says what is wrong with it
+    return task_file_problem(path, source)
 
 
 def _search_job(job, root, proposer_obj, backend, device, seed, given, config, json_lines, quiet,
@@ -205,7 +262,7 @@ def _resume_job(run_dir: Path, given: dict[str, Any]) -> dict[str, Any]:
 def _run_one(target, job, root, proposer, backend, device, seed, given, config, json_lines, quiet):
     from evaluator import EvalSetupError
     from kernelevo.search.api import run_search
-    from kernelevo.search.progress import JsonLinesReporter, RichReporter, summary_lines
+    from kernelevo.search.progress import JsonLinesReporter, PlainReporter, RichReporter, summary_lines
     from kernelevo.search.rundir import reserve_run_dir
 
     meta = job.get("meta")
@@ -218,32 +275,44 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, config, 
         run_dir = reserve_run_dir(Path(root), target.op_id, datetime.now(timezone.utc))
         (run_dir / "target.json").write_text(json.dumps(
             {"op": target.op.to_dict(), "repo_root": str(target.repo_root)}, indent=2), encoding="utf-8")
-        budget = _budget({}, **given)
+        budget = _budget(job.get("config_budget") or {}, **given)
         task_path = target.task_path(run_dir)
-    reporter = JsonLinesReporter(sys.stdout) if json_lines else None
-    live = RichReporter(op_id, budget) if not (json_lines or quiet) else None
+    reporter = None
+    live = None
+    if json_lines:
+        reporter = JsonLinesReporter(sys.stdout)
+    elif not quiet and _is_terminal(sys.stderr):
+        reporter = live = RichReporter(op_id, budget)
+    elif not quiet:  # a log (CI): plain lines as the search goes, no panel
+        reporter = PlainReporter(op_id, budget, sys.stderr)
     try:
-        if live is not None:
-            live.__enter__()
-        result = run_search(task_path, op_id=op_id, backend=backend, proposer=proposer, budget=budget,
-                            device=device, run_dir=run_dir, seed=seed, resume=meta is not None, config=config,
-                            on_progress=reporter or live)
+        # The panel is closed before anything else is printed (the summary, the resume hint after Ctrl-C):
+        # while it is live it redraws itself over the lines below it.
+        with live if live is not None else contextlib.nullcontext():
+            result = run_search(task_path, op_id=op_id, backend=backend, proposer=proposer, budget=budget,
+                                device=device, run_dir=run_dir, seed=seed, resume=meta is not None, config=config,
+                                on_progress=reporter)
     except EvalSetupError as exc:
-        if live is not None:
-            live.__exit__(None, None, None)
-            live = None
         return _setup_failed(target, exc, run_dir if meta is None else None, json_lines)
     except KeyboardInterrupt:
-        raise _fail(f"interrupted; continue with: kernelevo optimize --resume {run_dir}", 130) from None
-    finally:
-        if live is not None:
-            live.__exit__(None, None, None)
+        raise _fail(f"interrupted; the run directory is intact, continue with: kernelevo optimize --resume "
+                    f"{shlex.quote(str(run_dir))}", 130) from None
     if json_lines:
         typer.echo(json.dumps({"event": "result", **result.to_dict()}, default=str))
     else:
+        if not quiet:
+            typer.echo("")  # the summary stands apart from the progress above it, also in a merged CI log
         for line in summary_lines(result):
             typer.echo(line)
     return result
+
+
+def _is_terminal(stream: Any) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except ValueError:  # a closed stream
+        return False
 
 
 def _setup_failed(target, exc: Exception, fresh_run_dir: Path | None, json_lines: bool) -> OpFailure:

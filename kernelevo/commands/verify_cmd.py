@@ -55,9 +55,20 @@ def check_staleness(stored: StoredKernel) -> VerifyResult | None:
                             f"{qualname} is no longer defined in {rel_path}; delete kernels/{stored.name}")
     if current != stored.source_hash:
         return VerifyResult(stored.name, stored.op_id, "stale",
-                            f"{stored.op_id} changed since kernels/{stored.name} was verified; re-run the "
-                            f"search (/kernelevo optimize) or delete the kernel")
+                            f"{stored.op_id} changed since kernels/{stored.name} was verified; search again "
+                            f"and replace it: {rerun_command(stored)} (or delete kernels/{stored.name})")
     return None
+
+
+def rerun_command(stored: StoredKernel) -> str:
+    """The local command that searches the op again and replaces its stored kernel (run from the repository)."""
+    import shlex
+
+    from kernelevo.op import split_op_id
+
+    rel_path, qualname = split_op_id(stored.op_id)
+    op = "" if stored.kind == "task" else f" --op {shlex.quote(qualname)}"
+    return f"kernelevo optimize {shlex.quote(rel_path)}{op} --write-kernel"
 
 
 def default_device() -> str:
@@ -110,6 +121,7 @@ def verify_command(
     if device not in (None, "cpu", "cuda"):
         raise _fail(f"--device must be cpu or cuda, not {device!r}")
     kernels, errors = kernels_at(path)
+    _check_config(path)
     results = [verify_kernel(k, device) for k in kernels]
     results += [VerifyResult("?", "?", "error", str(e)) for e in errors]
     if as_json:
@@ -124,6 +136,19 @@ def verify_command(
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"kernelevo verify: {message}", err=True)
     return typer.Exit(2)
+
+
+def _check_config(path: Path) -> None:
+    """An invalid ``.github/kernelevo.yml`` fails ``verify`` too (exit 2, every problem with its key and line):
+    CI is where a broken config must show, before the bot meets it."""
+    from kernelevo.repo_config import RepoConfigError, load_repo_config_for
+    from kernelevo.search.targets import find_repo_root
+
+    try:
+        load_repo_config_for(find_repo_root(path))
+    except RepoConfigError as exc:
+        raise _fail(f"{exc}\nFix the file (docs/repo-config.md lists the keys), then run the command again.") \
+            from None
 
 
 def kernels_at(path: Path) -> tuple[list[StoredKernel], list[KernelStoreError]]:

@@ -1,18 +1,20 @@
 """What a sandboxed process may see, as data, and the bubblewrap command line that enforces it.
 
-Pure: :func:`bwrap_argv` turns a :class:`SandboxPolicy` into argv for ``bwrap`` (Debian's
-``bubblewrap``), and :func:`system_binds` lists the read-only view of the machine every sandbox gets
-(system directories, the Python installation, the import path), nothing else. Everything the policy
-does not name is absent inside: home directories, ``/tmp``, ``/var``, ``/run``, other processes (a PID
-namespace), the network (a network namespace with only a loopback that nothing listens on), System V
-IPC and the host name (their own namespaces), every capability. The command is pid 1 of its namespace
-(``--as-pid-1``): no helper process of bubblewrap's shares the sandbox with it.
+:func:`bwrap_argv` (pure) turns a :class:`SandboxPolicy` into argv for ``bwrap`` (Debian's ``bubblewrap``), and
+:func:`system_binds` (reading the host's paths and settings) lists the read-only view of the machine every
+sandbox gets (system directories, the Python installation, the import path), nothing else, and refuses any of
+them that would show a secret (the secrets folder, the App's private key). Everything the policy does not name
+is absent inside: home directories, ``/tmp``, ``/var``, ``/run``, other processes (a PID namespace), the network
+(a network namespace with only a loopback that nothing listens on), System V IPC and the host name (their own
+namespaces), every capability. The command is pid 1 of its namespace (``--as-pid-1``): no helper process of
+bubblewrap's shares the sandbox with it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -27,6 +29,7 @@ ETC_FILES = (
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 GPU_DEVICE_PREFIXES = ("nvidia", "dri")  # /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/dri/...
 SHM_MB = 256  # the private /dev/shm (bwrap's /dev would otherwise give half the host's memory)
+READ_ONLY_VARIABLE = "KERNELEVO_SANDBOX_READ_ONLY"  # extra folders every sandbox sees read-only (':'-separated)
 
 
 class Bind(BaseModel):
@@ -59,6 +62,31 @@ class SandboxPolicy(BaseModel):
     tmp_size_mb: int = Field(default=4096, ge=16, description="size of the private /tmp (tmpfs)")
 
 
+# Repositories this (trusted) process wrote a task for: ``kernelevo.op_task.write_task`` vouches for the root it
+# puts into a generated task's ``load_op(...)``. A task's text is the user's (a KernelBench file in a PR is used as
+# is), so a ``load_op`` root it names is bound into a sandbox only when it lies inside the task's own folder or a
+# root vouched for here: never another job's checkout, the worker's secrets or the host's system folders.
+_VOUCHED_TASK_ROOTS: set[Path] = set()
+_VOUCHED_LOCK = threading.Lock()
+
+
+def vouch_for_task_root(root: str | Path) -> None:
+    """Record that this process generated a task importing from ``root`` (called by the task generator only)."""
+    with _VOUCHED_LOCK:
+        _VOUCHED_TASK_ROOTS.add(Path(root).resolve())
+
+
+def task_root_allowed(root: str | Path, task_dir: str | Path | None) -> bool:
+    """Whether a ``load_op`` root named in a task's text may be bound: inside the task's own folder, or inside a
+    root this process vouched for (pure but for the vouched set)."""
+    resolved = Path(root).resolve()
+    if resolved == Path(resolved.anchor):
+        return False  # the whole file system is nobody's repository
+    with _VOUCHED_LOCK:
+        allowed = [*_VOUCHED_TASK_ROOTS, *([Path(task_dir).resolve()] if task_dir is not None else [])]
+    return any(base != Path(base.anchor) and resolved.is_relative_to(base) for base in allowed)
+
+
 def existing(paths: Iterable[str | Path]) -> list[Path]:
     """The paths that exist (a missing system directory is simply not bound)."""
     return [Path(p) for p in paths if os.path.lexists(p)]
@@ -72,7 +100,8 @@ def python_paths(extra: Sequence[str] = ()) -> list[Path]:
     """Where this interpreter and its modules live: its prefixes and the executable's real location, and the
     folders on sys.path that are package folders (``site-packages``/``dist-packages``, or inside a prefix). Other
     sys.path folders under home, temporary or state directories (``python -m`` from a home directory puts it on
-    sys.path) are left out unless named in ``extra`` (``KERNELEVO_SANDBOX_READ_ONLY``)."""
+    sys.path) are left out unless named in ``extra`` (``KERNELEVO_SANDBOX_READ_ONLY``, checked by
+    :func:`system_binds`)."""
     prefixes = [Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                                             Path(sys.executable).resolve().parent.parent)]
     wanted = {Path(p).resolve() for p in extra if p}
@@ -115,12 +144,70 @@ def tool_prefixes(path_variable: str | None = None) -> list[Path]:
     return found
 
 
-def system_binds(extra_read_only: Sequence[str | Path] = ()) -> tuple[Bind, ...]:
+class SecretBindRefused(ValueError):
+    """A read-only path asked for would show a secret to sandboxed code: the secrets folder (or a folder holding
+    it), a file in it, or the GitHub App's private key file (or a folder holding it)."""
+
+
+def _forms(path: str | Path) -> set[Path]:
+    """A path as written (made absolute) and with its links resolved: a link to the secrets is refused too."""
+    return {Path(os.path.abspath(path)), Path(path).resolve()}
+
+
+def secret_exposed(path: str | Path, secrets: Iterable[str | Path]) -> Path | None:
+    """The secret location (a folder or a file) that binding ``path`` would make visible: one that ``path`` is,
+    lies under or contains; None when it shows none (pure but for resolving links)."""
+    mine = _forms(path)
+    for secret in secrets:
+        for theirs in _forms(secret):
+            if any(p.is_relative_to(theirs) or theirs.is_relative_to(p) for p in mine):
+                return Path(secret)
+    return None
+
+
+def secret_locations() -> list[Path]:
+    """Where this host keeps secrets: the secrets folder (``kernelevo.settings.SECRETS_DIR``) and the App's
+    private key file (``KERNELEVO_GITHUB_PRIVATE_KEY_PATH``), whether or not they exist here."""
+    from kernelevo.settings import SECRETS_DIR, get_settings
+
+    key = get_settings().github_private_key_path
+    return [SECRETS_DIR, *([key] if key is not None else [])]
+
+
+def refuse_secret_binds(paths: Iterable[str | Path], secrets: Sequence[str | Path], origin: str, fix: str) -> None:
+    """Raise :class:`SecretBindRefused` for the first of ``paths`` that would show a secret, saying where the path
+    came from (``origin``) and what to do (``fix``); nothing is bound half-way."""
+    for path in paths:
+        exposed = secret_exposed(path, secrets)
+        if exposed is not None:
+            raise SecretBindRefused(f"{origin} names {str(path)!r}, which would show {exposed} to sandboxed code "
+                                    f"(the secrets folder and the App's private key are never bound): {fix}")
+
+
+def system_binds(extra_read_only: Sequence[str | Path] = (),
+                 secrets: Sequence[str | Path] | None = None) -> tuple[Bind, ...]:
     """The read-only view of the machine: system directories, selected /etc files, the Python installation and
-    the tool installations on PATH."""
+    the tool installations on PATH, plus the folders of ``KERNELEVO_SANDBOX_READ_ONLY`` and ``extra_read_only``.
+
+    Every one of them is checked against ``secrets`` (default: :func:`secret_locations`) before anything is
+    bound: a path that is, lies under or contains a secret raises :class:`SecretBindRefused`, naming the path and
+    where it came from (``extra_read_only`` holds folders read from a task's text, which may be a user's file)."""
+    secrets = secret_locations() if secrets is None else secrets
+    extra = [p for p in os.environ.get(READ_ONLY_VARIABLE, "").split(os.pathsep) if p]
+    refuse_secret_binds(extra, secrets, READ_ONLY_VARIABLE, f"take it out of {READ_ONLY_VARIABLE} and name only "
+                        "the package folders sandboxed code imports")
+    refuse_secret_binds(extra_read_only, secrets, "the sandbox's read-only folders (the task's own and those its "
+                        "text imports from)", "a task's load_op(...) must name its own repository, and no "
+                        "repository may hold or lie above a secret")
     paths = existing(SYSTEM_DIRS) + existing(f"/etc/{name}" for name in ETC_FILES)
-    extra = [p for p in os.environ.get("KERNELEVO_SANDBOX_READ_ONLY", "").split(os.pathsep) if p]
-    paths += python_paths(extra) + tool_prefixes() + [Path(p).resolve() for p in extra_read_only if os.path.exists(p)]
+    refuse_secret_binds(paths, secrets, "the system directories every sandbox sees",
+                        "keep the App's key and KernelEvo's secrets out of /usr, /bin and /lib (under /run/secrets,"
+                        " /etc or /var, which no sandbox sees)")
+    found = python_paths(extra) + tool_prefixes()
+    refuse_secret_binds(found, secrets, "the Python installation, its sys.path or PATH",
+                        "keep the App's key and KernelEvo's secrets outside the Python installation and the tool "
+                        "folders on PATH, and start Python from a folder that holds no secret")
+    paths += found + [Path(p).resolve() for p in extra_read_only if os.path.exists(p)]
     binds, seen = [], set()
     for path in paths:
         if path not in seen:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evaluator.verdict import Environment
+from evaluator.verdict import Environment, EvalSetupError
 from kernelevo.search.budget import Budget
 from kernelevo.search.config import Evaluator, SearchConfig
 from kernelevo.search.engine import SearchLoop
@@ -48,7 +48,8 @@ def hardware_facts(device: str, environment: Environment | Mapping[str, Any] | N
         env = Environment()
     if device == "cuda" and env.gpu:
         facts = {"device": "cuda", "name": env.gpu, "sm_count": env.sm_count, "capability": env.capability,
-                 "memory_gb": env.gpu_memory_gb, "l2_mb": env.l2_cache_mb, "torch": env.torch}
+                 "memory_gb": env.gpu_memory_gb, "l2_mb": env.l2_cache_mb, "torch": env.torch,
+                 "max_shared_memory_per_block": env.shared_memory_per_block}
     else:
         facts = {"device": "cpu", "name": env.cpu or platform.machine(), "cores": os.cpu_count(), "torch": env.torch,
                  "note": "no GPU: Triton kernels run in the interpreter (TRITON_INTERPRET=1); timings need a GPU"}
@@ -100,6 +101,7 @@ def run_search(
     except OSError as exc:
         raise FileNotFoundError(f"task file {task_path}: cannot read it ({exc.strerror})") from exc
     prices = load_price_table()  # a broken override file fails before the run directory is made
+    _refuse_unsupported_ops(proposer, task_source, op_id)
     run = RunDir(Path(run_dir))
     started = _now()
     if resume and run.meta_path.exists():
@@ -150,6 +152,23 @@ def run_search(
     return result
 
 
+class UnsupportedOps(EvalSetupError):
+    """The proposer cannot write a kernel for some ATen ops of the op (said before any baseline is measured)."""
+
+
+def _refuse_unsupported_ops(proposer: Proposer, task_source: str, op_id: str) -> None:
+    """A proposer that can tell (the offline one, from the traced graph) says at once which ATen ops it cannot
+    lower, where in the user's source, and what to do: before the session starts and the baselines are timed."""
+    ask = getattr(proposer, "unsupported", None)
+    if not callable(ask):
+        return
+    from kernelevo.search.offline.analysis import unsupported_message
+
+    ops = ask(task_source)
+    if ops:
+        raise UnsupportedOps(unsupported_message(ops, op_id))
+
+
 def _refuse_unusable_budget(budget: Budget) -> None:
     """A zero or negative limit would start a session (and make a run directory) that can evaluate nothing."""
     limits = {"candidates": budget.candidates, "minutes": budget.minutes, "tokens": budget.tokens,
@@ -198,4 +217,5 @@ def _result(
         duplicates=state.duplicates, proposal_errors=state.proposal_errors, unpriced_models=sorted(state.unpriced),
         stop_reasons=[*previous, {"reason": reason, "started": started, "ended": ended,
                                   "replay_mismatches": state.replay_mismatches}],
+        rejections=loop.rejections(),
     )

@@ -33,7 +33,7 @@ from kernelevo.search.planning import Planning
 from kernelevo.search.population import Population
 from kernelevo.search.pricing import Price
 from kernelevo.search.proposer import Proposer
-from kernelevo.search.result import Progress
+from kernelevo.search.result import Progress, rejection_counts
 from kernelevo.search.rundir import RunDir
 from kernelevo.search.slots import Slot, source_sha
 from kernelevo.search.window import EvaluationWindow
@@ -129,6 +129,11 @@ class SearchLoop(Planning, Judging):
             elapsed_s=usage.elapsed_s, eta_s=eta_s(self.budget, usage), event=event,
             timed=is_timed(best.verdict if best else None), last=last, stop_reason=stop,
         )
+
+    def rejections(self) -> dict[str, int]:
+        """The run's rejected candidates by reason (``SearchResult.rejections``), counted from its archive: every
+        session's candidates, and the same figures a report counts when it reads the archive itself."""
+        return rejection_counts(self.run_dir.candidates())
 
     def _emit(self, *args: Any, **kwargs: Any) -> None:
         if self.on_progress is not None:

@@ -69,6 +69,8 @@ def describe_hardware(facts: dict[str, Any]) -> str:
         parts.append(f"{facts['l2_mb']:g} MB L2")
     if facts.get("memory_gb"):
         parts.append(f"{facts['memory_gb']:g} GB memory")
+    if facts.get("max_shared_memory_per_block"):
+        parts.append(f"{facts['max_shared_memory_per_block']} bytes of shared memory per block")
     if facts.get("copy_bandwidth_tbs"):
         parts.append(f"measured copy bandwidth {facts['copy_bandwidth_tbs']:g} TB/s")
     parts.append(f"compute capability {facts.get('capability')}")

@@ -13,7 +13,7 @@ from typing import Any
 from kernelevo.search.loop_core import LoopCore
 from kernelevo.search.loop_state import Consumption
 from kernelevo.search.population import Individual
-from kernelevo.search.proposer import Parent, ProposalRequest
+from kernelevo.search.proposer import Parent, ProposalRequest, operators_of
 from kernelevo.search.slots import Slot, reply_record
 
 
@@ -63,7 +63,7 @@ class Planning(LoopCore):
         slots: list[Slot] = []
         for index in range(size):
             island = index % self.config.islands
-            plan = self.population.plan_slot(island, self.rng)
+            plan = self.population.plan_slot(island, self.rng, operators_of(self.proposer))
             slot = Slot(
                 f"g{gen}-{index}", gen, index, island, plan.operator, self._slot_backend(island),
                 [p.id for p in plan.parents],

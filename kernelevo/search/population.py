@@ -122,25 +122,27 @@ class Population:
             raise LookupError("no accepted candidate to select from")
         return self._tournament(members, rng)
 
-    def choose_operator(self, island: int, rng: random.Random) -> str:
-        """Which operator this slot applies, given what its island holds."""
+    def choose_operator(self, island: int, rng: random.Random, operators: frozenset[str] | None = None) -> str:
+        """Which operator this slot applies, given what its island holds and what the proposer can do
+        (``operators``; None: everything)."""
         island %= len(self.islands)
+        can = frozenset(OPERATOR_WEIGHTS) if operators is None else operators
         has_accepted = bool(self.islands[island]) or bool(self.elites)
-        has_failure = bool(self.failures[island])
+        has_failure = bool(self.failures[island]) and "repair" in can
         if not has_accepted:
             return "repair" if has_failure and rng.random() < 0.5 else "fresh"
-        weights = dict(OPERATOR_WEIGHTS)
+        weights = {name: w for name, w in OPERATOR_WEIGHTS.items() if name in can or name == "fresh"}
         if not has_failure:
-            weights.pop("repair")
+            weights.pop("repair", None)
         if len(self.elites) < 2 and len(self.islands[island]) < 2:
-            weights.pop("crossover")
+            weights.pop("crossover", None)
         names = sorted(weights)
         return rng.choices(names, weights=[weights[n] for n in names])[0]
 
-    def plan_slot(self, island: int, rng: random.Random) -> Plan:
+    def plan_slot(self, island: int, rng: random.Random, operators: frozenset[str] | None = None) -> Plan:
         """Choose the operator and parents for one proposal request on ``island``."""
         island %= len(self.islands)
-        operator = self.choose_operator(island, rng)
+        operator = self.choose_operator(island, rng, operators)
         if operator == "fresh":
             return Plan(island, operator, [])
         if operator == "repair":

@@ -8,6 +8,14 @@ from typing import Any, Protocol
 OPERATORS = ("fresh", "mutate", "crossover", "repair", "tune")
 
 
+def operators_of(proposer: object) -> frozenset[str]:
+    """The operators a proposer can apply (its ``operators`` attribute; all of them when it names none): the
+    search plans no slot a proposer can only refuse (the offline proposer cannot repair a kernel)."""
+    declared = getattr(proposer, "operators", None)
+    known = frozenset(OPERATORS)
+    return known if declared is None else (frozenset(declared) & known) or frozenset({"fresh"})
+
+
 @dataclass
 class Parent:
     """A candidate the proposer should build on, with the evaluator's feedback about it."""

@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from evaluator.verdict import Verdict
+from evaluator.verdict import Reason, Verdict
 
 
 class BestCandidate(BaseModel):
@@ -78,6 +80,9 @@ class SearchResult:
     unpriced_models: list[str] = field(default_factory=list)
     stop_reasons: list[dict[str, Any]] = field(default_factory=list)  # one per session of the run
     environment: dict[str, Any] = field(default_factory=dict)  # GPU, driver, torch, triton (from the evaluator)
+    # Judged candidates the verifier rejected, by Reason value (every session of the run); None: a summary written
+    # before it was recorded, so a report says "not recorded" rather than "none rejected".
+    rejections: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,3 +95,22 @@ class SearchResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SearchResult:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+def rejection_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Judged candidates that were not accepted, counted by their verdict's :class:`Reason` value, in the enum's
+    order (the archive's records: duplicates and proposer errors are not judged, so they are not counted). A
+    reason this version does not know is left out rather than guessed."""
+    counts: Counter[Reason] = Counter()
+    for record in records:
+        if record.get("kind", "evaluated") != "evaluated" or record.get("accepted"):
+            continue
+        verdict = record.get("verdict")
+        raw = verdict.get("reason") if isinstance(verdict, Mapping) else record.get("reason")
+        try:
+            reason = Reason(raw)
+        except ValueError:
+            continue
+        if reason is not Reason.OK:
+            counts[reason] += 1
+    return {reason.value: counts[reason] for reason in Reason if counts[reason]}

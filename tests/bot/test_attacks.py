@@ -51,25 +51,35 @@ def test_generated_test_cannot_be_changed_by_the_op_id():
 
 
 def test_pr_body_and_report_escape_every_user_controlled_value():
-    from bot.report import render, report_context
+    from bot.report import follow_up
 
     op_id = "ops/a.py::f --> <img src=x onerror=alert(1)> @org/team ``` [x](http://e)"
     from bot_harness import timing
 
     times = timing(2.0)
-    times["cases"][0]["case"] = "<script>"
+    times["baseline_notes"] = {"<script>": "<script> @team"}
+    times["method"] = "<script>"
     verdict = {"verdict": "accepted", "detail": "<b>@x</b>", "device": "<i>cuda</i>", "backend": "`triton`",
                "environment": {"<gpu>": "@team"}, "timing": times}
     result = {"best": {"verdict": verdict, "source": "x"}, "stop_reason": "<s>"}
-    ctx = report_context("a/b", op_id, result, {"head_sha": "c" * 40, "backend": "triton"}, "kernels/f")
-    body = render("pr_body.md.j2", origin="#3", note="", **ctx)
-    first, _, rest = body.partition("\n")
+    archive = [{"id": "<img src=x>", "kind": "evaluated", "accepted": False, "operator": "@team ``` <b>",
+                "strategy": "[x](http://e)", "verdict": {"reason": "incorrect", "detail": "<script> @team"}}]
+    made = follow_up("a/b", op_id, result, {"head_sha": "c" * 40, "backend": "triton"}, "kernels/f",
+                     branch="kernelevo/f/main", origin="#3", archive=archive)
+    first, _, rest = made.body.partition("\n")
     assert first.startswith("<!-- kernelevo:follow-up op=") and first.endswith(" -->") and first.count("-->") == 1
-    for text in (rest, render("report.md.j2", **ctx).split("```")[0]):
+    for text in (rest, made.files["kernels/f/report.md"].decode(), made.check_summary):
+        assert text.count("```") == 2  # one fenced block (the reproduce commands), which the op id cannot close
+        text = re.sub(r"```.*?```", "", text, flags=re.S)  # a fenced block shows its text literally
         outside = re.sub(r"`[^`\n]*`", "", text)  # a code span shows its text literally: no markup, no mention
         assert "ops/a.py::f" in text and "<img" not in outside and "<script>" not in outside
         assert "<b>" not in outside and "<i>" not in outside and "@org" not in outside and "@team" not in outside
         assert "[x](http" not in outside and "`triton`" not in text
+        assert "-->" not in outside  # nothing can close a hidden comment
+        links = re.findall(r"\]\(([^)]*)\)", outside)  # every link and image: the branch's files, report.md's plots
+        assert all(re.fullmatch(r"(https://github\.com/a/b/blob/kernelevo/f/main/kernels/f/)?[a-z/.]+(\?raw=true)?",
+                                url) for url in links), links
+    assert "](https://github.com/a/b/blob/kernelevo/f/main/kernels/f/plots/rejections.png?raw=true)" in made.body
 
 
 def test_an_op_file_name_with_quotes_and_markup_is_never_offered(scene, fake):
@@ -109,9 +119,9 @@ def test_one_command_per_comment_so_fifty_lines_download_nothing(scene, pr):
 
 
 def test_commands_are_rate_limited_per_user(scene, pr):
-    from bot.context import BotContext
+    from kernelevo.settings import Settings
 
-    limit = BotContext.__dataclass_fields__["user_commands_per_window"].default
+    limit = Settings.model_fields["bot_user_commands_per_window"].default
     payloads = [scene.comment(pr, "alice", "/kernelevo status") for _ in range(limit + 2)]
     for i, payload in enumerate(payloads):
         send_and_wait(scene, payload, f"status-{i}")

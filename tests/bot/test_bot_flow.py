@@ -39,6 +39,16 @@ def test_optimize_opens_follow_up_pr_and_rerun_updates_it(scene, fake, pr):
     assert json.loads(files[f"{kernel_dir}/manifest.json"])["op_id"] == "ops/norm.py::scale_shift"
     report = files[f"{kernel_dir}/report.md"]
     assert "1.50x" in report and "NVIDIA H200" in report and "--budget-tokens 50000" in report
+    # the speedup plot is committed byte for byte and shown in the PR body by its blob address
+    png = fake.blobs_at(REPO, "kernelevo/scale-shift/feature")[f"{kernel_dir}/plots/speedup.png"]
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and "(plots/speedup.png)" in report
+    url = f"https://github.com/{REPO}/blob/kernelevo/scale-shift/feature/{kernel_dir}/plots/speedup.png?raw=true"
+    assert f"]({url})" in follow_up["body"]
+    # no run in the job store (this worker mirrored none): the report says it has no per-candidate records
+    assert f"{kernel_dir}/plots/lineage.png" not in files
+    assert run["output"]["summary"].startswith(f"- `ops/norm.py::scale_shift`: #{follow_up['number']} (created)")
+    assert "## KernelEvo: `ops/norm.py::scale_shift`" in run["output"]["summary"] and f"]({url})" in run[
+        "output"]["summary"]
     status = scene.wait_status(pr, f"#{follow_up['number']} (created)")
     assert "| succeeded |" in status and job.id in status
 
@@ -74,10 +84,13 @@ def test_one_request_for_several_ops_shows_one_line_per_op(scene, fake):
                              gpu_summary("ops/norm.py::scale_shift", speedup=1.01), state="no_improvement")
     (run,) = scene.wait_run_completed()
     assert run["conclusion"] == "success"
-    lines = run["output"]["summary"].splitlines()
+    lines, _, reports = run["output"]["summary"].partition("\n\n")
+    lines = lines.splitlines()
     assert len(lines) == 2
     assert lines[0].startswith("- `ops/gelu.py::fast_gelu`: #") or lines[1].startswith("- `ops/gelu.py::fast_gelu`: #")
     assert any("`ops/norm.py::scale_shift`: no PR: nothing beats eager" in line for line in lines)
+    # under the lines, the report of the one published op only
+    assert reports.startswith("## KernelEvo: `ops/gelu.py::fast_gelu`") and "## KernelEvo: `ops/norm.py" not in reports
     status = scene.wait_status(number, "no_improvement")
     assert status.count("| job-") == 2 and len(scene.kernel_pulls()) == 1
 

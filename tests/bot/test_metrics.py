@@ -9,6 +9,7 @@ test itself put into Redis (Celery messages, jobs through the worker tier's clie
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -23,7 +24,6 @@ from bot_harness import INSTALLATION, REPO, free_port, settings_for, wait_for
 from github_server import FIXTURES
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from test_app_manifest import routed_events
 
 from bot import metrics
 from bot.deliveries import Deliveries
@@ -74,8 +74,7 @@ def served(redis_server, fake, app_keys) -> Iterator[Served]:
     settings = Settings(**{**settings_for(redis_server.url).model_dump(), "webhook_secret": SECRET,
                            "github_app_id": fake.app_id, "github_private_key": app_keys[0],
                            "github_api_url": fake.base_url, "bot_workers": 2})
-    asgi, ctx = build(settings)
-    metrics.register(asgi, ctx.jobs, events=routed_events())
+    asgi, ctx = build(settings)  # bot.app.create_app registers /metrics and the webhook timer
     server = uvicorn.Server(uvicorn.Config(asgi, host="127.0.0.1", port=free_port(), log_level="warning",
                                            lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -116,14 +115,23 @@ def test_every_webhook_outcome_is_timed_and_rejections_are_counted(served):
     assert "duplicate" in served.send("installation", installed, delivery="d-done").json()["status"]
     Deliveries(state).claim("d-busy")  # another replica is handling this delivery right now
     assert served.send("installation", installed, delivery="d-busy").status_code == 409
+    with socket.create_connection(("127.0.0.1", served.http.base_url.port), timeout=30) as conn:
+        conn.sendall(b"POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: issue_comment\r\n"
+                     b"X-GitHub-Delivery: big\r\nContent-Length: 67108864\r\n\r\n" + b"{" * 1024)
+        assert conn.recv(4096).startswith(b"HTTP/1.1 413")
 
     after = served.scrape()
     expected = {("ping", "pong"): 1, ("unverified", "bad_signature"): 1, ("other", "ignored"): 1,
                 ("none", "malformed"): 1, ("issue_comment", "malformed"): 1, ("issue_comment", "no_installation"): 1,
-                ("installation", "queued"): 1, ("installation", "duplicate"): 1, ("installation", "in_progress"): 1}
+                ("installation", "queued"): 1, ("installation", "duplicate"): 1, ("installation", "in_progress"): 1,
+                ("issue_comment", "too_large"): 1}
     seen = {(dict(labels)["event"], dict(labels)["outcome"]): v for (name, labels), v in after.items()
             if name == "kernelevo_webhook_duration_seconds_count"}
     assert seen == expected
+    counted = {(dict(labels)["event"], dict(labels)["outcome"]): v for (name, labels), v in after.items()
+               if name == "kernelevo_webhook_deliveries_total"}
+    assert counted == expected, "every answered delivery is counted once under its event and outcome"
+    assert {outcome for _, outcome in counted} <= {o.value for o in WebhookOutcome}
     for reason in ("bad_signature", "duplicate", "in_progress"):
         assert value(after, "kernelevo_webhook_rejected_total", reason=reason) == 1
     assert value(after, "kernelevo_webhook_duration_seconds_bucket", event="ping", outcome="pong", le="+Inf") == 1
@@ -214,23 +222,10 @@ def test_openmetrics_on_request(served):
     assert response.text.rstrip().endswith("# EOF")
 
 
-@pytest.mark.parametrize(("status", "body", "outcome"), [
-    (202, b'{"status": "queued", "handlers": 1}', WebhookOutcome.QUEUED),
-    (200, b'{"status": "ignored", "handlers": 0}', WebhookOutcome.IGNORED),
-    (200, b'{"status": "pong"}', WebhookOutcome.PONG),
-    (200, b'{"status": "duplicate delivery ignored", "delivery": "x"}', WebhookOutcome.DUPLICATE),
-    (409, b"{}", WebhookOutcome.IN_PROGRESS),
-    (401, b"{}", WebhookOutcome.BAD_SIGNATURE),
-    (400, b'{"error": "event has no installation: install KernelEvo"}', WebhookOutcome.NO_INSTALLATION),
-    (400, b'{"error": "malformed issue_comment payload: installation.id: not an int"}', WebhookOutcome.MALFORMED),
-    (413, b'{"error": "body larger than 26214400 bytes"}', WebhookOutcome.TOO_LARGE),
-    (400, b'{"error": "body is not JSON"}', WebhookOutcome.MALFORMED),
-    (400, b"garbage", WebhookOutcome.MALFORMED),
-    (503, b"{}", WebhookOutcome.REDIS_UNAVAILABLE),
-    (500, b"Internal Server Error", WebhookOutcome.ERROR),
-])
-def test_classify(status, body, outcome):
-    assert classify(status, body) is outcome
+def test_classify():
+    """Every answer of the webhook is typed (``metrics.answer``): what is not, the 500 of an endpoint that raised,
+    is an error."""
+    assert classify(500) is WebhookOutcome.ERROR
 
 
 def test_event_label():
@@ -247,3 +242,107 @@ def test_queue_keys_are_kombus():
 
     assert queue_keys(QueueName.GPU)[0] == "gpu"
     assert {Channel._q_for_pri(Channel.__new__(Channel), "gpu", p) for p in range(10)} == set(queue_keys(QueueName.GPU))
+
+
+def test_finished_jobs_are_counted_by_terminal_state(served, tmp_path: Path):
+    """Each job that ends counts once under its terminal state, whichever path ended it (a worker's finish, a
+    cancel before it ran, the reaper giving up), and the counts outlive the records' retention."""
+    from workflows.client import JobsClient
+    from workflows.models import ClaimOutcome, JobSpec, JobState, Origin, OriginKind, WorkerIdentity
+    from workflows.repo_tarball import pack_repo
+
+    jobs = JobsClient.from_settings(settings_for(served.redis.url))
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "ops.py").write_text("x = 1\n")
+    source = jobs.upload_repo(pack_repo(tmp_path / "repo", max_unpacked_bytes=2**20, max_files=10))
+    worker = WorkerIdentity(node="gpu0@test", pid=1, device="cuda")
+    exported = {dict(labels)["state"]: v for (name, labels), v in served.scrape().items()
+                if name == "kernelevo_jobs_finished_total"}
+    assert exported == {state.value: 0 for state in JobState if state.terminal}, "every terminal state, at 0"
+
+    def run(op: str) -> tuple[str, int]:
+        spec = JobSpec(repo="acme/models", commit_sha="d" * 40, op_id=f"ops.py::{op}", source=source,
+                       origin=Origin(kind=OriginKind.CLI))
+        record = jobs.submit(spec).record
+        assert jobs.store.claim(record.id, record.epoch, worker).outcome is ClaimOutcome.RUN
+        return record.id, record.epoch
+
+    for op, state in (("a", JobState.SUCCEEDED), ("b", JobState.SUCCEEDED), ("c", JobState.NO_IMPROVEMENT),
+                      ("d", JobState.FAILED)):
+        job_id, epoch = run(op)
+        jobs.store.finish(job_id, epoch, worker, state)
+    queued = jobs.submit(JobSpec(repo="acme/models", commit_sha="d" * 40, op_id="ops.py::e", source=source,
+                                 origin=Origin(kind=OriginKind.CLI))).record.id
+    jobs.cancel(queued)
+    jobs.cancel(queued)  # already finished: not counted again
+    after = served.scrape()
+    assert {state: value(after, "kernelevo_jobs_finished_total", state=state.value) for state in JobState
+            if state.terminal} == {JobState.SUCCEEDED: 2, JobState.NO_IMPROVEMENT: 1, JobState.FAILED: 1,
+                                   JobState.CANCELLED: 1}
+    served.redis.client().delete(*[f"kernelevo:job:{job}" for job in served.redis.client().zrange("kernelevo:jobs",
+                                                                                                    0, -1)])
+    assert value(served.scrape(), "kernelevo_jobs_finished_total", state="succeeded") == 2  # past retention
+
+
+class NoRedis:
+    """A jobs client whose Redis is down: the scrape still answers (kernelevo_metrics_redis_up 0)."""
+
+    @property
+    def store(self):
+        import redis
+
+        raise redis.ConnectionError("no Redis in this test")
+
+
+def test_an_outcome_given_by_the_endpoint_is_counted_as_given():
+    """The typed way: the endpoint answers through ``metrics.answer``; its outcome is counted whatever the body
+    says, and its status is the outcome's."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    async def webhook(request):
+        return metrics.answer(request, WebhookOutcome.DUPLICATE, {"status": "seen before"})  # no "duplicate" word
+
+    app = Starlette(routes=[Route("/webhook", webhook, methods=["POST"])])
+    registry = metrics.register(app, NoRedis(), events={"issue_comment"})
+    with TestClient(app) as client:
+        response = client.post("/webhook", content=b"{}", headers={"X-GitHub-Event": "issue_comment"})
+    assert response.status_code == WebhookOutcome.DUPLICATE.status == 200
+    scrape = {(s.name, tuple(sorted(s.labels.items()))): s.value
+              for f in text_string_to_metric_families(generate_latest(registry).decode()) for s in f.samples}
+    assert value(scrape, "kernelevo_webhook_deliveries_total", event="issue_comment", outcome="duplicate") == 1
+    assert value(scrape, "kernelevo_webhook_rejected_total", reason="duplicate") == 1
+    assert value(scrape, "kernelevo_webhook_deliveries_total", event="issue_comment", outcome="ignored") == 0
+
+
+def test_an_untyped_answer_and_an_exception_count_as_errors():
+    """Only :func:`metrics.answer` says what a delivery's outcome was: a plain 200 is not guessed to be "ignored",
+    and an endpoint that raised (Starlette's 500) is an error too."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    async def webhook(request):
+        if request.headers.get("x-github-event") == "boom":
+            raise RuntimeError("the endpoint raised")
+        return JSONResponse({"status": "ignored"})  # reads like an ignored delivery, but is not typed
+
+    app = Starlette(routes=[Route("/webhook", webhook, methods=["POST"])])
+    registry = metrics.register(app, NoRedis(), events={"issue_comment"})
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.post("/webhook", content=b"{}", headers={"X-GitHub-Event": "issue_comment"}).status_code == 200
+        assert client.post("/webhook", content=b"{}", headers={"X-GitHub-Event": "boom"}).status_code == 500
+    counted = {(s.labels["event"], s.labels["outcome"]): s.value
+               for f in text_string_to_metric_families(generate_latest(registry).decode())
+               if f.name == "kernelevo_webhook_deliveries" for s in f.samples}
+    assert counted == {("issue_comment", "error"): 1, ("other", "error"): 1}
+
+
+def test_every_outcome_has_its_status():
+    assert {o: o.status for o in WebhookOutcome} == {
+        WebhookOutcome.QUEUED: 202, WebhookOutcome.IGNORED: 200, WebhookOutcome.PONG: 200,
+        WebhookOutcome.DUPLICATE: 200, WebhookOutcome.IN_PROGRESS: 409, WebhookOutcome.BAD_SIGNATURE: 401,
+        WebhookOutcome.NO_INSTALLATION: 400, WebhookOutcome.MALFORMED: 400, WebhookOutcome.TOO_LARGE: 413,
+        WebhookOutcome.REDIS_UNAVAILABLE: 503, WebhookOutcome.ERROR: 500}

@@ -147,32 +147,35 @@ def test_secrets_are_files_that_git_ignores():
     assert set(secrets) <= used, f"secrets no service mounts: {sorted(set(secrets) - used)}"
 
 
-def _entrypoint_secret_files() -> set[str]:
-    copy = next(i for i in DOCKERFILE.stage("entrypoint").all("COPY") if i.heredocs)
-    return set(re.findall(r'"\$dir/(\w+)"', copy.heredocs[0]))
+def test_every_secret_is_named_after_the_setting_it_fills():
+    """Docker mounts secret NAME at /run/secrets/NAME, and the settings read kernelevo_<field> from there: each
+    secret must be named after a secret setting, and no service may also name it in an environment variable."""
+    from kernelevo.settings import SECRETS_DIR
 
-
-def test_every_secret_reaches_its_setting():
-    """Each secret a service mounts is read: through a *_PATH setting naming it, or by the image's entrypoint."""
-    read_by_entrypoint = _entrypoint_secret_files()
-    assert read_by_entrypoint, "the entrypoint reads no secret file"
+    for secret in COMPOSE["secrets"]:
+        variable = secret.upper()
+        assert variable in SECRET_SETTINGS, (
+            f"secret {secret} fills no setting: name it kernelevo_<field> of a SecretStr setting"
+            f" ({sorted(v.lower() for v in SECRET_SETTINGS)})")
     for name, service in SERVICES.items():
         env = _environment(service)
-        paths = {v.removeprefix("/run/secrets/") for v in env.values() if v.startswith("/run/secrets/")}
         for secret in _secrets_of(service):
-            assert secret in paths or secret in read_by_entrypoint or name == "redis", (
-                f"{name}: secret {secret} is mounted but no setting or entrypoint reads it")
-        assert paths <= _secrets_of(service), f"{name}: a setting names a secret it does not mount"
+            assert secret.upper() not in env, f"{name}: {secret.upper()} in the environment would shadow the file"
+        for entry in service.get("secrets", []):
+            assert isinstance(entry, str) or entry.get("target", entry["source"]) == entry["source"], (
+                f"{name}: secret {entry['source']} is mounted under another name, which no setting reads")
+        assert not any(v.startswith(f"{SECRETS_DIR}/") for v in env.values()), (
+            f"{name}: a setting points at a secret file; mount it under its setting's name instead")
 
 
 def test_the_bot_services_hold_the_app_credentials_and_workers_none():
     for name in ("bot", "bot-worker"):
         service = SERVICES[name]
-        assert {"github_app_key", "webhook_secret"} <= _secrets_of(service)
-        assert _environment(service)["KERNELEVO_GITHUB_PRIVATE_KEY_PATH"] == "/run/secrets/github_app_key"
+        assert {"kernelevo_github_private_key", "kernelevo_webhook_secret"} <= _secrets_of(service)
     for name in WORKERS:
         held = _secrets_of(SERVICES[name])
-        assert not held & {"github_app_key", "webhook_secret"}, f"{name} must hold no GitHub credential"
+        assert not held & {"kernelevo_github_private_key", "kernelevo_webhook_secret"}, (
+            f"{name} must hold no GitHub credential")
         assert not any("GITHUB" in v or "WEBHOOK" in v for v in _environment(SERVICES[name]))
 
 
@@ -193,7 +196,7 @@ def test_redis_keeps_its_durable_configuration():
     for flag in ("--appendonly", "--maxmemory-policy", "--save", "--appendfsync", "--maxmemory "):
         assert flag not in command, f"the compose command overrides {flag.strip()} of deploy/redis.conf"
     assert "--dir /data" in command and any(str(v).endswith(":/data") for v in redis["volumes"])
-    assert "--requirepass" in command and "/run/secrets/redis_password" in command
+    assert "--requirepass" in command and "/run/secrets/kernelevo_redis_password" in command
     assert "redis-cli ping" in " ".join(redis["healthcheck"]["test"])
 
 
@@ -205,7 +208,9 @@ def _redis_argv(tmp_path: Path, password: str, port: int) -> list[str]:
         pytest.skip("redis-server is not installed (deploy/system-packages.sh installs it)")
     shell = _command(SERVICES["redis"])
     assert shell[:2] == ["sh", "-c"] and shell[2].startswith("exec redis-server ")
-    script = shell[2].replace("$$", "$").replace('"$(cat /run/secrets/redis_password)"', shlex.quote(password))
+    secret = '"$(cat /run/secrets/kernelevo_redis_password)"'
+    assert secret in shell[2].replace("$$", "$")
+    script = shell[2].replace("$$", "$").replace(secret, shlex.quote(password))
     argv = shlex.split(script)[1:]
     mount = next(v for v in SERVICES["redis"]["volumes"] if str(v).startswith("./redis.conf:")).split(":")[1]
     argv[argv.index(mount)] = str(DEPLOY / "redis.conf")
@@ -239,6 +244,47 @@ def test_redis_starts_durable_and_password_protected_from_the_compose_command(tm
         assert config["save"] == "" and config["dir"] == str(tmp_path)
         client.set("kernelevo:probe", "1")
         assert (tmp_path / "appendonlydir").is_dir(), "the append-only file lives in the volume (--dir)"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def test_clients_reach_the_password_protected_redis_through_the_secret_file(tmp_path, monkeypatch):
+    """The one secret file both sides read: Redis's --requirepass (the compose command) and the clients' settings
+    (kernelevo_redis_password under the secrets folder), with the URL a bot or worker service sets."""
+    from kernelevo.settings import load_settings
+    from workflows.celery_app import make_app
+    from workflows.redis_conn import connect, redact_url
+
+    port = free_port()
+    password = "p@ss/w:rd+%41"  # characters a URL would otherwise misread: the settings percent-encode them
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "kernelevo_redis_password").write_text(password + "\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    log = (tmp_path / "redis.log").open("wb")
+    server = subprocess.Popen(_redis_argv(data, password, port), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        url = _environment(SERVICES["bot"])["KERNELEVO_REDIS_URL"].replace("redis:6379", f"127.0.0.1:{port}")
+        monkeypatch.setenv("KERNELEVO_REDIS_URL", url)
+        settings = load_settings(secrets)
+        assert password not in repr(settings) and redact_url(settings.redis_url) == f"redis://:***@127.0.0.1:{port}/0"
+
+        def up() -> bool:
+            try:
+                return bool(connect(settings.redis_url).ping())
+            except Exception:
+                assert server.poll() is None, (tmp_path / "redis.log").read_text()
+                return False
+
+        wait_for(up, "redis-server to accept the password from the secret file", timeout=30)
+        with make_app(settings).connection_for_write() as connection:  # Celery's broker connection
+            connection.ensure_connection(max_retries=3)
+        (secrets / "kernelevo_redis_password").write_text("wrong-password")
+        with pytest.raises(redis.AuthenticationError):
+            connect(load_settings(secrets).redis_url, check=False).ping()
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -118,14 +118,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _codeload(self, path: str) -> None:
         owner, repo, sha = path.split("/")[2:5]
         try:
-            files = self.fake.files_at(f"{owner}/{repo}", sha)
+            files = self.fake.blobs_at(f"{owner}/{repo}", sha)
         except KeyError:
             self._send(404, {"message": "Not Found"})
             return
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-            for name, text in sorted(files.items()):
-                data = text.encode()
+            for name, data in sorted(files.items()):
                 info = tarfile.TarInfo(f"{owner}-{repo}-{sha[:7]}/{name}")
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))

@@ -169,19 +169,24 @@ class GitHubState:
     def comments_on(self, repo: str, number: int) -> list[dict]:
         return [c for c in self.comments.values() if c["_repo"] == repo and c["_issue"] == number]
 
-    def files_at(self, repo: str, ref: str) -> dict[str, str]:
-        """Every file of a branch or commit, as text."""
+    def blobs_at(self, repo: str, ref: str) -> dict[str, bytes]:
+        """Every file of a branch or commit, as the bytes committed (PNG plots included)."""
         with self.lock:
             sha = self.refs[repo].get(ref, ref)
             tree = self.trees[self.commits[sha]["tree"]]
-            return {path: self.blobs[blob].decode() for path, blob in tree.items()}
+            return {path: self.blobs[blob] for path, blob in tree.items()}
+
+    def files_at(self, repo: str, ref: str) -> dict[str, str]:
+        """Every file of a branch or commit, as text (a binary file's bytes that are not UTF-8 show as U+FFFD:
+        read those with :meth:`blobs_at`)."""
+        return {path: data.decode("utf-8", errors="replace") for path, data in self.blobs_at(repo, ref).items()}
 
     def checkout(self, repo: str, sha: str, dest: Path) -> Path:
-        """Write a commit's files under ``dest`` (the tests' workspace provider)."""
-        for path, text in self.files_at(repo, sha).items():
+        """Write a commit's files under ``dest`` (the tests' workspace provider), byte for byte."""
+        for path, data in self.blobs_at(repo, sha).items():
             target = dest / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
+            target.write_bytes(data)
         return dest
 
     def inject(self, fault: Fault) -> None:

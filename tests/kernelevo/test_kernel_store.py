@@ -96,7 +96,7 @@ def test_envelope_from_cases():
                               versions={"torch": "2.13.0"})
     assert env["args"][0] == {"kind": "tensor", "dtypes": ["bfloat16", "float16"], "rank": 2,
                               "dims": [{"min": 3, "max": 8}, {"min": 64, "max": 64}]}
-    assert env["args"][2] == {"kind": "value", "type": "float"}
+    assert env["args"][2] == {"kind": "value", "type": "float", "values": [1e-6, 1e-5]}
     assert env["args"][3] == {"kind": "value", "type": "int", "values": [-1, 1]}
     with pytest.raises(ValueError, match="ranks"):
         envelope_from_cases([(torch.zeros(2),), (torch.zeros(2, 2),)], device_type="cpu", capabilities=None,

@@ -233,3 +233,17 @@ def test_hardware_facts_read_and_described():
     text = describe_hardware(gpu)
     assert text.startswith("NVIDIA H200: 132 SMs") and "60 MB L2" in text and "4.27 TB/s" in text
     assert describe_hardware({}) == "unknown device"
+
+
+def test_hardware_facts_carry_the_shared_memory_a_block_may_use():
+    """The evaluator's environment reports it; the prompt and the offline proposer's feasibility checks read it."""
+    from kernelevo.search.api import hardware_facts
+    from kernelevo.search.hardware import describe_hardware
+    from kernelevo.search.offline.launches import shared_memory_limit
+
+    facts = hardware_facts("cuda", {"gpu": "NVIDIA H200", "sm_count": 132, "capability": "9.0",
+                                    "shared_memory_per_block": 232_448})
+    assert facts["max_shared_memory_per_block"] == 232_448
+    assert "232448 bytes of shared memory per block" in describe_hardware(facts)
+    assert shared_memory_limit(facts) == 232_448
+    assert "max_shared_memory_per_block" not in hardware_facts("cuda", {"gpu": "NVIDIA H200", "sm_count": 132})

@@ -92,3 +92,22 @@ def test_same_seed_same_plans():
 def test_population_needs_an_island():
     with pytest.raises(ValueError):
         Population(islands=0)
+
+
+def test_no_slot_asks_a_proposer_for_an_operator_it_cannot_apply():
+    """The offline proposer cannot repair a kernel: with failures on the island, its slots still go to what it
+    can do (before, they were spent on replies that could only be refusals)."""
+    from kernelevo.search.offline.proposer import OfflineProposer
+    from kernelevo.search.proposer import operators_of
+
+    can = operators_of(OfflineProposer())
+    assert "repair" not in can and {"fresh", "mutate", "tune"} <= can
+    rng = random.Random(1)
+    pop = Population(islands=1)
+    pop.add(ind(3, 0.0))  # a failure, nothing accepted yet
+    assert {pop.plan_slot(0, rng, can).operator for _ in range(40)} == {"fresh"}
+    pop.add(ind(1, 1.0, strategy="rowwise"))
+    pop.add(ind(2, 1.2, strategy="tiled"))
+    assert {p.operator for p in (pop.plan_slot(0, rng, can) for _ in range(300))} == {"fresh", "mutate", "tune",
+                                                                                       "crossover"}
+    assert operators_of(object()) == {"fresh", "mutate", "crossover", "repair", "tune"}

@@ -123,8 +123,12 @@ class Worker:
         self.name, self.node = name, f"{name}@{socket.gethostname()}"
         self.log_path = Path(directory) / f"{name}.log"
         cache = cache or Path(directory) / "cache"
+        # The test's workers share one temporary folder, as a host's workers share /tmp: their chunks' work
+        # folders (workflows.workdirs) are made and swept there, never among other test runs' on this machine.
+        self.tmp = Path(directory) / "tmp"
+        self.tmp.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, **QUEUE_ENV, "KERNELEVO_REDIS_URL": redis_url,
-                    "KERNELEVO_CACHE_DIR": str(cache), **(extra_env or {})}
+                    "KERNELEVO_CACHE_DIR": str(cache), "TMPDIR": str(self.tmp), **(extra_env or {})}
         self.env.pop("KERNELEVO_WORKER_DEVICE", None)
         self.proc: subprocess.Popen | None = None
 

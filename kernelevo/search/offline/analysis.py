@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
+
 from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value
+from kernelevo.search.offline.lower import HANDLED, op_name
 from kernelevo.search.offline.moves import move_reduced_dim_last
+from kernelevo.search.offline.trace import TracedTask
 
 
 @dataclass
@@ -89,3 +94,65 @@ def _split_full_reductions(prog: Program, rank: int) -> None:
                         {"op": g.attrs["op"], "keepdim": False})
         prog.values[per_row.name] = per_row
         g.args = (per_row,)
+
+
+class UnsupportedOp(BaseModel):
+    """One ATen op of the user's forward that the offline generator does not lower, and where it came from."""
+
+    aten: str  # "aten.convolution"
+    line: int | None = None  # 1-based line of the task source the call was traced from (None: unknown)
+    code: str = ""  # that line, stripped
+    count: int = 1  # how many calls of this op the graph holds
+
+    def where(self) -> str:
+        return f"line {self.line} ({self.code})" if self.line is not None else "(no source line recorded)"
+
+
+ADVICE = ("The offline proposer cannot write a kernel for this op. What you can do: write the kernel by hand "
+          "(kernels/<op>/ in the repo layout), search with the LLM proposer (--proposer llm with "
+          "KERNELEVO_LLM_BASE_URL set), or split the op so that the unsupported call stays in PyTorch and the "
+          "rest is a separate @kernelevo.optimize op.")
+
+
+def _task_line(stack_trace: str | None) -> int | None:
+    """The last line of the task's own source in a node's recorded stack trace."""
+    if not stack_trace:
+        return None
+    found = None
+    for match in re.finditer(r'File "<kernelevo_task>", line (\d+)', stack_trace):
+        found = int(match.group(1))
+    return found
+
+
+def unsupported_ops(traced: TracedTask) -> list[UnsupportedOp]:
+    """The ATen ops of a traced task that the lowering has no rule for (empty: every op is known, though a
+    known op may still be used in a way the generator refuses; ``lower`` then says which). Pure: reads the
+    graph only, so the search can call it right after tracing, before any baseline is measured."""
+    import operator
+
+    lines = traced.source.splitlines()
+    found: dict[str, UnsupportedOp] = {}
+    for node in traced.graph.graph.nodes:
+        if node.op != "call_function" or node.target in (operator.add, operator.sub, operator.mul, operator.floordiv,
+                                                         operator.mod, operator.neg, operator.getitem):
+            continue
+        name = op_name(node.target)
+        if name in HANDLED:
+            continue
+        key = f"aten.{name}"
+        if key in found:
+            found[key].count += 1
+            continue
+        line = _task_line(node.meta.get("stack_trace"))
+        code = lines[line - 1].strip()[:160] if line is not None and 0 < line <= len(lines) else ""
+        found[key] = UnsupportedOp(aten=key, line=line, code=code)
+    return list(found.values())
+
+
+def unsupported_message(ops: list[UnsupportedOp], op_id: str = "") -> str:
+    """One actionable message for the user: which ATen ops, where in their op, and what they can do."""
+    if not ops:
+        return ""
+    what = "; ".join(f"{u.aten} at {u.where()}" + (f" x{u.count}" if u.count > 1 else "") for u in ops)
+    head = f"op {op_id}: " if op_id else ""
+    return f"{head}not supported by the offline proposer: {what}. {ADVICE}"

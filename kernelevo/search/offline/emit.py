@@ -38,6 +38,18 @@ def round_half_even(x):
 '''
 
 
+SCALAR_DIV = '''
+@triton.jit
+def div_by_scalar(x, d, TORCH_CUDA: tl.constexpr):
+    """``x / d`` for a Python number ``d``, rounded as PyTorch rounds it: on CUDA it multiplies by the
+    fp32 reciprocal of ``d`` (one rounding more), on the CPU it divides (IEEE)."""
+    if TORCH_CUDA:
+        return x * tl.math.div_rn(1.0, d)
+    else:
+        return tl.math.div_rn(x, d)
+'''
+
+
 def kind_of(dtype: torch.dtype | None) -> str:
     """'f' for floating dtypes, 'b' for bool, 'i' for integers."""
     if dtype is None:

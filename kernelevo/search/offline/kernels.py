@@ -4,7 +4,7 @@
   is a ``tl.sum``/``tl.max`` over the tile (best when a row fits in registers).
 - ``rowwise-looped``: one row per program, a loop over column blocks per reduction level
   (softmax: max, then sum of exponentials, then the store), for rows too long for registers.
-- ``pointwise-tile2d``: a 2-D grid of (row block, column block) tiles; no reductions.
+- ``pointwise-tile2d``: (row block, column block) tiles on a 1-D grid; no reductions.
 - ``matmul-tiled``: a grouped-ordering tiled ``tl.dot`` loop with the pointwise epilogue applied
   to the fp32 accumulator before the store.
 """
@@ -214,9 +214,13 @@ class KernelWriter:
         widths = {o.shape[-1] for _, o in self.an.full_outputs}
         if len(widths) != 1:
             raise Unsupported("pointwise-tile2d needs outputs of one width")
-        self.prologue("tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)[:, None]")
         ncols = self.width(widths.pop())
-        self.body.append("    cols = tl.program_id(1) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)[None, :]")
+        # one grid axis (x allows 2**31 - 1 programs, y and z only 65535): the program id walks the column
+        # blocks of a row block, then the next row block
+        self.body.append("    pid = tl.program_id(0).to(tl.int64)")
+        self.body.append(f"    n_col_blocks = tl.cdiv({ncols}, BLOCK_COLS)")
+        self.prologue("(pid // n_col_blocks) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)[:, None]")
+        self.body.append("    cols = (pid % n_col_blocks) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)[None, :]")
         self.body.append(f"    mask = row_mask & (cols < {ncols})")
         self.em.loop_lines = self.em.row_lines
         self.store_outputs(Col("cols", "base", "mask"), self.an.full_outputs)

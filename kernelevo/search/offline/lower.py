@@ -20,7 +20,7 @@ from kernelevo.search.offline.views import host_view
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["Lowering", "Program", "Unsupported", "Value", "lower"]
+__all__ = ["HANDLED", "Lowering", "Program", "Unsupported", "Value", "lower", "op_name"]
 
 
 POINTWISE = {
@@ -37,6 +37,13 @@ REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "var":
 VIEW_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand", "broadcast_in_dim",
             "alias", "detach", "clone", "slice", "permute", "t", "transpose", "select",
             "split_with_sizes", "split", "lift_fresh_copy", "contiguous"}
+
+
+# every ATen op name ``Lowering.lower`` has a branch for (analysis.unsupported_ops reports the others)
+OTHER_OPS = {"sym_size", "sym_float", "scalar_tensor", "full", "_to_copy", "to", "convert_element_type", "gelu",
+             "amax", "amin", "gather", "cat", "addmm", "mm", "getitem"}
+INPLACE = {f"{n}_": n for n in POINTWISE}  # clamp_min_ on a computed tensor (decompositions use them)
+HANDLED = set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS
 
 
 def _opname(target: Any) -> str:
@@ -165,6 +172,8 @@ class Lowering:
         target, name = node.target, _opname(node.target)
         args = [self.arg(a) for a in node.args]
         kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
+        if self.traced.scalar_attrs:  # constants that are the model's attributes (self.eps) stay runtime values
+            args = [self._attribute(node, i, a) for i, a in enumerate(args)]
         val = node.meta.get("val")
         if target in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
                       operator.neg) or name == "sym_size":
@@ -180,6 +189,8 @@ class Lowering:
             return self.lower_view(node, name, args, kwargs)
         if name in ("scalar_tensor", "full"):
             value = args[0] if name == "scalar_tensor" else args[1]
+            if isinstance(value, Value) and val.dim() == 0:  # a model attribute (self.eps): a runtime scalar
+                return value
             return Value(node.name, "const", (value,), val.dim(), self.shape_of(node), val.dtype)
         if name in ("_to_copy", "to", "convert_element_type"):
             dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
@@ -187,6 +198,14 @@ class Lowering:
             if dtype is None or dtype == src.dtype:
                 return src
             return self._new(node, "cast", (src,))
+        if name in INPLACE:  # the mutated tensor is a computed one: later reads of it see the new value
+            target_arg = args[0] if args else None
+            if not isinstance(target_arg, Value) or target_arg.kind == "input":
+                raise Unsupported(f"aten.{name} writes into an input of the op")
+            result = self._new(node, "pw", tuple(self._operand(a) for a in args), op=POINTWISE[INPLACE[name]],
+                               kwargs={k: v for k, v in kwargs.items() if k not in ("dtype",)})
+            self.env[node.args[0].name] = result
+            return result
         if name in POINTWISE:
             return self._new(node, "pw", tuple(self._operand(a) for a in args), op=POINTWISE[name],
                              kwargs={k: v for k, v in kwargs.items() if k not in ("dtype",)})
@@ -225,6 +244,12 @@ class Lowering:
             bias_v = self._operand(bias)
             return self._new(node, "pw", (bias_v, mm), op="add", kwargs={})
         raise Unsupported(f"op aten.{name} is not handled by the offline generator")
+
+    def _attribute(self, node: Any, index: int, a: Any) -> Any:
+        expr = self.traced.scalar_attrs.get(f"{node.name}:{index}")
+        if expr is None or type(a) is not float:
+            return a
+        return self._new_host_float(node, expr)
 
     def _new_host_float(self, node: Any, expr: str) -> Value:
         v = Value(self._fresh("host_float"), "hostfloat", (), 0, (), None, {"expr": expr})
@@ -338,6 +363,11 @@ class Lowering:
 
     def _host_view(self, node: Any, name: str, src: Value, args: list[Any]) -> Value | list[Value]:
         return host_view(self, node, name, src, args)
+
+
+def op_name(target: Any) -> str:
+    """The ATen name of a graph node's target (``aten.add.Tensor`` -> ``add``)."""
+    return _opname(target)
 
 
 def lower(traced: TracedTask) -> Program:

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from kernelevo.search.offline.emit import Emitter
+from kernelevo.search.offline.emit import SCALAR_DIV, Emitter, kind_of
+from kernelevo.search.offline.init_copy import Constructor, constructor
 from kernelevo.search.offline.kernels import Analysis, KernelWriter, analyse, global_kernel_body
 from kernelevo.search.offline.lower import Program, Unsupported, lower
 from kernelevo.search.offline.trace import TracedTask
+
+if TYPE_CHECKING:
+    import torch
 
 STRATEGIES = ("rowwise-1pass", "rowwise-looped", "pointwise-tile2d", "matmul-tiled")
 
 # Launch parameters per strategy: module-level constants that the "tune" operator rewrites.
 DEFAULTS = {
     "rowwise-1pass": {"ROW_TILE": 4096, "NUM_WARPS": 8, "MAX_ROW_COLS": 16384},
-    "rowwise-looped": {"BLOCK_COLS": 2048, "NUM_WARPS": 8},
+    "rowwise-looped": {"BLOCK_COLS": 2048, "ROW_BLOCK": 1, "NUM_WARPS": 8, "NUM_STAGES": 2},
     "pointwise-tile2d": {"ROW_TILE": 4096, "MAX_BLOCK_COLS": 1024, "NUM_WARPS": 4},
     "matmul-tiled": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "NUM_WARPS": 8,
                      "NUM_STAGES": 3},
@@ -29,15 +34,17 @@ def broadcast_strides(t, rank):
 
 
 def applicable(an: Analysis, widest: int | None = None) -> list[str]:
-    """The strategies that can implement an analysed op, best guess first (rows wider than
-    ``MAX_ROW_COLS`` in the scored cases put the looped reduction first)."""
+    """Every strategy that can implement an analysed op, best guess first. Rows wider than
+    ``MAX_ROW_COLS`` in the scored cases put the looped strategy first (rowwise-1pass would refuse them:
+    the proposer's feasibility check then drops it, see :mod:`kernelevo.search.offline.launches`)."""
     if an.matmul is not None:
         return ["matmul-tiled"]
+    wide = widest is not None and widest > DEFAULTS["rowwise-1pass"]["MAX_ROW_COLS"]
     if an.reductions or an.row_outputs or an.globals_:
-        if widest is not None and widest > DEFAULTS["rowwise-1pass"]["MAX_ROW_COLS"]:
-            return ["rowwise-looped", "rowwise-1pass"]
-        return ["rowwise-1pass", "rowwise-looped"]
-    return ["pointwise-tile2d", "rowwise-1pass"]
+        return ["rowwise-looped", "rowwise-1pass"] if wide else ["rowwise-1pass", "rowwise-looped"]
+    if wide:
+        return ["pointwise-tile2d", "rowwise-looped", "rowwise-1pass"]
+    return ["pointwise-tile2d", "rowwise-1pass", "rowwise-looped"]
 
 
 def describe(prog: Program) -> str:
@@ -87,25 +94,29 @@ def generate(traced: TracedTask, strategy: str, op_name: str, params: dict[str, 
     else:
         constexprs = ["BLOCK_ROWS", "BLOCK_COLS"]
         head_args = ptr_args + ["n_rows"] + scalar_args + stride_args
+    if any("div_by_scalar(" in line for line in w.body):
+        constexprs.append("TORCH_CUDA")
     doc = (f'    """{op_name} ({strategy}): {describe(prog)}.\n\n'
            f"    Rows are positions in the leading dims, columns the last dim; math in fp32.\n"
            f'    """')
     kernel = [ "@triton.jit", f"def {name}_kernel(\n    {_signature(head_args, constexprs)},\n):", doc]
     kernel += w.body
-    src_parts = [_header(op_name, strategy, knobs), *sorted(helpers)]
+    ctor = constructor(traced.source) if traced.source else None
+    src_parts = [_header(op_name, strategy, knobs), *(ctor.preamble if ctor else []), *sorted(helpers)]
     if w.em.strides:
         src_parts.append(BROADCAST_STRIDES)
     src_parts.append("\n".join(kernel) + "\n")
-    global_em = None
+    global_em, global_div = None, False
     if w.partials:
         gbody, global_em = global_kernel_body(w, helpers)
         gptrs = [f"{p}_ptr" for p in global_em.pointers]
         gscalars = list(global_em.scalars.values())
-        gsig = _signature(gptrs + ["n_rows"] + gscalars, ["BLOCK"])
+        global_div = any("div_by_scalar(" in line for line in gbody)
+        gsig = _signature(gptrs + ["n_rows"] + gscalars, ["BLOCK"] + (["TORCH_CUDA"] if global_div else []))
         src_parts.append("\n".join(["@triton.jit", f"def {name}_total_kernel(\n    {gsig},\n):",
                                     '    """Combine the per-row partial results into the scalar outputs."""',
                                     *gbody]) + "\n")
-    src_parts.append(_model(traced, prog, an, w, strategy, name, global_em))
+    src_parts.append(_model(traced, prog, an, w, strategy, name, global_em, ctor, global_div))
     return "\n\n\n".join(p.strip("\n") for p in src_parts) + "\n"
 
 
@@ -140,10 +151,15 @@ def _wrap_call(head: str, args: list[str], width: int = 100) -> list[str]:
     return lines
 
 
-def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, strategy: str, name: str,
-           global_em: Emitter | None) -> str:
+def _init_lines(traced: TracedTask, ctor: Constructor | None) -> list[str]:
+    """``__init__`` (and the helpers it calls): the reference's own constructor where it can be copied,
+    else parameters of the traced shapes (the verifier loads the reference's values into them)."""
+    if ctor is not None and ctor.has_init:
+        return ["class ModelNew(nn.Module):", *"\n\n".join(ctor.methods).splitlines()]
     lines = ["class ModelNew(nn.Module):", f"    def __init__({traced.init_signature}):",
              "        super().__init__()"]
+    if ctor is not None and not traced.param_names:  # no constructor to copy and nothing to create
+        return lines
     made = set()
     for pname in traced.param_names:
         parts = pname.split(".")
@@ -156,6 +172,24 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
         dtype = str(traced.param_dtypes[pname])
         owner = "self" + "".join(f".{p}" for p in parts[:-1])
         lines.append(f"        {owner}.{parts[-1]} = nn.Parameter(torch.zeros({tuple(shape)!r}, dtype={dtype}))")
+    return lines
+
+
+def _output_dtype(traced: TracedTask, prog: Program, o_dtype: torch.dtype | None) -> str:
+    """The dtype of an output as the forward computes it: an input's dtype where the traced output had
+    it (a bf16 call gives bf16 outputs, an fp32 call fp32; the forward's inputs before the parameters),
+    else the traced dtype."""
+    params = {p.replace(".", "_") for p in traced.param_names}
+    if kind_of(o_dtype) == "f":
+        for inp in sorted(prog.inputs, key=lambda v: v.attrs.get("root", v.name) in params):
+            if inp.dtype == o_dtype and not inp.attrs.get("is_bool"):
+                return f"{inp.name}.dtype"
+    return str(o_dtype)
+
+
+def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, strategy: str, name: str,
+           global_em: Emitter | None, ctor: Constructor | None = None, global_div: bool = False) -> str:
+    lines = _init_lines(traced, ctor)
     lines.append("")
     lines.append(f"    def forward({traced.forward_signature}):")
     body = ["        " + line for line in prog.host_lines]
@@ -165,7 +199,8 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
     body.append(f"        n_rows = {' * '.join('(' + d + ')' for d in lead) if lead else '1'}")
     for i, o in enumerate(prog.outputs):
         out_shape = ", ".join(o.shape) + ("," if len(o.shape) == 1 else "")
-        body.append(f"        out{i} = torch.empty(({out_shape}), device={first}.device, dtype={o.dtype})")
+        body.append(f"        out{i} = torch.empty(({out_shape}), device={first}.device, "
+                    f"dtype={_output_dtype(traced, prog, o.dtype)})")
     for pname, _g in w.partials:
         body.append(f"        {pname} = torch.empty((n_rows,), device={first}.device, dtype=torch.float32)")
     stride_vals = []
@@ -193,16 +228,27 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
             body.append("        block_rows = max(1, min(ROW_TILE // block_cols, triton.next_power_of_2(n_rows)))")
             body.append("        grid = (triton.cdiv(n_rows, block_rows),)")
         elif strategy == "rowwise-looped":
-            body.append("        block_cols, block_rows = BLOCK_COLS, 1")
-            body.append("        grid = (n_rows,)")
+            body.append("        block_cols, block_rows = BLOCK_COLS, ROW_BLOCK")
+            body.append("        grid = (triton.cdiv(n_rows, block_rows),)")
         else:
             body.append(f"        block_cols = min(MAX_BLOCK_COLS, triton.next_power_of_2({widest}))")
             body.append("        block_rows = max(1, min(ROW_TILE // block_cols, triton.next_power_of_2(n_rows)))")
-            body.append(f"        grid = (triton.cdiv(n_rows, block_rows), triton.cdiv({widest}, block_cols))")
+            body.append("        # one grid axis: x allows 2**31 - 1 programs where y and z allow 65535")
+            body.append(f"        grid = (triton.cdiv(n_rows, block_rows) * triton.cdiv({widest}, block_cols),)")
         consts = ["BLOCK_ROWS=block_rows", "BLOCK_COLS=block_cols", "num_warps=NUM_WARPS"]
+        if strategy == "rowwise-looped":  # the column loop is software-pipelined
+            consts.append("num_stages=NUM_STAGES")
+    # divisions by Python numbers round as PyTorch rounds them on this device
+    if SCALAR_DIV in w.em.helpers and any("div_by_scalar(" in line for line in w.body):
+        consts.append(f"TORCH_CUDA={first}.is_cuda")
+    if any(kind_of(o.dtype) != "f" for o in prog.outputs):
+        # integer outputs compare exactly: no fused multiply-adds where PyTorch rounds each operation
+        consts.append("enable_fp_fusion=False")
     body += _wrap_call(f"        {name}_kernel[grid](", launch + consts)
     if global_em is not None:
         gargs = list(global_em.pointers) + ["n_rows"] + list(global_em.scalars.keys()) + ["BLOCK=1024"]
+        if global_div:
+            gargs.append(f"TORCH_CUDA={first}.is_cuda")
         body += _wrap_call(f"        {name}_total_kernel[(1,)](", gargs)
     outs = [f"out{i}.permute({', '.join(map(str, prog.output_perms[i]))})" if i in prog.output_perms else f"out{i}"
             for i in range(len(prog.outputs))]

@@ -3,12 +3,13 @@
 Functions that need libdevice on the GPU and do not exist in the Triton interpreter are written
 from primitives that both have: tanh via sigmoid, round-half-even via floor, tanh-GELU via tanh.
 Division and square root use the IEEE-rounded forms so results match PyTorch bit for bit where it
-matters (quantisation boundaries).
+matters (quantisation boundaries); a division by a Python number is rounded as PyTorch rounds it on
+each device (``div_by_scalar``: CUDA multiplies by the reciprocal, the CPU divides).
 """
 
 from __future__ import annotations
 
-from kernelevo.search.offline.emit import ROUND_HALF_EVEN, kind_of
+from kernelevo.search.offline.emit import ROUND_HALF_EVEN, SCALAR_DIV, kind_of
 from kernelevo.search.offline.lower import Unsupported, Value
 
 SQRT_2_OVER_PI = 0.7978845608028654
@@ -45,6 +46,10 @@ def pointwise(v: Value, ops: list[tuple[str, str, str]], helpers: set[str]) -> t
         rhs = a[1] if alpha == 1 else f"({a[1]} * {alpha})"
         return f"({a[0]} {sym} {rhs})", out
     if op == "div":
+        divisor = v.args[1] if len(v.args) > 1 else None
+        if not isinstance(divisor, Value) or divisor.kind == "hostfloat":  # a Python number
+            helpers.add(SCALAR_DIV)
+            return f"div_by_scalar({f[0]}, {f[1]}, TORCH_CUDA)", "f"
         return f"tl.math.div_rn({f[0]}, {f[1]})", "f"
     if op == "reciprocal":
         return f"tl.math.div_rn(1.0, {f[0]})", "f"

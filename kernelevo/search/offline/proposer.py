@@ -1,9 +1,13 @@
 """``OfflineProposer``: kernels from the op's traced graph, no model involved.
 
 Operators: ``fresh`` (and ``crossover``) generate one candidate per applicable strategy (MAP-Elites
-cell), in a rotation fixed by the seed; ``tune`` and ``mutate`` rewrite the launch parameters of the
-first parent (any Triton candidate, LLM-written ones included); ``repair`` is left to the LLM.
-Graphs outside the known patterns give ``[]`` plus one Proposal whose ``error`` says which op.
+cell), in a rotation fixed by the seed; ``tune`` rewrites the launch parameters of the first parent
+(any Triton candidate, LLM-written ones included); ``mutate`` does the same or, for a parent this
+proposer wrote, moves it to another strategy; ``repair`` is left to the LLM. Before a candidate is
+proposed its launches are checked on the meta device against every scored case and the device's limits
+(:mod:`kernelevo.search.offline.launches`): strategies and launch parameters that cannot run are never
+offered. Graphs outside the known patterns give ``[]`` plus one Proposal whose ``error`` lists every ATen
+op that is not lowered, where it is in the user's op and what the user can do.
 """
 
 from __future__ import annotations
@@ -11,26 +15,37 @@ from __future__ import annotations
 import hashlib
 import random
 import threading
+from typing import Any
 
+from kernelevo.search.offline.analysis import UnsupportedOp, unsupported_message, unsupported_ops
+from kernelevo.search.offline.launches import infeasible, shared_memory_limit
 from kernelevo.search.offline.lower import Unsupported, lower
 from kernelevo.search.offline.module import applicable, generate
 from kernelevo.search.offline.trace import TracedTask, TraceError, trace_task
-from kernelevo.search.offline.tune import tune_source
-from kernelevo.search.proposer import Proposal, ProposalRequest
+from kernelevo.search.offline.tune import find_knobs, knob_shared_memory, tune_source
+from kernelevo.search.proposer import Parent, Proposal, ProposalRequest
+
+ATTEMPTS = 12  # tuned variants drawn per slot until one is feasible and new
 
 
 class OfflineProposer:
     """Writes Triton candidates for pointwise, row-reduction and matmul-epilogue ops."""
 
     name = "offline"
+    operators = frozenset({"fresh", "mutate", "tune", "crossover"})  # repairing a kernel needs a model
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()  # make_fx tracing is not thread-safe
+        self._lock = threading.RLock()  # make_fx tracing is not thread-safe
         self._traces: dict[str, TracedTask | str] = {}
+        self._feasible: dict[tuple[str, str, tuple[tuple[str, int], ...], int | None], str | None] = {}
 
     # -- helpers -----------------------------------------------------------------------------
+    @staticmethod
+    def _key(task_source: str) -> str:
+        return hashlib.sha256(task_source.encode()).hexdigest()
+
     def _trace(self, task_source: str) -> TracedTask | str:
-        key = hashlib.sha256(task_source.encode()).hexdigest()
+        key = self._key(task_source)
         with self._lock:
             if key not in self._traces:
                 try:
@@ -39,16 +54,47 @@ class OfflineProposer:
                     self._traces[key] = f"could not trace the task: {exc}"
             return self._traces[key]
 
-    def strategies(self, task_source: str) -> list[str]:
+    def unsupported(self, task_source: str) -> list[UnsupportedOp]:
+        """The ATen ops of the task's forward the offline generator does not lower (see
+        :func:`kernelevo.search.offline.analysis.unsupported_ops`); empty when all are known or the
+        task cannot be traced (``propose`` then says why)."""
+        traced = self._trace(task_source)
+        return [] if isinstance(traced, str) else unsupported_ops(traced)
+
+    def _why_not(self, traced: TracedTask, strategy: str, op_name: str, params: dict[str, int] | None,
+                 hardware: dict[str, Any]) -> tuple[str, str | None]:
+        """(source, None) for a candidate that can run every scored case, else (source, the reason)."""
+        source = generate(traced, strategy, op_name, params)
+        key = (self._key(traced.source), strategy, tuple(sorted((params or {}).items())),
+               shared_memory_limit(hardware))
+        if key not in self._feasible:
+            self._feasible[key] = infeasible(source, traced.init_inputs, traced.meta_cases, hardware)
+        return source, self._feasible[key]
+
+    def _cells(self, traced: TracedTask, op_name: str, hardware: dict[str, Any]) -> tuple[list[str], list[str]]:
+        """(feasible strategies best first, why each other applicable strategy was dropped)."""
+        from kernelevo.search.offline.kernels import analyse
+
+        cells, dropped = [], []
+        for strategy in applicable(analyse(lower(traced)), traced.widest_case_dim):
+            try:
+                _, reason = self._why_not(traced, strategy, op_name, None, hardware)
+            except Unsupported as exc:
+                reason = str(exc)
+            if reason is None:
+                cells.append(strategy)
+            else:
+                dropped.append(f"{strategy}: {reason}")
+        return cells, dropped
+
+    def strategies(self, task_source: str, hardware: dict[str, Any] | None = None) -> list[str]:
         """The MAP-Elites cells this proposer can fill for a task (empty when unsupported)."""
         traced = self._trace(task_source)
         if isinstance(traced, str):
             return []
         with self._lock:
             try:
-                from kernelevo.search.offline.kernels import analyse
-
-                return applicable(analyse(lower(traced)), traced.widest_case_dim)
+                return self._cells(traced, "op", hardware or {})[0]
             except Unsupported:
                 return []
 
@@ -67,42 +113,108 @@ class OfflineProposer:
             return self._error(request, "cannot repair a kernel (use the llm proposer for repairs)")
         return self._fresh(request)
 
+    def _unsupported_error(self, request: ProposalRequest, traced: TracedTask, exc: Unsupported) -> list[Proposal]:
+        ops = unsupported_ops(traced)
+        if ops:
+            return self._error(request, unsupported_message(ops))
+        return self._error(request, f"unsupported graph: {exc}")
+
     def _fresh(self, request: ProposalRequest) -> list[Proposal]:
         traced = self._trace(request.task_source)
         if isinstance(traced, str):
             return self._error(request, traced)
         with self._lock:
             try:
-                from kernelevo.search.offline.kernels import analyse
-
-                cells = applicable(analyse(lower(traced)), traced.widest_case_dim)
+                cells, dropped = self._cells(traced, request.op_name, request.hardware)
+                if not cells:
+                    return self._error(request, "no strategy can run every scored case: " + "; ".join(dropped))
                 start = request.seed % len(cells)
                 order = cells[start:] + cells[:start]
                 out = []
                 for i in range(max(1, request.count)):
                     strategy = order[i % len(order)]
-                    source = generate(traced, strategy, request.op_name)
-                    note = ""
+                    source, note = generate(traced, strategy, request.op_name), ""
                     if i >= len(order):  # more asked than cells: tuned variants of the same cells
-                        source, changes = tune_source(source, request.seed * 1000 + i)
-                        note = "; ".join(changes)
+                        source, note = self._tuned_own(traced, request, strategy, source, request.seed * 1000 + i)
                     out.append(Proposal(source=source, strategy=strategy, operator=request.operator,
                                         backend="triton", model=self.name, raw_reply=note))
                 return out
             except Unsupported as exc:
-                return self._error(request, f"unsupported graph: {exc}")
+                return self._unsupported_error(request, traced, exc)
+
+    def _tuned_own(self, traced: TracedTask, request: ProposalRequest, strategy: str, source: str,
+                   seed: int) -> tuple[str, str]:
+        """A feasible tuned variant of one of this proposer's own candidates (the source itself if none)."""
+        rng = random.Random(seed)
+        for _ in range(ATTEMPTS):
+            tuned, changes = tune_source(source, rng.randrange(2**31))
+            params = {k.name: k.value for k in find_knobs(tuned) if k.where == "constant"}
+            if not changes or tuned == source:
+                continue
+            _, reason = self._why_not(traced, strategy, request.op_name, params, request.hardware)
+            if reason is None:
+                return generate(traced, strategy, request.op_name, params), "; ".join(changes)
+        return source, ""
+
+    def _own_parent(self, traced: TracedTask | str, parent: Parent, op_name: str) -> bool:
+        """Whether the parent is exactly what this proposer writes for its strategy and launch parameters
+        (only then are its launches read on the meta device: that runs the source)."""
+        if isinstance(traced, str) or not parent.strategy:
+            return False
+        params = {k.name: k.value for k in find_knobs(parent.source) if k.where == "constant"}
+        try:
+            return generate(traced, parent.strategy, op_name, params) == parent.source
+        except (Unsupported, KeyError):
+            return False
 
     def _tune(self, request: ProposalRequest) -> list[Proposal]:
         triton_parents = [p for p in request.parents if p.backend == "triton" and p.source]
         if not triton_parents:
             return self._error(request, "tune needs a Triton parent")
         rng = random.Random(request.seed)
+        traced = self._trace(request.task_source) if request.task_source else "no task"
+        limit = shared_memory_limit(request.hardware)
         out: list[Proposal] = []
-        for i in range(max(1, request.count)):
-            parent = triton_parents[i % len(triton_parents)]
-            source, changes = tune_source(parent.source, rng.randrange(2**31))
-            if not changes:
-                return out or self._error(request, "the parent has no tunable launch parameters")
-            out.append(Proposal(source=source, strategy=parent.strategy, operator="tune", backend="triton",
-                                model=self.name, raw_reply="; ".join(changes)))
+        with self._lock:
+            for i in range(max(1, request.count)):
+                parent = triton_parents[i % len(triton_parents)]
+                own = self._own_parent(traced, parent, request.op_name)
+                if own and request.operator == "mutate" and rng.random() < 0.5:
+                    moved = self._other_strategy(traced, parent, request, rng)  # type: ignore[arg-type]
+                    if moved is not None:
+                        out.append(moved)
+                        continue
+                proposal = None
+                for _ in range(ATTEMPTS):
+                    source, changes = tune_source(parent.source, rng.randrange(2**31))
+                    if not changes:
+                        return out or self._error(request, "the parent has no tunable launch parameters")
+                    if own:
+                        params = {k.name: k.value for k in find_knobs(source) if k.where == "constant"}
+                        _, reason = self._why_not(traced, parent.strategy, request.op_name, params,  # type: ignore[arg-type]
+                                                  request.hardware)
+                    else:  # someone else's source: only what its knobs say, never run it here
+                        need = knob_shared_memory(source)
+                        reason = "shared memory" if limit is not None and need is not None and need > limit else None
+                    if reason is None:
+                        proposal = Proposal(source=source, strategy=parent.strategy, operator="tune",
+                                            backend="triton", model=self.name, raw_reply="; ".join(changes))
+                        break
+                if proposal is None:
+                    return out or self._error(request, "no feasible launch parameters near the parent's")
+                out.append(proposal)
         return out
+
+    def _other_strategy(self, traced: TracedTask, parent: Parent, request: ProposalRequest,
+                        rng: random.Random) -> Proposal | None:
+        """The parent's op under another feasible strategy (a step to a neighbouring MAP-Elites cell)."""
+        try:
+            cells, _ = self._cells(traced, request.op_name, request.hardware)
+        except Unsupported:
+            return None
+        others = [c for c in cells if c != parent.strategy]
+        if not others:
+            return None
+        strategy = rng.choice(others)
+        return Proposal(source=generate(traced, strategy, request.op_name), strategy=strategy, operator="mutate",
+                        backend="triton", model=self.name, raw_reply=f"strategy {parent.strategy} -> {strategy}")

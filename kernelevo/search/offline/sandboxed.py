@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from kernelevo.search.offline.analysis import UnsupportedOp
 from kernelevo.search.proposer import Proposal, ProposalRequest
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class ProposerReply(BaseModel):
     message: str = "failed"
     proposals: list[Proposal] = []
     strategies: list[str] = []
+    unsupported: list[UnsupportedOp] | None = None
 
 
 class SandboxedOfflineProposer:
@@ -39,6 +41,7 @@ class SandboxedOfflineProposer:
     :mod:`kernelevo.search.offline.proposer`), from a sandboxed process."""
 
     name = "offline"
+    operators = frozenset({"fresh", "mutate", "tune", "crossover"})  # repairing a kernel needs a model
 
     def __init__(self, memory_mb: int = 8192) -> None:
         self._memory_mb = memory_mb
@@ -58,7 +61,7 @@ class SandboxedOfflineProposer:
         from evaluator import processes
         from evaluator.roles import task_source_roots
 
-        roots = tuple(task_source_roots(task_source))
+        roots = tuple(task_source_roots(task_source))  # only roots this process vouched for (a generated task's)
         if self._worker is not None and self._roots is not None and set(roots) <= set(self._roots):
             return self._worker
         if self._worker is not None:  # a task from another repository: a process that can read it
@@ -98,6 +101,13 @@ class SandboxedOfflineProposer:
         """The MAP-Elites cells the offline proposer can fill for a task (empty when unsupported)."""
         reply = self._ask(task_source, {"op": "strategies", "task_source": task_source})
         return reply.strategies if reply.ok else []
+
+    def unsupported(self, task_source: str) -> list[UnsupportedOp] | None:
+        """The ATen ops of the task the offline generator does not lower (traced in the sandbox; see
+        :func:`kernelevo.search.offline.analysis.unsupported_ops`), for the search to report before any
+        baseline; None when the proposer's process cannot answer (then nothing is known either way)."""
+        reply = self._ask(task_source, {"op": "unsupported", "task_source": task_source})
+        return reply.unsupported if reply.ok else None
 
     def close(self) -> None:
         with self._lock:

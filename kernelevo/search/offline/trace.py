@@ -33,6 +33,7 @@ _DECOMPOSE = (
     "elu",
     "logsumexp",
     "nll_loss_forward",
+    "linalg_vector_norm",
 )
 
 
@@ -54,6 +55,10 @@ class TracedTask:
     returns_tuple: bool
     small_inputs: list[Any] = field(default_factory=list)
     widest_case_dim: int | None = None  # largest last dim of any input over get_cases() (None: unknown)
+    meta_cases: list[list[Any]] = field(default_factory=list)  # get_cases() on the meta device (no memory)
+    init_inputs: list[Any] = field(default_factory=list)  # get_init_inputs(), as traced
+    source: str = ""  # the task's source (the generated __init__ replays its Model's constructor)
+    scalar_attrs: dict[str, str] = field(default_factory=dict)  # repr(graph constant) -> "self.<attr>"
 
 
 def load_task_module(task_source: str, name: str = "kernelevo_task") -> types.ModuleType:
@@ -108,19 +113,118 @@ def small_inputs_of(module: types.ModuleType) -> list[Any]:
     return list(module.get_inputs())
 
 
-def widest_case_dim(module: types.ModuleType) -> int | None:
-    """The largest last dimension of any tensor input over the scored cases, read on the meta device
-    (no memory is allocated for the real sizes); None when the cases cannot be built that way."""
+def meta_cases_of(module: types.ModuleType) -> list[list[Any]]:
+    """The scored cases built on the meta device (shapes, dtypes and strides, no memory for the real
+    sizes); empty when the cases cannot be built that way (a builder that needs real data)."""
     import torch
 
     build = getattr(module, "get_cases", None)
     try:
         with torch.device("meta"):
             cases = build() if build is not None else [module.get_inputs()]
-        dims = [t.shape[-1] for case in cases for t in case if isinstance(t, torch.Tensor) and t.dim() > 0]
-    except Exception:  # a case builder that needs real data (e.g. .item()) simply leaves this unknown
-        return None
+        return [list(case) for case in cases]
+    except Exception:  # e.g. .item() on a meta tensor: the cases stay unknown
+        return []
+
+
+def widest_case_dim(module: types.ModuleType, cases: list[list[Any]] | None = None) -> int | None:
+    """The largest last dimension of any tensor input over the scored cases (None: unknown)."""
+    import torch
+
+    cases = meta_cases_of(module) if cases is None else cases
+    dims = [t.shape[-1] for case in cases for t in case if isinstance(t, torch.Tensor) and t.dim() > 0]
     return max(dims) if dims else None
+
+
+def attribute_access(parts: list[str]) -> str | None:
+    """``self.a.b[0].eps`` for a module path, or None when a part is not a plain public name or an
+    index (the names come from the user's model and end up in generated code)."""
+    import keyword
+
+    text = "self"
+    for part in parts:
+        if part.isdigit() and len(part) < 10:
+            text += f"[{int(part)}]"
+        elif part.isidentifier() and part.isascii() and not keyword.iskeyword(part) and not part.startswith("_"):
+            text += f".{part}"
+        else:
+            return None
+    return text
+
+
+def _float_attributes(model: Any) -> list[tuple[str, str, float]]:
+    """(module path, attribute, value) of every plain float attribute of the model and its submodules
+    (eps, temperature, negative slope ...): constructor arguments the forward reads as Python numbers."""
+    found = []
+    for path, mod in model.named_modules():
+        for attr, value in vars(mod).items():
+            if type(value) is float and not attr.startswith("_") and attr.isidentifier() and value == value \
+                    and value not in (0.0, float("inf"), float("-inf")):
+                found.append((path, attr, value))
+    return found
+
+
+def _constants(graph: Any) -> list[tuple[str, float]]:
+    """(node name:argument position, value) of every float constant a call in the graph takes."""
+    out: list[tuple[str, float]] = []
+    for node in graph.graph.nodes:
+        if node.op != "call_function":
+            continue
+        items = [(str(i), a) for i, a in enumerate(node.args)] + [(k, v) for k, v in node.kwargs.items()]
+        for key, value in items:
+            if type(value) is float:
+                out.append((f"{node.name}:{key}", value))
+    return out
+
+
+def scalar_attributes(module: types.ModuleType, init_args: list[Any], inputs: list[Any], graph: Any) -> dict[str, str]:
+    """Which float constants of the traced graph are the model's own attributes (``self.eps``), so that
+    the generated forward reads them from the instance instead of baking in the traced value.
+
+    Traces once more with every float attribute set to a distinct nearby value: a constant that follows
+    one of them (as the value, its negation or its reciprocal) is that attribute's. Returns
+    ``{"node:arg": host expression}``; empty when nothing follows or the second trace differs in shape.
+    """
+    import torch
+    from torch.func import functional_call
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    try:
+        model = module.Model(*init_args).eval()
+        attrs = _float_attributes(model)
+        if not attrs:
+            return {}
+        sentinels = {}
+        for i, (path, attr, value) in enumerate(attrs):
+            owner = model.get_submodule(path) if path else model
+            sentinel = value * (1.0 + (i + 1) * 2.0**-12)
+            setattr(owner, attr, sentinel)
+            access = attribute_access(path.split(".") + [attr] if path else [attr])
+            if access is not None:
+                sentinels[access] = sentinel
+        state = dict(model.named_parameters())
+        state.update(dict(model.named_buffers()))
+
+        def forward(params: dict[str, torch.Tensor], *args: Any) -> Any:
+            return functional_call(model, params, args)
+
+        with torch.no_grad():
+            again = make_fx(forward, tracing_mode="symbolic", decomposition_table=_decompositions())(state, *inputs)
+    except Exception:  # the constants stay baked in, as traced
+        return {}
+    before, after = _constants(graph), _constants(again)
+    if [k for k, _ in before] != [k for k, _ in after]:
+        return {}
+    mapping = {}
+    for (key, old), (_, new) in zip(before, after):
+        if old == new:
+            continue
+        for expr, sentinel in sentinels.items():
+            forms = {sentinel: f"float({expr})", -sentinel: f"-float({expr})", 1.0 / sentinel: f"1.0 / float({expr})"}
+            if new in forms:
+                mapping[key] = forms[new]
+                break
+    return mapping
 
 
 def trace_task(task_source: str) -> TracedTask:
@@ -146,12 +250,12 @@ def trace_task(task_source: str) -> TracedTask:
     try:
         with torch.no_grad():
             result = model(*inputs)
-            graph = make_fx(forward, tracing_mode="symbolic", decomposition_table=_decompositions())(
-                state, *inputs
-            )
+            graph = make_fx(forward, tracing_mode="symbolic", decomposition_table=_decompositions(),
+                            record_stack_traces=True)(state, *inputs)
     except Exception as exc:
         raise TraceError(f"make_fx could not trace Model.forward: {type(exc).__name__}: {exc}") from exc
 
+    meta_cases = meta_cases_of(module)
     forward_params = list(inspect.signature(model.forward).parameters)
     input_names = forward_params[: len(inputs)] if len(forward_params) >= len(inputs) else [
         f"in{i}" for i in range(len(inputs))
@@ -166,5 +270,9 @@ def trace_task(task_source: str) -> TracedTask:
         forward_signature="self, " + ", ".join(input_names),
         returns_tuple=isinstance(result, (tuple, list)),
         small_inputs=inputs,
-        widest_case_dim=widest_case_dim(module),
+        widest_case_dim=widest_case_dim(module, meta_cases),
+        meta_cases=meta_cases,
+        init_inputs=init_args,
+        source=task_source,
+        scalar_attrs=scalar_attributes(module, init_args, inputs, graph),
     )

@@ -1,0 +1,98 @@
+"""The report as GitHub-flavoured Markdown: a PR body, a check-run summary, or ``report.md`` in a repository.
+
+GitHub refuses a PR body over 65,536 characters and a check-run summary over 65,535; a report with many cases
+could exceed either. :func:`render_markdown` renders in full first, then drops the least important parts one
+by one (collapse per-case tables, the environment's details, the list of checks, the lineage, per-case
+correctness, timing rows past the first ones) until it fits, and says what it cut and where the full report is.
+Sizes are counted in UTF-8 bytes, which is never less than GitHub's character count.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kernelevo.report.model import Baseline, Report
+from kernelevo.report.plots import PLOT_TITLES
+from kernelevo.report.render_env import markdown_env, render_template
+
+PR_BODY_LIMIT = 65_536
+CHECK_SUMMARY_LIMIT = 65_535
+MAX_ROWS_WHEN_CUT = 20
+
+
+class Target(enum.Enum):
+    """Where the Markdown goes, and GitHub's limit there (None: no limit)."""
+
+    PR_BODY = PR_BODY_LIMIT
+    CHECK_SUMMARY = CHECK_SUMMARY_LIMIT
+    FILE = None
+
+
+class Cut(str, enum.Enum):
+    """A part that can be dropped to fit, least important first; the value says what was cut."""
+
+    COLLAPSE = "per-case tables collapsed"
+    ENVIRONMENT = "environment details beyond GPU, driver, CUDA, torch and triton"
+    CHECKS = "the list of anti-cheat checks (their count is kept)"
+    LINEAGE = "the winner's lineage table"
+    CASE_CORRECTNESS = "per-case correctness"
+    FAILURE_EXAMPLES = "rejection examples"
+    ROWS = f"timing rows after the first {MAX_ROWS_WHEN_CUT}"
+    PLOTS = "plots"
+    ALL_DETAIL = "everything but the result, the geomeans and how to reproduce"
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where a reader finds what the Markdown points to. ``plot``: a plot's name -> its image URL (None: no
+    image for it); ``full_report``: the complete report (named when the Markdown had to be shortened)."""
+
+    plot: Callable[[str], str | None] = field(default=lambda name: None)
+    kernel: str | None = None
+    full_report: str | None = None
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """What a follow-up PR body adds to the report: the hidden marker, where the request came from."""
+
+    origin: str  # "#12" or "a scheduled sweep"
+    commit: str
+    note: str = ""  # trusted Markdown from the bot (e.g. the fork notice), already escaped
+
+
+def _tidy(text: str) -> str:
+    """At most one blank line in a row (the template's optional parts leave more)."""
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def render_markdown(report: Report, target: Target = Target.FILE, links: Links | None = None,
+                    pull: PullRequest | None = None) -> str:
+    """``report`` as Markdown for ``target``, shortened as far as needed to fit its limit."""
+    links = links or Links()
+    limit = target.value
+    cuts: list[Cut] = []
+
+    def attempt() -> str:
+        return _tidy(render_template(markdown_env(), "report.md.j2", r=report, cut={c.name for c in cuts},
+                               cut_list=[c.value for c in cuts],
+                               limit=limit, links=links, pull=pull, titles=PLOT_TITLES, baselines=list(Baseline),
+                               max_rows=MAX_ROWS_WHEN_CUT))
+
+    text = attempt()
+    for cut in Cut:
+        if limit is None or _size(text) <= limit:
+            break
+        cuts.append(cut)
+        text = attempt()
+    if limit is not None and _size(text) > limit:  # only clipped user strings are left: clip the text itself
+        text = text.encode("utf-8")[: limit - 200].decode("utf-8", errors="ignore")
+        text += "\n\n(cut at GitHub's size limit)\n"
+    return text

@@ -1,0 +1,167 @@
+"""The Markdown report: its structure, GitHub's size limits, and every figure traced back to the run's records."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from report_data import write_run
+
+from kernelevo.report.build import build, read_records
+from kernelevo.report.markdown import CHECK_SUMMARY_LIMIT, PR_BODY_LIMIT, Links, PullRequest, Target, render_markdown
+from kernelevo.report.model import Status
+
+HEADINGS = ["## KernelEvo: `ops/norm.py::rms_norm`", "### Speed per case", "### Correctness evidence", "### Search",
+            "### Environment", "### Reproduce"]
+
+
+def tables(text: str) -> list[list[list[str]]]:
+    """Every pipe table of ``text``: rows of cells (header and separator rows included)."""
+    found, current = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append([cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
+        elif current:
+            found.append(current)
+            current = []
+    return found
+
+
+def table_with(text: str, header: str) -> list[dict[str, str]]:
+    (table,) = [t for t in tables(text) if header in t[0]]
+    return [dict(zip(table[0], row)) for row in table[2:]]
+
+
+def close(shown: str, value: float) -> bool:
+    """``shown`` (as printed: 4 significant digits, ``1.23x``, ``70%``, ``1.23e-05``) is ``value``, rounded."""
+    number = float(shown.rstrip("x%").replace(",", ""))
+    if shown.endswith("%"):
+        return abs(number - value * 100) <= 0.5
+    digits = len(re.sub(r"e.*|\D", "", shown.rstrip("x%")).lstrip("0")) or 1
+    return abs(number - value) <= abs(value) * 10 ** (1 - digits) + 1e-12
+
+
+def spread(cell: str) -> tuple[str, str, str]:
+    median, p25, p75 = re.fullmatch(r"(\S+) \((\S+)–(\S+)\)", cell).groups()
+    return median, p25, p75
+
+
+def test_the_report_has_every_section_and_fits_both_limits(gpu_run):
+    report = build(read_records(gpu_run))
+    assert report.status is Status.IMPROVED
+    text = render_markdown(report, Target.FILE)
+    positions = [text.index(heading) for heading in HEADINGS]
+    assert positions == sorted(positions)
+    assert len(tables(text)) == 5  # summary, timings, correctness per case, rejections, lineage
+    for target in (Target.PR_BODY, Target.CHECK_SUMMARY):
+        rendered = render_markdown(report, target)
+        assert rendered == text and len(rendered.encode()) <= target.value  # small: nothing cut
+    body = render_markdown(report, Target.PR_BODY, pull=PullRequest(origin="#7", commit="a" * 40))
+    assert body.startswith("<!-- kernelevo:follow-up op=ops/norm.py::rms_norm -->")
+    assert "found by KernelEvo for #7 at commit aaaaaaaaaaaa" in body
+
+
+def test_every_figure_is_the_archives(gpu_run):
+    text = render_markdown(build(read_records(gpu_run)))
+    summary = json.loads((gpu_run / "summary.json").read_text())
+    verdict = summary["best"]["verdict"]
+    rows = table_with(text, "roofline")
+    assert len(rows) == len(verdict["timing"]["cases"])
+    for row, case in zip(rows, verdict["timing"]["cases"]):
+        assert int(row["case"]) == case["case"]
+        for column, key in (("kernel", "candidate"), ("eager", "eager"), ("torch.compile", "compile_default"),
+                            ("torch.compile max-autotune", "compile_max_autotune")):
+            median, p25, p75 = spread(row[column])
+            stats = case[key]
+            assert close(median, stats["median_ms"]) and close(p25, stats["p25_ms"]) and close(p75, stats["p75_ms"])
+            if key != "candidate":
+                speedup = stats["median_ms"] / case["candidate"]["median_ms"]
+                label = "vs " + column
+                assert close(row[label], speedup)
+        assert close(row["roofline"], case["roofline_fraction"])
+    timing = verdict["timing"]
+    geomean = re.search(r"Geomean: (\S+) over eager, (\S+) over torch.compile, (\S+) over", text).groups()
+    assert all(close(shown, timing[key]) for shown, key in zip(geomean, (
+        "geomean_speedup_vs_eager", "geomean_speedup_vs_compile", "geomean_speedup_vs_best")))
+
+    checks = {c["case"]: c["checks"] for c in verdict["correctness"]["cases"]}
+    for row in table_with(text, "worst abs err"):
+        case = checks[int(row["case"])]
+        assert int(row["calls"]) == len(case) and int(row["failed"]) == sum(not c["ok"] for c in case)
+        assert close(row["worst abs err"], max(c["max_abs_err"] for c in case))
+        assert close(row["worst rel err"], max(c["max_rel_err"] for c in case))
+
+    archive = [json.loads(line) for line in (gpu_run / "archive.jsonl").read_text().splitlines()]
+    judged = [r for r in archive if r["kind"] == "evaluated"]
+    rejected = {row["rejected because"]: int(row["candidates"]) for row in table_with(text, "rejected because")}
+    assert rejected == {reason: sum(r["verdict"]["reason"] == reason for r in judged if not r["accepted"])
+                        for reason in {r["verdict"]["reason"] for r in judged if not r["accepted"]}}
+    line = re.search(r"candidates: (\d+) judged, (\d+) accepted, (\d+) rejected; (\d+) duplicates", text).groups()
+    assert [int(x) for x in line] == [summary["candidates_evaluated"], summary["candidates_accepted"],
+                                      sum(rejected.values()), summary["duplicates"]]
+    tokens = re.search(r"tokens ([\d,]+) in / ([\d,]+) out; cost \$(\S+)", text).groups()
+    assert [int(tokens[0].replace(",", "")), int(tokens[1].replace(",", ""))] == [summary["tokens_in"],
+                                                                                  summary["tokens_out"]]
+    assert float(tokens[2]) == round(summary["cost_usd"], 2)
+    assert close(re.search(r"GPU time: (\S+) GPU-minutes", text).group(1), summary["elapsed_s"] / 60)
+    lineage = table_with(text, "operator")
+    assert [r["candidate"] for r in lineage] == ["`g1-0`", "`g2-0`", "`g3-0`"]
+    assert [float(r["fitness"]) for r in lineage] == [1.2, 1.4, 1.6]
+    env = verdict["environment"]
+    for key in ("gpu", "driver", "cuda_runtime", "torch", "triton"):
+        assert env[key] in text
+    assert "gpu-node-7" not in text  # the worker's host name is not for a PR
+
+
+def test_a_baseline_that_did_not_run_is_not_measured(tmp_path):
+    text = render_markdown(build(read_records(write_run(tmp_path / "r", drop_baseline=True))))
+    row = table_with(text, "roofline")[0]
+    assert row["torch.compile max-autotune"] == "not measured"
+    assert row["vs torch.compile max-autotune"] == "not measured"
+
+
+def test_no_improvement_and_failure_reports(tmp_path, failed_run):
+    flat = build(read_records(write_run(tmp_path / "flat", speedup=1.01)))
+    assert flat.status is Status.NO_IMPROVEMENT
+    assert "**Result (no improvement):** nothing beats eager and torch.compile by more than 3%" in render_markdown(flat)
+
+    failed = build(read_records(failed_run))
+    assert failed.status is Status.FAILED and failed.winner is None and failed.timing is None
+    text = render_markdown(failed)
+    assert "**Result (failed):** no candidate passed verification (search stopped: budget\\_candidates)" in text
+    section = text.split("### What went wrong", 1)[1].split("###", 1)[0]
+    assert "What to try:" in section and "computed something else" in section and "did not compile" in section
+    assert "g0-0: incorrect: case 0: incorrect (details)" in section
+    assert "### Speed per case" not in text and "### Reproduce" in text
+
+
+@pytest.mark.parametrize("target", [Target.PR_BODY, Target.CHECK_SUMMARY])
+def test_a_huge_report_is_shortened_and_says_what_was_cut(tmp_path, target):
+    report = build(read_records(write_run(tmp_path / "big", n_cases=1500)))
+    full = render_markdown(report, Target.FILE)
+    assert len(full.encode()) > PR_BODY_LIMIT
+    links = Links(full_report="https://github.com/o/r/blob/b/kernels/x/report.md")
+    text = render_markdown(report, target, links)
+    assert len(text.encode()) <= min(PR_BODY_LIMIT, CHECK_SUMMARY_LIMIT)
+    assert "> Shortened to fit GitHub's limit of" in text and "per-case tables collapsed" in text
+    assert "[report](https://github.com/o/r/blob/b/kernels/x/report.md)" in text
+    assert text.count("<details>") == text.count("</details>") >= 1
+    assert "### Reproduce" in text and "Geomean:" in text  # the most important parts stay
+
+
+def test_the_shortened_text_stays_whole_markdown(tmp_path):
+    """Even the last resort (only the result and how to reproduce) keeps fences and details balanced."""
+    long_op = "ops/" + "n" * 200 + ".py::" + "f" * 200
+    report = build(read_records(write_run(tmp_path / "big", n_cases=4000, op_id=long_op)))
+    text = render_markdown(report, Target.PR_BODY)
+    assert len(text.encode()) <= PR_BODY_LIMIT and text.count("```") % 2 == 0
+    assert text.count("<details>") == text.count("</details>")
+
+
+def test_plot_links_are_the_callers(gpu_run: Path):
+    report = build(read_records(gpu_run))
+    text = render_markdown(report, links=Links(plot=lambda name: f"plots/{name}.png"))
+    assert [m for m in re.findall(r"!\[[^\]]*\]\(([^)]*)\)", text)] == [
+        "plots/speedup.png", "plots/fitness.png", "plots/rejections.png", "plots/lineage.png"]

@@ -1,0 +1,179 @@
+"""Generated modules are drop-in ``ModelNew``s; integer outputs are exact; unsupported ops are named at once.
+
+The drop-in tests build ``ModelNew`` with constructor arguments other than the traced ones and compare it
+with the reference ``Model`` built the same way, running the kernels in the Triton interpreter.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelevo.search.offline import OfflineProposer
+from kernelevo.search.offline.analysis import unsupported_message, unsupported_ops
+from kernelevo.search.offline.init_copy import constructor
+from kernelevo.search.offline.trace import attribute_access, trace_task
+from kernelevo.search.proposer import ProposalRequest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEADER = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
+
+NORM = HEADER + '''
+HIDDEN = 64
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int = HIDDEN, eps: float = 1e-6, temperature: float = 1.0):
+        super(Model, self).__init__()
+        self.proj = nn.Linear(dim, dim, bias=False)
+        self.weight = nn.Parameter(torch.randn(dim))
+        self.register_buffer("shift", torch.rand(dim))
+        self.eps = eps
+        self.temperature = temperature
+
+    def forward(self, x):
+        xf = x.float()
+        normed = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return torch.softmax((normed * self.weight + self.shift) / self.temperature, dim=-1).to(x.dtype)
+
+
+def get_inputs():
+    return [torch.randn(7, HIDDEN)]
+
+
+def get_init_inputs():
+    return [HIDDEN, 1e-6, 1.0]
+'''
+
+
+@pytest.fixture(scope="module")
+def proposer():
+    return OfflineProposer()
+
+
+def _load(source: str, tmp_path: Path, name: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_model_new_honours_other_constructor_arguments(proposer, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    [p] = proposer.propose(ProposalRequest("norm", NORM))
+    assert p.error is None, p.error
+    assert "torch.zeros" not in p.source and "float(self.eps)" in p.source
+    cand, ref = _load(p.source, tmp_path, "cand_norm"), _load(NORM, tmp_path, "ref_norm")
+    for args in ([32, 0.5, 2.0], [96, 1e-3, 0.25]):
+        torch.manual_seed(3)
+        new = cand.ModelNew(*args)
+        torch.manual_seed(3)
+        old = ref.Model(*args)
+        assert new.proj.weight.shape == (args[0], args[0])
+        for (name, a), (name_b, b) in zip(sorted(new.state_dict().items()), sorted(old.state_dict().items())):
+            assert name == name_b and torch.equal(a, b)  # same seed, same values
+        for dtype in (torch.float32, torch.bfloat16):
+            x = torch.randn(5, args[0]).to(dtype)
+            got, want = new(x), old(x)
+            assert got.dtype == want.dtype == dtype
+            torch.testing.assert_close(got.float(), want.float(), rtol=2e-2, atol=1e-3)
+
+
+def test_constructor_copy_refuses_names_the_generated_module_binds():
+    assert constructor(HEADER + "BLOCK_SIZE = 8\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                                "        super().__init__()\n        self.n = BLOCK_SIZE\n") is None
+    assert constructor(HEADER + "import triton\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                                "        super().__init__()\n        self.v = triton.__version__\n") is None
+    plain = constructor(HEADER + "class Model(nn.Module):\n    def forward(self, x):\n        return x\n")
+    assert plain is not None and not plain.has_init
+
+
+def test_attribute_names_that_are_not_plain_stay_out_of_generated_code():
+    assert attribute_access(["layers", "0", "eps"]) == "self.layers[0].eps"
+    assert attribute_access(["x; import os"]) is None and attribute_access(["_private"]) is None
+    assert attribute_access(["class"]) is None
+
+
+def test_int8_quantisation_is_exact_on_the_cpu(tmp_path):
+    """``atol`` 0 for the int8 output: the kernel rounds as PyTorch (the bench op's own check)."""
+    from evaluator import evaluate
+
+    path = ROOT / "bench" / "ops" / "int8_row_quant.py"
+    assert "TOLERANCE = {\"atol\": 0.0" in path.read_text()
+    [p] = OfflineProposer().propose(ProposalRequest("int8_row_quant", path.read_text()))
+    assert "enable_fp_fusion=False" in p.source and "TORCH_CUDA=x.is_cuda" in p.source
+    cand = tmp_path / "offline_int8.py"
+    cand.write_text(p.source)
+    verdict = evaluate(str(path), str(cand), device="cpu")
+    assert verdict.accepted, f"{verdict.reason}: {verdict.detail}"
+
+
+def test_division_by_a_python_number_rounds_as_torch_on_each_device(tmp_path, monkeypatch):
+    """CUDA: x * fp32(1 / d); CPU: x / d. Checked in the interpreter against both formulas."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from kernelevo.search.offline.emit import SCALAR_DIV
+
+    src = "import triton\nimport triton.language as tl\n" + SCALAR_DIV + '''
+
+@triton.jit
+def k(x_ptr, o_ptr, n, CUDA: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(o_ptr + offs, div_by_scalar(x, 127.0, CUDA), mask=offs < n)
+'''
+    mod = _load(src, tmp_path, "scalar_div")
+    torch.manual_seed(0)
+    x = torch.rand(4096) * 100
+    for cuda, want in ((True, x * (torch.tensor(1.0) / torch.tensor(127.0))), (False, x / 127.0)):
+        out = torch.empty_like(x)
+        mod.k[(1,)](x, out, x.numel(), CUDA=cuda, BLOCK=4096)
+        assert torch.equal(out, want)
+    assert not torch.equal(x * (torch.tensor(1.0) / torch.tensor(127.0)), x / 127.0)  # the two differ
+
+
+@pytest.mark.gpu
+def test_cuda_divides_by_a_python_number_through_its_reciprocal():
+    """The assumption div_by_scalar encodes, checked against the installed PyTorch on the GPU."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    x = torch.rand(1 << 20, device="cuda") * 100
+    assert torch.equal(x / 127.0, x * (torch.tensor(1.0) / torch.tensor(127.0)).item())
+
+
+UNSUPPORTED = HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        return torch.cumsum(y, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 8, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_unsupported_aten_ops_are_listed_with_their_lines_and_what_to_do(proposer):
+    ops = unsupported_ops(trace_task(UNSUPPORTED))
+    assert [u.aten for u in ops] == ["aten.convolution", "aten.cumsum"]
+    assert ops[0].line == 12 and "self.conv(x)" in ops[0].code
+    assert ops[1].line == 13 and "cumsum" in ops[1].code
+    message = unsupported_message(ops, "conv_op")
+    assert message.startswith("op conv_op: not supported") and "line 12" in message
+    assert "by hand" in message and "LLM proposer" in message and "split the op" in message
+    assert proposer.unsupported(UNSUPPORTED) == ops
+    [p] = proposer.propose(ProposalRequest("conv_op", UNSUPPORTED))
+    assert p.source == "" and "aten.convolution at line 12" in p.error and "aten.cumsum" in p.error
+    assert proposer.unsupported(NORM) == []
