@@ -31,8 +31,11 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated substrings of candidate file names")
     parser.add_argument("--small", action="store_true", help="use the tasks' small cases (a quicker GPU pass)")
     parser.add_argument("--baselines", default="eager", help="baselines to time (eager,compile_default,...)")
-    parser.add_argument("--parallel", type=int, default=3,
-                        help="task groups evaluated side by side (the search keeps as many evaluations in flight)")
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="task groups evaluated side by side; each group is its own session, and sessions do "
+                             "not share the GPU lock, so one group's timing and baselines overlap another's work: "
+                             "above 1, timing-based verdicts (the physical floor, too_slow, the trace's time share) "
+                             "can flip; use it only for a quick scan of false rejects")
     args = parser.parse_args()
 
     os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths

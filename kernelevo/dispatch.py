@@ -69,6 +69,17 @@ def log_setting() -> str:
         return os.environ.get(LOG_VARIABLE, "")
 
 
+def dispatch_disabled() -> bool:
+    """``KERNELEVO_DISABLE``, read through the settings (``Settings.disable``), for every call of an op.
+
+    As with :func:`log_setting`, an invalid setting of another part of KernelEvo must not make the user's op raise:
+    the variable itself is read then, with the settings' own notion of true."""
+    try:
+        return get_settings().disable
+    except SettingsError:
+        return os.environ.get("KERNELEVO_DISABLE", "").strip().lower() in ("1", "true", "yes", "on", "y", "t")
+
+
 def configure_logging(value: str | None = None) -> None:
     """With ``KERNELEVO_LOG=dispatch`` (or ``all``), send the ``kernelevo.dispatch`` logger's debug records to
     stderr, once per process, whatever logging the program itself configured (its own handlers still get them).
@@ -372,10 +383,10 @@ def dispatcher_for_function(wrapper):
     configure_logging()
     original = wrapper.__wrapped__
     state = FunctionDispatcher(original, original, original.__qualname__)
-    settings = get_settings
+    disabled = dispatch_disabled
 
     def call(args: tuple, kwargs: dict):
-        if settings().disable:
+        if disabled():
             return original(*args, **kwargs)
         inside = state.inside
         if inside is not None and not kwargs:
@@ -407,7 +418,7 @@ def _share_state(kernel, module) -> None:
 
 class ModuleDispatcher(_Dispatcher):
     def __call__(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if get_settings().disable or type(module) is not self.target:
+        if dispatch_disabled() or type(module) is not self.target:
             return self.original(module, *args, **kwargs)
         resolved = self.resolved or self.resolve()
         kernel_class, check = resolved.kernel_class, resolved.check
@@ -521,7 +532,7 @@ def explain(op: object, *args: Any, **kwargs: Any) -> Explanation:
     called). ``op``: a decorated function, a decorated module class, or an instance of one (needed to judge a
     module call). ``print(kernelevo.explain(op, x))`` reads as a short report."""
     dispatcher, instance = _dispatcher_of(op)
-    if get_settings().disable:
+    if dispatch_disabled():
         return Explanation(dispatcher.qualname, Status.DISABLED, "KERNELEVO_DISABLE=1 is set: every call runs the "
                            "original code")
     resolved = dispatcher.resolved

@@ -214,11 +214,22 @@ def load_settings(secrets_dir: Path | None = SECRETS_DIR) -> Settings:
 
 
 @lru_cache(maxsize=1)
+def _read_once() -> Settings | SettingsError:
+    try:
+        return load_settings()
+    except SettingsError as exc:  # kept too: the op dispatcher asks on every call of a user's op
+        return exc
+
+
 def get_settings() -> Settings:
-    """The settings, read on first use only (:func:`load_settings` from :data:`SECRETS_DIR`)."""
-    return load_settings()
+    """The settings, read on first use only (:func:`load_settings` from :data:`SECRETS_DIR`); invalid settings
+    raise the same :class:`SettingsError` on every call without reading the environment and the files again."""
+    read = _read_once()
+    if isinstance(read, SettingsError):
+        raise read
+    return read
 
 
 def reset_settings_cache() -> None:
     """Forget the cached settings (tests change the environment between cases)."""
-    get_settings.cache_clear()
+    _read_once.cache_clear()

@@ -340,6 +340,10 @@ _TOOLCHAIN = ("ptxas", "cc", "gcc", "g++", "c++", "clang", "nvcc", "ninja", "ld"
 # platform.py itself spawned them; they read the host's binaries and print a word, inside the sandbox.
 _SYSTEM_PROBES = ("file", "uname")
 _PLATFORM_FILES = frozenset(str(Path(stdlib) / "platform.py") for stdlib in _STDLIB)
+# The toolchain runs only when a library's own code called subprocess by name (Triton's ``check_call([cc, ...])``,
+# torch's ``subprocess.run(ninja ...)``): ``functools.partial(subprocess.run, ["gcc", "-wrapper", "/bin/sh,-c,..."])``
+# handed to a library as a grid or a hook is entered by a generic ``f()`` and would run any shell command.
+_SUBPROCESS_FILES = frozenset(str(Path(stdlib) / "subprocess.py") for stdlib in _STDLIB)
 
 
 class AuditGuard:
@@ -366,6 +370,10 @@ class AuditGuard:
         # rebound without an audit event (``os.devnull = "/some/file"`` must not widen what counts as harmless).
         self._devnull, self._fsdecode = os.devnull, os.fsdecode
         self._realpath, self._basename = os.path.realpath, os.path.basename
+        # The environment the platform probes must run with (see _probe_environment_unchanged): os.environ itself is
+        # bound (its contents are what a spawn inherits), and the search path and loader variables are copied now.
+        self._environ = os.environ
+        self._probe_environ = {k: v for k, v in os.environ.items() if k == "PATH" or k.startswith("LD_")}
 
     def install(self) -> None:
         sys.addaudithook(self._hook)
@@ -474,7 +482,9 @@ class AuditGuard:
         if event in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
             program = args[0] if args else ""
             name = self._basename(self._fsdecode(program)) if isinstance(program, (str, bytes)) else ""
-            if name.startswith(_TOOLCHAIN) or (name in _SYSTEM_PROBES and self._raised_under(_PLATFORM_FILES)):
+            if (name.startswith(_TOOLCHAIN) and self._raised_under(_SUBPROCESS_FILES)) or (
+                    name in _SYSTEM_PROBES and self._raised_under(_PLATFORM_FILES)
+                    and self._probe_environment_unchanged(args)):
                 return None
             return line
         if event.startswith("ctypes.") and self._entered_through_toolchain():
@@ -537,16 +547,33 @@ class AuditGuard:
         return False
 
     def _raised_under(self, files: frozenset[str]) -> bool:
-        """Whether, walking up from the event, a frame of one of ``files`` comes before any of the candidate's (the
-        library's own code asked, not a callable the candidate handed it)."""
+        """Whether, walking up from the event, a frame of one of ``files`` comes before any of the candidate's, and
+        the code that entered those files names the function it entered in its own code (the library's own
+        ``platform.architecture()``): a ``functools.partial(platform.architecture, path)`` the candidate hands a
+        library as a grid or a hook is entered by a generic ``f()``, which names nothing."""
         frame: FrameType | None = self._getframe(3)
+        entered: FrameType | None = None  # the outermost frame of ``files`` so far
         while frame is not None:
             if self._candidates_frame(frame):
                 return False
             if frame.f_code.co_filename in files:
-                return True
+                entered = frame
+            elif entered is not None:  # ``subprocess.Popen(...)`` enters through ``Popen.__init__``
+                name = "Popen" if entered.f_code.co_name == "__init__" else entered.f_code.co_name
+                return name in frame.f_code.co_names
             frame = frame.f_back
         return False
+
+    def _probe_environment_unchanged(self, args: tuple) -> bool:
+        """Whether the program search path and the loader variables the probe runs with are those of the process
+        when the guard was installed: a candidate that put its own folder on ``PATH`` (an executable ``file`` it
+        wrote there) or set ``LD_PRELOAD`` would have the standard library run its program."""
+        env = args[3] if len(args) > 3 and args[3] is not None else self._environ
+        try:
+            current = {k: v for k, v in env.items() if k == "PATH" or str(k).startswith("LD_")}
+        except (AttributeError, TypeError):
+            return False
+        return current == self._probe_environ
 
     def _candidate_line_on_stack(self) -> int | None:
         frame: FrameType | None = self._getframe(3)

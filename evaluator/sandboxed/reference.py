@@ -72,6 +72,7 @@ class ReferenceRunner:
         self.inputs_dir = Path(req["inputs_dir"])
         self.inputs_dir.mkdir(parents=True, exist_ok=True)
         self.task = task = taskspec.load_task(req["task"])
+        taskspec.check_kept_inputs_vary(task, self.small, self.seeds)
         self.model_native = self._build_model()
         self._write_init()
         try:

@@ -150,10 +150,7 @@ def _keep_inputs(path: Path, model_cls: type[torch.nn.Module], declared: Any) ->
         return frozenset()
     if isinstance(declared, (str, int)):
         declared = (declared,)
-    try:
-        names = list(inspect.signature(model_cls.forward).parameters)[1:]
-    except (TypeError, ValueError):
-        names = []
+    names = _forward_parameter_names(model_cls)
     kept: set[int] = set()
     for item in declared:
         if isinstance(item, bool) or not isinstance(item, (str, int)):
@@ -232,6 +229,34 @@ def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str) 
     cases = task.raw_cases(small)
     return [[v if k in task.keep_inputs else apply_distribution(v, distribution, seed) for k, v in enumerate(case)]
             for case in cases]
+
+
+def check_kept_inputs_vary(task: LoadedTask, small: bool, seeds: list[int]) -> None:
+    """A kept input (``KEEP_INPUTS``) must still change with the seed: one that is the same bytes in every call (a
+    rotary table built from ``arange`` alone) lets a kernel ignore it and compute the values itself, right only for
+    that one table. Raises :class:`TaskError` saying how to draw it from the seed."""
+    if not task.keep_inputs or len(set(seeds)) < 2:
+        return
+    first, second = (generate_cases(task, small, seed, "task") for seed in sorted(set(seeds))[:2])
+    names = _forward_parameter_names(task.model_cls)
+    for case_a, case_b in zip(first, second):
+        for k in sorted(task.keep_inputs):
+            if k >= len(case_a):
+                raise TaskError(f"{task.path}: KEEP_INPUTS names input {k}, but a case has only {len(case_a)} inputs")
+            a, b = case_a[k], case_b[k]
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b):
+                name = names[k] if k < len(names) else str(k)
+                raise TaskError(
+                    f"{task.path}: KEEP_INPUTS input {name!r} is the same for every seed, so a kernel could ignore "
+                    "it and compute those values itself; draw it from torch's generator (for rotary tables: "
+                    "positions from a random offset, as a decode step at some cache length sees them)")
+
+
+def _forward_parameter_names(model_cls: type[torch.nn.Module]) -> list[str]:
+    try:
+        return list(inspect.signature(model_cls.forward).parameters)[1:]
+    except (TypeError, ValueError):
+        return []
 
 
 def describe(value: Any) -> dict[str, Any]:

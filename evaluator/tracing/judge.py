@@ -405,12 +405,17 @@ def check_window(window: Window, policy: KernelPolicy, input_elements: int = 0) 
 # per few elements; a reduction over the whole input fills the GPU): together the library kernels of a call may
 # launch at most max(BOOKKEEPING_FLOOR_THREADS, input elements / BOOKKEEPING_FRACTION) threads. The floor is what a
 # handful of kernels on tiny tensors launch (one block of up to 1024 threads each); a softmax or a reduction over the
-# inputs of a real-sized case is far past it. Where the call is long enough to measure (BOOKKEEPING_TIMED_FROM_NS of
-# kernel time), they may also take at most BOOKKEEPING_MAX_SHARE of it: below that, launch latency is all there is.
+# inputs of a real-sized case is far past it. They may also take at most BOOKKEEPING_MAX_SHARE of the call's kernel
+# time. Threads bound the work of element-wise kernels only: a reduction (a norm, var_mean, a full sum) or a
+# block-per-row softmax over rows of 64K+ columns covers hundreds of elements per thread and stays under input/64
+# threads while doing the op's work, so the share applies at every call length to kernels past the floor. Below
+# BOOKKEEPING_TIMED_FROM_NS of kernel time, launch latency is all there is to measure for kernels on tiny tensors:
+# within the floor they may take up to BOOKKEEPING_LATENCY_NS together (a handful of launches), whatever the share.
 BOOKKEEPING_FRACTION = 64
 BOOKKEEPING_FLOOR_THREADS = 16 * 1024
 BOOKKEEPING_MAX_SHARE = 0.10
 BOOKKEEPING_TIMED_FROM_NS = 200_000
+BOOKKEEPING_LATENCY_NS = 32_000
 
 
 def _threads(kernel: KernelRecord) -> int:
@@ -424,15 +429,24 @@ def bookkeeping_threads(input_elements: int) -> int:
     return max(BOOKKEEPING_FLOOR_THREADS, int(input_elements) // BOOKKEEPING_FRACTION)
 
 
+def bookkeeping_allowance_ns(call_ns: int, threads: int) -> float:
+    """Kernel time the library kernels of a call (``threads`` launched together) may take as bookkeeping (pure)."""
+    share = BOOKKEEPING_MAX_SHARE * call_ns
+    if call_ns < BOOKKEEPING_TIMED_FROM_NS and threads <= BOOKKEEPING_FLOOR_THREADS:
+        return max(share, BOOKKEEPING_LATENCY_NS)
+    return share
+
+
 def _split_bookkeeping(foreign: list, kernels: list[KernelRecord], input_elements: int) -> tuple[list, list]:
     """(bookkeeping, still foreign) among the foreign kernels of one window: all of the ATen/CUDA-library kernels
     count as bookkeeping together, or none does."""
     small = [(k, c) for k, c in foreign if c.family in (Family.ATEN_COMPUTE, Family.CUDA_LIBRARY)]
-    if not small or sum(_threads(k) for k, _ in small) > bookkeeping_threads(input_elements):
+    threads = sum(_threads(k) for k, _ in small)
+    if not small or threads > bookkeeping_threads(input_elements):
         return [], foreign
     total, _ = _busy_ns(kernels)
     spent, _ = _busy_ns(k for k, _ in small)
-    if total >= BOOKKEEPING_TIMED_FROM_NS and spent > BOOKKEEPING_MAX_SHARE * total:
+    if spent > bookkeeping_allowance_ns(total, threads):
         return [], foreign
     return small, [(k, c) for k, c in foreign if (k, c) not in small]
 

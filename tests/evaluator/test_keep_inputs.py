@@ -67,3 +67,14 @@ def test_a_bad_keep_inputs_names_the_task_and_what_to_write(tmp_path, keep, mess
     with pytest.raises(taskspec.TaskError, match="rope_task.py") as raised:
         _task(tmp_path, keep)
     assert message in str(raised.value)
+
+
+def test_a_kept_input_that_never_changes_with_the_seed_is_refused(tmp_path):
+    """A table that is the same bytes for every seed lets a kernel ignore it and compute its values itself."""
+    task = _task(tmp_path, '("cos", "sin")')
+    with pytest.raises(taskspec.TaskError, match="KEEP_INPUTS input 'cos' is the same for every seed"):
+        taskspec.check_kept_inputs_vary(task, False, [1, 2])
+    seeded = tmp_path / "seeded.py"
+    seeded.write_text(TASK.format(keep='("cos", "sin")').replace(
+        "torch.arange(5).float()", "torch.arange(5).float() + int(torch.randint(0, 8192, ()))"))
+    taskspec.check_kept_inputs_vary(taskspec.load_task(seeded), False, [1, 2])  # positions from the seed: fine

@@ -122,3 +122,24 @@ def test_the_dispatch_log_reaches_stderr_in_a_users_program(tmp_path):
     quiet = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
                            env={**env, "KERNELEVO_LOG": ""}, cwd=tmp_path)
     assert quiet.returncode == 0 and "a decision" not in quiet.stderr
+
+
+def test_an_invalid_unrelated_setting_never_makes_a_users_op_raise(tmp_path, monkeypatch):
+    """A bot's KERNELEVO_GITHUB_APP_ID=abc in the same shell used to raise SettingsError from every call of every
+    decorated op (and re-read the environment and secret files each time); KERNELEVO_DISABLE still works."""
+    from kernelevo.settings import SettingsError, get_settings
+
+    ops, _ = _user_op(tmp_path)
+    x = torch.randn(3, 8)
+    monkeypatch.setenv("KERNELEVO_GITHUB_APP_ID", "not-a-number")
+    reset_settings_cache()
+    with pytest.raises(SettingsError) as first:
+        get_settings()
+    with pytest.raises(SettingsError) as second:
+        get_settings()
+    assert first.value is second.value  # read once, not again on every call
+    assert torch.allclose(ops.soften(x, 0.7), torch.softmax(x / 0.7, dim=-1) + 100)  # the kernel, no raise
+    monkeypatch.setenv("KERNELEVO_DISABLE", "true")
+    reset_settings_cache()
+    assert torch.allclose(ops.soften(x, 0.7), torch.softmax(x / 0.7, dim=-1))  # disabled: the original
+    assert "KERNELEVO_DISABLE" in str(dispatch.explain(ops.soften))

@@ -17,8 +17,10 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 # The rotation tables are cat(freqs, freqs).cos()/.sin(), as models build them (kernels read one half):
-# they keep this draw under every input distribution; q/k/x still cover the op's domain.
+# they keep this draw under every input distribution (q/k/x still cover the op's domain), and change with the
+# seed through the positions' offset (a decode step at some cache length), so no kernel can assume them.
 KEEP_INPUTS = ("cos", "sin")
+
 
 class Model(nn.Module):
     def forward(self, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
@@ -29,7 +31,8 @@ class Model(nn.Module):
 
 def _case(b: int, hq: int, hkv: int, s: int, d: int):
     inv_freq = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
-    freqs = torch.outer(torch.arange(s).float(), inv_freq)
+    offset = int(torch.randint(0, 8192, ()))  # where in the sequence these positions start
+    freqs = torch.outer(torch.arange(offset, offset + s).float(), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)[None]
     return [torch.randn(b, hq, s, d, dtype=torch.bfloat16), torch.randn(b, hkv, s, d, dtype=torch.bfloat16),
             emb.cos().bfloat16(), emb.sin().bfloat16()]
