@@ -110,6 +110,10 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
     try:
         ready = call_worker(worker, None, options.timeout_s, evidence)
         overhead["process_startup_s"] = round(float(ready.get("startup_s", 0.0)), 3)
+        phases = ready.get("startup_phases")
+        if isinstance(phases, dict):  # the process's own account, for profiling only (it could say anything)
+            overhead["startup_phases"] = {str(k)[:40]: float(v) for k, v in list(phases.items())[:8]
+                                          if isinstance(v, (int, float))}
         overhead["waited_for_process_s"] = round(time.perf_counter() - t0, 3)
         t = time.perf_counter()
         call_worker(worker, {"op": "load"}, options.timeout_s, evidence, already_sent=True)
