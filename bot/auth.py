@@ -63,7 +63,7 @@ class InstallationTokens:
             data: dict[str, Any] = self._post(f"/app/installations/{installation_id}/access_tokens",
                                               app_jwt(self._app_id, self._key, now),
                                               {"repositories": [name], "permissions": dict(permissions)})
-            token, expires = data["token"], parse_expiry(data["expires_at"])
+            token, expires = str(data["token"]), parse_expiry(data["expires_at"])
             self._cache[key] = (token, expires)
             return token
 

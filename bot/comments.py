@@ -38,5 +38,5 @@ def upsert_status(gh: GitHubAPI, repo: str, number: int, body: str, bot_login: s
     if existing:
         if existing.get("body") != body:
             gh.edit_comment(repo, existing["id"], body)
-        return existing["id"]
-    return gh.create_comment(repo, number, body)["id"]
+        return int(existing["id"])
+    return int(gh.create_comment(repo, number, body)["id"])

@@ -100,7 +100,7 @@ def follow_up_base(pull: dict[str, Any]) -> str:
     """Branch the follow-up PR targets: the PR's head branch, or its base branch for fork PRs."""
     from bot import trust
 
-    return pull["base"]["ref"] if trust.is_fork(pull) else pull["head"]["ref"]
+    return str(pull["base"]["ref"] if trust.is_fork(pull) else pull["head"]["ref"])
 
 
 def job_rows(ctx: BotContext, job_ids: list[str]) -> list[dict[str, Any]]:

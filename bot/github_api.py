@@ -48,6 +48,8 @@ def token_exchange(base_url: str) -> Callable[[str, str, dict[str, Any]], dict[s
     def post(path: str, app_jwt: str, body: dict[str, Any]) -> dict[str, Any]:
         _, data = requester.requestJsonAndCheck(
             "POST", path, headers={"Authorization": f"Bearer {app_jwt}"}, input=body)
+        if not isinstance(data, dict):
+            raise GitHubError("POST", path, 0, f"expected a JSON object, got {type(data).__name__}")
         return data
 
     return post
@@ -102,6 +104,13 @@ class GitHubAPI:
                 raise ratelimit.Deferred(action.wait_s, f"{verb} {path}: {action.reason}")
             raise GitHubError(verb, path, status, message or action.reason)
 
+    def _object(self, verb: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """:meth:`call` for endpoints that answer one JSON object (a list or a scalar there is GitHub's error)."""
+        data = self.call(verb, path, **kwargs)
+        if not isinstance(data, dict):
+            raise GitHubError(verb, path, 0, f"expected a JSON object, got {type(data).__name__}")
+        return data
+
     def _maybe(self, verb: str, path: str, **kwargs: Any) -> Any:
         try:
             return self.call(verb, path, **kwargs)
@@ -113,7 +122,7 @@ class GitHubAPI:
     # -- repos, contents, permissions -------------------------------------------------------------
     def get_repo(self, repo: str) -> dict[str, Any]:
         """The repository (default branch, owner...)."""
-        return self.call("GET", f"/repos/{repo}")
+        return self._object("GET", f"/repos/{repo}")
 
     def read_file(self, repo: str, path: str, ref: str) -> str | None:
         """A file's text at ``ref``, or None if it does not exist."""
@@ -127,12 +136,12 @@ class GitHubAPI:
         data = self._maybe("GET", f"/repos/{repo}/collaborators/{quote(username, safe='')}/permission")
         if not data:
             return "none"
-        return data.get("role_name") or data.get("permission") or "none"
+        return str(data.get("role_name") or data.get("permission") or "none")
 
     # -- pulls and comments -----------------------------------------------------------------------
     def get_pull(self, repo: str, number: int) -> dict[str, Any]:
         """One pull request."""
-        return self.call("GET", f"/repos/{repo}/pulls/{number}")
+        return self._object("GET", f"/repos/{repo}/pulls/{number}")
 
     def list_pulls(self, repo: str, *, state: str = "open", head: str | None = None) -> list[dict[str, Any]]:
         """Pull requests (all pages), optionally only those from ``owner:branch``."""
@@ -143,13 +152,13 @@ class GitHubAPI:
 
     def create_pull(self, repo: str, *, title: str, head: str, base: str, body: str) -> dict[str, Any]:
         """Open a pull request."""
-        return self.call("POST", f"/repos/{repo}/pulls",
+        return self._object("POST", f"/repos/{repo}/pulls",
                          body={"title": title, "head": head, "base": base, "body": body,
                                "maintainer_can_modify": True})
 
     def edit_pull(self, repo: str, number: int, **fields: Any) -> dict[str, Any]:
         """Change a pull request's title/body/state."""
-        return self.call("PATCH", f"/repos/{repo}/pulls/{number}", body=fields)
+        return self._object("PATCH", f"/repos/{repo}/pulls/{number}", body=fields)
 
     def list_comments(self, repo: str, number: int) -> list[dict[str, Any]]:
         """All comments of an issue or PR."""
@@ -157,52 +166,53 @@ class GitHubAPI:
 
     def create_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
         """Post a comment on an issue or PR."""
-        return self.call("POST", f"/repos/{repo}/issues/{number}/comments", body={"body": body})
+        return self._object("POST", f"/repos/{repo}/issues/{number}/comments", body={"body": body})
 
     def edit_comment(self, repo: str, comment_id: int, body: str) -> dict[str, Any]:
         """Replace a comment's body."""
-        return self.call("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", body={"body": body})
+        return self._object("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", body={"body": body})
 
     def react(self, repo: str, comment_id: int, content: str) -> dict[str, Any]:
         """Add a reaction (``+1``, ``eyes``, ``confused``...) to a comment."""
-        return self.call("POST", f"/repos/{repo}/issues/comments/{comment_id}/reactions",
+        return self._object("POST", f"/repos/{repo}/issues/comments/{comment_id}/reactions",
                          body={"content": content})
 
     # -- check runs -------------------------------------------------------------------------------
     def create_check_run(self, repo: str, **fields: Any) -> dict[str, Any]:
         """Create a check run (``name``, ``head_sha``, ``status``, ``output``, ``actions``...)."""
-        return self.call("POST", f"/repos/{repo}/check-runs", body=fields)
+        return self._object("POST", f"/repos/{repo}/check-runs", body=fields)
 
     def update_check_run(self, repo: str, check_run_id: int, **fields: Any) -> dict[str, Any]:
         """Update a check run."""
-        return self.call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", body=fields)
+        return self._object("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", body=fields)
 
     # -- git data ---------------------------------------------------------------------------------
     def branch_sha(self, repo: str, branch: str) -> str | None:
         """The commit a branch points at, or None if the branch does not exist."""
         data = self._maybe("GET", f"/repos/{repo}/git/ref/heads/{quote(branch)}")
-        return data["object"]["sha"] if data else None
+        return str(data["object"]["sha"]) if data else None
 
     def get_commit(self, repo: str, sha: str) -> dict[str, Any]:
         """A git commit object (its ``tree.sha`` is the base for a new tree)."""
-        return self.call("GET", f"/repos/{repo}/git/commits/{sha}")
+        return self._object("GET", f"/repos/{repo}/git/commits/{sha}")
 
     def create_blob(self, repo: str, content: bytes) -> str:
         """Store file content; returns the blob SHA."""
-        data = self.call("POST", f"/repos/{repo}/git/blobs",
+        data = self._object("POST", f"/repos/{repo}/git/blobs",
                          body={"content": base64.b64encode(content).decode(), "encoding": "base64"})
-        return data["sha"]
+        return str(data["sha"])
 
     def create_tree(self, repo: str, base_tree: str, files: dict[str, str]) -> str:
         """A tree = ``base_tree`` plus ``{path: blob_sha}``; returns the tree SHA."""
         entries = [{"path": p, "mode": "100644", "type": "blob", "sha": s} for p, s in sorted(files.items())]
-        data = self.call("POST", f"/repos/{repo}/git/trees", body={"base_tree": base_tree, "tree": entries})
-        return data["sha"]
+        data = self._object("POST", f"/repos/{repo}/git/trees", body={"base_tree": base_tree, "tree": entries})
+        return str(data["sha"])
 
     def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str:
         """A commit object; returns its SHA."""
-        return self.call("POST", f"/repos/{repo}/git/commits",
-                         body={"message": message, "tree": tree, "parents": parents})["sha"]
+        data = self._object("POST", f"/repos/{repo}/git/commits",
+                            body={"message": message, "tree": tree, "parents": parents})
+        return str(data["sha"])
 
     def set_branch(self, repo: str, branch: str, sha: str, *, exists: bool) -> None:
         """Point ``branch`` at ``sha``: create the ref, or force-update it."""

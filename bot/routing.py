@@ -70,7 +70,7 @@ class Event:
 
     @property
     def repo(self) -> str:
-        return (self.payload.get("repository") or {}).get("full_name", "")
+        return str((self.payload.get("repository") or {}).get("full_name", ""))
 
 
 Handler = Callable[[Event, Any, Any], None]

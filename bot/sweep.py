@@ -28,7 +28,8 @@ def sweep_due(schedule: str, last_run_at: datetime, now: datetime) -> bool:
     """Whether a cron fire time passed since the last sweep."""
     from croniter import croniter
 
-    return croniter(schedule, last_run_at).get_next(datetime) <= now
+    fire: datetime = croniter(schedule, last_run_at).get_next(datetime)
+    return fire <= now
 
 
 @dataclass(frozen=True)

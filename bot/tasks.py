@@ -44,7 +44,8 @@ def context() -> BotContext:
 
 def _deferred(task: Any, exc: Deferred) -> Exception:
     log.warning("%s deferred: %s", task.name, exc)
-    return task.retry(countdown=exc.wait_s, max_retries=MAX_DEFERRALS, exc=exc)
+    retry: Exception = task.retry(countdown=exc.wait_s, max_retries=MAX_DEFERRALS, exc=exc)
+    return retry
 
 
 @app.task(  # type: ignore[untyped-decorator]  # Celery has no type hints
