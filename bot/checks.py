@@ -2,17 +2,19 @@
 
 A request's run covers one job per op and shows one line per op: its progress while the job runs,
 its outcome once the job is reported; under the lines, the report of each op that got a follow-up PR
-(:mod:`kernelevo.report`, rendered for a check-run summary). The summaries and the conclusion are pure
+(:mod:`kernelevo.report`, rendered for a check-run summary, each shortened to its share of GitHub's limit when
+they do not all fit). The summaries and the conclusion are pure
 functions of the stored :class:`~bot.state.RunLink`, the job records and those reports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from bot.github_api import GitHubAPI
-from bot.report import code
+from bot.report import CheckReport, code
 from bot.state import Conclusion, RunLink
 from kernelevo.report.markdown import CHECK_SUMMARY_LIMIT
 from workflows.models import JobRecord, JobState
@@ -47,7 +49,7 @@ def start_run(gh: GitHubAPI, repo: str, head_sha: str, ops: list[str]) -> int:
     """Create an optimize request's check run (queued); returns its id."""
     run = gh.create_check_run(repo, name=run_name(len(ops)), head_sha=head_sha, status="queued",
                               output={"title": "Queued", "summary": "\n".join(f"- {code(op)}: queued" for op in ops)})
-    return run["id"]
+    return int(run["id"])
 
 
 def progress_text(record: JobRecord | None) -> str:
@@ -66,8 +68,10 @@ def progress_text(record: JobRecord | None) -> str:
 def run_summary(run: RunLink, records: dict[str, JobRecord | None],
                 reports: Mapping[str, str] | None = None) -> str:
     """One line per op: the outcome once reported, else the job's progress (``records`` by job id); then the
-    report of each published op (``reports`` by op id), in the run's order, as far as GitHub's limit allows: a
-    report that no longer fits is named with its follow-up PR instead (that PR's body holds it)."""
+    report of each published op (``reports``: the kept :class:`~bot.report.CheckReport` by op id), in the run's
+    order. Reports that do not all fit in GitHub's limit share it: each is shortened to its share
+    (:func:`shares`); only when a share would be too small for the essentials is a report named with its
+    follow-up PR instead (that PR's body holds it)."""
     lines = []
     for line in run.ops:
         if line.outcome is not None:
@@ -78,18 +82,60 @@ def run_summary(run: RunLink, records: dict[str, JobRecord | None],
             text = progress_text(records.get(line.job_id))
         lines.append(f"- {code(line.op_id)}: {text}")
     summary = "\n".join(lines)
-    published = [line for line in run.ops
-                 if line.conclusion is Conclusion.SUCCESS and line.op_id in (reports or {})]
-    pointers = {line.op_id: _pointer(line.op_id, line.follow_up_pr) for line in published}
-    room = CHECK_SUMMARY_LIMIT - _size(summary) - sum(_size(p) for p in pointers.values())
-    for line in published:
-        block = "\n\n" + (reports or {})[line.op_id].strip("\n")
-        if _size(block) <= room + _size(pointers[line.op_id]):
-            room -= _size(block) - _size(pointers[line.op_id])
-            summary += block
-        else:
-            summary += pointers[line.op_id]
-    return summary
+    kept = reports or {}
+    published = [line for line in run.ops if line.conclusion is Conclusion.SUCCESS and line.op_id in kept]
+    blocks = [_Block.of(line.op_id, line.follow_up_pr, kept[line.op_id]) for line in published]
+    room = CHECK_SUMMARY_LIMIT - _size(summary)
+    shown = len(blocks)
+    while True:  # the most reports (in the run's order) whose shares hold their essentials; pointers for the rest
+        pointed = sum(_size(b.pointer) for b in blocks[shown:])
+        given = shares(room - pointed, [_size(b.full) for b in blocks[:shown]])
+        if shown == 0 or all(b.fits(share) for b, share in zip(blocks, given)):
+            break
+        shown -= 1
+    for block, share in zip(blocks[:shown], given):
+        summary += block.within(share)
+    return summary + "".join(b.pointer for b in blocks[shown:])
+
+
+MIN_SHARE = 4_000  # bytes: a report shortened to its result, geomeans and how to reproduce takes 1-3 KB
+
+
+def shares(room: int, sizes: list[int]) -> list[int]:
+    """``room`` bytes divided among reports of ``sizes``: each gets its size if an equal split allows it, the
+    rest split equally what those leave (the large reports are shortened, the small ones kept whole)."""
+    given = [0] * len(sizes)
+    left, waiting = max(room, 0), len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda n: sizes[n]):
+        given[i] = min(sizes[i], left // waiting)
+        left -= given[i]
+        waiting -= 1
+    return given
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One published op's place under the lines: its full report, how to shorten it, the pointer instead."""
+
+    full: str
+    pointer: str
+    kept: CheckReport | None  # None: Markdown an older bot kept, shown whole or pointed to
+
+    @classmethod
+    def of(cls, op_id: str, pr: int | None, kept: str) -> _Block:
+        model = CheckReport.parse(kept)
+        text = model.markdown() if model is not None else kept
+        return cls(full="\n\n" + text.strip("\n"), pointer=_pointer(op_id, pr), kept=model)
+
+    def fits(self, share: int) -> bool:
+        return _size(self.full) <= share or (self.kept is not None and share >= MIN_SHARE)
+
+    def within(self, share: int) -> str:
+        if _size(self.full) <= share:
+            return self.full
+        if self.kept is None:
+            return self.pointer
+        return "\n\n" + self.kept.markdown(limit=share - 2).strip("\n")
 
 
 def _pointer(op_id: str, pr: int | None) -> str:

@@ -66,7 +66,7 @@ def search_result(record: JobRecord) -> dict[str, Any] | None:
     if record.result is None:
         return None
     res = record.result
-    best = ({"source": res.best_source, "verdict": res.verdict, "fitness": res.best_fitness}
+    best = ({"id": res.best_id, "source": res.best_source, "verdict": res.verdict, "fitness": res.best_fitness}
             if res.best_source else None)
     return {**res.summary, "stop_reason": res.stop_reason, "best": best}
 
@@ -218,7 +218,7 @@ def report_outcome(ctx: context.BotContext, record: JobRecord) -> Outcome:
         log.exception("publishing %s failed", record.id)
         return Outcome(f"publishing failed, nothing was pushed ({escape_md(exc)}); comment `/kernelevo optimize`"
                        " to retry", Conclusion.FAILURE)
-    return published_outcome(published, assessment.reason, config.max_open_prs, made.check_summary)
+    return published_outcome(published, assessment.reason, config.max_open_prs, made.check_report)
 
 
 def publish_result(ctx: context.BotContext, gh: GitHubAPI, record: JobRecord, result: dict[str, Any], max_open_prs: int,

@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bot.publish import blob_url
 from kernelevo.report import escape
@@ -31,7 +31,8 @@ fenced = escape.fenced
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Assessment", "FollowUp", "assess", "code", "escape_md", "fenced", "follow_up", "marker_value", "render"]
+__all__ = ["Assessment", "CheckReport", "FollowUp", "assess", "code", "escape_md", "fenced", "follow_up",
+           "marker_value", "render"]
 
 
 def assess(result: dict[str, Any] | None, min_gain: float = MIN_GAIN) -> Assessment:
@@ -73,16 +74,44 @@ def render(template: str, **context: Any) -> str:
 
 # -- the follow-up PR -----------------------------------------------------------------------------------------------
 
+class CheckReport(BaseModel):
+    """An op's report as the request's check run keeps it until every op is reported (``check_report``): the
+    report's model and its resolved links rather than Markdown, so that a run showing several ops' reports can
+    render each to its share of GitHub's limit (:func:`bot.checks.run_summary`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    report: Report
+    plots: dict[str, str] = {}  # plot name -> image URL on the follow-up branch
+    kernel: str | None = None
+    full_report: str | None = None
+
+    def markdown(self, limit: int | None = None) -> str:
+        """The report for a check-run summary, within ``limit`` bytes (None: GitHub's limit there)."""
+        links = Links(plot=self.plots.get, kernel=self.kernel, full_report=self.full_report)
+        return render_markdown(self.report, Target.CHECK_SUMMARY, links, limit=limit)
+
+    @classmethod
+    def parse(cls, kept: str) -> CheckReport | None:
+        """A kept report; None for Markdown kept by an older bot (shown as it is, or pointed to)."""
+        try:
+            return cls.model_validate_json(kept)
+        except ValidationError:
+            return None
+
+
 @dataclass(frozen=True)
 class FollowUp:
     """What a follow-up PR adds to the kernel's files: ``report.md`` and the plots under ``<kernel_dir>/``, the
     PR body (which shows the plots by their address on ``branch``), and the same report for the request's check
-    run (``check_summary``, within GitHub's limit there; the check run adds it under its per-op lines)."""
+    run: ``check_summary`` (Markdown within GitHub's limit there) and ``check_report`` (a :class:`CheckReport`
+    as JSON, what the bot keeps for the run, which adds it under its per-op lines to fit their shares)."""
 
     report: Report
     files: dict[str, bytes]
     body: str
     check_summary: str
+    check_report: str
 
 
 def report_of(op_id: str, result: dict[str, Any], request: dict[str, Any], kernel_dir: str,
@@ -100,9 +129,10 @@ def report_of(op_id: str, result: dict[str, Any], request: dict[str, Any], kerne
 
 
 def _named_winner(best: Any, archive: list[dict[str, Any]] | None) -> Any:
-    """A job's result keeps the winner's source but not its candidate id: the id is the archive's accepted
-    candidate with that source (duplicates are recorded as such, so there is one), which is where the report
-    finds the winner's generation, strategy and lineage. Without a match the winner stays unnamed."""
+    """The winner named by its candidate id, which is where the report finds its generation, strategy and
+    lineage in the archive. A job's result keeps the id (``JobResult.best_id``); a result stored before it did
+    has only the winner's source: then the id is the archive's accepted candidate with that source (duplicates
+    are recorded as such, so there is one). Without either the winner stays unnamed."""
     if not isinstance(best, dict) or best.get("id") or not archive:
         return best
     found = next((str(r["id"]) for r in archive if r.get("kind", "evaluated") == "evaluated" and r.get("accepted")
@@ -144,6 +174,8 @@ def follow_up(repo: str, op_id: str, result: dict[str, Any], request: dict[str, 
                   kernel=_link(repo, branch, f"{kernel_dir}/kernel.py", raw=False),
                   full_report=_link(repo, branch, f"{kernel_dir}/report.md", raw=False))
     body = render_markdown(report, Target.PR_BODY, links,
-                           PullRequest(origin=origin, commit=str(request.get("head_sha", "")), note=note))
-    return FollowUp(report=report, files=files, body=body,
-                    check_summary=render_markdown(report, Target.CHECK_SUMMARY, links))
+                           pull=PullRequest(origin=origin, commit=str(request.get("head_sha", "")), note=note))
+    kept = CheckReport(report=report, kernel=links.kernel, full_report=links.full_report,
+                       plots={name: url for name in paths if (url := links.plot(name)) is not None})
+    return FollowUp(report=report, files=files, body=body, check_summary=kept.markdown(),
+                    check_report=kept.model_dump_json())

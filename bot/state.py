@@ -208,17 +208,18 @@ class BotState:
         return bool(self.client.set(self.key("throttle", name), "1", nx=True, px=max(1, int(interval_s * 1000))))
 
     # -- check-run reports -----------------------------------------------------------------------
-    def save_check_report(self, run_id: int, op_id: str, markdown: str) -> None:
-        """Keep an op's report for its request's check run until the run is completed (which may be after the
-        other ops' jobs end, in another bot process): one hash per check run, kept as long as its link."""
+    def save_check_report(self, run_id: int, op_id: str, report: str) -> None:
+        """Keep an op's report (a :class:`bot.report.CheckReport` as JSON) for its request's check run until the
+        run is completed (which may be after the other ops' jobs end, in another bot process): one hash per check
+        run, kept as long as its link."""
         key = self.key("check-reports", run_id)
         pipe = self.client.pipeline()
-        pipe.hset(key, op_id, markdown)
+        pipe.hset(key, op_id, report)
         pipe.expire(key, RETENTION_S)
         pipe.execute()
 
     def check_reports(self, run_id: int) -> dict[str, str]:
-        """The reports kept for a check run by :meth:`save_check_report` (op id -> Markdown)."""
+        """The reports kept for a check run by :meth:`save_check_report` (op id -> the kept JSON)."""
         kept = self.client.hgetall(self.key("check-reports", run_id))
         return {text(op): text(body) for op, body in kept.items()}
 

@@ -149,6 +149,7 @@ class JobResult(BaseModel):
     """What the search produced (the search's summary, trimmed to what publishing and reports need)."""
 
     stop_reason: str
+    best_id: str | None = None  # the winner's candidate id in the run's archive (None: nothing accepted)
     best_source: str | None = None
     best_fitness: float = 0.0
     verdict: dict[str, Any] | None = None  # the winner's verdict (evaluator.verdict.Verdict as JSON)

@@ -104,11 +104,14 @@ def _ms(seconds: float) -> int:
 
 
 def result_from_summary(summary: dict[str, Any]) -> JobResult:
-    """A :class:`JobResult` from a search's ``summary.json`` / ``SearchResult.to_dict()``."""
+    """A :class:`JobResult` from a search's ``summary.json`` / ``SearchResult.to_dict()``; keeps the winner's
+    candidate id, by which a report finds its generation, strategy and lineage in the run's archive."""
     best = summary.get("best") or None
     trimmed = {k: v for k, v in summary.items() if k not in ("best", "run_dir")}
+    best_id = best.get("id") if best else None
     return JobResult(
         stop_reason=str(summary.get("stop_reason") or "unknown"),
+        best_id=str(best_id) if best_id is not None else None,
         best_source=best.get("source") if best else None,
         best_fitness=float(best.get("fitness") or 0.0) if best else 0.0,
         verdict=best.get("verdict") if best else None,

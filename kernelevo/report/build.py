@@ -408,7 +408,9 @@ def _reproduce(op: OpInfo, meta: dict[str, Any], run_dir: str | None, kernel_dir
             str(meta.get("backend") or (backend if backend in ("triton", "cuda") else "any")), "--device", kind,
             *_flag("--seed", meta.get("seed")),
             *_flag("--budget-candidates", budget.get("candidates")), *_flag("--budget-minutes", budget.get("minutes")),
-            *_flag("--budget-tokens", budget.get("tokens")), *_flag("--budget-usd", budget.get("usd"))]
+            *_flag("--budget-tokens", budget.get("tokens")), *_flag("--budget-usd", budget.get("usd")),
+            *_flag("--plateau", budget.get("plateau_generations")),
+            *_flag("--generation-size", _mapping(meta.get("config")).get("generation_size"))]
     if meta.get("proposer") in ("offline", "llm"):
         argv += ["--proposer", str(meta["proposer"])]
     prefix = f"git checkout {shlex.quote(str(meta['commit']))} && " if meta.get("commit") else ""

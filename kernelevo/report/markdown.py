@@ -4,6 +4,8 @@ GitHub refuses a PR body over 65,536 characters and a check-run summary over 65,
 could exceed either. :func:`render_markdown` renders in full first, then drops the least important parts one
 by one (collapse per-case tables, the environment's details, the list of checks, the lineage, per-case
 correctness, timing rows past the first ones) until it fits, and says what it cut and where the full report is.
+A check run that shows several ops' reports gives each a share of its limit (``limit``); each is shortened the
+same way to its share, so every op keeps its result, geomeans and how to reproduce it.
 Sizes are counted in UTF-8 bytes, which is never less than GitHub's character count.
 """
 
@@ -73,26 +75,46 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def render_markdown(report: Report, target: Target = Target.FILE, links: Links | None = None,
-                    pull: PullRequest | None = None) -> str:
-    """``report`` as Markdown for ``target``, shortened as far as needed to fit its limit."""
+def render_markdown(report: Report, target: Target = Target.FILE, links: Links | None = None, *,
+                    limit: int | None = None, pull: PullRequest | None = None) -> str:
+    """``report`` as Markdown for ``target``, shortened as far as needed to fit its limit, or ``limit`` bytes
+    when that is less: the share of one op's report in a check run that shows several."""
     links = links or Links()
-    limit = target.value
+    own = target.value
+    budget = own if limit is None else limit if own is None else min(limit, own)
     cuts: list[Cut] = []
+
+    share = budget if own is not None and budget != own else None
 
     def attempt() -> str:
         return _tidy(render_template(markdown_env(), "report.md.j2", r=report, cut={c.name for c in cuts},
-                               cut_list=[c.value for c in cuts],
-                               limit=limit, links=links, pull=pull, titles=PLOT_TITLES, baselines=list(Baseline),
-                               max_rows=MAX_ROWS_WHEN_CUT))
+                                     cut_list=[c.value for c in cuts], limit=own or budget, share=share,
+                                     links=links, pull=pull, titles=PLOT_TITLES, baselines=list(Baseline),
+                                     max_rows=MAX_ROWS_WHEN_CUT))
 
     text = attempt()
     for cut in Cut:
-        if limit is None or _size(text) <= limit:
+        if budget is None or _size(text) <= budget:
             break
         cuts.append(cut)
         text = attempt()
-    if limit is not None and _size(text) > limit:  # only clipped user strings are left: clip the text itself
-        text = text.encode("utf-8")[: limit - 200].decode("utf-8", errors="ignore")
-        text += "\n\n(cut at GitHub's size limit)\n"
+    if budget is not None and _size(text) > budget:  # only clipped user strings are left: clip the text itself
+        text = _clip_blocks(text, budget)
     return text
+
+
+_CLIPPED = "\n\n(cut at GitHub's size limit)\n"
+
+
+def _clip_blocks(text: str, budget: int) -> str:
+    """The first ``budget`` bytes of ``text``, cut at a line and with any block it opened closed again, so what
+    follows it (the next op's report in a check run) renders as its own Markdown, never inside a code fence."""
+    room = max(budget - _size(_CLIPPED) - len("\n```\n</details>\n"), 0)
+    head = text.encode("utf-8")[:room].decode("utf-8", errors="ignore")
+    head = head[: head.rfind("\n") + 1] if "\n" in head else ""
+    lines = head.splitlines()
+    if sum(line.startswith("```") for line in lines) % 2:
+        head += "```\n"
+    if head.count("<details>") > head.count("</details>"):
+        head += "</details>\n"
+    return head + _CLIPPED

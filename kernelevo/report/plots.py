@@ -28,6 +28,7 @@ _COLOURS = {Baseline.EAGER: "#4C72B0", Baseline.COMPILE_DEFAULT: "#DD8452", Base
 _TEXT = "#222222"
 _GRID = "#BBBBBB"
 _ACCENT = "#C44E52"
+_REJECTED = "#777777"
 
 
 class PlotsUnavailable(RuntimeError):
@@ -146,7 +147,7 @@ def _fitness(report: Report) -> Any:
                             (by_tokens, "tokens", "proposer tokens spent (in + out)")):
         points = [(float(getattr(p, key)), p.fitness) for p in timeline if getattr(p, key) is not None]
         if key == "tokens" and not any(x for x, _ in points):
-            ax.text(0.5, 0.5, "no proposer tokens spent\n(offline proposer)", ha="center", va="center",
+            ax.text(0.5, 0.5, "no proposer tokens spent\n(a proposer without a model)", ha="center", va="center",
                     color=_TEXT, transform=ax.transAxes)
             ax.set_xticks([])
             ax.set_yticks([])
@@ -175,6 +176,10 @@ def _rejections(report: Report) -> Any:
             color=_COLOURS[Baseline.EAGER])
     for y, reason in enumerate(reasons[::-1]):
         ax.text(rejected[reason], y, f" {rejected[reason]}", va="center", color=_TEXT)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # candidates are counted: no 0.25 of one
+    ax.set_xlim(0, max(rejected.values()) * 1.12)  # room for the count after the longest bar
     ax.tick_params(axis="y", labelcolor=_TEXT)
     _label(ax, PLOT_TITLES["rejections"], "candidates", "")
     return fig
@@ -186,12 +191,17 @@ def _lineage(report: Report) -> Any:
     xs = list(range(len(steps)))
     ys = [s.fitness for s in steps]
     ax.plot(xs, ys, color=_GRID, linewidth=1.2, zorder=1)
-    colours = [_ACCENT if i == len(steps) - 1 else _COLOURS[Baseline.EAGER] for i in xs]
-    ax.scatter(xs, ys, s=60, color=colours, zorder=2)
-    for x, step in zip(xs, steps):
-        ax.annotate(_plain(f"{step.id}\n{step.operator or ''}"), (x, step.fitness), textcoords="offset points",
-                    xytext=(0, 8), ha="center", color=_TEXT, fontsize=8)
+    for x, step in zip(xs, steps):  # an ancestor the verifier rejected (a repair's parent) is a grey cross
+        winner = x == len(steps) - 1
+        colour = _ACCENT if winner else _COLOURS[Baseline.EAGER] if step.accepted else _REJECTED
+        ax.scatter([x], [step.fitness], s=60 if step.accepted else 70, color=colour,
+                   marker="o" if step.accepted else "X", zorder=2)
+        label = f"{step.id}\n{step.operator or ''}" + ("" if step.accepted else "\n(rejected)")
+        ax.annotate(_plain(label), (x, step.fitness), textcoords="offset points", xytext=(0, 8), ha="center",
+                    va="bottom", color=_TEXT, fontsize=8)
     ax.set_xticks(xs, [f"gen {s.generation}" if s.generation is not None else "?" for s in steps], color=_TEXT)
     ax.margins(x=0.15, y=0.35)
+    if min(ys) >= 0:  # fitness is never negative: no axis below zero
+        ax.set_ylim(bottom=-0.06 * (max(ys) or 1.0))
     _label(ax, PLOT_TITLES["lineage"] + " (root first; the winner in red)", "", "fitness")
     return fig

@@ -34,8 +34,9 @@ def archive_of(summary: dict) -> list[dict]:
     return [record("g0-0", 0, "incorrect", elapsed=10.0), record("g0-1", 0, "compile_error", elapsed=20.0),
             record("g0-2", 0, "ok", fitness=1.2, elapsed=30.0),
             {"id": "g1-0", "kind": "duplicate", "duplicate_of": "g0-2", "generation": 1, "accepted": True},
-            record("g1-1", 1, "incorrect", parents=("g0-2",), elapsed=40.0),
-            record("g1-2", 1, "ok", parents=("g0-2",), source=summary["best"]["source"], fitness=1.5, elapsed=50.0)]
+            record("g1-2", 1, "incorrect", parents=("g0-2",), elapsed=40.0),
+            record(summary["best"]["id"], 1, "ok", parents=("g0-2",), source=summary["best"]["source"], fitness=1.5,
+                   elapsed=50.0)]
 
 
 def finish_with_run(jobs, job_id: str, summary: dict, archive: list[dict]) -> None:
@@ -74,7 +75,8 @@ def test_the_follow_up_commits_every_plot_of_the_archive_and_the_check_run_shows
         assert f"](https://github.com/{REPO}/blob/{BRANCH}/{path}?raw=true)" in follow_up["body"]
     report = blobs[f"{KERNEL_DIR}/report.md"].decode()
     assert "(plots/lineage.png)" in report and "| incorrect | 2 |" in report and "| compile_error | 1 |" in report
-    assert "`g0-2`" in report and "`g1-2`" in report  # the winner's lineage, the winner found by its source
+    # the winner's lineage: the winner named by the id the job kept (by its source for older records)
+    assert "`g0-2`" in report and f"`{summary['best']['id']}`" in report
 
     text = run["output"]["summary"]
     first, _, rest = text.partition("\n\n")

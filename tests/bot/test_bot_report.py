@@ -128,3 +128,73 @@ def test_the_check_summary_shows_published_reports_under_the_lines_within_github
     assert run_summary(run, {}) == "- `op0`: outcome 0\n- `op1`: outcome 1\n- `op2`: outcome 2\n- `op3`: no PR"
     cut = fit("é" * 40_000)
     assert len(cut.encode()) <= 65_535 and cut.endswith("(cut at GitHub's size limit)\n")
+
+
+def many_cases(n: int) -> dict:
+    """A search result whose winner was timed and checked on ``n`` cases (a report near GitHub's limit)."""
+    made = result()
+    t = made["best"]["verdict"]["timing"]
+    t["cases"] = [{**t["cases"][0], "case": i} for i in range(n)]
+    made["best"]["verdict"]["correctness"] = {"seeds": 2, "cases": [
+        {"case": i, "inputs": [{"shape": [64 * (i + 1), 1024], "dtype": "torch.float16"}],
+         "checks": [{"seed": s, "distribution": "normal", "max_abs_err": 1e-6, "max_rel_err": 1e-5,
+                     "rel_l2_err": 1e-6, "ok": True} for s in range(2)]} for i in range(n)]}
+    return made
+
+
+def test_three_near_limit_reports_each_keep_their_share_of_the_check_run():
+    from bot.checks import run_summary
+    from bot.report import CheckReport
+    from bot.state import Conclusion, OpLine, RunLink
+
+    ops = [f"ops/m{i}.py::f" for i in range(3)]
+    made = {op: follow_up("a/b", op, many_cases(330), {"backend": "triton", "head_sha": "c" * 40}, f"kernels/f{i}",
+                          branch=f"kernelevo/f{i}/main", origin="#3") for i, op in enumerate(ops)}
+    for one in made.values():  # each alone nearly fills a check run
+        assert 60_000 < len(one.check_summary.encode()) <= 65_535 and "Shortened" not in one.check_summary
+        assert CheckReport.parse(one.check_report).markdown() == one.check_summary
+    lines = [OpLine(op_id=op, job_id=f"job-{i}", outcome=f"#{10 + i} (created)", conclusion=Conclusion.SUCCESS,
+                    follow_up_pr=10 + i) for i, op in enumerate(ops)]
+    run = RunLink(check_run_id=1, repo="a/b", installation_id=2, head_sha="c" * 40, ops=lines)
+    text = run_summary(run, {}, {op: one.check_report for op, one in made.items()})
+    assert len(text.encode()) <= 65_535 and "does not fit in this summary" not in text
+    reports = text.split("\n\n## KernelEvo: ")[1:]
+    assert [r.split("\n", 1)[0] for r in reports] == [f"`{op}`" for op in ops]  # every op's report, in order
+    for i, part in enumerate(reports):
+        assert "Geomean: 4.50x over eager" in part and "### Reproduce" in part
+        assert f"kernelevo verify kernels/f{i}" in part
+        assert "its share (" in part and "of a summary shared with other ops' reports" in part
+        assert f"](https://github.com/a/b/blob/kernelevo/f{i}/main/kernels/f{i}/report.md)" in part
+        assert part.count("```") % 2 == 0 and part.count("<details>") == part.count("</details>")
+
+
+def test_a_report_kept_by_an_older_bot_is_shown_whole_or_pointed_to():
+    from bot.checks import run_summary
+    from bot.state import Conclusion, OpLine, RunLink
+
+    lines = [OpLine(op_id=f"op{i}", job_id=f"job-{i}", outcome="done", conclusion=Conclusion.SUCCESS,
+                    follow_up_pr=10 + i) for i in range(2)]
+    run = RunLink(check_run_id=1, repo="a/b", installation_id=2, head_sha="c" * 40, ops=lines)
+    kept = {"op0": "## KernelEvo: `op0`\n\nold Markdown\n", "op1": "## KernelEvo: `op1`\n\n" + "x" * 65_520}
+    text = run_summary(run, {}, kept)
+    assert "old Markdown" in text
+    assert "The report of `op1` does not fit in this summary with the others: see #11." in text
+    assert len(text.encode()) <= 65_535
+
+
+def test_the_winner_is_named_by_its_kept_id_and_by_its_source_only_without_one():
+    from bot.report import report_of
+
+    base = result()
+    source = base["best"]["source"]
+    archive = [{"id": "g0-0", "kind": "evaluated", "generation": 0, "operator": "fresh", "accepted": True,
+                "source": source, "fitness": 1.1, "parent_ids": []},
+               {"id": "g2-1", "kind": "evaluated", "generation": 2, "operator": "tune", "accepted": True,
+                "source": source, "fitness": 1.5, "parent_ids": ["g0-0"]}]
+    request = {"backend": "triton", "head_sha": "c" * 40}
+    named = {**base, "best": {**base["best"], "id": "g2-1"}}  # JobResult.best_id, as the job store keeps it
+    report = report_of("ops/x.py::f", named, request, "kernels/f", archive)
+    assert report.winner.id == "g2-1" and report.winner.generation == 2
+    assert [s.id for s in report.lineage] == ["g0-0", "g2-1"]
+    unnamed = report_of("ops/x.py::f", base, request, "kernels/f", archive)  # a result stored before ids were
+    assert unnamed.winner.id == "g0-0"  # the first accepted candidate with the winner's source

@@ -165,3 +165,25 @@ def test_plot_links_are_the_callers(gpu_run: Path):
     text = render_markdown(report, links=Links(plot=lambda name: f"plots/{name}.png"))
     assert [m for m in re.findall(r"!\[[^\]]*\]\(([^)]*)\)", text)] == [
         "plots/speedup.png", "plots/fitness.png", "plots/rejections.png", "plots/lineage.png"]
+
+
+def test_a_limit_shortens_the_report_to_its_share_of_a_summary(tmp_path):
+    """A check run showing several ops' reports gives each a share: the report fits it and says so."""
+    report = build(read_records(write_run(tmp_path / "big", n_cases=300)))
+    links = Links(full_report="https://github.com/o/r/blob/b/kernels/x/report.md")
+    assert render_markdown(report, Target.CHECK_SUMMARY, links, limit=10**6) == render_markdown(
+        report, Target.CHECK_SUMMARY, links)  # a limit above GitHub's changes nothing
+    text = render_markdown(report, Target.CHECK_SUMMARY, links, limit=15_000)
+    assert len(text.encode()) <= 15_000 and "### Reproduce" in text and "Geomean:" in text
+    assert "> Shortened to fit its share (15,000 characters) of a summary shared with other ops' reports, within" \
+           " GitHub's limit of 65,535 characters" in text
+    assert text.count("<details>") == text.count("</details>")
+
+
+def test_a_share_too_small_for_the_essentials_is_clipped_with_its_blocks_closed(tmp_path):
+    long_op = "ops/" + "n" * 200 + ".py::" + "f" * 200
+    report = build(read_records(write_run(tmp_path / "big", n_cases=50, op_id=long_op)))
+    for limit in (600, 1_500, 2_500):
+        text = render_markdown(report, Target.CHECK_SUMMARY, limit=limit)
+        assert len(text.encode()) <= limit and text.endswith("(cut at GitHub's size limit)\n")
+        assert text.count("```") % 2 == 0 and text.count("<details>") == text.count("</details>")
