@@ -118,8 +118,10 @@ def _speedup(report: Report) -> Any:
     width = 0.8 / max(len(baselines), 1)
     for i, baseline in enumerate(baselines):
         xs = [n + (i - (len(baselines) - 1) / 2) * width for n in range(len(cases))]
-        ys = [c.speedups.get(baseline, 0.0) for c in cases]
-        ax.bar(xs, ys, width=width * 0.95, color=_COLOURS[baseline], label=f"vs {baseline.label}")
+        ys = [c.speedups.get(baseline, 1.0) for c in cases]
+        # bars grow from 1x (as fast): up for a speedup, down for a slowdown (from the axis they would read as gains)
+        ax.bar(xs, [y - 1.0 for y in ys], bottom=1.0, width=width * 0.95, color=_COLOURS[baseline],
+               label=f"vs {baseline.label}")
     ax.axhline(1.0, color=_ACCENT, linewidth=1.2, linestyle="--", label="1x (as fast)")
     ax.set_xticks(range(len(cases)), [f"case {c.case}" for c in cases], color=_TEXT)
     ax.set_yscale("log")
