@@ -271,6 +271,10 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, config, 
         run_dir, backend, op_id = job["run_dir"], meta.get("backend", backend), meta.get("op_id", op_id)
         budget = _budget(meta.get("budget") or {}, **given)
         task_path = Path(meta["task_path"])
+        if target.op.kind != "task":  # the run's task.py imports the op from the repository it was written for
+            from kernelevo.sandbox.policy import vouch_for_task_root
+
+            vouch_for_task_root(target.repo_root)
     else:
         run_dir = reserve_run_dir(Path(root), target.op_id, datetime.now(timezone.utc))
         (run_dir / "target.json").write_text(json.dumps(

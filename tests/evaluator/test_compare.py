@@ -49,11 +49,17 @@ def test_inf_positions_must_match_reference_rounded_to_output_dtype():
 
 
 def test_constant_output_rejected_when_reference_varies():
-    ref = torch.linspace(-1e-7, 1e-7, 100, dtype=torch.float64)
-    out = torch.zeros(100)
-    loose = Tolerance(atol=1.0, rtol=1.0, rel=10.0)
+    ref = torch.linspace(1.0, 2.0, 100, dtype=torch.float64)
+    out = torch.full((100,), 1.5)
+    loose = Tolerance(atol=1.0, rtol=1.0, rel=0.25)  # a task this loose: each element and the norm pass
     result = compare(out, ref, loose)
     assert not result.ok and "constant" in result.problem
+
+
+def test_a_constant_matching_a_reference_flat_within_the_tolerance_is_correct():
+    """Cosine similarities of nearly parallel rows: all within 1e-7 of 1, so fp32 gives one value for all."""
+    ref = 1.0 - torch.linspace(0.0, 1e-7, 100, dtype=torch.float64)
+    assert compare(torch.ones(100), ref, tolerance_for(torch.float32)).ok
 
 
 def test_elementwise_bound_reports_worst_element():

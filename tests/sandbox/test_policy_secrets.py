@@ -73,7 +73,8 @@ def test_other_folders_in_the_setting_are_still_bound(monkeypatch, app_key):
 
 def test_a_task_cannot_ask_for_the_secrets(app_key, tmp_path):
     """A KernelBench task file from a user's repository names the folders it imports from (``load_op``): naming
-    ``/run``, the root or the key's folder is refused before any sandbox starts."""
+    ``/run``, the root or the key's folder binds nothing (only the task's own folder and repositories this process
+    generated tasks for are bound, tests/sandbox/test_task_roots.py), and a bind of them is refused anyway."""
     from evaluator import roles
 
     repo = tmp_path / "repo"
@@ -82,11 +83,14 @@ def test_a_task_cannot_ask_for_the_secrets(app_key, tmp_path):
         task = repo / "task.py"
         task.write_text(f"from kernelevo.op_task import load_op\n_op = load_op({hostile!r}, 'ops.py::f')\n")
         (tmp_path / "private").mkdir(exist_ok=True)
+        assert roles.task_read_roots(task) == [repo.resolve()]
         with pytest.raises(SecretBindRefused, match=f"^the sandbox's read-only folders .* names '{hostile}'"):
-            roles.policy("reference", "cpu", tmp_path / "private", read_only=roles.task_read_roots(task))
-    task.write_text(f"from kernelevo.op_task import load_op\n_op = load_op({str(repo)!r}, 'ops.py::f')\n")
+            roles.policy("reference", "cpu", tmp_path / "private", read_only=[Path(hostile)])
+    inside = repo / "pkg"
+    inside.mkdir()
+    task.write_text(f"from kernelevo.op_task import load_op\n_op = load_op({str(inside)!r}, 'ops.py::f')\n")
     allowed = roles.policy("reference", "cpu", tmp_path / "private", read_only=roles.task_read_roots(task))
-    assert repo.resolve() in {b.inside for b in allowed.binds}
+    assert inside.resolve() in {b.inside for b in allowed.binds}
 
 
 def test_the_import_path_and_the_system_directories_are_checked_too(monkeypatch, tmp_path):

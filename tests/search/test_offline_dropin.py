@@ -6,7 +6,10 @@ with the reference ``Model`` built the same way, running the kernels in the Trit
 
 from __future__ import annotations
 
-import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -54,21 +57,27 @@ def proposer():
     return OfflineProposer()
 
 
-def _load(source: str, tmp_path: Path, name: str):
-    path = tmp_path / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _interpreted(script: str, tmp_path: Path) -> None:
+    """Run ``script`` in a fresh interpreter with Triton's CPU interpreter on: whether ``@triton.jit`` interprets is
+    settled when Triton first reads the variable, so setting it in this process depends on which test ran first."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok"), done.stdout[-2000:]
 
 
-def test_model_new_honours_other_constructor_arguments(proposer, tmp_path, monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    [p] = proposer.propose(ProposalRequest("norm", NORM))
-    assert p.error is None, p.error
-    assert "torch.zeros" not in p.source and "float(self.eps)" in p.source
-    cand, ref = _load(p.source, tmp_path, "cand_norm"), _load(NORM, tmp_path, "ref_norm")
+_CONSTRUCTOR_CHECK = textwrap.dedent("""
+    import importlib.util, sys
+    import torch
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(name, f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    cand, ref = load("cand_norm"), load("ref_norm")
     for args in ([32, 0.5, 2.0], [96, 1e-3, 0.25]):
         torch.manual_seed(3)
         new = cand.ModelNew(*args)
@@ -76,12 +85,23 @@ def test_model_new_honours_other_constructor_arguments(proposer, tmp_path, monke
         old = ref.Model(*args)
         assert new.proj.weight.shape == (args[0], args[0])
         for (name, a), (name_b, b) in zip(sorted(new.state_dict().items()), sorted(old.state_dict().items())):
-            assert name == name_b and torch.equal(a, b)  # same seed, same values
+            assert name == name_b and torch.equal(a, b), name  # same seed, same values
         for dtype in (torch.float32, torch.bfloat16):
             x = torch.randn(5, args[0]).to(dtype)
             got, want = new(x), old(x)
             assert got.dtype == want.dtype == dtype
             torch.testing.assert_close(got.float(), want.float(), rtol=2e-2, atol=1e-3)
+    print("ok")
+""")
+
+
+def test_model_new_honours_other_constructor_arguments(proposer, tmp_path):
+    [p] = proposer.propose(ProposalRequest("norm", NORM))
+    assert p.error is None, p.error
+    assert "torch.zeros" not in p.source and "float(self.eps)" in p.source
+    (tmp_path / "cand_norm.py").write_text(p.source)
+    (tmp_path / "ref_norm.py").write_text(NORM)
+    _interpreted(_CONSTRUCTOR_CHECK, tmp_path)
 
 
 def test_constructor_copy_refuses_names_the_generated_module_binds():
@@ -113,27 +133,32 @@ def test_int8_quantisation_is_exact_on_the_cpu(tmp_path):
     assert verdict.accepted, f"{verdict.reason}: {verdict.detail}"
 
 
-def test_division_by_a_python_number_rounds_as_torch_on_each_device(tmp_path, monkeypatch):
+def test_division_by_a_python_number_rounds_as_torch_on_each_device(tmp_path):
     """CUDA: x * fp32(1 / d); CPU: x / d. Checked in the interpreter against both formulas."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
     from kernelevo.search.offline.emit import SCALAR_DIV
 
-    src = "import triton\nimport triton.language as tl\n" + SCALAR_DIV + '''
+    (tmp_path / "scalar_div.py").write_text("import triton\nimport triton.language as tl\n" + SCALAR_DIV + '''
 
 @triton.jit
 def k(x_ptr, o_ptr, n, CUDA: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n)
     tl.store(o_ptr + offs, div_by_scalar(x, 127.0, CUDA), mask=offs < n)
-'''
-    mod = _load(src, tmp_path, "scalar_div")
-    torch.manual_seed(0)
-    x = torch.rand(4096) * 100
-    for cuda, want in ((True, x * (torch.tensor(1.0) / torch.tensor(127.0))), (False, x / 127.0)):
-        out = torch.empty_like(x)
-        mod.k[(1,)](x, out, x.numel(), CUDA=cuda, BLOCK=4096)
-        assert torch.equal(out, want)
-    assert not torch.equal(x * (torch.tensor(1.0) / torch.tensor(127.0)), x / 127.0)  # the two differ
+''')
+    _interpreted(textwrap.dedent("""
+        import torch
+        import scalar_div as mod
+
+        torch.manual_seed(0)
+        x = torch.rand(4096) * 100
+        for cuda, want in ((True, x * (torch.tensor(1.0) / torch.tensor(127.0))), (False, x / 127.0)):
+            out = torch.empty_like(x)
+            mod.k[(1,)](x, out, x.numel(), CUDA=cuda, BLOCK=4096)
+            assert torch.equal(out, want), cuda
+        assert not torch.equal(x * (torch.tensor(1.0) / torch.tensor(127.0)), x / 127.0)  # the two differ
+        print("ok")
+    """).replace("import scalar_div as mod", "import sys; sys.path.insert(0, '.'); import scalar_div as mod"),
+        tmp_path)
 
 
 @pytest.mark.gpu

@@ -279,6 +279,11 @@ class Emitter:
                 expr = f"tl.where({col.var} < {bound}, {branches[i][1][0]}, {expr})"
             scope = "loop" if col.kind != "row" else "row"
             return expr, scope, "f" if kind_of(v.dtype) == "f" else kind_of(v.dtype)
+        if v.kind in ("iota", "gather", "bag"):
+            from kernelevo.search.offline import emit_index
+
+            return {"iota": emit_index.iota, "gather": emit_index.gather, "bag": emit_index.bag}[v.kind](
+                self, v, col, ctx)
         if v.kind == "pick":
             src, index = v.tensor_arg(0), v.tensor_arg(1)
             idx, _, _ = self.emit(index, NO_COL if index.rank == self.rank else col, ctx)

@@ -23,11 +23,13 @@ class ValueAttrs(TypedDict, total=False):
     keepdim: bool  # reduce
     dim: int  # reduce over a dimension other than the last, until analysis moves it last
     correction: Any  # reduce: the graph's correction argument (an int or a float), kept as traced
-    start: str  # shift: host expression of the slice's start
+    start: str  # shift: host expression of the slice's start; iota: its first value
     widths: list[str]  # cat: host expressions of the parts' widths
     expr: str  # hostfloat: the host expression
     root: str  # input views: the input the view was taken of (keeps generated names short)
     is_bool: bool  # input: a bool tensor, passed to the kernel as uint8
+    step: str  # iota: host expression of the step (``start`` is its first value)
+    wrap: bool  # gather/bag: negative indices count from the end (``weight[idx]``; embedding does not)
 
 
 @dataclass
@@ -35,7 +37,7 @@ class Value:
     """One IR value. ``shape`` holds host expressions (Python source) per dimension."""
 
     name: str
-    kind: str  # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|matmul|hostfloat
+    kind: str  # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|matmul|hostfloat|iota|gather|bag
     args: tuple[Operand, ...] = ()
     rank: int = 0
     shape: tuple[str, ...] = ()

@@ -3,8 +3,8 @@
 The IR splits the forward pass in two: *host* work that the candidate's ``forward`` may do itself
 (sizes, views of its inputs, allocation) and *lane* values computed by kernels. Lane values are
 pointwise ops, reductions along the last dimension (or one other dimension, which analysis then
-moves last), gathers along it, concatenation/slicing of the last dimension, a matmul, and full
-reductions. Anything else raises
+moves last), gathers along it, concatenation/slicing of the last dimension, a matmul, full
+reductions, iotas (``arange``) and gathers of table rows (``indexing.py``). Anything else raises
 :class:`Unsupported` naming the op, so the proposer can say why it produced nothing.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
+from kernelevo.search.offline.indexing import INDEX_OPS, bag, iota_view, live_values, lower_arange, lower_gather
 from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value, ValueAttrs
 from kernelevo.search.offline.trace import TracedTask
 from kernelevo.search.offline.views import host_view
@@ -32,6 +33,8 @@ POINTWISE = {
     "minimum": "minimum", "round": "round", "floor": "floor", "ceil": "ceil", "reciprocal": "reciprocal",
     "logical_not": "logical_not", "bitwise_not": "logical_not", "sin": "sin", "cos": "cos",
     "log1p": "log1p", "expm1": "expm1", "sign": "sign", "fma": "fma",
+    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
 }
 REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "var": "var", "std": "std"}
 VIEW_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand", "broadcast_in_dim",
@@ -43,7 +46,7 @@ VIEW_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand",
 OTHER_OPS = {"sym_size", "sym_float", "scalar_tensor", "full", "_to_copy", "to", "convert_element_type", "gelu",
              "amax", "amin", "gather", "cat", "addmm", "mm", "getitem"}
 INPLACE = {f"{n}_": n for n in POINTWISE}  # clamp_min_ on a computed tensor (decompositions use them)
-HANDLED = set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS
+HANDLED = set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS | INDEX_OPS
 
 
 def _opname(target: Any) -> str:
@@ -156,7 +159,8 @@ class Lowering:
                     if not isinstance(v, Value) or v.kind in ("input", "const"):
                         raise Unsupported("an output that is an input or a constant")
                     outputs.append(v)
-        return Program(self.host_lines, self.values, outputs, self.inputs, traced.returns_tuple)
+        return Program(self.host_lines, live_values(self.values, outputs), outputs, self.inputs,
+                       traced.returns_tuple)
 
     def arg(self, a: Any) -> Any:
         from torch.fx import Node
@@ -187,6 +191,10 @@ class Lowering:
             raise Unsupported("indexing a multi-output op other than split")
         if name in VIEW_OPS:
             return self.lower_view(node, name, args, kwargs)
+        if name == "arange":
+            return lower_arange(self, node, args)
+        if name in ("index", "embedding"):
+            return lower_gather(self, node, name, args)
         if name in ("scalar_tensor", "full"):
             value = args[0] if name == "scalar_tensor" else args[1]
             if isinstance(value, Value) and val.dim() == 0:  # a model attribute (self.eps): a runtime scalar
@@ -291,6 +299,8 @@ class Lowering:
                 raise Unsupported(f"{name} over the whole tensor")
             return self._new(node, "global", (src,), op=kind)
         dims = [d % src.rank for d in dims]
+        if src.kind == "gather" and (bagged := bag(self, node, src, kind, dims, keepdim)) is not None:
+            return bagged
         if len(dims) == 1 and dims[0] != src.rank - 1 and kind in ("sum", "mean", "max", "min"):
             # another single dim: analysis moves it last for the whole op (see moves.py)
             return self._new(node, "reduce", (src,), op=kind, keepdim=keepdim, dim=dims[0])
@@ -338,6 +348,8 @@ class Lowering:
         val = node.meta["val"]
         if src.kind == "input":
             return self._host_view(node, name, src, args)
+        if src.kind == "iota" and (view := iota_view(self, node, name, src, args)) is not None:
+            return view
         if name in ("alias", "detach", "clone", "lift_fresh_copy", "contiguous", "expand"):
             return src if name != "expand" else self._reshape(node, src)
         if name in ("split_with_sizes", "split"):

@@ -50,12 +50,14 @@ def applicable(an: Analysis, widest: int | None = None) -> list[str]:
 def describe(prog: Program) -> str:
     ops = []
     for v in prog.values.values():
-        if v.kind in ("pw", "reduce", "global", "pick", "cat", "shift", "cast", "matmul"):
+        if v.kind in ("pw", "reduce", "global", "pick", "cat", "shift", "cast", "matmul", "iota", "gather", "bag"):
             label = v.attrs.get("op", v.kind)
             if v.kind == "reduce":
                 label = f"row-{label}"
             elif v.kind == "global":
                 label = f"total-{label}"
+            elif v.kind == "bag":
+                label = f"bag-{label}"
             elif v.kind == "cast":
                 label = f"to({str(v.dtype).replace('torch.', '')})"
             ops.append(label)

@@ -101,6 +101,13 @@ def pointwise(v: Value, ops: list[tuple[str, str, str]], helpers: set[str]) -> t
         return f"({use[0]} {sym} {use[1]})", "b"
     if op == "logical_not":
         return f"({x[0]} == 0)", "b"
+    if op in ("logical_and", "logical_or", "logical_xor"):
+        sym = {"logical_and": "&", "logical_or": "|", "logical_xor": "^"}[op]
+        truth = [e if k == "b" else f"({e} != 0)" for e, k in zip(x, kinds)]
+        return f"({truth[0]} {sym} {truth[1]})", "b"
+    if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):  # integer or bool operands only (torch refuses floats)
+        sym = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[op]
+        return f"({x[0]} {sym} {x[1]})", out
     if op == "where":
         cond = x[0] if kinds[0] == "b" else f"({x[0]} != 0)"
         return f"tl.where({cond}, {a[1]}, {a[2]})", out

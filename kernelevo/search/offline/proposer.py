@@ -1,7 +1,8 @@
 """``OfflineProposer``: kernels from the op's traced graph, no model involved.
 
 Operators: ``fresh`` (and ``crossover``) generate one candidate per applicable strategy (MAP-Elites
-cell), in a rotation fixed by the seed; ``tune`` rewrites the launch parameters of the first parent
+cell), in a rotation fixed by the seed, or a seeded variant of a cell's launch parameters
+(``fresh_cell``); ``tune`` rewrites the launch parameters of the first parent
 (any Triton candidate, LLM-written ones included); ``mutate`` does the same or, for a parent this
 proposer wrote, moves it to another strategy; ``repair`` is left to the LLM. Before a candidate is
 proposed its launches are checked on the meta device against every scored case and the device's limits
@@ -26,6 +27,17 @@ from kernelevo.search.offline.tune import find_knobs, knob_shared_memory, tune_s
 from kernelevo.search.proposer import Parent, Proposal, ProposalRequest
 
 ATTEMPTS = 12  # tuned variants drawn per slot until one is feasible and new
+FRESH_VARIANTS = 1  # seeded variants per cell a fresh request may draw besides the cell's defaults
+
+
+def fresh_cell(n_cells: int, seed: int, index: int) -> tuple[int, int]:
+    """(cell, variant) of the ``index``-th candidate a fresh request with ``seed`` gets: variant 0 is the
+    cell's default launch parameters, 1..FRESH_VARIANTS seeded variants of them. A pure function of the
+    request, so the search stays reproducible with any number of requests in flight: seeds walk the cells'
+    defaults first (seed 0, 1, ... n-1) and then their variants, so fresh requests keep giving new candidates
+    after every default has been judged instead of repeating them (which stopped searches as exhausted)."""
+    position = (seed + index) % (n_cells * (1 + FRESH_VARIANTS))
+    return position % n_cells, position // n_cells
 
 
 class OfflineProposer:
@@ -128,14 +140,14 @@ class OfflineProposer:
                 cells, dropped = self._cells(traced, request.op_name, request.hardware)
                 if not cells:
                     return self._error(request, "no strategy can run every scored case: " + "; ".join(dropped))
-                start = request.seed % len(cells)
-                order = cells[start:] + cells[:start]
                 out = []
                 for i in range(max(1, request.count)):
-                    strategy = order[i % len(order)]
+                    cell, variant = fresh_cell(len(cells), request.seed, i)
+                    strategy = cells[cell]
                     source, note = generate(traced, strategy, request.op_name), ""
-                    if i >= len(order):  # more asked than cells: tuned variants of the same cells
-                        source, note = self._tuned_own(traced, request, strategy, source, request.seed * 1000 + i)
+                    if variant:  # beyond a cell's defaults: a seeded, feasible variant of its launch parameters
+                        source, note = self._tuned_own(traced, request, strategy, source,
+                                                       request.seed * 1000 + i * 7 + variant)
                     out.append(Proposal(source=source, strategy=strategy, operator=request.operator,
                                         backend="triton", model=self.name, raw_reply=note))
                 return out
