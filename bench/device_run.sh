@@ -4,7 +4,7 @@
 #   sandbox   sandbox probe (bubblewrap, GPU inside it, CUDA IPC, compute-sanitizer), the GPU tests of the trace
 #             and the sanitizer (TESTS_S seconds), then the candidate suite (SUITE_S seconds; SUITE_ONLY substrings)
 #   check     the GPU tests in TESTS, then the candidate suite on the tasks' small cases (SUITE_S seconds)
-#   verifier  bench/verifier_bench.py (BENCH_S) then the candidate suite (SUITE_S)
+#   verifier  bench/verifier_bench.py (BENCH_S; READY processes started ahead) then the candidate suite (SUITE_S)
 #   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
 #             (CANDIDATES per op, CELERY_S seconds)
@@ -77,7 +77,8 @@ PY
     suite
     ;;
   verifier)
-    timeout "${BENCH_S:-280}" python3 bench/verifier_bench.py --out /tmp/verifier --only "${BENCH_ONLY:-}" 2>&1 \
+    timeout "${BENCH_S:-280}" python3 bench/verifier_bench.py --out /tmp/verifier --only "${BENCH_ONLY:-}" \
+      --ready "${READY:-1}" 2>&1 \
       | tee "$OUT/verifier_bench-$tag.log" | tail -30
     tar czf "$OUT/verifier-$tag.tgz" -C /tmp verifier
     suite

@@ -35,6 +35,9 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--repeats", type=int, default=2, help="evaluations of each candidate (timing spread)")
     parser.add_argument("--only", default="", help="substring filter on task paths")
+    parser.add_argument("--ready", type=int, default=1,
+                        help="candidate processes started ahead (EvalOptions.ready_workers): with start-up longer "
+                             "than an evaluation, more hide it at the cost of one CUDA context each")
     args = parser.parse_args()
 
     os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths
@@ -48,7 +51,7 @@ def main() -> None:
         if args.only and args.only not in task:
             continue
         t0 = time.perf_counter()
-        with EvaluationSession(task, device=args.device, options=EvalOptions()) as session:
+        with EvaluationSession(task, device=args.device, options=EvalOptions(ready_workers=args.ready)) as session:
             session_setup_s = time.perf_counter() - t0
             environment = session.environment
             for cand in candidates:
@@ -81,6 +84,7 @@ def main() -> None:
     summary = {
         "environment": environment,
         "evaluations": evaluations,
+        "ready_workers": args.ready,
         "wall_s": round(wall, 1),
         "evaluations_per_minute_including_session_setup": round(60 * evaluations / wall, 2),
         "evaluations_per_minute_steady": round(60 / statistics.mean(totals), 2) if totals else None,
