@@ -77,7 +77,18 @@ def dispatch_disabled() -> bool:
     try:
         return get_settings().disable
     except SettingsError:
-        return os.environ.get("KERNELEVO_DISABLE", "").strip().lower() in ("1", "true", "yes", "on", "y", "t")
+        return _env_flag(os.environ.get("KERNELEVO_DISABLE", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _env_flag(raw: str) -> bool:
+    """A boolean variable read as the settings read it ("1", "true", "yes", "on"...; anything invalid: false)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(bool).validate_python(raw or False)
+    except ValidationError:
+        return False
 
 
 def configure_logging(value: str | None = None) -> None:

@@ -31,10 +31,6 @@ from evaluator.sandboxed.output_checks import Rejection, require_no_alias, same_
 from evaluator.tracing import client as trace_client
 from evaluator.tracing import tags
 
-# Torch compute on tensors at most 1/SMALL_FRACTION of the call's input elements is bookkeeping (a final mean over
-# per-row losses, a check of the targets), reported but allowed; on anything larger it is doing the op's work.
-SMALL_FRACTION = 64
-
 
 def load_fd(fd: int) -> Any:
     """A file the parent opened for us, loaded safely (no code); the request loop closes the descriptor."""
@@ -69,6 +65,7 @@ class CandidateRunner:
         self._synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
         self._perf = time.perf_counter
         self._recorder_cls = guards.OpRecorder
+        self._bookkeeping_elements = guards.bookkeeping_elements
         self._guarded_copy, self._guards_intact = taskspec.guarded_copy, taskspec.guards_intact
         self._require_no_alias, self._same_bits = require_no_alias, same_bits
         self._snapshot, self._changed = guards.snapshot_attributes, guards.changed_attributes
@@ -265,7 +262,7 @@ class CandidateRunner:
         if poison:
             self._poison(self.device, sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)))
         launches, programs = self.launches.count, self.launches.programs
-        small = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor)) // SMALL_FRACTION
+        small = self._bookkeeping_elements(inputs)
         recorder = self._recorder_cls(self.allow_ops, own_ops=self.own_ops, small_elements=small)
         deterministic = self._deterministic()
         self._set_deterministic(poison, warn_only=True)  # poison: torch.empty returns NaN-filled memory

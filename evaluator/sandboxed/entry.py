@@ -69,11 +69,12 @@ def main() -> None:
     del hello
     started = time.perf_counter()
     phases: dict[str, float] = {}  # where start-up went (reported for profiling; no decision reads it)
+    last = started
 
-    def lap(name: str, since: list[float] = [started]) -> None:  # noqa: B006 (the running clock)
+    def lap(name: str) -> None:
+        nonlocal last
         now = time.perf_counter()
-        phases[name] = round(now - since[0], 3)
-        since[0] = now
+        phases[name], last = round(now - last, 3), now
 
     _limit_resources(device, memory_mb)
 

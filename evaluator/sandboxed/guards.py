@@ -86,6 +86,17 @@ _CODE_GENERATORS = frozenset({(str(Path(_TRITON_DIR) / "runtime" / "jit.py"), "c
 MAX_DISPATCHES_PER_CALL = 4096  # allocations and views of an honest launcher; element-wise host loops go far past
 
 
+# Torch compute on tensors at most 1/SMALL_FRACTION of the call's input elements is bookkeeping (a final mean over
+# per-row losses, a check of the targets), reported but allowed; on anything larger it is doing the op's work. The
+# kernel trace's judge applies the same fraction to threads launched (evaluator.tracing.judge.BOOKKEEPING_FRACTION).
+SMALL_FRACTION = 64
+
+
+def bookkeeping_elements(inputs: Any) -> int:
+    """How many elements a call's torch work may touch and still be bookkeeping (see :data:`SMALL_FRACTION`)."""
+    return sum(x.numel() for x in inputs if isinstance(x, torch.Tensor)) // SMALL_FRACTION
+
+
 class OpRecorder(TorchDispatchMode):
     """Records the torch ops run while the candidate's code runs, wherever they come from: its own Python, Python
     Triton calls back (grid callables, heuristics, autotune and pre-run hooks, helpers called from a jit body),

@@ -12,7 +12,6 @@ also measures the baselines.
 
 from __future__ import annotations
 
-import inspect
 import secrets
 from pathlib import Path
 from typing import Any
@@ -122,7 +121,7 @@ class ReferenceRunner:
             "inputs": inputs_files,
             "init_file": str(self.inputs_dir / "init.pt"),
             "forward_arities": arities,
-            "model_forward": _forward_names(task.model_cls),
+            "model_forward": ", ".join(taskspec.forward_parameter_names(task.model_cls)),
             "distributions": [self.dists[s] for s in self.seeds],
             "dropped_distributions": dropped,
             "reference_precision": "float64" if self.model_ref is not None else "task dtype (float64 failed)",
@@ -298,10 +297,3 @@ class ReferenceRunner:
         ok = all(p["ok"] for p in per_output)
         problem = "; ".join(f"output {k}: {p['problem']}" for k, p in enumerate(per_output) if not p["ok"])
         return {"ok": ok, "problem": problem, "outputs": per_output}
-
-
-def _forward_names(model_cls: type[torch.nn.Module]) -> str:
-    try:
-        return ", ".join(list(inspect.signature(model_cls.forward).parameters)[1:])
-    except (TypeError, ValueError):
-        return "..."

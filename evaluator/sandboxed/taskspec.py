@@ -150,7 +150,7 @@ def _keep_inputs(path: Path, model_cls: type[torch.nn.Module], declared: Any) ->
         return frozenset()
     if isinstance(declared, (str, int)):
         declared = (declared,)
-    names = _forward_parameter_names(model_cls)
+    names = forward_parameter_names(model_cls)
     kept: set[int] = set()
     for item in declared:
         if isinstance(item, bool) or not isinstance(item, (str, int)):
@@ -238,7 +238,7 @@ def check_kept_inputs_vary(task: LoadedTask, small: bool, seeds: list[int]) -> N
     if not task.keep_inputs or len(set(seeds)) < 2:
         return
     first, second = (generate_cases(task, small, seed, "task") for seed in sorted(set(seeds))[:2])
-    names = _forward_parameter_names(task.model_cls)
+    names = forward_parameter_names(task.model_cls)
     for case_a, case_b in zip(first, second):
         for k in sorted(task.keep_inputs):
             if k >= len(case_a):
@@ -252,7 +252,7 @@ def check_kept_inputs_vary(task: LoadedTask, small: bool, seeds: list[int]) -> N
                     "positions from a random offset, as a decode step at some cache length sees them)")
 
 
-def _forward_parameter_names(model_cls: type[torch.nn.Module]) -> list[str]:
+def forward_parameter_names(model_cls: type[torch.nn.Module]) -> list[str]:
     try:
         return list(inspect.signature(model_cls.forward).parameters)[1:]
     except (TypeError, ValueError):

@@ -91,7 +91,7 @@ def candidate_time(timed: TimedCandidate, sets_per_case: list[list[list[Any]]], 
                     raise Rejection("cheat_suspected", f"case {ci}: some timed calls launched no kernel")
                 for trial, name in samples.get(ci, []):
                     args, scale = varied.prepare(trial)
-                    small = sum(x.numel() for x in args if isinstance(x, torch.Tensor)) // 64
+                    small = guards.bookkeeping_elements(args)
                     recorder = guards.OpRecorder(timed.allow_ops, own_ops=timed.own_ops, small_elements=small)
                     window = timed.next_forward()
                     torch.cuda.synchronize()

@@ -411,7 +411,7 @@ def check_window(window: Window, policy: KernelPolicy, input_elements: int = 0) 
 # threads while doing the op's work, so the share applies at every call length to kernels past the floor. Below
 # BOOKKEEPING_TIMED_FROM_NS of kernel time, launch latency is all there is to measure for kernels on tiny tensors:
 # within the floor they may take up to BOOKKEEPING_LATENCY_NS together (a handful of launches), whatever the share.
-BOOKKEEPING_FRACTION = 64
+BOOKKEEPING_FRACTION = 64  # evaluator.sandboxed.guards.SMALL_FRACTION: the parent never imports that side
 BOOKKEEPING_FLOOR_THREADS = 16 * 1024
 BOOKKEEPING_MAX_SHARE = 0.10
 BOOKKEEPING_TIMED_FROM_NS = 200_000

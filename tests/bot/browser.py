@@ -1,7 +1,7 @@
 """Headless Chromium for the bot's page tests: Debian's ``chromium`` driven by Playwright's Python client.
 
 Playwright's own browser downloads (``playwright install``) are never used: the tests launch the system's
-Chromium by path, which ``deploy/test-packages.sh`` installs (``.ci/run`` calls it). Without it the tests
+Chromium by path, which ``deploy/system-packages.sh --tests`` installs (``.ci/run`` calls it). Without it the tests
 that need a browser skip, saying how to install it; everything else about them (Playwright itself, the
 bot) must be present.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 CANDIDATES = ("chromium", "chromium-browser")
-INSTALL_HINT = "install Debian's chromium (`bash deploy/test-packages.sh`, or `apt-get install -y chromium`)"
+INSTALL_HINT = "install Debian's chromium (`bash deploy/system-packages.sh --tests`, or `apt-get install -y chromium`)"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

@@ -231,8 +231,8 @@ def test_the_first_command_installs_the_cpu_search_only_and_ci_runs_the_readme_t
 
 
 def test_no_file_cites_a_design_document_the_repository_does_not_have():
-    """Modules once cited a DESIGN.md that was never committed; what they relied on is in ARCHITECTURE.md and
-    docs/verifier.md now, and a citation must not come back."""
+    """Modules once cited a design document that was never committed; what they relied on is in ARCHITECTURE.md
+    and docs/verifier.md now, and a citation must not come back."""
     root = Path(__file__).parents[2]
     citing = []
     for path in root.rglob("*"):

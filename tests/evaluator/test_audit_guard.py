@@ -9,8 +9,18 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def guard_report(driver: str, *paths: Path) -> Any:
+    """Run ``driver`` in a fresh interpreter (an audit hook cannot be removed once installed) with the checkout and
+    ``paths`` as its arguments; what it printed last, as JSON."""
+    done = subprocess.run([sys.executable, "-c", driver, str(ROOT), *map(str, paths)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 _DRIVER = textwrap.dedent("""
     import json, os, sys
@@ -48,10 +58,7 @@ def test_a_library_may_write_to_dev_null_and_the_candidates_folder_only(tmp_path
     lib.mkdir()
     (private / "candidate.py").write_text("# the candidate's file\n")
     (lib / "library.py").write_text("def write_to(path):\n    with open(path, 'w') as f:\n        f.write('x')\n")
-    done = subprocess.run([sys.executable, "-c", _DRIVER, str(ROOT), str(private)], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = guard_report(_DRIVER, private)
     # Triton builds its launcher with stdout=DEVNULL; compile caches live in the candidate's own folder.
     assert report["results"] == {"devnull": "allowed", "own_folder": "allowed", "outside": "refused"}
     assert len(report["violations"]) == 1 and "outside.txt" in report["violations"][0]
@@ -116,10 +123,7 @@ def test_code_a_library_generates_for_itself_is_not_the_candidates(tmp_path):
     lib.mkdir()
     (private / "candidate.py").write_text("# the candidate's file\n")
     (lib / "library.py").write_text(_LIBRARY)
-    done = subprocess.run([sys.executable, "-c", _EXEC_DRIVER, str(ROOT), str(private), str(lib)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+    assert guard_report(_EXEC_DRIVER, private, lib) == {
         "generated": "allowed", "own_eval": "refused", "callback": "refused", "annotation": "refused"}
 
 
@@ -185,10 +189,7 @@ def test_a_library_may_read_frames_itself_but_not_through_a_callable_the_candida
     lib.mkdir()
     (private / "candidate.py").write_text("# the candidate's file\n")
     (lib / "library.py").write_text(_FRAME_LIBRARY)
-    done = subprocess.run([sys.executable, "-c", _FRAMES_DRIVER, str(ROOT), str(private), str(lib)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+    assert guard_report(_FRAMES_DRIVER, private, lib) == {
         "filtered": "allowed", "handed": "refused", "own": "refused"}
 
 
@@ -240,10 +241,7 @@ def test_a_library_may_have_platform_describe_the_host_but_the_candidate_may_not
         "def describe_host():\n    return platform.architecture()\n"
         "def call(f):\n    return f()\n"
         "def run(argv):\n    return subprocess.run(argv)\n")
-    done = subprocess.run([sys.executable, "-c", _PROBE_DRIVER, str(ROOT), str(private), str(lib)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = guard_report(_PROBE_DRIVER, private, lib)
     assert report["results"] == {"through_platform": "allowed", "own_spawn": "refused", "handed_spawn": "refused",
                                  "other_program": "refused"}
     assert len(report["violations"]) == 3  # platform swallows a refusal (OSError): the count proves none was its

@@ -11,12 +11,9 @@ these kernels cover hundreds of input elements per thread, so a thread bound alo
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
+from test_audit_guard import guard_report
 from test_tracing_judge import FILL, HARNESS_STREAM, REDUCE, SPIN, Trace, kinds
 
 from evaluator.tracing.judge import (
@@ -28,7 +25,6 @@ from evaluator.tracing.judge import (
 )
 from evaluator.tracing.tags import Edge, WindowKind
 
-ROOT = Path(__file__).resolve().parents[2]
 # at::native::(anonymous namespace in SoftMax.cu)::cunn_SoftMaxForward<4, float, float, float, Epilogue>
 SOFTMAX_BLOCK = ("_ZN2at6native43_GLOBAL__N__b6de9c8c_10_SoftMax_cu_9f978f6319cunn_SoftMaxForwardILi4EfffNS1_"
                  "22SoftMaxForwardEpilogueEEEvPT2_PKT0_l")
@@ -216,10 +212,7 @@ def test_platform_probes_run_only_for_a_library_and_only_the_system_program(tmp_
     (lib / "library.py").write_text("import platform\n"
                                     "def describe_host():\n    return platform.architecture()\n"
                                     "def call(f):\n    return f()\n")
-    done = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT), str(private), str(lib)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = guard_report(_PROBE, private, lib)
     assert not report["ran"], "the candidate's own `file` ran through platform.architecture()"
     # platform swallows the refusal (an OSError): the violations say which spawns were refused
     spawns = [v for v in report["violations"] if v.startswith("subprocess.Popen")]
@@ -277,8 +270,5 @@ def test_the_toolchain_runs_for_a_library_not_for_a_callable_handed_to_it(tmp_pa
                                     "def call(f):\n    return f()\n"
                                     "def build(argv):\n"
                                     "    return subprocess.check_call(argv, stdout=subprocess.DEVNULL)\n")
-    done = subprocess.run([sys.executable, "-c", _TOOLCHAIN_PROBE, str(ROOT), str(private), str(lib)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = guard_report(_TOOLCHAIN_PROBE, private, lib)
     assert report == {"results": {"handed_wrapper": "refused", "library_builds": "allowed"}, "ran": False}

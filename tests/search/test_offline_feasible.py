@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_offline import TASKS
 
 from kernelevo.search.offline import OfflineProposer
 from kernelevo.search.offline.launches import GRID_LIMITS, grid_problem, record_launches, shared_memory_limit
@@ -67,22 +68,7 @@ def get_init_inputs():
     return []
 '''
 
-LINEAR = HEADER + '''class Model(nn.Module):
-    def __init__(self, k=64, n=48):
-        super().__init__()
-        self.fc = nn.Linear(k, n)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x))
-
-
-def get_inputs():
-    return [torch.randn(37, 64)]
-
-
-def get_init_inputs():
-    return [64, 48]
-'''
+LINEAR = TASKS["linear_relu"]  # matmul with a fused bias + activation epilogue
 
 
 @pytest.fixture(scope="module")

@@ -6,36 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 
 import pytest
+from test_offline_dropin import UNSUPPORTED
 
 from kernelevo.search.api import UnsupportedOps, run_search
 from kernelevo.search.budget import Budget
 from kernelevo.search.offline.sandboxed import SandboxedOfflineProposer
-
-TASK = textwrap.dedent('''
-    import torch
-    from torch import nn
-
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = nn.Conv2d(3, 8, 3)
-
-        def forward(self, x):
-            y = torch.relu(self.conv(x))
-            return torch.cumsum(y, dim=-1)
-
-
-    def get_inputs():
-        return [torch.randn(2, 3, 8, 8)]
-
-
-    def get_init_inputs():
-        return []
-''')
 
 
 class _NoEvaluator:
@@ -47,7 +24,7 @@ class _NoEvaluator:
 
 def test_unsupported_ops_are_refused_before_the_session_with_where_and_what_to_do(tmp_path):
     task = tmp_path / "conv_cumsum.py"
-    task.write_text(TASK)
+    task.write_text(UNSUPPORTED)  # a convolution and a cumsum: neither is lowered
     proposer = SandboxedOfflineProposer()
     try:
         with pytest.raises(UnsupportedOps) as raised:
@@ -65,7 +42,7 @@ def test_unsupported_ops_are_refused_before_the_session_with_where_and_what_to_d
 
 def test_the_command_line_says_so_with_exit_status_2(tmp_path):
     task = tmp_path / "conv_cumsum.py"
-    task.write_text(TASK)
+    task.write_text(UNSUPPORTED)  # a convolution and a cumsum: neither is lowered
     done = subprocess.run([sys.executable, "-m", "kernelevo.cli", "optimize", str(task), "--device", "cpu"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     output = done.stdout + done.stderr
