@@ -79,6 +79,8 @@ def _search_flags(args: argparse.Namespace) -> list[str]:
     """The flags both paths share: the same budget, seed and shape, and no early plateau stop."""
     flags = ["--device", args.device, "--budget-candidates", str(args.budget_candidates), "--seed", str(args.seed),
              "--plateau", "1000"]
+    if args.budget_minutes:
+        flags += ["--budget-minutes", str(args.budget_minutes)]
     if args.generation_size:
         flags += ["--generation-size", str(args.generation_size)]
     if args.parallel_evaluations:
@@ -88,19 +90,36 @@ def _search_flags(args: argparse.Namespace) -> list[str]:
 
 def run_in_process(op: str, args: argparse.Namespace, env: dict[str, str], work: Path) -> dict[str, Any]:
     started = time.monotonic()
-    done = subprocess.run(_cli("optimize", str(ROOT / "bench" / "ops" / f"{op}.py"), "--json-lines",
-                               "--proposer", "offline", "--runs-dir", str(work / "runs"), *_search_flags(args)),
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.timeout_s)
+    work.mkdir(parents=True, exist_ok=True)
+    log = args.out / f"in-process-{op}.log"  # the search's progress lines, kept where a time-boxed run can read them
+    args.out.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as err:
+        done = subprocess.run(_cli("optimize", str(ROOT / "bench" / "ops" / f"{op}.py"), "--json-lines",
+                                   "--proposer", "offline", "--runs-dir", str(work / "runs"), *_search_flags(args)),
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True,
+                              timeout=args.timeout_s)
     wall = time.monotonic() - started
+    print(f"{op} in-process: rc {done.returncode}, {wall:.1f} s", flush=True)
     results = [json.loads(line) for line in done.stdout.splitlines()
                if line.startswith("{") and '"event": "result"' in line]
     if done.returncode != 0 or not results:
-        raise RuntimeError(f"kernelevo optimize {op} failed (rc {done.returncode}): {done.stderr[-3000:]}")
+        tail = _portable(log.read_text(errors="replace"))[-3000:]
+        raise RuntimeError(f"kernelevo optimize {op} failed (rc {done.returncode}): {tail}")
     result = results[-1]
     evaluated, elapsed = result["candidates_evaluated"], result["elapsed_s"]
     return {"evaluated": evaluated, "accepted": result["candidates_accepted"], "search_s": elapsed,
             "process_wall_s": round(wall, 3), "stop_reason": result["stop_reason"],
-            "candidates_per_minute": evaluated / (wall / 60) if wall else None}
+            "candidates_per_minute": evaluated / (wall / 60) if wall else None,
+            "evaluation_costs": _evaluation_costs(work / "runs")}
+
+
+def _evaluation_costs(runs: Path) -> dict[str, Any]:
+    """Where the in-process search's evaluation time went (bench/run.py's summary of the run directory)."""
+    from bench.run import evaluation_costs
+    from kernelevo.search.rundir import RunDir
+
+    run_dirs = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+    return evaluation_costs(RunDir(run_dirs[-1]).candidates()) if run_dirs else {"n": 0}
 
 
 def _portable(text: str) -> str:
@@ -187,12 +206,17 @@ def run_through_celery(op: str, args: argparse.Namespace, services: Services) ->
     record = services.jobs("submit", str(ROOT / "bench" / "ops" / f"{op}.py"), "--proposer", "offline",
                            *_search_flags(args))["job"]
     deadline = submitted + args.timeout_s
+    shown = 0.0
     while record["state"] not in TERMINAL:
         services.check_alive()
         if time.monotonic() > deadline:
             raise RuntimeError(f"job {record['id']} ({op}) still {record['state']} after {args.timeout_s} s")
         time.sleep(1.0)
         record = services.jobs("show", record["id"])
+        if time.monotonic() - shown > 15:
+            shown = time.monotonic()
+            print(f"{op} through Celery: {record['state']}, {record['progress']['evaluated']} evaluated, "
+                  f"chunk {record['chunks']}", flush=True)
     wall = _seconds(record.get("started_at"), record.get("finished_at"))
     evaluated = record["progress"]["evaluated"]
     return {"job": record["id"], "state": record["state"], "error": record.get("error"), "evaluated": evaluated,
@@ -226,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--ops", default=",".join(DEFAULT_OPS))
     parser.add_argument("--budget-candidates", type=int, default=24)
+    parser.add_argument("--budget-minutes", type=float, default=None, help="a wall-time cap of each search too")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generation-size", type=int, default=None)
     parser.add_argument("--parallel-evaluations", type=int, default=None)
@@ -238,36 +263,52 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no bench op {', '.join(unknown)} (see bench/ops/)")
 
+    rows: list[dict[str, Any]] = []
+    logs: dict[str, str] = {}
+
+    def write(partial: bool) -> dict[str, Any]:
+        """The report so far (written after every op and path: a time-boxed run keeps what it measured)."""
+        for row in rows:
+            a = row.get("in_process", {}).get("candidates_per_minute")
+            b = row.get("celery", {}).get("candidates_per_minute")
+            row["ratio"] = b / a if a and b else None
+            x, y = row.get("in_process", {}).get("search_s"), row.get("celery", {}).get("search_s")
+            row["search_time_ratio"] = x / y if x and y else None  # same candidates: less time is more throughput
+        report = {**machine, "budget_candidates": args.budget_candidates, "seed": args.seed, "partial": partial,
+                  "rows": rows, "geomean_ratio": geomean([r["ratio"] for r in rows if r["ratio"]]),
+                  "geomean_search_time_ratio": geomean([r["search_time_ratio"] for r in rows
+                                                        if r["search_time_ratio"]]),
+                  "target_ratio": 0.95, "log_tails": logs}
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "celery_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
+        return report
+
+    machine = _machine(args.device)
+    # `timeout` ends a time-boxed run with SIGTERM: leave through the finally blocks (the worker stopped, its log kept)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
     with tempfile.TemporaryDirectory(prefix="kernelevo-celery-bench-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                "PYTHONUNBUFFERED": "1"}
         env.pop("KERNELEVO_REDIS_URL", None)
-        rows = []
         # Each path starts with empty compile caches of its own (Triton, NVRTC, torch extensions), shared by its ops:
         # neither profits from kernels the other compiled.
         inproc_env = {**env, **_caches(work / "cache-in-process")}
-        for op in ops:
-            rows.append({"op": op, "in_process": run_in_process(op, args, inproc_env, work / f"inproc-{op}")})
+        # One op at a time on both paths (the worker idles while the in-process search runs): a time-boxed run
+        # still pairs every op it reached.
         services = Services(args, {**env, **_caches(work / "cache-celery")}, work / "celery")
         try:
-            for row in rows:
-                row["celery"] = run_through_celery(row["op"], args, services)
+            for op in ops:
+                rows.append({"op": op, "in_process": run_in_process(op, args, inproc_env, work / f"inproc-{op}")})
+                write(partial=True)
+                rows[-1]["celery"] = run_through_celery(op, args, services)
+                write(partial=True)
         finally:
             services.stop()
-            logs = {name: _portable((work / "celery" / name).read_text(errors="replace")[-4000:])
-                    for name in ("redis.log", "worker.log") if (work / "celery" / name).is_file()}
-    for row in rows:
-        a, b = row["in_process"]["candidates_per_minute"], row["celery"]["candidates_per_minute"]
-        row["ratio"] = b / a if a and b else None
-        x, y = row["in_process"]["search_s"], row["celery"]["search_s"]
-        row["search_time_ratio"] = x / y if x and y else None  # same candidates: less time is more throughput
-    report = {**_machine(args.device), "budget_candidates": args.budget_candidates, "seed": args.seed,
-              "rows": rows, "geomean_ratio": geomean([r["ratio"] for r in rows if r["ratio"]]),
-              "geomean_search_time_ratio": geomean([r["search_time_ratio"] for r in rows if r["search_time_ratio"]]),
-              "target_ratio": 0.95, "log_tails": logs}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "celery_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
+            logs.update({name: _portable((work / "celery" / name).read_text(errors="replace")[-4000:])
+                         for name in ("redis.log", "worker.log") if (work / "celery" / name).is_file()})
+            write(partial=True)
+    report = write(partial=False)
     print(table(rows))
     ratio = report["geomean_ratio"]
     print(f"\ngeomean Celery/in-process: {ratio:.3f} (target >= 0.95)" if ratio else "\nno ratio measured")

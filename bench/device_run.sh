@@ -7,8 +7,9 @@
 #   verifier  bench/verifier_bench.py (BENCH_S; READY processes started ahead) then the candidate suite (SUITE_S)
 #   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
-#             (CANDIDATES per op, CELERY_S seconds)
+#             (CANDIDATES per op, MINUTES cap per search, CELERY_S seconds)
 #   corpus    bench/public_corpus.py on the tasks' small cases (CORPUS_S seconds; CORPUS_ONLY entry id substrings)
+#   startup   bench/startup_probe.py: where a candidate process's start-up goes (plain, sandboxed, traced, ...)
 #   smoke     the CUDA tests and one evaluation
 #   SUITE=0 skips the candidate suite that sandbox, check and verifier end with.
 # Before the first call, here: bash bench/fetch_wheels.sh and bash bench/fetch_sysdeb.sh (.whl/, .sysdeb/).
@@ -34,7 +35,7 @@ if ls .sysdeb/*.deb >/dev/null 2>&1; then
   export PATH=$sys/bin:$PATH
 fi
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "/tmp/site-$tag" \
+  python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target "/tmp/site-$tag" \
     .whl/*.whl && export PYTHONPATH=/tmp/site-$tag:$PWD || exit 3
   # not a site-packages folder and under /tmp: the sandbox binds it read-only only when named (docs/sandbox.md)
   export KERNELEVO_SANDBOX_READ_ONLY=/tmp/site-$tag
@@ -78,7 +79,7 @@ PY
     ;;
   verifier)
     timeout "${BENCH_S:-280}" python3 bench/verifier_bench.py --out /tmp/verifier --only "${BENCH_ONLY:-}" \
-      --ready "${READY:-1}" 2>&1 \
+      ${READY:+--ready "$READY"} 2>&1 \
       | tee "$OUT/verifier_bench-$tag.log" | tail -30
     tar czf "$OUT/verifier-$tag.tgz" -C /tmp verifier
     suite
@@ -91,18 +92,23 @@ PY
     ;;
   celery)
     timeout "${CELERY_S:-560}" python3 bench/celery_throughput.py --device cuda --ops "${OPS:-rms_norm,swiglu,layer_norm}" \
-      --budget-candidates "${CANDIDATES:-24}" --out "$OUT/celery-$tag" 2>&1 | tee "$OUT/celery-$tag.log" | tail -12
+      --budget-candidates "${CANDIDATES:-24}" ${MINUTES:+--budget-minutes "$MINUTES"} --out "$OUT/celery-$tag" 2>&1 \
+      | tee "$OUT/celery-$tag.log" | tail -16
     ;;
   corpus)
     timeout "${CORPUS_S:-200}" python3 bench/public_corpus.py --device cuda --small --only "${CORPUS_ONLY:-}" \
       --out "$OUT/public_corpus-$tag.json" \
       > "$OUT/corpus-$tag.log" 2>&1; tail -"${CORPUS_TAIL:-16}" "$OUT/corpus-$tag.log" | cut -c1-260
     ;;
+  startup)
+    timeout "${STARTUP_S:-120}" python3 bench/startup_probe.py --out "$OUT/startup_probe-$tag.json" 2>&1 \
+      | tee "$OUT/startup-$tag.log" | cut -c1-600
+    ;;
   smoke)
     python3 -m pytest -q -x -m gpu tests/kernelevo/test_cuda.py 2>&1 | tail -15 | tee "$OUT/pytest_cuda-$tag.txt"
     python3 -m kernelevo.cli eval --task tests/tasks/axpy.py --candidate tests/candidates/honest/axpy_launcher.py \
       --device cuda --json > "$OUT/smoke_axpy-$tag.json"; echo "exit=$?"
     ;;
-  *) echo "unknown mode $mode (sandbox, check, verifier, search, celery, corpus, smoke)"; exit 2 ;;
+  *) echo "unknown mode $mode (sandbox, check, verifier, search, celery, corpus, startup, smoke)"; exit 2 ;;
 esac
 done

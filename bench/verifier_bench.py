@@ -35,13 +35,17 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--repeats", type=int, default=2, help="evaluations of each candidate (timing spread)")
     parser.add_argument("--only", default="", help="substring filter on task paths")
-    parser.add_argument("--ready", type=int, default=1,
-                        help="candidate processes started ahead (EvalOptions.ready_workers): with start-up longer "
-                             "than an evaluation, more hide it at the cost of one CUDA context each")
+    parser.add_argument("--ready", type=int, default=None,
+                        help="candidate processes started ahead (EvalOptions.ready_workers; default: what a search "
+                             "of one evaluation in flight keeps, evaluator.options.ready_workers_for)")
     args = parser.parse_args()
 
     os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths
     from evaluator import EvalOptions, EvaluationSession
+    from evaluator.options import ready_workers_for
+
+    if args.ready is None:
+        args.ready = ready_workers_for(args.device, 1)
 
     args.out.mkdir(parents=True, exist_ok=True)
     rows, environment, costs = [], {}, []

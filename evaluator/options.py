@@ -21,6 +21,18 @@ class EvalOptions:
     max_slowdown: float = 25.0  # slower than this many times the best baseline: too_slow
     allow_torch_ops: tuple[str, ...] = field(default_factory=tuple)  # extra to the task's own list
     prefetch: bool | None = None  # load the next candidate during the current one (None: on CUDA only)
-    ready_workers: int = 1  # candidate processes started ahead: one per evaluation the caller runs at once
+    ready_workers: int = 1  # candidate processes started ahead (see ready_workers_for)
     output_handoff: str = "auto"  # "auto": CUDA IPC on a GPU, files on CPU; "file": always files
     sanitize: bool = False  # GPU: an accepted candidate is also run under compute-sanitizer racecheck + memcheck
+
+
+# A candidate process on a GPU host starts in 8-10 s (torch and its CUDA libraries, torch._dynamo for the op
+# recorder, the CUDA context with the trace shim: bench/startup_probe.py), while an evaluation takes 3-5 s; on CPU
+# start-up (2 s) is shorter than an evaluation. Two processes more than evaluations in flight hide the GPU's
+# start-up; each idle one costs a CUDA context (about 0.5 GB of GPU memory) and about 1 GB of host memory.
+GPU_EXTRA_READY = 2
+
+
+def ready_workers_for(device: str, in_flight: int) -> int:
+    """Candidate processes to keep started for ``in_flight`` evaluations at once on ``device``."""
+    return max(1, in_flight) + (GPU_EXTRA_READY if device == "cuda" else 0)

@@ -121,10 +121,12 @@ def run_search(
         previous = SearchResult.from_dict(json.loads(run.summary_path.read_text(encoding="utf-8"))).stop_reasons
 
     in_flight = config.evaluations_in_flight(device)
-    if evaluator is None:  # one started candidate process ready per evaluation in flight
+    if evaluator is None:  # started candidate processes ready for the evaluations in flight (and GPU start-up)
         from evaluator import EvalOptions
+        from evaluator.options import ready_workers_for
 
-        eval_options = dataclasses.replace(eval_options or EvalOptions(), ready_workers=in_flight)
+        eval_options = dataclasses.replace(eval_options or EvalOptions(),
+                                           ready_workers=ready_workers_for(device, in_flight))
     context = contextlib.nullcontext(evaluator) if evaluator is not None else _evaluation_session(
         given_task, device, eval_options
     )
