@@ -30,6 +30,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from datetime import datetime
@@ -110,7 +111,19 @@ def run_in_process(op: str, args: argparse.Namespace, env: dict[str, str], work:
     return {"evaluated": evaluated, "accepted": result["candidates_accepted"], "search_s": elapsed,
             "process_wall_s": round(wall, 3), "stop_reason": result["stop_reason"],
             "candidates_per_minute": evaluated / (wall / 60) if wall else None,
-            "evaluation_costs": _evaluation_costs(work / "runs")}
+            "evaluation_costs": _evaluation_costs(work / "runs"), "run_archive": _keep_run(work / "runs", args.out, op)}
+
+
+def _keep_run(runs: Path, out: Path, op: str) -> str | None:
+    """The in-process run directory as ``<out>/run-<op>.tgz``: `kernelevo report` renders it (reports of a GPU run
+    need one) and its verdicts say where each evaluation's time went."""
+    run_dirs = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+    if not run_dirs:
+        return None
+    target = out / f"run-{op}.tgz"
+    with tarfile.open(target, "w:gz") as tar:
+        tar.add(run_dirs[-1], arcname=run_dirs[-1].name)
+    return target.name
 
 
 def _evaluation_costs(runs: Path) -> dict[str, Any]:
