@@ -101,8 +101,8 @@ def evaluated(candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def handoff_modes(candidates: list[dict[str, Any]]) -> dict[str, int]:
-    """How many evaluated candidates' outputs reached the reference each way (``ipc``, ``file``, or a file
-    fallback with the IPC error), from the verdicts' overhead (pure)."""
+    """How many evaluated candidates' outputs reached the reference each way (``vmm``, ``file``, or a file
+    fallback with the VMM hand-off's error), from the verdicts' overhead (pure)."""
     modes: dict[str, int] = {}
     for record in evaluated(candidates):
         verdict = _verdict(record)
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel-evaluations", type=int, default=0,
                         help="candidates judged at once (0: 3 on a GPU, 1 on CPU)")
     parser.add_argument("--output-handoff", default="auto", choices=("auto", "file"),
-                        help="how outputs reach the reference: auto (CUDA IPC on a GPU) or file")
+                        help="how outputs reach the reference: auto (CUDA VMM descriptors on a GPU) or file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None,
                         help="results folder [bench/results on cuda, bench/runs/cpu-results on cpu]")

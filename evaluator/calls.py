@@ -72,6 +72,9 @@ def call_worker(
                 Reason.CRASHED, f"the candidate process {exc} and was killed", logs=worker.log_tail(), **evidence
             )
         ) from exc
+    except processes.WorkerForgery as exc:  # descriptors the harness never sends: the process was rewritten
+        raise StopEvaluation(Verdict.reject(Reason.CHEAT_SUSPECTED, str(exc), logs=worker.log_tail(),
+                                            **evidence)) from exc
     except processes.WorkerDied as exc:
         raise StopEvaluation(Verdict.reject(Reason.CRASHED, str(exc), logs=worker.log_tail(), **evidence)) from exc
     finally:
@@ -109,17 +112,18 @@ class Judged:
 def judge_outputs(session: EvaluationSession, channel: OutputChannel, items: list[Judged],
                   evidence: dict[str, Any], phase: str) -> None:
     """Ask the reference process to judge the outputs; stop with ``incorrect`` (or ``cheat_suspected`` for an
-    output changed after it was returned) on any failure. Where CUDA IPC turns out not to work, the candidate
-    writes the same outputs as files and the session keeps to files."""
+    output changed after it was returned) on any failure. Where the CUDA VMM hand-off turns out not to work, the
+    candidate writes the same outputs as files and the session keeps to files."""
     request = {"op": "compare", "outputs": [item.request() for item in items], "key": channel.key}
     kinds = {next(iter(item.sent), "file") for item in items}
-    evidence["overhead"]["output_handoff"] = "ipc" if "ipc" in kinds else "file"
+    evidence["overhead"]["output_handoff"] = "vmm" if "vmm" in kinds else "file"
     timeout = max(session.options.timeout_s, 600)
     try:
         reply = session.reference_request(request, timeout)
         if reply.get("handoff_unavailable"):
             session.use_file_handoff(reply["handoff_unavailable"])
-            evidence["overhead"]["output_handoff"] = f"file (CUDA IPC failed: {reply['handoff_unavailable'][:200]})"
+            why = str(reply["handoff_unavailable"])[:200]
+            evidence["overhead"]["output_handoff"] = f"file (CUDA VMM hand-off failed: {why})"
             kept = [item.sent for item in items if "kept" in item.sent]
             call_worker(channel.worker, {"op": "save_kept", "outputs": kept}, session.options.timeout_s, evidence)
             items = [Judged(i.name, i.case, i.seed, i.distribution, {"file": i.sent["path"]} if "kept" in i.sent
@@ -175,3 +179,20 @@ def geomean(values: list[float]) -> float | None:
     if not positive:
         return None
     return math.exp(sum(math.log(v) for v in positive) / len(positive))
+
+
+def sent_for(sent: dict[str, Any], name: str, worker: processes.Worker) -> dict[str, Any]:
+    """How output ``name`` travelled, as the reference is to be told: the candidate's VMM descriptors with the
+    descriptors its reply brought (``fds``, the parent's own, aligned with them; -1 where a descriptor names none
+    of them), else the file the parent named (never a path the candidate chose). Call it right after the reply,
+    before anything else is asked of ``worker`` (its descriptors last until its next reply)."""
+    item = sent.get(name)
+    path = str(worker.outbox / f"{name}.pt")
+    if isinstance(item, dict) and isinstance(item.get("vmm"), list):
+        received = worker.reply_fds()
+        fds = []
+        for descriptor in item["vmm"]:
+            index = descriptor.get("fd") if isinstance(descriptor, dict) else None
+            fds.append(received[index] if type(index) is int and 0 <= index < len(received) else -1)
+        return {"vmm": item["vmm"], "fds": fds, "kept": item.get("kept"), "path": path}
+    return {"file": path}

@@ -22,7 +22,7 @@ class EvalOptions:
     allow_torch_ops: tuple[str, ...] = field(default_factory=tuple)  # extra to the task's own list
     prefetch: bool | None = None  # load the next candidate during the current one (None: on CUDA only)
     ready_workers: int = 1  # candidate processes started ahead (see ready_workers_for)
-    output_handoff: str = "auto"  # "auto": CUDA IPC on a GPU, files on CPU; "file": always files
+    output_handoff: str = "auto"  # "auto": CUDA VMM file descriptors on a GPU, files on CPU; "file": always files
     sanitize: bool = False  # GPU: an accepted candidate is also run under compute-sanitizer racecheck + memcheck
 
 

@@ -8,8 +8,11 @@ overlaps the previous evaluation.
 
 Channels: requests (JSON lines, and file descriptors passed with ``SCM_RIGHTS``: inputs, weights)
 go over a Unix socket; replies come back on a dedicated write-only pipe, each carrying a per-process
-nonce. The nonce and the pipe's number travel in the first message on the socket, never on the command
-line or in the environment, so code in the process cannot read them from ``/proc/self``. The child's
+nonce. A reply may declare file descriptors (``nfds``: a candidate's outputs exported as CUDA VMM allocations),
+which the process sent over the socket just before it: the parent reads exactly that many, in one message, and
+only descriptors that can be an allocation's (:func:`refused_descriptor`). The nonce and the pipe's number
+travel in the first message on the socket, never on the command line or in the environment, so code in the
+process cannot read them from ``/proc/self``. The child's
 stdout/stderr (where candidate prints land) go to a log file: printing cannot forge a reply nor block
 the parent.
 """
@@ -48,6 +51,69 @@ class WorkerDied(Exception):
         self.signal_name = signal_name
 
 
+class WorkerForgery(WorkerDied):
+    """The worker broke the channel's protocol in a way its harness never does (a reply without the nonce, file
+    descriptors it did not declare, more or fewer than it declared, or ones that are no allocation's): code in
+    the process rewrote the harness. The sandbox was killed."""
+
+
+class FdProtocolError(ValueError):
+    """Declared file descriptors did not arrive as declared (see :func:`receive_declared_fds`)."""
+
+
+# The most descriptors one message carries, either way; the sandboxed side's own copy is
+# evaluator.sandboxed.entry.MAX_FDS_PER_MESSAGE (this side never imports it; a test holds them equal).
+MAX_FDS_PER_MESSAGE = 64
+NVIDIA_CHAR_MAJOR = 195  # /dev/nvidiactl's major number: the driver exports allocations as descriptors of it
+FD_ARRIVAL_S = 10.0  # the descriptors are sent before the reply: they are in the socket when it is read
+
+
+def refused_descriptor(mode: int, rdev: int) -> str | None:
+    """Why a descriptor a worker sent cannot be an exported allocation (None: it can): the NVIDIA driver's
+    exports are descriptors of its control device, other drivers' are anonymous inodes or regular files; a
+    socket, directory, FIFO or another device could reach something outside the worker's sandbox."""
+    kind = stat.S_IFMT(mode)
+    if kind == 0 or stat.S_ISREG(mode):  # anonymous inodes have no file type bits
+        return None
+    if stat.S_ISCHR(mode) and os.major(rdev) == NVIDIA_CHAR_MAJOR:
+        return None
+    names = {stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO",
+             stat.S_IFBLK: "a block device", stat.S_IFLNK: "a link", stat.S_IFCHR: "another character device"}
+    return names.get(kind, f"a file of type {kind:#o}")
+
+
+def receive_declared_fds(channel: socket.socket, declared: int, timeout_s: float = FD_ARRIVAL_S) -> list[int]:
+    """The ``declared`` descriptors a worker sent on ``channel`` (one byte carrying them), each checked with
+    ``fstat``; raises :class:`FdProtocolError` (after closing whatever arrived) when they do not arrive within
+    ``timeout_s``, arrive with no byte, more or fewer than declared, or one of them is refused. The kernel itself
+    never hands over more than ``declared``: the excess is closed and the message marked truncated."""
+    if type(declared) is not int or not 0 < declared <= MAX_FDS_PER_MESSAGE:
+        raise FdProtocolError(f"a reply declared {declared!r} file descriptors (1 to {MAX_FDS_PER_MESSAGE} allowed)")
+    readable, _, _ = select.select([channel], [], [], timeout_s)
+    if not readable:
+        raise FdProtocolError(f"a reply declared {declared} file descriptors, none arrived within {timeout_s:.0f} s")
+    try:
+        data, fds, flags, _addr = socket.recv_fds(channel, 1, declared, socket.MSG_DONTWAIT)
+    except OSError as exc:
+        raise FdProtocolError(f"reading the declared file descriptors failed: {exc}") from exc
+    try:
+        if not data:
+            raise FdProtocolError("the process closed its channel instead of sending declared file descriptors")
+        if flags & socket.MSG_CTRUNC or len(fds) != declared:
+            arrived = f"more than {declared}" if flags & socket.MSG_CTRUNC else str(len(fds))
+            raise FdProtocolError(f"a reply declared {declared} file descriptors, {arrived} arrived")
+        for k, fd in enumerate(fds):
+            info = os.fstat(fd)
+            refused = refused_descriptor(info.st_mode, info.st_rdev)
+            if refused:
+                raise FdProtocolError(f"file descriptor {k} of the reply is {refused}, not an exported allocation")
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds
+
+
 class WorkerTimeout(Exception):
     """The worker did not reply within its wall-clock limit; its sandbox was killed."""
 
@@ -71,6 +137,7 @@ class Worker:
     trace: Any = None  # evaluator.tracing.reader.TraceReader of the kernel-trace shim, on a GPU
     _buffer: bytes = b""
     _peak_rss_mb: float = field(default=0.0)
+    _fds: list[int] = field(default_factory=list)  # what the last reply declared (owned here: see reply_fds)
 
     @property
     def pid(self) -> int:
@@ -132,8 +199,28 @@ class Worker:
             reply = {}
         if not isinstance(reply, dict) or reply.get("nonce") != self.nonce:
             self.kill()
-            raise WorkerDied("a reply without the session nonce (forged output?)", self.process.returncode)
+            raise WorkerForgery("a reply without the session nonce (forged output?)", self.process.returncode)
+        self._close_fds()
+        declared = reply.pop("nfds", 0)
+        if declared != 0:
+            try:
+                self._fds = receive_declared_fds(self.requests, declared)
+            except FdProtocolError as exc:
+                self.kill()
+                raise WorkerForgery(f"the candidate process's outputs came with forged file descriptors: {exc}",
+                                    self.process.returncode) from exc
         return reply
+
+    def reply_fds(self) -> list[int]:
+        """The descriptors the last reply declared, in its numbering. They stay open (owned by this worker) until
+        the next reply or :meth:`kill`, so the caller passes them on before asking anything else and never
+        closes them."""
+        return list(self._fds)
+
+    def _close_fds(self) -> None:
+        fds, self._fds = self._fds, []
+        for fd in fds:
+            os.close(fd)
 
     def _raise_died(self) -> None:
         code = self.process.returncode
@@ -166,6 +253,7 @@ class Worker:
         """Kill the whole sandbox (the worker and anything it started), close the channels and remove its folder
         (``keep_private``: leave it for the caller to read first; then :meth:`remove_private`)."""
         self.process.kill()
+        self._close_fds()
         for close in (self.requests.close, lambda: os.close(self.result_fd)):
             try:
                 close()

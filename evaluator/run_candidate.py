@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from evaluator import processes
 from evaluator.callplan import InputSet, case_elements, plan_checks
-from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, judge_outputs
+from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, judge_outputs, sent_for
 from evaluator.timing_judge import time_candidate
 from evaluator.trace_checks import check_trace
 from evaluator.tracing.judge import Expected
@@ -142,8 +142,11 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         overhead["checked_calls"] = len(calls)
         evidence["resources"] = checked.get("resources") or {}
         sent = checked.get("sent") or {}
+        if checked.get("export_failed"):  # the candidate process's word: it can only make the session slower
+            session.use_file_handoff(f"exporting outputs as CUDA VMM file descriptors failed in the candidate "
+                                     f"process: {str(checked['export_failed'])[:300]}")
         judged = [Judged(c.name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
-                         _sent_for(sent, c.name, worker), group=c.group) for c in calls]
+                         sent_for(sent, c.name, worker), group=c.group) for c in calls]
         elements = case_elements(session.plan["cases"])
         called = tuple(elements.get(c.inputs.case, 0) for c in calls)
         check_trace(worker, checked.get("trace_seq"), source, _allow_ops(session),
@@ -183,15 +186,6 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
 
 def _allow_ops(session: EvaluationSession) -> list[str]:
     return [*session.options.allow_torch_ops, *session.plan.get("allow_ops", [])]
-
-
-def _sent_for(sent: dict[str, Any], name: str, worker: processes.Worker) -> dict[str, Any]:
-    """How output ``name`` travelled: the candidate's IPC descriptor when it gave one, else the file the parent
-    named (never a path the candidate chose)."""
-    item = sent.get(name)
-    if isinstance(item, dict) and "ipc" in item:
-        return {"ipc": item["ipc"], "kept": item.get("kept"), "path": str(worker.outbox / f"{name}.pt")}
-    return {"file": str(worker.outbox / f"{name}.pt")}
 
 
 def _case_skeleton(session: EvaluationSession) -> list[dict[str, Any]]:

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 ERROR_EXIT = 97
 TOOLS = ("racecheck", "memcheck")
 _SUMMARY = re.compile(r"(ERROR SUMMARY: \d+ errors?|RACECHECK SUMMARY: \d+ hazards? displayed[^\n]*)")
-# memcheck also counts failed CUDA API calls as errors: the harness's own probes (CUDA IPC refused across the
-# sandbox's namespaces, torch asking for features this GPU lacks) are not the kernel's bad accesses, which memcheck
+# memcheck also counts failed CUDA API calls as errors: the harness's own probes (a VMM export the driver refuses,
+# torch asking for features this GPU lacks) are not the kernel's bad accesses, which memcheck
 # reports as such ("Invalid __global__ write", a misaligned address) whatever this flag says.
 _TOOL_FLAGS = {"memcheck": ("--report-api-errors", "no")}
 _UNSUPPORTED = ("Device not supported", "not supported on this", "error 999", "Unable to find injection library")

@@ -71,7 +71,10 @@ class EvaluationSession:
         self.gpu = GpuPhases()
         if self.options.output_handoff not in ("auto", "file"):
             raise EvalSetupError(f"output_handoff={self.options.output_handoff!r}: use auto or file")
-        self.handoff_mode = "ipc" if device == "cuda" and self.options.output_handoff == "auto" else "file"
+        # CUDA: outputs as VMM file descriptors until the first export or import fails (then files, the reason
+        # logged once); once one import has worked, a failure is one candidate's, not the machine's.
+        self.handoff_mode = "vmm" if device == "cuda" and self.options.output_handoff == "auto" else "file"
+        self.vmm_proven = False
         self.baselines: dict[str, Any] | None = None
         try:
             report = sandbox.require_isolation("candidate kernels and the task's code")
@@ -127,16 +130,26 @@ class EvaluationSession:
             self._start_reference()
 
     def use_file_handoff(self, why: str) -> None:
-        """From now on candidates hand outputs over as files (CUDA IPC failed between this machine's processes)."""
+        """From now on candidates hand outputs over as files (the VMM hand-off failed between this machine's
+        processes). Once an import has worked in this session, a failure says nothing about the machine (a
+        candidate process can send anything): that candidate's outputs went through files, the session keeps VMM."""
         with self._lock:
-            if self.handoff_mode != "file":
+            if self.vmm_proven:
+                log.info("one candidate's outputs went through files (%s); the session keeps the VMM hand-off", why)
+            elif self.handoff_mode != "file":
                 self.handoff_mode = "file"
                 log.warning("candidate outputs go through files from now on: %s", why)
 
     def reference_request(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """One request to the reference process (thread-safe; GPU work shared with other evaluations)."""
+        """One request to the reference process (thread-safe; GPU work shared with other evaluations). A compare
+        request's VMM outputs carry the parent's descriptors (:func:`evaluator.run_candidate.sent_for`); they go
+        with the request, numbered in it."""
+        request, fds = attach_handoff_fds(request)
         with self._reference_lock, self.gpu.shared():
-            return self.reference.request(request, timeout)
+            reply = self.reference.request(request, timeout, fds)
+        if int(reply.get("vmm_imported") or 0) > 0:
+            self.vmm_proven = True
+        return reply
 
     def _ref(self, request: dict[str, Any], timeout: float | None = None, wait_ready: bool = False) -> dict[str, Any]:
         timeout = timeout or max(self.options.timeout_s, 600)
@@ -308,6 +321,34 @@ class EvaluationSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def attach_handoff_fds(request: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
+    """A compare request as the reference reads it, and the descriptors to send with it: each VMM output's
+    parent-side descriptors (``sent["fds"]``, aligned with ``sent["vmm"]``) are numbered in the request
+    (``"fd"``: an index, None where there is none or no room), at most one message's worth in all."""
+    if request.get("op") != "compare":
+        return request, []
+    fds: list[int] = []
+    outputs = []
+    for output in request.get("outputs", []):
+        sent = output.get("sent") if isinstance(output, dict) else None
+        if isinstance(sent, dict) and isinstance(sent.get("vmm"), list):
+            given = sent.get("fds")
+            parent_fds: list[Any] = given if isinstance(given, list) else []
+            descriptors = []
+            for k, descriptor in enumerate(sent["vmm"]):
+                fd = parent_fds[k] if k < len(parent_fds) else None
+                numbered = dict(descriptor) if isinstance(descriptor, dict) else {}
+                if type(fd) is int and fd >= 0 and len(fds) < processes.MAX_FDS_PER_MESSAGE:
+                    numbered["fd"] = len(fds)
+                    fds.append(fd)
+                else:
+                    numbered["fd"] = None
+                descriptors.append(numbered)
+            output = {**output, "sent": {**{k: v for k, v in sent.items() if k != "fds"}, "vmm": descriptors}}
+        outputs.append(output)
+    return {**request, "outputs": outputs}, fds
 
 
 def _not_regular(folder: str, names: list[str]) -> list[str]:

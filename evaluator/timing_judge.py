@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from evaluator.callplan import case_elements, plan_sample
-from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, geomean, judge_outputs
+from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, geomean, judge_outputs, sent_for
 from evaluator.trace_checks import check_trace
 from evaluator.tracing.judge import Expected
 from evaluator.verdict import Reason, Verdict
@@ -70,8 +70,7 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
     for entry in sample:
         for trial, name in zip(entry["trials"], entry["names"]):
             item = sent.get(name) or {}
-            how = ({"ipc": item["ipc"], "kept": item.get("kept"), "path": str(channel.worker.outbox / f"{name}.pt")}
-                   if "ipc" in item else {"file": str(channel.worker.outbox / f"{name}.pt")})
+            how = sent_for(sent, name, channel.worker)
             seed = session.timing_seeds[trial % len(session.timing_seeds)]
             judged.append(Judged(name, entry["case"], seed, "task", how, scale=float(item.get("scale", 1.0))))
     sampled = sum(len(entry["trials"]) for entry in sample)

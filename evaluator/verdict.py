@@ -341,7 +341,7 @@ class Overhead(_GivenFields):
     check_s: float | None = None
     check_phases: dict[str, float] = {}
     checked_calls: int | None = None
-    output_handoff: str | None = None  # "ipc", "file", or "file (CUDA IPC failed: ...)"
+    output_handoff: str | None = None  # "vmm", "file", or "file (CUDA VMM hand-off failed: ...)"
     judge_s: float | None = None
     time_s: float | None = None
     time_phases: dict[str, float] = {}

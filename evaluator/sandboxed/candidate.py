@@ -73,6 +73,12 @@ class CandidateRunner:
         self._outbox_cls = handoff.Outbox
         self._tensor_type = torch.Tensor
         self.sent = handoff.Outbox(0, "file")
+        self._send_fds = handoff.fd_sender(0)  # outputs' VMM descriptors go to the parent on the request socket
+        self._vmm_unavailable: str | None = None
+        if device == "cuda":  # the driver binding imported, the device asked, before any candidate code exists
+            from evaluator.sandboxed import vmm
+
+            self._vmm_unavailable = vmm.warm_up(torch.cuda.current_device())
         # The kernel trace (GPU): the preloaded shim's entry points, bound now; inert where it is not loaded.
         self._tracer = trace_client.bind(None)
         self._mark_tag = tags.mark_tag
@@ -198,16 +204,34 @@ class CandidateRunner:
             sent[call["name"]] = self.sent.send(outs, self.outbox / f"{call['name']}.pt", f"call {k + 1} (case {case})")
             phases["handoff_s"] += self._perf() - clock
         self._require_outputs_left_alone()
-        return {"ok": True, "calls": len(req["calls"]), "sent": sent, "resources": self.launches.resources,
-                "phases": {k: round(v, 3) for k, v in phases.items()}, "small_torch_ops": sorted(self.small_ops),
-                "interpreter_bf16_arithmetic": self.bounds.bf16_arithmetic, "trace_seq": self._tracer.flush()}
+        reply = {"ok": True, "calls": len(req["calls"]), "sent": sent, "resources": self.launches.resources,
+                 "phases": {k: round(v, 3) for k, v in phases.items()}, "small_torch_ops": sorted(self.small_ops),
+                 "interpreter_bf16_arithmetic": self.bounds.bf16_arithmetic, "trace_seq": self._tracer.flush(),
+                 "export_failed": self.sent.export_failed}
+        return self._hand_over_fds(reply)
+
+    def _hand_over_fds(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """Send the descriptors of the outputs exported in this phase (before the reply, which declares them)."""
+        fds = self.sent.take_fds()
+        try:
+            if fds:
+                self._send_fds(fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        reply["nfds"] = len(fds)
+        return reply
 
     def _open_outbox(self, req: dict[str, Any]) -> None:
         """One outbox per evaluation (its fingerprint key is the parent's): outputs of every phase stay checked."""
         key, mode = int(req.get("key", 0)), str(req.get("mode", "file"))
+        self.sent.release_exports()  # the parent asks for a phase only once the reference judged the one before
         if self.sent.key != key or not key:
             self.sent = self._outbox_cls(key, mode)
-        self.sent.mode = mode
+        elif self.sent.export_failed is None:
+            self.sent.mode = mode
+        if self.sent.mode == "vmm" and self._vmm_unavailable:
+            self.sent.export_failed, self.sent.mode = self._vmm_unavailable, "file"
 
     _moved = False
 
@@ -250,7 +274,7 @@ class CandidateRunner:
         self._tracer.mark(self._mark_tag(kind, edge, index), stream)
 
     def save_kept(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        """Outputs sent earlier through CUDA IPC, written as files instead (the reference could not map them)."""
+        """Outputs sent earlier as VMM allocations, written as files instead (the reference could not map them)."""
         for item in req["outputs"]:
             self.sent.save_kept(int(item["kept"]), Path(item["path"]))
         return {"ok": True}
@@ -344,7 +368,7 @@ class CandidateRunner:
         reply = candidate_time(timed, grouped, req)
         self._require_outputs_left_alone()
         reply["trace_seq"] = self._tracer.flush()
-        return reply
+        return self._hand_over_fds(reply)
 
     def _next_forward_window(self) -> int:
         window = self.forward_windows

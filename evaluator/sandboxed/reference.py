@@ -12,6 +12,7 @@ also measures the baselines.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -228,19 +229,34 @@ class ReferenceRunner:
 
     def compare(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Judge each output a candidate process sent: ``req["outputs"]`` items ``{"name", "case", "seed",
-        "scale", "group", "sent"}`` (``sent``: how it travelled, see :mod:`evaluator.sandboxed.handoff`).
+        "scale", "group", "sent"}`` (``sent``: how it travelled, see :mod:`evaluator.sandboxed.handoff`; ``fds``:
+        the VMM allocations' descriptors, which this request owns from here: each is closed once, below).
 
         Outputs of one ``group`` were computed from identical inputs: they must agree bitwise (unless the task
-        declares NONDETERMINISTIC_OK). ``handoff_unavailable`` in the reply: CUDA IPC failed here, so nothing
-        was compared; the caller has the candidate write the same outputs as files and asks again."""
+        declares NONDETERMINISTIC_OK). ``handoff_unavailable`` in the reply: the VMM hand-off failed here, so
+        nothing was compared; the caller has the candidate write the same outputs as files and asks again.
+        ``vmm_imported``: how many outputs came through VMM (the parent's evidence that it works here)."""
+        owned = list(fds)
+        fds.clear()  # the request loop closes what is left in the list: these are closed here instead
+        try:
+            return self._compare(req, owned)
+        finally:
+            for fd in owned:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def _compare(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         results = []
+        imported = 0
         assert self.task is not None
         for item in req["outputs"]:
             ci, seed = int(item["case"]), int(item["seed"])
             scale = item.get("scale")
             refs, tolerances = self.reference(ci, seed, None if scale is None else float(scale))
             try:
-                outs = handoff.receive(item["sent"], self.device, req.get("key"))
+                outs = handoff.receive(item["sent"], self.device, req.get("key"), fds)
             except handoff.HandoffError as exc:
                 if exc.kind == "unavailable":
                     return {"ok": True, "results": [], "handoff_unavailable": str(exc)}
@@ -248,6 +264,7 @@ class ReferenceRunner:
                 results.append({"name": item["name"], "ok": False, "problem": str(exc), "reason": reason,
                                 "outputs": []})
                 continue
+            imported += "vmm" in item["sent"]
             result = self._compare_one(ci, refs, tolerances, outs)
             group = item.get("group")
             if result["ok"] and group:
@@ -255,8 +272,8 @@ class ReferenceRunner:
                 if problem:
                     result = {"ok": False, "problem": problem, "outputs": result["outputs"]}
             results.append({"name": item["name"], **result})
-            del outs  # an IPC mapping is released here, before the candidate process is killed
-        return {"ok": True, "results": results}
+            del outs
+        return {"ok": True, "results": results, "vmm_imported": imported}
 
     def _same_as_group(self, key: int, group: str, outs: list[Any]) -> str | None:
         if key not in self.groups:

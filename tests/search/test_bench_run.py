@@ -83,6 +83,6 @@ def test_handoff_modes_are_counted_per_evaluated_candidate():
     def record(kind, mode):
         return {"kind": kind, "verdict": Verdict.accept("ok", overhead={"output_handoff": mode}).to_dict()}
 
-    archive = [record("evaluated", "ipc"), record("evaluated", "ipc"), record("duplicate", "ipc"),
+    archive = [record("evaluated", "vmm"), record("evaluated", "vmm"), record("duplicate", "vmm"),
                record("evaluated", "file"), {"kind": "evaluated", "verdict": None}]
-    assert bench_run.handoff_modes(archive) == {"ipc": 2, "file": 1}
+    assert bench_run.handoff_modes(archive) == {"vmm": 2, "file": 1}
