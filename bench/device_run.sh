@@ -9,6 +9,7 @@
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
 #             (CANDIDATES per op, MINUTES cap per search, CELERY_S seconds)
 #   corpus    bench/public_corpus.py on the tasks' small cases (CORPUS_S seconds; CORPUS_ONLY entry id substrings)
+#   vmm       the GPU tests of the CUDA VMM output hand-off between sandboxes (TESTS_S seconds)
 #   startup   bench/startup_probe.py: where a candidate process's start-up goes (plain, sandboxed, traced, ...)
 #   smoke     the CUDA tests and one evaluation
 #   SUITE=0 skips the candidate suite that sandbox, check and verifier end with.
@@ -100,6 +101,10 @@ PY
       --out "$OUT/public_corpus-$tag.json" \
       > "$OUT/corpus-$tag.log" 2>&1; tail -"${CORPUS_TAIL:-16}" "$OUT/corpus-$tag.log" | cut -c1-260
     ;;
+  vmm)
+    timeout "${TESTS_S:-120}" python3 -m pytest -q -m gpu -rs tests/evaluator/test_handoff_vmm.py -x \
+      > "$OUT/pytest_vmm-$tag.txt" 2>&1; tail -15 "$OUT/pytest_vmm-$tag.txt" | cut -c1-400
+    ;;
   startup)
     timeout "${STARTUP_S:-120}" python3 bench/startup_probe.py --out "$OUT/startup_probe-$tag.json" 2>&1 \
       | tee "$OUT/startup-$tag.log" | cut -c1-600
@@ -109,6 +114,6 @@ PY
     python3 -m kernelevo.cli eval --task tests/tasks/axpy.py --candidate tests/candidates/honest/axpy_launcher.py \
       --device cuda --json > "$OUT/smoke_axpy-$tag.json"; echo "exit=$?"
     ;;
-  *) echo "unknown mode $mode (sandbox, check, verifier, search, celery, corpus, startup, smoke)"; exit 2 ;;
+  *) echo "unknown mode $mode (sandbox, check, verifier, search, celery, corpus, vmm, startup, smoke)"; exit 2 ;;
 esac
 done
