@@ -293,10 +293,12 @@ def guarded_copy(value: Any, device: str) -> Any:
     """Copy a tensor to ``device`` inside a larger sentinel-filled buffer.
 
     Out-of-bounds reads then pull in NaN (or huge integers) and out-of-bounds writes change the
-    guard regions, which the verifier checks. Other values are returned unchanged.
+    guard regions, which the verifier checks. Other values are returned unchanged. A tensor that cannot be
+    guarded (empty, or not contiguous, e.g. channels-last) is still a copy: the caller may write into what this
+    returns (a call reusing its storage), which must never change the input set it came from.
     """
     if not isinstance(value, torch.Tensor) or value.numel() == 0 or not value.is_contiguous():
-        return value.to(device) if isinstance(value, torch.Tensor) else value
+        return value.to(device, copy=True) if isinstance(value, torch.Tensor) else value
     n = value.numel()
     buffer = torch.full((n + 2 * GUARD_ELEMENTS,), sentinel_for(value.dtype), dtype=value.dtype, device=device)
     inner = buffer[GUARD_ELEMENTS:GUARD_ELEMENTS + n].view(value.shape)

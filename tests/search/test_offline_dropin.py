@@ -174,7 +174,7 @@ UNSUPPORTED = HEADER + '''
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3)
+        self.conv = nn.Conv2d(3, 8, 3, dilation=2)  # dilated: not lowered
 
     def forward(self, x):
         y = torch.relu(self.conv(x))

@@ -105,11 +105,12 @@ def test_grid_problem_names_the_axis_and_the_limit():
     assert "axis x" in grid_problem(Launch("k", (2**31,)))
 
 
-def test_rows_too_wide_for_one_tile_get_the_looped_strategy_only(proposer):
-    """When rowwise-1pass refuses a width, rowwise-looped is offered, and 1pass is not evaluated."""
-    assert proposer.strategies(WIDE_SOFTMAX) == ["rowwise-looped"]
-    outs = proposer.propose(ProposalRequest("sm", WIDE_SOFTMAX, count=3, seed=5))
-    assert {p.strategy for p in outs} == {"rowwise-looped"} and all(p.error is None for p in outs)
+def test_rows_too_wide_for_one_tile_get_the_looped_and_split_strategies_only(proposer):
+    """When rowwise-1pass refuses a width, rowwise-looped (and, for one level of reductions, rowwise-split) is
+    offered, and 1pass is not evaluated."""
+    assert proposer.strategies(WIDE_SOFTMAX) == ["rowwise-looped", "rowwise-split"]
+    outs = proposer.propose(ProposalRequest("sm", WIDE_SOFTMAX, count=4, seed=5))
+    assert {p.strategy for p in outs} == {"rowwise-looped", "rowwise-split"} and all(p.error is None for p in outs)
 
 
 def test_shared_memory_beyond_the_device_limit_is_never_proposed(proposer):

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from kernelevo.search.offline.conv import move_channels_last, node_problem
 from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value
-from kernelevo.search.offline.lower import HANDLED, op_name
+from kernelevo.search.offline.lower import HANDLED, dead, op_name
 from kernelevo.search.offline.moves import move_reduced_dim_last
 from kernelevo.search.offline.trace import TracedTask
 
@@ -27,10 +28,12 @@ class Analysis:
     globals_: list[Value]
     matmul: Value | None
     widths: list[str] = field(default_factory=list)
+    conv: Value | None = None  # the convolution the kernel computes as an implicit GEMM (conv.py)
 
 
 def analyse(prog: Program) -> Analysis:
     """Find the op's domain (leading dims x last dim), its reductions and the kind of each output."""
+    conv = move_channels_last(prog)
     move_reduced_dim_last(prog)
     lane = [v for v in prog.values.values() if v.kind not in ("global", "hostfloat", "const")]
     rank = max((v.rank for v in lane), default=1)
@@ -56,7 +59,9 @@ def analyse(prog: Program) -> Analysis:
         raise Unsupported("more than one matmul")
     if matmuls and reductions:
         raise Unsupported("a matmul followed by a reduction")
-    anchor = reductions[0].tensor_arg() if reductions else (matmuls[0] if matmuls else None)
+    if conv is not None and (matmuls or reductions):
+        raise Unsupported("a convolution together with a matmul or a reduction (only pointwise epilogues are fused)")
+    anchor = reductions[0].tensor_arg() if reductions else (matmuls[0] if matmuls else conv)
     if anchor is None:
         anchor = next((o for o in prog.outputs if o.rank == rank), None)
     if anchor is None:
@@ -77,7 +82,7 @@ def analyse(prog: Program) -> Analysis:
         if w not in widths:
             widths.append(w)
     return Analysis(rank, list(anchor.shape[:-1]), reductions, levels, full, row, glob, globals_,
-                    matmuls[0] if matmuls else None, widths)
+                    matmuls[0] if matmuls else None, widths, conv)
 
 
 def _split_full_reductions(prog: Program, rank: int) -> None:
@@ -103,6 +108,7 @@ class UnsupportedOp(BaseModel):
     line: int | None = None  # 1-based line of the task source the call was traced from (None: unknown)
     code: str = ""  # that line, stripped
     count: int = 1  # how many calls of this op the graph holds
+    why: str = ""  # for an op lowered only in some forms (a convolution): why this call's form is not
 
     def where(self) -> str:
         return f"line {self.line} ({self.code})" if self.line is not None else "(no source line recorded)"
@@ -137,7 +143,8 @@ def unsupported_ops(traced: TracedTask) -> list[UnsupportedOp]:
                                                          operator.mod, operator.neg, operator.getitem):
             continue
         name = op_name(node.target)
-        if name in HANDLED:
+        why = node_problem(node) if name in HANDLED else ""
+        if why is None or dead(node):
             continue
         key = f"aten.{name}"
         if key in found:
@@ -145,7 +152,7 @@ def unsupported_ops(traced: TracedTask) -> list[UnsupportedOp]:
             continue
         line = _task_line(node.meta.get("stack_trace"))
         code = lines[line - 1].strip()[:160] if line is not None and 0 < line <= len(lines) else ""
-        found[key] = UnsupportedOp(aten=key, line=line, code=code)
+        found[key] = UnsupportedOp(aten=key, line=line, code=code, why=why)
     return list(found.values())
 
 
@@ -153,6 +160,7 @@ def unsupported_message(ops: list[UnsupportedOp], op_id: str = "") -> str:
     """One actionable message for the user: which ATen ops, where in their op, and what they can do."""
     if not ops:
         return ""
-    what = "; ".join(f"{u.aten} at {u.where()}" + (f" x{u.count}" if u.count > 1 else "") for u in ops)
+    what = "; ".join(f"{u.aten} at {u.where()}" + (f" x{u.count}" if u.count > 1 else "")
+                     + (f": {u.why}" if u.why else "") for u in ops)
     head = f"op {op_id}: " if op_id else ""
     return f"{head}not supported by the offline proposer: {what}. {ADVICE}"

@@ -106,6 +106,12 @@ class Emitter:
         self.finished: dict[str, str] = {}  # reduction value name -> variable of its result
         self.helpers = helpers
         self.acc_var = ""  # name of the matmul accumulator, when there is one
+        # a mask over the columns only ([1, BLOCK_COLS]): where set, inputs that vary along the last dimension only
+        # (a per-channel scale) are loaded once per column, not once per element of the tile
+        self.col_mask = ""
+        # a predicate over the tile where the value being emitted is used at all (the chosen branch of a
+        # ``where``): column loads under it are masked by it, so the lanes a mask discards are never read
+        self.guard = ""
         self._n = 0
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -173,11 +179,14 @@ class Emitter:
             stride = dict(self.strides[(inp.name, ctx)])[ctx - 1]
             addr = f"{row} + {col.var} * {stride}"
             if col.kind == "base":
-                mask = col.mask
+                per_column = all(d == ctx - 1 for d, _ in self.strides[(inp.name, ctx)])
+                mask = self.col_mask if self.col_mask and per_column else col.mask
             else:
                 width = self.scalar(inp.shape[-1], f"{inp.name}_ncols")
                 mask = f"row_mask & ({col.var} >= 0) & ({col.var} < {width})"
             scope = "row" if col.kind == "row" else "loop"
+            if self.guard and col.kind != "row":
+                mask = f"{mask} & {self.guard}"
         else:
             addr, mask, scope = row, "row_mask", "row"
         expr = f"tl.load({addr}, mask={mask}, other=0)"
@@ -192,7 +201,7 @@ class Emitter:
         """Return (expression or variable, scope 'row'|'loop', kind 'f'|'i'|'b') of ``v``."""
         if not isinstance(v, Value):
             return self.literal(v), "row", "f" if isinstance(v, float) else ("b" if isinstance(v, bool) else "i")
-        key = (v.name, col.var, ctx)
+        key = (v.name, f"{col.var}|{self.guard}" if self.guard else col.var, ctx)
         for memo in (self.memo_row, self.memo_loop):
             for k in (key, (v.name, "", ctx)):  # per-row values are the same at every column
                 if k in memo:
@@ -231,16 +240,19 @@ class Emitter:
                 raise Unsupported(f"{v.name} is used before its reduction is complete")
             self._check_row_value(v, ctx)
             return self.finished[v.name], "row", "f"
-        if v.kind == "matmul":
+        if v.kind in ("matmul", "conv"):
             if col.kind != "base" or not self.acc_var:
-                raise Unsupported("the matmul result may only feed a pointwise epilogue")
+                raise Unsupported(f"the {v.kind} result may only feed a pointwise epilogue")
             return self.acc_var, "loop", "f"
         if v.kind == "cast":
             return self.cast(v, col, ctx)
         if v.kind == "pw":
             from kernelevo.search.offline.ops import pointwise
 
-            ops = [self.emit(a, col, ctx) for a in v.args]
+            if v.attrs.get("op") == "where" and len(v.args) == 3:
+                ops = self._where_operands(v, col, ctx)
+            else:
+                ops = [self.emit(a, col, ctx) for a in v.args]
             scope = "loop" if any(o[1] == "loop" for o in ops) else "row"
             expr, kind = pointwise(v, ops, self.helpers)
             return expr, scope, kind
@@ -290,6 +302,28 @@ class Emitter:
             self._check_row_value(v, ctx)
             return self.emit(src, Col(idx, "row"), self.rank)[0], "row", kind_of(v.dtype)
         raise Unsupported(f"value kind {v.kind}")
+
+    def _where_operands(self, v: Value, col: Col, ctx: int) -> list[tuple[str, str, str]]:
+        """``where(cond, a, b)`` with one branch a constant (a causal mask's ``-inf``): the other branch is emitted
+        under the guard that selects it, so its loads skip the lanes the constant replaces."""
+        cond, a, b = v.args
+        c = self.emit(cond, col, ctx)
+
+        def varies(x: Operand) -> bool:
+            return isinstance(x, Value) and x.kind not in ("const", "hostfloat")
+
+        if varies(a) == varies(b):
+            return [c, self.emit(a, col, ctx), self.emit(b, col, ctx)]
+        pred = c[0] if c[2] == "b" else f"({c[0]} != 0)"
+        guard = pred if varies(a) else f"({pred} == 0)"
+        outer = self.guard
+        self.guard = f"{outer} & {guard}" if outer else guard
+        try:
+            chosen = self.emit(a if varies(a) else b, col, ctx)
+        finally:
+            self.guard = outer
+        other = self.emit(b if varies(a) else a, col, ctx)
+        return [c, chosen, other] if varies(a) else [c, other, chosen]
 
     def _check_row_value(self, v: Value, ctx: int) -> None:
         per_row = (v.rank == self.rank and (v.shape[-1:] == ("1",))) or v.rank == self.rank - 1 or v.rank == 0

@@ -30,6 +30,8 @@ class ValueAttrs(TypedDict, total=False):
     is_bool: bool  # input: a bool tensor, passed to the kernel as uint8
     step: str  # iota: host expression of the step (``start`` is its first value)
     wrap: bool  # gather/bag: negative indices count from the end (``weight[idx]``; embedding does not)
+    stride: list[int]  # conv: (stride_h, stride_w)
+    padding: list[int]  # conv: (pad_h, pad_w)
 
 
 @dataclass
@@ -37,7 +39,7 @@ class Value:
     """One IR value. ``shape`` holds host expressions (Python source) per dimension."""
 
     name: str
-    kind: str  # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|matmul|hostfloat|iota|gather|bag
+    kind: str  # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|matmul|conv|hostfloat|iota|gather|bag
     args: tuple[Operand, ...] = ()
     rank: int = 0
     shape: tuple[str, ...] = ()

@@ -4,9 +4,13 @@
   is a ``tl.sum``/``tl.max`` over the tile (best when a row fits in registers).
 - ``rowwise-looped``: one row per program, a loop over column blocks per reduction level
   (softmax: max, then sum of exponentials, then the store), for rows too long for registers.
+- ``rowwise-split``: rows cut into chunks, a partial result per chunk, then a combining kernel that also
+  writes the outputs (``split.py``), for rows so wide that one program per row leaves the GPU idle.
 - ``pointwise-tile2d``: (row block, column block) tiles on a 1-D grid; no reductions.
 - ``matmul-tiled``: a grouped-ordering tiled ``tl.dot`` loop with the pointwise epilogue applied
   to the fp32 accumulator before the store.
+- ``conv-implicit-gemm``: a convolution as a tiled GEMM over output positions x output channels, its
+  input tiles addressed im2col-style in the kernel (``conv.py``), the epilogue as for the matmul.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ class KernelWriter:
         self.body: list[str] = []
         self.flushed = 0
         self.partials: list[tuple[str, Value]] = []
+        self.grid = ""  # the launch grid as host source, where the strategy sets it (conv-implicit-gemm)
+        self.loop_range = ""  # the column loops' start and end (rowwise-split: its chunk), default the whole row
+        self.online: dict[str, Value] = {}
 
     # -- pieces ------------------------------------------------------------------------------
     def width(self, expr: str) -> str:
@@ -170,7 +177,7 @@ class KernelWriter:
             masked, identity = self.reduce_expr(r, expr, "mask")
             acc = f"{r.name}_acc"
             accs.append((r, acc, identity))
-            partner = getattr(self, "online", {}).get(r.name)
+            partner = self.online.get(r.name)
             if partner is not None:  # running max and a sum of exponentials rescaled to it
                 s_acc = f"{partner.name}_acc"
                 online.append((r, partner, acc, s_acc))
@@ -193,7 +200,7 @@ class KernelWriter:
             self.body.append(f"    {acc} = tl.full([BLOCK_ROWS, BLOCK_COLS], {identity}, dtype=tl.float32)")
         for _m, _s, _acc, s_acc in online:
             self.body.append(f"    {s_acc} = tl.zeros([BLOCK_ROWS, BLOCK_COLS], dtype=tl.float32)")
-        self.body.append(f"    for col_start in range(0, {ncols}, BLOCK_COLS):")
+        self.body.append(f"    for col_start in range({self.loop_range or f'0, {ncols}'}, BLOCK_COLS):")
         self.body.append("        cols = col_start + tl.arange(0, BLOCK_COLS)[None, :]")
         self.body.append(f"        mask = row_mask & (cols < {ncols})")
         self.body.extend("        " + line for line in self.em.loop_lines)
@@ -269,6 +276,12 @@ class KernelWriter:
         em.loop_lines = em.row_lines
         self.store_outputs(Col("cols", "base", "mask"), self.an.full_outputs)
         self.flush_row_lines()
+
+
+    def conv(self) -> None:
+        from kernelevo.search.offline.conv import conv_body
+
+        conv_body(self)
 
 
 def global_kernel_body(writer: KernelWriter, helpers: set[str]) -> tuple[list[str], Emitter]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
+from kernelevo.search.offline.conv import BATCH_NORM_OPS, CONV_OPS, lower_batch_norm, lower_convolution
 from kernelevo.search.offline.indexing import INDEX_OPS, bag, iota_view, live_values, lower_arange, lower_gather
 from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value, ValueAttrs
 from kernelevo.search.offline.trace import TracedTask
@@ -21,7 +22,7 @@ from kernelevo.search.offline.views import host_view
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["HANDLED", "Lowering", "Program", "Unsupported", "Value", "lower", "op_name"]
+__all__ = ["HANDLED", "Lowering", "Program", "Unsupported", "Value", "dead", "lower", "op_name"]
 
 
 POINTWISE = {
@@ -46,7 +47,7 @@ VIEW_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand",
 OTHER_OPS = {"sym_size", "sym_float", "scalar_tensor", "full", "_to_copy", "to", "convert_element_type", "gelu",
              "amax", "amin", "gather", "cat", "addmm", "mm", "getitem"}
 INPLACE = {f"{n}_": n for n in POINTWISE}  # clamp_min_ on a computed tensor (decompositions use them)
-HANDLED = set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS | INDEX_OPS
+HANDLED = set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS | INDEX_OPS | CONV_OPS | BATCH_NORM_OPS
 
 
 def _opname(target: Any) -> str:
@@ -151,7 +152,7 @@ class Lowering:
             self.env[node.name] = self._input(local, host, node)
         outputs: list[Value] = []
         for node in graph.nodes:
-            if node.op == "call_function":
+            if node.op == "call_function" and not dead(node):
                 self.env[node.name] = self.lower(node)
             elif node.op == "output":
                 for out in node.args[0]:
@@ -195,6 +196,10 @@ class Lowering:
             return lower_arange(self, node, args)
         if name in ("index", "embedding"):
             return lower_gather(self, node, name, args)
+        if name in CONV_OPS:
+            return lower_convolution(self, node, args)
+        if name in BATCH_NORM_OPS:
+            return lower_batch_norm(self, node, name, args)
         if name in ("scalar_tensor", "full"):
             value = args[0] if name == "scalar_tensor" else args[1]
             if isinstance(value, Value) and val.dim() == 0:  # a model attribute (self.eps): a runtime scalar
@@ -380,6 +385,12 @@ class Lowering:
 def op_name(target: Any) -> str:
     """The ATen name of a graph node's target (``aten.add.Tensor`` -> ``add``)."""
     return _opname(target)
+
+
+def dead(node: Any) -> bool:
+    """A call whose result nothing reads and that writes nothing (an in-place op, ``name_``, writes its operand):
+    batch norm's trace holds an unused ``empty``, which needs no lowering."""
+    return not node.users and not _opname(node.target).endswith("_")
 
 
 def lower(traced: TracedTask) -> Program:

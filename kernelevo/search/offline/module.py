@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from kernelevo.search.offline import split
 from kernelevo.search.offline.emit import SCALAR_DIV, Emitter, kind_of
 from kernelevo.search.offline.init_copy import Constructor, constructor
 from kernelevo.search.offline.kernels import Analysis, KernelWriter, analyse, global_kernel_body
@@ -14,15 +15,19 @@ from kernelevo.search.offline.trace import TracedTask
 if TYPE_CHECKING:
     import torch
 
-STRATEGIES = ("rowwise-1pass", "rowwise-looped", "pointwise-tile2d", "matmul-tiled")
+STRATEGIES = ("rowwise-1pass", "rowwise-looped", "rowwise-split", "pointwise-tile2d", "matmul-tiled",
+              "conv-implicit-gemm")
 
 # Launch parameters per strategy: module-level constants that the "tune" operator rewrites.
 DEFAULTS = {
     "rowwise-1pass": {"ROW_TILE": 4096, "NUM_WARPS": 8, "MAX_ROW_COLS": 16384},
     "rowwise-looped": {"BLOCK_COLS": 2048, "ROW_BLOCK": 1, "NUM_WARPS": 8, "NUM_STAGES": 2},
+    "rowwise-split": {"BLOCK_COLS": 2048, "SPLIT_TILE": 16384, "NUM_WARPS": 8, "NUM_STAGES": 2},
     "pointwise-tile2d": {"ROW_TILE": 4096, "MAX_BLOCK_COLS": 1024, "NUM_WARPS": 4},
     "matmul-tiled": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "NUM_WARPS": 8,
                      "NUM_STAGES": 3},
+    "conv-implicit-gemm": {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "NUM_WARPS": 4,
+                           "NUM_STAGES": 3},
 }
 
 BROADCAST_STRIDES = '''
@@ -37,11 +42,13 @@ def applicable(an: Analysis, widest: int | None = None) -> list[str]:
     """Every strategy that can implement an analysed op, best guess first. Rows wider than
     ``MAX_ROW_COLS`` in the scored cases put the looped strategy first (rowwise-1pass would refuse them:
     the proposer's feasibility check then drops it, see :mod:`kernelevo.search.offline.launches`)."""
+    if an.conv is not None:
+        return ["conv-implicit-gemm"]
     if an.matmul is not None:
         return ["matmul-tiled"]
     wide = widest is not None and widest > DEFAULTS["rowwise-1pass"]["MAX_ROW_COLS"]
-    if an.reductions or an.row_outputs or an.globals_:
-        return ["rowwise-looped", "rowwise-1pass"] if wide else ["rowwise-1pass", "rowwise-looped"]
+    if an.reductions or an.row_outputs or an.globals_:  # very wide rows may also be split (split.py)
+        return ["rowwise-looped", "rowwise-split", "rowwise-1pass"] if wide else ["rowwise-1pass", "rowwise-looped"]
     if wide:
         return ["pointwise-tile2d", "rowwise-looped", "rowwise-1pass"]
     return ["pointwise-tile2d", "rowwise-1pass", "rowwise-looped"]
@@ -50,7 +57,8 @@ def applicable(an: Analysis, widest: int | None = None) -> list[str]:
 def describe(prog: Program) -> str:
     ops = []
     for v in prog.values.values():
-        if v.kind in ("pw", "reduce", "global", "pick", "cat", "shift", "cast", "matmul", "iota", "gather", "bag"):
+        if v.kind in ("pw", "reduce", "global", "pick", "cat", "shift", "cast", "matmul", "conv", "iota", "gather",
+                      "bag"):
             label = v.attrs.get("op", v.kind)
             if v.kind == "reduce":
                 label = f"row-{label}"
@@ -77,37 +85,36 @@ def generate(traced: TracedTask, strategy: str, op_name: str, params: dict[str, 
     """Return the source of a candidate module implementing ``traced`` with ``strategy``."""
     prog = lower(traced)
     an = analyse(prog)
-    if strategy not in applicable(an):
-        raise Unsupported(f"strategy {strategy} does not fit this op (fits: {', '.join(applicable(an))})")
+    fits = applicable(an, traced.widest_case_dim) if strategy == "rowwise-split" else applicable(an)
+    if strategy not in fits:
+        raise Unsupported(f"strategy {strategy} does not fit this op (fits: {', '.join(fits)})")
     knobs = dict(DEFAULTS[strategy])
     knobs.update(params or {})
     helpers: set[str] = set()
     w = KernelWriter(prog, an, strategy, helpers)
-    {"rowwise-1pass": w.one_pass, "rowwise-looped": w.looped, "pointwise-tile2d": w.tile2d,
-     "matmul-tiled": w.matmul}[strategy]()
-    name = _safe(op_name)
-    em = w.em
-    stride_args = [arg for (_inp, _ctx), used in em.strides.items() for _d, arg in used]
-    ptr_args = [f"{p}_ptr" for p in em.pointers]
-    scalar_args = list(em.scalars.values())
-    if strategy == "matmul-tiled":
-        constexprs = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"]
-        head_args = ptr_args + scalar_args + stride_args
+    finish: KernelWriter | None = None
+    partials: list[split.Partial] = []
+    if strategy == "rowwise-split":  # two kernels: partial results per chunk, then combine and write
+        partials = split.partial_kernel(w)
+        finish = KernelWriter(prog, an, strategy, helpers)
+        split.finish_kernel(finish, partials)
     else:
-        constexprs = ["BLOCK_ROWS", "BLOCK_COLS"]
-        head_args = ptr_args + ["n_rows"] + scalar_args + stride_args
-    if any("div_by_scalar(" in line for line in w.body):
-        constexprs.append("TORCH_CUDA")
+        {"rowwise-1pass": w.one_pass, "rowwise-looped": w.looped, "pointwise-tile2d": w.tile2d,
+         "matmul-tiled": w.matmul, "conv-implicit-gemm": w.conv}[strategy]()
+    name = _safe(op_name)
     doc = (f'    """{op_name} ({strategy}): {describe(prog)}.\n\n'
            f"    Rows are positions in the leading dims, columns the last dim; math in fp32.\n"
            f'    """')
-    kernel = [ "@triton.jit", f"def {name}_kernel(\n    {_signature(head_args, constexprs)},\n):", doc]
-    kernel += w.body
     ctor = constructor(traced.source) if traced.source else None
     src_parts = [_header(op_name, strategy, knobs), *(ctor.preamble if ctor else []), *sorted(helpers)]
-    if w.em.strides:
+    if w.em.strides or (finish is not None and finish.em.strides):
         src_parts.append(BROADCAST_STRIDES)
-    src_parts.append("\n".join(kernel) + "\n")
+    if finish is None:
+        src_parts.append(_kernel_text(f"{name}_kernel", w, strategy, doc))
+    else:
+        src_parts.append(_kernel_text(f"{name}_partial_kernel", w, strategy, doc))
+        src_parts.append(_kernel_text(f"{name}_finish_kernel", finish, strategy,
+                                      '    """Combine a row\'s partial results; write this chunk\'s outputs."""'))
     global_em, global_div = None, False
     if w.partials:
         gbody, global_em = global_kernel_body(w, helpers)
@@ -118,8 +125,37 @@ def generate(traced: TracedTask, strategy: str, op_name: str, params: dict[str, 
         src_parts.append("\n".join(["@triton.jit", f"def {name}_total_kernel(\n    {gsig},\n):",
                                     '    """Combine the per-row partial results into the scalar outputs."""',
                                     *gbody]) + "\n")
-    src_parts.append(_model(traced, prog, an, w, strategy, name, global_em, ctor, global_div))
+    stage2 = (finish, partials) if finish is not None else None
+    src_parts.append(_model(traced, prog, an, w, strategy, name, global_em, ctor, global_div, stage2))
     return "\n\n\n".join(p.strip("\n") for p in src_parts) + "\n"
+
+
+def _kernel_text(kernel_name: str, w: KernelWriter, strategy: str, doc: str) -> str:
+    """One ``@triton.jit`` function: the writer's body under a signature of the arguments it collected."""
+    em = w.em
+    stride_args = [arg for (_inp, _ctx), used in em.strides.items() for _d, arg in used]
+    ptr_args = [f"{p}_ptr" for p in em.pointers]
+    scalar_args = list(em.scalars.values())
+    if strategy == "matmul-tiled":
+        constexprs = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"]
+        head_args = ptr_args + scalar_args + stride_args
+    elif strategy == "conv-implicit-gemm":
+        constexprs = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"]
+        head_args = ptr_args + ["n_rows"] + scalar_args + stride_args
+    elif strategy == "rowwise-split":
+        constexprs = ["BLOCK_ROWS", "BLOCK_COLS", "SPLIT_COLS"]
+        if any("BLOCK_SPLITS" in line for line in w.body):
+            constexprs.append("BLOCK_SPLITS")
+        head_args = ptr_args + ["n_rows", "n_splits"] + scalar_args + stride_args
+    else:
+        constexprs = ["BLOCK_ROWS", "BLOCK_COLS"]
+        head_args = ptr_args + ["n_rows"] + scalar_args + stride_args
+    if any("div_by_scalar(" in line for line in w.body):
+        constexprs.append("TORCH_CUDA")
+    if any("if DOT_F32:" in line for line in w.body):
+        constexprs.append("DOT_F32")
+    kernel = ["@triton.jit", f"def {kernel_name}(\n    {_signature(head_args, constexprs)},\n):", doc]
+    return "\n".join(kernel + w.body) + "\n"
 
 
 def _header(op_name: str, strategy: str, knobs: dict[str, int]) -> str:
@@ -177,6 +213,18 @@ def _init_lines(traced: TracedTask, ctor: Constructor | None) -> list[str]:
     return lines
 
 
+def _stride_values(w: KernelWriter, body: list[str]) -> list[str]:
+    """The broadcast strides a kernel's inputs are read with (the forward computes them once per input)."""
+    values = []
+    for (inp, ctx), used in w.em.strides.items():
+        var = f"{inp}_strides{ctx}"
+        line = f"        {var} = broadcast_strides({inp}, {ctx})"
+        if line not in body:
+            body.append(line)
+        values += [f"{var}[{d}]" for d, _ in used]
+    return values
+
+
 def _output_dtype(traced: TracedTask, prog: Program, o_dtype: torch.dtype | None) -> str:
     """The dtype of an output as the forward computes it: an input's dtype where the traced output had
     it (a bf16 call gives bf16 outputs, an fp32 call fp32; the forward's inputs before the parameters),
@@ -190,7 +238,8 @@ def _output_dtype(traced: TracedTask, prog: Program, o_dtype: torch.dtype | None
 
 
 def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, strategy: str, name: str,
-           global_em: Emitter | None, ctor: Constructor | None = None, global_div: bool = False) -> str:
+           global_em: Emitter | None, ctor: Constructor | None = None, global_div: bool = False,
+           stage2: tuple[KernelWriter, list[split.Partial]] | None = None) -> str:
     lines = _init_lines(traced, ctor)
     lines.append("")
     lines.append(f"    def forward({traced.forward_signature}):")
@@ -205,19 +254,37 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
                     f"dtype={_output_dtype(traced, prog, o.dtype)})")
     for pname, _g in w.partials:
         body.append(f"        {pname} = torch.empty((n_rows,), device={first}.device, dtype=torch.float32)")
-    stride_vals = []
-    for (inp, ctx), used in w.em.strides.items():
-        var = f"{inp}_strides{ctx}"
-        body.append(f"        {var} = broadcast_strides({inp}, {ctx})")
-        stride_vals += [f"{var}[{d}]" for d, _ in used]
+    stride_vals = _stride_values(w, body)
     args = list(w.em.pointers)
     scalars = list(w.em.scalars.keys())
-    if strategy == "matmul-tiled":
+    int_out = any(kind_of(o.dtype) != "f" for o in prog.outputs)
+    if stage2 is not None:  # rowwise-split: two kernels, each with its own arguments
+        finish, partials = stage2
+        widths = [f"({x})" for x in an.widths]
+
+        def extra(writer: KernelWriter) -> list[str]:
+            flags = [f"TORCH_CUDA={first}.is_cuda"] if any("div_by_scalar(" in line for line in writer.body) else []
+            return flags + (["enable_fp_fusion=False"] if int_out else [])
+
+        finish_strides = _stride_values(finish, body)
+        body += split.launch_lines(name, partials, first, widths[0],
+                                   (args + ["n_rows", "n_splits"] + scalars + stride_vals, extra(w)),
+                                   (list(finish.em.pointers) + ["n_rows", "n_splits"] + list(finish.em.scalars)
+                                    + finish_strides, extra(finish)))
+        launch, consts = [], []
+    elif strategy == "matmul-tiled":
         m, n = list(w.em.scalars)[:2]  # matmul() registers M then N first
         body.append(f"        grid = (triton.cdiv({m}, BLOCK_M) * triton.cdiv({n}, BLOCK_N),)")
         launch = args + scalars + stride_vals
         consts = ["BLOCK_M=BLOCK_M", "BLOCK_N=BLOCK_N", "BLOCK_K=BLOCK_K", "GROUP_M=GROUP_M",
                   "num_warps=NUM_WARPS", "num_stages=NUM_STAGES"]
+    elif strategy == "conv-implicit-gemm":
+        body.append(f"        grid = {w.grid}")
+        launch = args + ["n_rows"] + scalars + stride_vals
+        consts = ["BLOCK_M=BLOCK_M", "BLOCK_N=BLOCK_N", "BLOCK_K=BLOCK_K", "GROUP_M=GROUP_M",
+                  "num_warps=NUM_WARPS", "num_stages=NUM_STAGES"]
+        if any("if DOT_F32:" in line for line in w.body):  # on the CPU interpreter only: see conv.py
+            consts.append(f"DOT_F32=not {first}.is_cuda")
     else:
         launch = args + ["n_rows"] + scalars + stride_vals
         widths = [f"({x})" for x in an.widths] or ["1"]
@@ -240,13 +307,13 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
         consts = ["BLOCK_ROWS=block_rows", "BLOCK_COLS=block_cols", "num_warps=NUM_WARPS"]
         if strategy == "rowwise-looped":  # the column loop is software-pipelined
             consts.append("num_stages=NUM_STAGES")
-    # divisions by Python numbers round as PyTorch rounds them on this device
-    if SCALAR_DIV in w.em.helpers and any("div_by_scalar(" in line for line in w.body):
-        consts.append(f"TORCH_CUDA={first}.is_cuda")
-    if any(kind_of(o.dtype) != "f" for o in prog.outputs):
-        # integer outputs compare exactly: no fused multiply-adds where PyTorch rounds each operation
-        consts.append("enable_fp_fusion=False")
-    body += _wrap_call(f"        {name}_kernel[grid](", launch + consts)
+    if stage2 is None:
+        # divisions by Python numbers round as PyTorch rounds them on this device
+        if SCALAR_DIV in w.em.helpers and any("div_by_scalar(" in line for line in w.body):
+            consts.append(f"TORCH_CUDA={first}.is_cuda")
+        if int_out:  # integer outputs compare exactly: no fused multiply-adds where PyTorch rounds each operation
+            consts.append("enable_fp_fusion=False")
+        body += _wrap_call(f"        {name}_kernel[grid](", launch + consts)
     if global_em is not None:
         gargs = list(global_em.pointers) + ["n_rows"] + list(global_em.scalars.keys()) + ["BLOCK=1024"]
         if global_div:

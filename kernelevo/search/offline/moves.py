@@ -38,7 +38,7 @@ def move_reduced_dim_last(prog: Program) -> None:
         if v.kind == "input":
             ranks = uses.get(v.name, set())
             if ranks == {rank}:
-                _view_input(prog, v, rank, perm)
+                view_moved(prog, v, rank, perm)
             elif rank in ranks:
                 raise Unsupported(f"input {v.name} is used both per element and per row")
         elif v.rank == rank:
@@ -55,7 +55,8 @@ def move_reduced_dim_last(prog: Program) -> None:
             prog.output_perms[i] = inverse
 
 
-def _view_input(prog: Program, v: Value, rank: int, perm: list[int]) -> None:
+def view_moved(prog: Program, v: Value, rank: int, perm: list[int]) -> None:
+    """Input ``v`` padded to ``rank`` dimensions and permuted by ``perm``, as a view the forward takes."""
     pad = rank - v.rank
     padded = ("1",) * pad + tuple(v.shape)
     base = f"{v.name}.reshape({[1] * pad} + list({v.name}.shape))" if pad else v.name
