@@ -41,6 +41,9 @@ def looks_secret(name: str) -> bool:
     return any(word in upper for word in SECRET_WORDS)
 
 
+NEUTRAL_HOME = Path("/home/user")  # where a sandboxed process's private home is bound
+
+
 def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a sandboxed process: an allowlist of the parent's, never a secret.
 
@@ -49,11 +52,11 @@ def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] |
     """
     source = os.environ if parent_env is None else parent_env
     env = {k: v for k, v in source.items() if k in ENV_ALLOWLIST and not looks_secret(k)}
-    home, tmp = private / "home", private / "tmp"
-    home.mkdir(parents=True, exist_ok=True)
-    tmp.mkdir(parents=True, exist_ok=True)
+    (private / "home").mkdir(parents=True, exist_ok=True)  # bound at NEUTRAL_HOME (see policy)
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    # HOME names a path any machine may have, not the verifier's work folder (a kernel reading it must not learn
+    # it is being verified); no TMPDIR: the sandbox's /tmp is a private tmpfs, as /tmp is on a user's machine.
+    env.update(HOME=str(NEUTRAL_HOME), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
     env.setdefault("MAX_JOBS", "4")  # bounded ninja parallelism for load_inline builds
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
@@ -105,7 +108,8 @@ def policy(role: str, device: str, private: Path, *, read_only: Sequence[Path] =
     """The sandbox of one verifier process (see the module docstring for what each role gets)."""
     # The project's packages, not its checkout (.git, runs/, untracked files stay out of view).
     packages = [PROJECT_ROOT / name for name in ("kernelevo", "evaluator")]
-    binds = [*system_binds([*packages, *read_only]), Bind(source=private.resolve(), writable=True)]
+    binds = [*system_binds([*packages, *read_only]), Bind(source=private.resolve(), writable=True),
+             Bind(source=(private / "home").resolve(), target=NEUTRAL_HOME, writable=True)]
     binds += [Bind(source=Path(p).resolve(), writable=True) for p in writable]
     if device == "cuda":
         binds += gpu_binds()

@@ -45,7 +45,8 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        (calls, lambdas, string annotations holding either); ``getattr(torch,
                        device.type)`` is allowed only for device-module queries
 ``introspection``      dunder access (``__class__``, ``__dict__``, ``__builtins__``...; reading a name --
-                       ``obj.__class__.__name__``, ``fn.__module__`` -- is allowed), dunder method
+                       ``obj.__class__.__name__``, ``fn.__module__`` -- is allowed, the module's own
+                       ``__name__`` only in ``logging.getLogger(__name__)`` and ``__main__`` tests), dunder method
                        definitions (``__eq__``, ``__torch_function__``), ``type(x)(...)``, allocator
                        snapshots
 ``private-api``        ``torch._C``, ``torch.ops`` (except the candidate's own registered ops),
@@ -104,7 +105,8 @@ isinstance(x, DTensor)``, and branches on a parameter every caller passes as Non
 
 The forward path is the entry's ``forward`` (and ``__call__``) plus every function, method and
 ``autograd.Function.forward`` reachable from it (``torch.ops.ns.op`` reaches the function registered
-as that op), plus hooks in Triton kernels' decorators, any function stored as a value
+as that op), plus hooks in Triton kernels' decorators, functions registered as an operator's kernel
+(``@my_op.register_kernel("cpu")``: PyTorch runs them instead of the op's own function), any function stored as a value
 (``self.fn = helper``), every lambda, nested functions that escape their scope, and methods of
 classes defined inside functions, since those can run during forward.
 Known limits (the runtime guards cover them): builtins such as ``sum(x)`` and operators on tensors,
@@ -125,7 +127,14 @@ from evaluator.static_grids import empty_launch
 from evaluator.static_library import check_registrations
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model, device_functions
 from evaluator.static_model import resolve as _resolve
-from evaluator.static_paths import hook_roots, launch_sites, passed_kernels, reachable, stored_roots
+from evaluator.static_paths import (
+    hook_roots,
+    implementation_roots,
+    launch_sites,
+    passed_kernels,
+    reachable,
+    stored_roots,
+)
 from evaluator.static_rules import normalise_allow
 from evaluator.static_structure import check_entry_definition, check_hooks, check_rebinding
 from evaluator.static_visitor import RuleVisitor
@@ -279,7 +288,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_entry_definition(tree, entry, out.report)
     check_rebinding(tree, model, model.imported, out.report)
     check_hooks(tree, out.report)
-    path = reachable(model, roots + hook_roots(model) + stored_roots(model, tree))
+    path = reachable(model, roots + hook_roots(model) + implementation_roots(model, tree) + stored_roots(model, tree))
     launched: list[str] = []
     resolve_here = lambda n: _resolve(n, model.aliases)  # noqa: E731
     for key in path:

@@ -70,6 +70,28 @@ def hook_roots(model: ModuleModel) -> list[str]:
     return roots
 
 
+# Registrations that make a function another implementation of an operator (``@op.register_kernel("cpu")``,
+# ``torch.library.impl``): PyTorch runs it instead of the function handed to ``custom_op``, below the Python
+# dispatch key, whenever the op runs on that device.
+_IMPLEMENTATION_REGISTRATIONS = frozenset({"register_kernel", "register_torch_dispatch", "register_vmap", "impl"})
+
+
+def implementation_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
+    """Functions decorated as an operator's implementation (``@my_op.register_kernel("cpu")``,
+    ``@torch.library.register_kernel(...)``, ``@torch.library.impl(...)``): they run when the op is called from the
+    forward path, so they are roots (a function passed as an argument instead is a stored root already)."""
+    roots = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name not in model.functions:
+            continue
+        for dec in node.decorator_list:
+            func = dec.func if isinstance(dec, ast.Call) else dec
+            if isinstance(func, ast.Attribute) and func.attr in _IMPLEMENTATION_REGISTRATIONS:
+                roots.append(node.name)
+                break
+    return roots
+
+
 def _backward_argument(model: ModuleModel, call: ast.Call) -> ast.AST | None:
     """The backward function given to ``op.register_autograd(bwd, ...)`` / ``torch.library.register_autograd(
     "ns::op", bwd, ...)``: it runs in the backward pass, like ``autograd.Function.backward``."""

@@ -421,12 +421,27 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         elif _is_dunder(name) and name not in ALLOWED_DUNDERS:
             self.report("introspection", node, f"uses `{name}`, which introspects the module or the "
                         "interpreter; remove it (candidates must not look at the harness)")
+        elif name == "__name__" and builtin and not self._logger_or_main_test(node):
+            self.report("introspection", node, "reads the module's own `__name__`, which says how the module was "
+                        "imported (and so whether it runs under the verifier); use it only as "
+                        "`logging.getLogger(__name__)` or in `if __name__ == \"__main__\"`")
         elif name == "Model":
             self.report("reference", node, "uses `Model`, the task's reference implementation; compute the "
                         "result with your own kernels instead")
         elif id(node) not in self._inner and name in self.model.aliases and not self._is_shadowed(name):
             for each in self._alternatives(node, self.model.aliases[name]):
                 self._check_dotted(node, each, node.ctx)
+
+    def _logger_or_main_test(self, node: ast.Name) -> bool:
+        """``logging.getLogger(__name__)`` and ``__name__ == "__main__"``: the two uses of a module's own name that
+        cannot branch on where it was imported from."""
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.args == [node] and not parent.keywords:
+            return self._resolve(parent.func) == "logging.getLogger"
+        if isinstance(parent, ast.Compare) and len(parent.ops) == 1 and isinstance(parent.ops[0], ast.Eq | ast.NotEq):
+            other = parent.comparators[0] if parent.left is node else parent.left
+            return isinstance(other, ast.Constant) and other.value == "__main__"
+        return False
 
     def _name_read(self, node: ast.Attribute) -> bool:
         """``obj.__class__.__name__`` / ``fn.__module__``: a string, not the object (``type(obj).__name__`` is

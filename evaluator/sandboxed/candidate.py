@@ -27,7 +27,7 @@ import torch
 from evaluator.import_policy import RUNTIME_IMPORT_ROOTS as ALLOWED_IMPORT_ROOTS
 from evaluator.sandboxed import guards, handoff, taskspec
 from evaluator.sandboxed.bounds import BoundsChecker
-from evaluator.sandboxed.output_checks import Rejection, require_no_alias, same_bits
+from evaluator.sandboxed.output_checks import Rejection, output_list, require_no_alias, same_bits
 from evaluator.tracing import client as trace_client
 from evaluator.tracing import tags
 
@@ -67,7 +67,7 @@ class CandidateRunner:
         self._recorder_cls = guards.OpRecorder
         self._bookkeeping_elements = guards.bookkeeping_elements
         self._guarded_copy, self._guards_intact = taskspec.guarded_copy, taskspec.guards_intact
-        self._require_no_alias, self._same_bits = require_no_alias, same_bits
+        self._require_no_alias, self._same_bits, self._output_list = require_no_alias, same_bits, output_list
         self._snapshot, self._changed = guards.snapshot_attributes, guards.changed_attributes
         self._threads, self._poison = guards.live_threads, guards.poison_allocator
         self._outbox_cls = handoff.Outbox
@@ -335,7 +335,7 @@ class CandidateRunner:
         if not self.launches.work_since(launches, programs):
             raise Rejection("cheat_suspected", f"{where}: forward launched no kernel that did any work (a launch on "
                                                "an empty grid runs nothing)")
-        outs = list(raw) if isinstance(raw, (tuple, list)) else [raw]
+        outs = self._output_list(raw, where)
         for k, out in enumerate(outs):
             if type(out) is not self._tensor_type:
                 raise Rejection("cheat_suspected", f"{where}: output {k} is a {type(out).__name__}, not a plain "

@@ -9,14 +9,17 @@ so they are installed before the candidate is imported and checked after every c
 
 from __future__ import annotations
 
+import _signal as _signal_module
 import functools
-import inspect
+import io
 import os
+import shutil
+import signal
 import sys
 import sysconfig
 import threading
 from pathlib import Path
-from types import CodeType, FrameType
+from types import CodeType, FrameType, MappingProxyType, ModuleType
 from typing import Any
 
 import torch
@@ -84,6 +87,11 @@ _TRITON_DIR = _package_dir("triton")
 # candidate's strings, e.g. torch.library.custom_op evaluating string annotations).
 _CODE_GENERATORS = frozenset({(str(Path(_TRITON_DIR) / "runtime" / "jit.py"), "create_function_from_signature")})
 MAX_DISPATCHES_PER_CALL = 4096  # allocations and views of an honest launcher; element-wise host loops go far past
+# Tensor elements a forward may read on the host (``.item()``, ``float(t)``: a launcher reads a size or a flag); a
+# host loop over the data reads every one, wherever it runs (a grid callable Triton evaluates included).
+MAX_HOST_READS_PER_CALL = 256
+# Triton's autotune benchmarking (the only torch work Triton does for itself during a launch) is off the count.
+_BENCHMARK_FILES = frozenset(str(Path(_TRITON_DIR) / name) for name in ("testing.py", "runtime/autotuner.py"))
 
 
 # Torch compute on tensors at most 1/SMALL_FRACTION of the call's input elements is bookkeeping (a final mean over
@@ -119,12 +127,44 @@ class OpRecorder(TorchDispatchMode):
         self.violations: list[str] = []
         self.small_ops: list[str] = []  # bookkeeping on small tensors (see ``small_elements``), reported, allowed
         self.dispatches = 0
+        self.host_reads = 0  # aten::_local_scalar_dense calls (see MAX_HOST_READS_PER_CALL)
         self._small = int(small_elements)
         self._small_left = int(small_elements)  # the whole call's allowance for bookkeeping
-        self._triton_dir = _TRITON_DIR
+        self._benchmark_files = _BENCHMARK_FILES
+        self._max_host_reads = MAX_HOST_READS_PER_CALL
         self._torch_dir = _TORCH_DIR
         self._getframe = sys._getframe
         self._tensor = torch.Tensor
+        self._depths: tuple[int, int] = (0, 0)  # (dispatch, function) mode stack depths when entered
+        self._dispatch_depth, self._function_depth = _MODE_STACK_DEPTHS
+        self._pop_function, self._pop_dispatch = _POP_FUNCTION_MODE, _POP_DISPATCH_MODE
+        self._push_dispatch, self._dispatch_at = _PUSH_DISPATCH_MODE, _DISPATCH_MODE_AT
+
+    def __enter__(self) -> OpRecorder:
+        self._depths = (self._dispatch_depth(), self._function_depth())
+        return super().__enter__()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Leave the stacks exactly as they were entered, before any torch call of the harness runs: a mode the
+        candidate pushed and left (``SomeMode().__enter__()`` in forward) would otherwise see, and run code
+        during, everything the harness does after the call, with no guard active. The recorder taken off the
+        stack (``_pop_mode()``) is a violation too."""
+        dispatch_depth, function_depth = self._depths
+        while self._function_depth() > function_depth:
+            self._pop_function()
+            self._note_once("a TorchFunctionMode left on the stack")
+        while self._dispatch_depth() > dispatch_depth + 1 or (
+                self._dispatch_depth() == dispatch_depth + 1 and self._dispatch_at(dispatch_depth) is not self):
+            self._pop_dispatch(None)
+            self._note_once("a TorchDispatchMode left on the stack")
+        if self._dispatch_depth() <= dispatch_depth:
+            self._push_dispatch(self)  # put back so that the ordinary exit pops it
+            self._note_once("the op recorder taken off the dispatch stack")
+        return super().__exit__(exc_type, exc, tb)
+
+    def _note_once(self, what: str) -> None:
+        if what not in self.violations:
+            self.violations.append(what)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         namespace, name = _op_namespace(func), _op_name(func)
@@ -132,8 +172,13 @@ class OpRecorder(TorchDispatchMode):
         if qualified in self.own:  # the candidate's own op: OwnOpBodies records its body under this recorder
             return func(*args, **(kwargs or {}))
         result = func(*args, **(kwargs or {}))
-        if not self._caller_file().startswith(self._triton_dir):  # autotune benchmarking is not the candidate's
+        if self._caller_file() not in self._benchmark_files:  # autotune benchmarking is not the candidate's
             self.dispatches += 1
+        if namespace == "aten" and name == "_local_scalar_dense":
+            self.host_reads += 1
+            if self.host_reads > self._max_host_reads:
+                self._note_once(f"aten._local_scalar_dense (more than {self._max_host_reads} tensor elements read on "
+                                "the host in one call)")
         if namespace == "aten" and name in self.allowed:
             return result
         shown = f"aten.{name}" if namespace == "aten" else qualified
@@ -240,6 +285,7 @@ class LaunchCounter:
 
         type(interpreter_builder).set_grid_dim = set_grid_dim
         self.interpreted = True
+        _pin_interpreted_sources()
 
     def work_since(self, launches: int, programs: int) -> bool:
         """Whether a kernel did work since the counters read ``launches`` and ``programs``: under the interpreter
@@ -291,6 +337,61 @@ class LaunchCounter:
         return _Counted()
 
 
+def _pin_interpreted_sources() -> None:
+    """Under the interpreter, run each kernel from the source on disk of the function it was decorated with.
+
+    Triton's interpreter rewrites a kernel's source at its first launch (``inspect.getsourcelines``, through the
+    ``linecache``), not when it is decorated, and caches the result in a class-level dict; the jit object's ``fn``
+    and ``rewriter`` are plain attributes. A candidate that rewrote its file, planted a ``linecache`` entry,
+    filled ``InterpretedFunction.rewritten_fn`` or swapped ``kernel.fn`` would have the CPU run a kernel the
+    checker never saw (and that a GPU never compiles). So the function, its code and its rewriter are recorded at
+    decoration; at a launch they must be unchanged, the file's own text is put into the ``linecache`` (read from
+    disk, where the candidate's file can no longer be written) and the rewrite is cached here."""
+    try:
+        from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction
+    except Exception:
+        return
+    import linecache
+
+    original_init, original_rewrite_ast = InterpretedFunction.__init__, FunctionRewriter.rewrite_ast
+    created: dict[int, tuple[Any, Any, Any, Any]] = {}  # id(jit object) -> (itself, fn, fn's code, rewriter)
+    rewritten: dict[int, Any] = {}
+    namespace, cache, read, exists = vars(linecache), linecache.cache, io.open, os.path.isfile
+    triton_dir = _TRITON_DIR
+
+    def init(self_: Any, fn: Any, **kwargs: Any) -> None:
+        original_init(self_, fn, **kwargs)
+        created[id(self_)] = (self_, fn, getattr(fn, "__code__", None), self_.rewriter)
+
+    def rewrite(self_: Any) -> Any:
+        known = created.get(id(self_))
+        own = vars(self_)
+        fn = own.get("fn")
+        if known is None and str(getattr(getattr(fn, "__code__", None), "co_filename", "")).startswith(triton_dir):
+            # Triton's own library functions (tl.* helpers) were decorated when triton was imported, before this
+            known = created[id(self_)] = (self_, fn, fn.__code__, own.get("rewriter"))
+        if known is None or known[0] is not self_ or own.get("fn") is not known[1] or \
+                getattr(known[1], "__code__", None) is not known[2] or own.get("rewriter") is not known[3] or \
+                getattr(known[3], "fn", None) is not known[1] or "rewrite" in own:
+            raise PermissionError("kernelevo verifier: a kernel's function, code or rewriter was replaced after it "
+                                  "was decorated; the interpreter runs only the kernel as written")
+        done = rewritten.get(id(self_))
+        if done is None:
+            filename = getattr(known[2], "co_filename", "")
+            if namespace.get("cache") is not cache:
+                raise PermissionError("kernelevo verifier: linecache.cache was replaced; the interpreter reads "
+                                      "kernel sources through it")
+            if isinstance(filename, str) and exists(filename):
+                with read(filename, encoding="utf-8") as handle:
+                    lines = handle.readlines()
+                cache[filename] = (sum(len(line) for line in lines), None, lines, filename)
+            done = rewritten[id(self_)] = original_rewrite_ast(known[3])
+        return done
+
+    InterpretedFunction.__init__ = init
+    InterpretedFunction.rewrite = rewrite
+
+
 def on_foreign_stream() -> bool:
     """True when a CUDA launch now would go to a stream the harness did not call forward on.
 
@@ -340,7 +441,28 @@ _FRAME_USERS = ("/warnings.py", "/typing.py", "/typing_extensions.py", "/logging
                 "/traceback.py", "/linecache.py")
 # Never needed by a library while the candidate's code runs, whoever raises them.
 _NEVER_FOR_CANDIDATES = ("socket.", "ctypes.", "gc.", "sys.settrace", "sys.setprofile", "sys.addaudithook",
-                         "os.system", "os.kill", "os.fork", "os.forkpty", "pty.", "signal.", "resource.setrlimit")
+                         "os.system", "os.kill", "os.fork", "os.forkpty", "pty.", "signal.", "resource.setrlimit",
+                         # The environment steers what libraries run later (Triton's $CC, TRITON_INTERPRET,
+                         # TRITON_*_PATH, the loader's LD_*), and a thread runs torch outside the op recorder (its
+                         # dispatch modes are thread-local): no library needs either while the candidate runs.
+                         "os.putenv", "os.unsetenv", "_thread.start_new_thread")
+# File-system changes a library may make while the candidate's code is on the stack only where its own code names
+# the call (Triton's cache ``with open(tmp, "wb")`` then ``os.replace(tmp, path)``): a ``functools.partial(open,
+# mode="w")`` or ``partial(os.open, path, O_CREAT, 0o755)`` handed over as a grid or a hook is entered by a generic
+# ``f()`` and names nothing. Event -> the names a library's code would call it by.
+_NAMED_WRITES = MappingProxyType({
+    "open": ("open",), "os.chmod": ("chmod", "fchmod", "lchmod"), "os.chown": ("chown", "fchown", "lchown"),
+    "os.symlink": ("symlink",), "os.link": ("link",), "os.rename": ("rename", "replace", "renames"),
+    "os.truncate": ("truncate", "ftruncate"), "os.utime": ("utime",), "os.mkfifo": ("mkfifo",),
+    "os.mknod": ("mknod",),
+})
+# Methods through which the standard library is entered implicitly (a class call, a ``with`` block): the library's
+# frame names the class instead.
+_IMPLICIT_ENTRIES = frozenset({"__init__", "__new__", "__enter__", "__exit__", "__call__"})
+# What installs a signal handler or arms a timer (refused while the candidate runs, see _guard_signal_handlers).
+_SIGNAL_SETTERS = ("signal", "setitimer", "alarm", "set_wakeup_fd", "siginterrupt")
+# Variables a library may change in a child's environment (torch runs the compiler with LC_ALL=C).
+_LOCALE_VARIABLES = ("LC_", "LANG")
 # kernelevo.cuda's modules, the only library code allowed to call ctypes while a candidate's code is on the stack.
 _CUDA_TOOLCHAIN_FILES = frozenset(str(Path(kernelevo.__file__).resolve().parent / name)
                                   for name in ("cuda.py", "_cuda_nvrtc.py", "_cuda_driver.py", "_cuda_args.py"))
@@ -364,6 +486,7 @@ class AuditGuard:
     def __init__(self, candidate_file: Path, allowed_imports: frozenset[str]):
         self.candidate_file = str(Path(candidate_file).resolve())
         self._private_root = str(Path(candidate_file).resolve().parent) + os.sep
+        self._outbox = self._private_root + "outbox" + os.sep
         self.allowed_imports = frozenset(allowed_imports)
         self.violations: list[str] = []
         self.active = False
@@ -385,10 +508,84 @@ class AuditGuard:
         # bound (its contents are what a spawn inherits), and the search path and loader variables are copied now.
         self._environ = os.environ
         self._probe_environ = {k: v for k, v in os.environ.items() if k == "PATH" or k.startswith("LD_")}
+        # The whole environment a spawned program may inherit (see _spawn_environment_unchanged), and where
+        # ``os.environ`` must still be found: rebinding it (``partial(setattr, os, "environ", {...})``) or its
+        # ``_data`` would change what Triton reads (``$CC``) without an audit event.
+        self._spawn_environ = {k: v for k, v in os.environ.items() if not k.startswith(_LOCALE_VARIABLES)}
+        self._os_namespace = vars(os)
+        self._type_name = type.__dict__["__name__"].__get__
+        self._which = shutil.which
+        self._this_file = _THIS_FILE
 
     def install(self) -> None:
         sys.addaudithook(self._hook)
         self._guard_imports_of_loaded_modules()
+        self._guard_thread_starts()
+        self._guard_signal_handlers()
+
+    def _guard_signal_handlers(self) -> None:
+        """Python 3.11 raises no audit event for ``signal.signal`` or ``signal.setitimer``: a handler on a timer
+        would run the candidate's code in the middle of the harness's (after forward, with every guard off) and
+        be handed the interrupted frame. Installing a handler or arming a timer is refused while the candidate's
+        code is on the stack; the handlers and timers are also in the attribute snapshot."""
+        import _signal
+        import signal
+
+        guard = self
+
+        def refusing(original: Any, name: str) -> Any:
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                if guard.active and not getattr(guard._busy, "flag", False):
+                    line = guard._candidate_line_above(1)
+                    if line is not None:
+                        guard.violations.append(f"signal.{name} from {Path(guard.candidate_file).name}:{line}")
+                        raise PermissionError(f"kernelevo verifier: candidates may not use signal.{name}")
+                return original(*args, **kwargs)
+
+            wrapper.__name__ = name
+            return wrapper
+
+        for name in _SIGNAL_SETTERS:
+            original = getattr(_signal, name, None)
+            if original is None:
+                continue
+            wrapped = refusing(original, name)
+            for module in (_signal, signal):
+                if getattr(module, name, None) is original:
+                    setattr(module, name, wrapped)
+
+    def _guard_thread_starts(self) -> None:
+        """This Python raises no audit event when a thread starts, and torch's dispatch modes are thread-local: a
+        thread runs torch outside the op recorder, and one that ends before forward returns leaves the thread
+        census nothing to see. ``_thread.start_new_thread`` (and the names ``threading`` and ``_thread`` keep for
+        it) are wrapped to refuse a start while the candidate's code (or code compiled at run time) is anywhere on
+        the stack, whoever calls it (``Thread.start`` handed to a library as a callback included)."""
+        import _thread
+
+        original = _thread.start_new_thread
+        guard = self
+
+        def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> Any:
+            if guard.active and not getattr(guard._busy, "flag", False):
+                line = guard._candidate_line_above(1)
+                if line is not None:
+                    guard.violations.append(f"_thread.start_new_thread from {Path(guard.candidate_file).name}:{line}")
+                    raise PermissionError("kernelevo verifier: candidates may not start threads")
+            return original(function, args) if kwargs is None else original(function, args, kwargs)
+
+        start_new_thread.__name__ = "start_new_thread"
+        for module, name in ((_thread, "start_new_thread"), (_thread, "start_new"), (threading, "_start_new_thread")):
+            if getattr(module, name, None) is original:
+                setattr(module, name, start_new_thread)
+
+    def _candidate_line_above(self, depth: int) -> int | None:
+        """The candidate's line nearest above the frame ``depth`` levels up from the caller, if any."""
+        frame: FrameType | None = self._caller_frame(depth + 2)
+        while frame is not None:
+            if self._candidates_frame(frame):
+                return frame.f_lineno
+            frame = frame.f_back
+        return None
 
     def _guard_imports_of_loaded_modules(self) -> None:
         """The "import" audit event fires only when a module is first loaded, and ``importlib.import_module``
@@ -487,13 +684,21 @@ class AuditGuard:
             if isinstance(path, int):
                 return None  # a descriptor already open: its opening was judged
             if isinstance(path, (str, bytes)):
-                path = self._fsdecode(path)
-                return None if self._realpath(path).startswith(self._private_root) else line
+                path = self._realpath(self._fsdecode(path))
+                inside = path.startswith(self._private_root) and not self._harness_path(path)
+                return None if inside and self._entered_by_name(_NAMED_WRITES["open"]) else line
             return line
+        if event in _NAMED_WRITES:  # chmod, symlink, rename...: only where the library's own code calls them
+            return None if self._entered_by_name(_NAMED_WRITES[event]) and not self._names_harness_file(args) \
+                else line
+        if event in ("object.__setattr__", "object.__delattr__"):  # a type's attribute, a function's code
+            wanted = (str(args[1]), "setattr", "delattr") if len(args) > 1 else ("setattr", "delattr")
+            return None if self._entered_by_name(wanted) else line
         if event in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
             program = args[0] if args else ""
             name = self._basename(self._fsdecode(program)) if isinstance(program, (str, bytes)) else ""
-            if (name.startswith(_TOOLCHAIN) and self._raised_under(_SUBPROCESS_FILES)) or (
+            if (name.startswith(_TOOLCHAIN) and self._raised_under(_SUBPROCESS_FILES)
+                    and self._spawn_trusted(program, args)) or (
                     name in _SYSTEM_PROBES and self._raised_under(_PLATFORM_FILES)
                     and self._probe_environment_unchanged(args)):
                 return None
@@ -574,6 +779,80 @@ class AuditGuard:
                 return name in frame.f_code.co_names
             frame = frame.f_back
         return False
+
+    def _entered_by_name(self, names: tuple[str, ...]) -> bool:
+        """Whether the library frame nearest to the event (walking up past the standard library) names, in its own
+        code, the function it called: one of ``names`` when it called the builtin itself (``open(...)``), else the
+        standard-library function it entered (``tempfile.mkstemp``; for a class call or a ``with`` block, the
+        class). A callable the candidate handed over (``partial(open, mode="w")`` as a grid, a hook, a
+        ``tree_map`` function) is entered by a generic ``f(x)`` and names none (called from :meth:`_called_back`,
+        like :meth:`_names_itself`)."""
+        frame: FrameType | None = self._getframe(3)  # 0: here, 1: _called_back, 2: the hook, 3: the event's frame
+        entered: FrameType | None = None  # the outermost standard-library frame so far
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self._candidates_frame(frame):
+                return False
+            if filename == self._this_file:
+                return True  # the guards' own wrappers
+            if filename.startswith("<frozen") or (filename.startswith(self._stdlib) and "-packages" not in filename):
+                entered, frame = frame, frame.f_back
+                continue
+            if entered is None:
+                return any(name in frame.f_code.co_names for name in names)
+            name = entered.f_code.co_name
+            if name in _IMPLICIT_ENTRIES:
+                owner = entered.f_locals.get("self", entered.f_locals.get("cls"))
+                kind = owner if issubclass(type(owner), type) else type(owner)  # no isinstance: it reads __class__
+                name = self._type_name(kind)
+            return name in frame.f_code.co_names
+        return False
+
+    def _harness_path(self, path: str) -> bool:
+        """The candidate's own file (the interpreter reads kernels from it) and the outbox (outputs handed over as
+        files, which the reference reads later): written by the harness only, never while the candidate runs."""
+        return path == self.candidate_file or path.startswith(self._outbox)
+
+    def _names_harness_file(self, args: tuple) -> bool:
+        """Whether an event's path arguments name one of the harness's files (see :meth:`_harness_path`)."""
+        return any(isinstance(value, (str, bytes)) and self._harness_path(self._realpath(self._fsdecode(value)))
+                   for value in args[:2])
+
+    def _spawn_trusted(self, program: Any, args: tuple) -> bool:
+        """A toolchain program may run only from outside the candidate's writable folder and with the environment
+        the guard was installed with (locale variables aside): a planted ``gcc`` there, ``$CC``, ``$PATH``,
+        ``$LD_PRELOAD`` or ``$COMPILER_PATH`` pointed at it would run the candidate's own program."""
+        if not isinstance(program, (str, bytes)) or self._os_namespace.get("environ") is not self._environ:
+            return False
+        if not self._spawn_environment_unchanged(args):
+            return False
+        name = self._fsdecode(program)
+        if os.sep not in name:  # looked up on PATH by exec (torch runs ``ninja`` by name)
+            env = args[3] if len(args) > 3 and args[3] is not None else self._environ
+            search = next((self._fsdecode(v) for k, v in list(env.items()) if k in ("PATH", b"PATH")), "")
+            found = self._which(name, path=search)
+            if found is None:
+                return True  # nothing to run: the spawn fails on its own
+            name = found
+        return not self._realpath(name).startswith(self._private_root)
+
+    def _spawn_environment_unchanged(self, args: tuple) -> bool:
+        env = args[3] if len(args) > 3 and args[3] is not None else self._environ
+        try:
+            items = list(env.items())
+        except (AttributeError, TypeError):
+            return False
+        current = {}
+        for key, value in items:
+            if type(key) is bytes:
+                key = self._fsdecode(key)
+            if type(value) is bytes:
+                value = self._fsdecode(value)
+            if type(key) is not str or type(value) is not str:
+                return False
+            if not key.startswith(_LOCALE_VARIABLES):
+                current[key] = value
+        return current == self._spawn_environ
 
     def _probe_environment_unchanged(self, args: tuple) -> bool:
         """Whether the program search path and the loader variables the probe runs with are those of the process
@@ -659,7 +938,9 @@ def _short(args: tuple) -> str:
     return text if len(text) < 80 else text[:77] + "..."
 
 
-_WATCHED_MODULES = ("torch", "torch.nn.functional", "torch.cuda", "torch.nn", "time", "math", "triton",
+_WATCHED_MODULES = ("_thread", "threading", "_signal", "signal",  # functions the guard wraps (AuditGuard.install)
+                    "inspect", "linecache",  # the interpreter reads kernels' sources through them
+                    "torch", "torch.nn.functional", "torch.cuda", "torch.nn", "time", "math", "triton",
                     "triton.language", "triton.testing", "torch.backends.cuda", "torch.backends.cudnn",
                     "triton.runtime.jit", "triton.runtime.interpreter", "torch.utils._python_dispatch",
                     "torch.utils.cpp_extension", "kernelevo", "kernelevo.cuda",
@@ -667,8 +948,10 @@ _WATCHED_MODULES = ("torch", "torch.nn.functional", "torch.cuda", "torch.nn", "t
                     "evaluator.sandboxed.entry", "evaluator.sandboxed.candidate", "evaluator.sandboxed.guards",
                     "evaluator.sandboxed.handoff", "evaluator.sandboxed.bounds", "evaluator.sandboxed.timing",
                     "evaluator.sandboxed.timing_ops", "evaluator.sandboxed.output_checks",
-                    "evaluator.sandboxed.taskspec", "evaluator.sandboxed.inline_ext", "evaluator.tracing.client")
+                    "evaluator.sandboxed.taskspec", "evaluator.sandboxed.inline_ext", "evaluator.sandboxed.vmm",
+                    "evaluator.tracing.client")
 _WATCHED_CLASSES = (("triton.runtime.jit", "JITFunction"), ("triton.runtime.interpreter", "InterpretedFunction"),
+                    ("triton.runtime.interpreter", "FunctionRewriter"),
                     ("triton.runtime.interpreter", "InterpreterBuilder"),
                     ("triton.runtime.interpreter", "GridExecutor"), ("triton.runtime.autotuner", "Autotuner"),
                     ("torch.utils._python_dispatch", "TorchDispatchMode"))
@@ -678,7 +961,9 @@ class OwnOpBodies:
 
     PyTorch runs a custom op's implementation with dispatch modes popped, so the torch work inside it would go
     unseen; the registration functions are wrapped (before the candidate is imported) so that every function the
-    candidate registers enters the active recorder itself when it runs."""
+    candidate registers enters the active recorder itself when it runs: the function handed to ``custom_op`` /
+    ``triton_op``, and every kernel registered on the way in (``Library.impl``, which ``op.register_kernel("cpu")``,
+    ``torch.library.impl`` and ``register_kernel`` all end in, and torch_dispatch rules)."""
 
     def __init__(self) -> None:
         self.active: list[Any] = [None]  # the recorder of the call in progress (set by the harness)
@@ -689,20 +974,45 @@ class OwnOpBodies:
             original = getattr(library, name, None)
             if original is not None:
                 setattr(library, name, self._registering(original))
+        library_cls = getattr(library, "Library", None)
+        for name, position in (("impl", 1), ("_register_torch_dispatch_rule", 2)):
+            original = getattr(library_cls, name, None)
+            if original is not None:
+                setattr(library_cls, name, self._registering_kernel(original, position))
+
+    def _entering(self, fn: Any) -> Any:
+        """``fn`` entering the active recorder when it runs, unless the recorder is on the dispatch stack already
+        (an autograd kernel runs above the Python key, the device kernel below it with the modes popped)."""
+        active, on_stack = self.active, _on_dispatch_stack
+
+        @functools.wraps(fn)
+        def body(*a: Any, **k: Any) -> Any:
+            recorder = active[0]
+            if recorder is None or on_stack(recorder):
+                return fn(*a, **k)
+            with recorder:
+                return fn(*a, **k)
+        return body
+
+    def _registering_kernel(self, original: Any, position: int) -> Any:
+        entering = self._entering
+
+        def register(lib: Any, *args: Any, **kwargs: Any) -> Any:
+            if len(args) > position and callable(args[position]):  # position: of ``fn`` after ``self``
+                args = (*args[:position], entering(args[position]), *args[position + 1:])
+            elif callable(kwargs.get("fn")):
+                kwargs["fn"] = entering(kwargs["fn"])
+            return original(lib, *args, **kwargs)
+
+        register.__name__ = getattr(original, "__name__", "register")
+        return register
 
     def _registering(self, original: Any) -> Any:
-        active = self.active
+        entering = self._entering
 
         def register(*args: Any, **kwargs: Any) -> Any:
             def wrap(fn: Any) -> Any:
-                @functools.wraps(fn)
-                def body(*a: Any, **k: Any) -> Any:
-                    recorder = active[0]
-                    if recorder is None:
-                        return fn(*a, **k)
-                    with recorder:
-                        return fn(*a, **k)
-                return body
+                return entering(fn)
 
             if len(args) > 1 and callable(args[1]) or kwargs.get("fn") is not None:  # custom_op(name, fn, ...)
                 args = (args[0], wrap(args[1]), *args[2:]) if len(args) > 1 else args
@@ -752,37 +1062,104 @@ class HostConversionGuard:
         return method
 
 
+class _Watched:
+    """The namespaces the attribute snapshot reads, bound at its first use (before the candidate is imported): each
+    watched module's ``__dict__`` and each watched class's MRO dictionaries, read as plain mappings. Nothing a
+    candidate can set is ever called while reading them (no ``dir()``, which calls a module's own ``__dir__``; no
+    property getters; no ``isinstance``, which consults ``__class__``), since the snapshot runs after forward with
+    every other guard off."""
+
+    def __init__(self) -> None:
+        self.targets: list[tuple[str, list[Any]]] | None = None
+        self._class_dict = type.__dict__["__dict__"].__get__
+        self._module_dict = vars(ModuleType)["__dict__"].__get__
+        self._mro = type.__dict__["__mro__"].__get__
+
+    def bind(self) -> list[tuple[str, list[Any]]]:
+        if self.targets is not None:
+            return self.targets
+        targets: list[tuple[str, list[Any]]] = []
+        for name in _WATCHED_MODULES:
+            module = sys.modules.get(name)
+            if isinstance(module, ModuleType):
+                extra = [c for c in self._mro(type(module)) if c not in (ModuleType, object)]
+                targets.append((name, [self._module_dict(module), *(self._class_dict(c) for c in extra)]))
+        classes: list[tuple[str, type]] = [("torch.Tensor", torch.Tensor), ("torch.nn.Module", torch.nn.Module)]
+        for module_name, name in _WATCHED_CLASSES:
+            cls = getattr(sys.modules.get(module_name), name, None)
+            if isinstance(cls, type):
+                classes.append((f"{module_name}.{name}", cls))
+        if torch.cuda.is_available():
+            classes.append(("torch.cuda.Event", torch.cuda.Event))
+        for prefix, cls in classes:
+            targets.append((prefix, [self._class_dict(c) for c in self._mro(cls) if c is not object]))
+        self.targets = targets
+        return targets
+
+
+_WATCHED = _Watched()
+# Read through these (bound at import, before any candidate): C functions, never a Python attribute of torch.
+_MODE_STACK_DEPTHS = (torch._C._len_torch_dispatch_stack, torch._C._len_torch_function_stack)
+_POP_FUNCTION_MODE, _POP_DISPATCH_MODE = torch._C._pop_torch_function_stack, torch._C._pop_torch_dispatch_stack
+_PUSH_DISPATCH_MODE, _DISPATCH_MODE_AT = torch._C._push_on_torch_dispatch_stack, torch._C._get_dispatch_stack_at
+
+
+def _on_dispatch_stack(mode: Any, depth: Any = _MODE_STACK_DEPTHS[0], at: Any = _DISPATCH_MODE_AT) -> bool:
+    return any(at(i) is mode for i in range(depth()))
+
+
+# The numerics switches, read through torch's C getters (bound at import) like the mode stacks.
+_NUMERICS = (("torch.float32_matmul_precision", torch._C._get_float32_matmul_precision),
+             ("torch.backends.cuda.matmul.allow_tf32", torch._C._get_cublas_allow_tf32),
+             ("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+              torch._C._get_cublas_allow_fp16_reduced_precision_reduction),
+             ("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+              torch._C._get_cublas_allow_bf16_reduced_precision_reduction),
+             ("torch.backends.cudnn.allow_tf32", torch._C._get_cudnn_allow_tf32))
+_PLAIN_VALUES = (bool, int, float, str)
+_MODULE_HOOKS = ("__getattr__", "__dir__")
+_GETSIGNAL, _GETITIMER = _signal_module.getsignal, _signal_module.getitimer  # C functions (signal.py wraps them)
+_SIGNALS = sorted(int(n) for n in signal.valid_signals())
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+_HARNESS = "evaluator."  # the harness's own modules: their private state is watched too (_THIS_FILE, allow-lists)
+_ENVIRON, _OS_NAMESPACE = os.environ, vars(os)
+_ENVIRON_NAMESPACE = vars(os.environ)
+_ENVIRON_DATA: dict[bytes, bytes] = _ENVIRON_NAMESPACE["_data"]  # what os.environ reads and writes
+
+
+def _environment_state() -> str:
+    """The process environment as Python sees it (``os.environ``, its ``_data``, where ``os`` finds them), read
+    without calling anything a candidate could have put there."""
+    if _OS_NAMESPACE.get("environ") is not _ENVIRON or _ENVIRON_NAMESPACE.get("_data") is not _ENVIRON_DATA:
+        return "<rebound>"
+    items = list(_ENVIRON_DATA.items())
+    if any(type(k) is not bytes or type(v) is not bytes for k, v in items):
+        return "<not bytes>"
+    return repr(sorted(items))
+
+
 def snapshot_attributes() -> dict[str, Any]:
-    """Identities of the attributes a cheat would patch (timers, torch functions, tensor methods)."""
-    snap: dict[str, Any] = {}
-    targets: list[tuple[str, Any]] = [(m, sys.modules[m]) for m in _WATCHED_MODULES if m in sys.modules]
-    targets += [("torch.Tensor", torch.Tensor), ("torch.nn.Module", torch.nn.Module)]
-    for module, name in _WATCHED_CLASSES:
-        cls = getattr(sys.modules.get(module), name, None)
-        if isinstance(cls, type):
-            targets.append((f"{module}.{name}", cls))
-    if torch.cuda.is_available():
-        targets += [("torch.cuda.Event", torch.cuda.Event)]
-    for prefix, obj in targets:
-        for name in dir(obj):
-            if name.startswith("__"):
-                continue
-            try:
-                raw = inspect.getattr_static(obj, name)  # unbound: a classmethod is the same object each time
-                value = getattr(obj, name) if isinstance(raw, property) else raw
-            except Exception:
-                continue
-            if name.startswith("_") and not callable(value):
-                continue  # a library's own lazy state (torch.cuda._cached_device_count, _initialized, ...)
-            if isinstance(value, (bool, int, float, str)):
-                snap[f"{prefix}.{name}"] = repr(value)
-            else:
-                snap[f"{prefix}.{name}"] = id(value)
-    # Numerics switches a candidate could flip to buy speed with precision.
-    snap["torch.float32_matmul_precision"] = torch.get_float32_matmul_precision()
-    for flag in ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
-        snap[f"torch.backends.cuda.matmul.{flag}"] = repr(getattr(torch.backends.cuda.matmul, flag, None))
-    snap["torch.backends.cudnn.allow_tf32"] = repr(torch.backends.cudnn.allow_tf32)
+    """Identities of the attributes a cheat would patch (timers, torch functions, tensor methods), the numerics
+    switches, the torch mode stacks and the environment. Reads only (see :class:`_Watched`)."""
+    snap: dict[str, Any] = {"torch.mode_stacks": repr(tuple(depth() for depth in _MODE_STACK_DEPTHS))}
+    for prefix, namespaces in _WATCHED.bind():
+        for hook in _MODULE_HOOKS:  # PEP 562 hooks: dir() and missing-attribute lookups run them
+            snap[f"{prefix}.{hook}"] = id(namespaces[0][hook]) if hook in namespaces[0] else "<absent>"
+        seen: set[str] = set()
+        for namespace in namespaces:
+            for name, value in list(namespace.items()):
+                if type(name) is not str or name in seen:
+                    continue
+                seen.add(name)
+                if name.startswith("_") and not callable(value) and not prefix.startswith(_HARNESS):
+                    continue  # a library's own lazy state (torch.cuda._cached_device_count, _initialized, ...)
+                # Callable dunders too: the harness indexes, compares and multiplies tensors after forward.
+                snap[f"{prefix}.{name}"] = repr(value) if type(value) in _PLAIN_VALUES else id(value)
+    for key, read in _NUMERICS:  # numerics switches a candidate could flip to buy speed with precision
+        snap[key] = repr(read())
+    snap["os.environ"] = _environment_state()
+    snap["signal.handlers"] = repr([id(_GETSIGNAL(n)) for n in _SIGNALS])
+    snap["signal.timers"] = repr([_GETITIMER(t) for t in _TIMERS])
     return snap
 
 

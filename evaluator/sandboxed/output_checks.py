@@ -20,6 +20,24 @@ class Rejection(Exception):
         self.reason = reason
 
 
+_TYPE_NAME = type.__dict__["__name__"].__get__  # a class's own name, never a metaclass property it defines
+_TENSOR = torch.Tensor  # bound at import, before any candidate runs
+
+
+def output_list(raw: Any, where: str) -> list[Any]:
+    """``forward``'s return value as a list: a plain tensor, tuple or list only. Anything else (a list subclass, an
+    object with its own ``__iter__``) would run the candidate's code after the guards are off, while the harness
+    reads the outputs, so it is refused without iterating it."""
+    kind = type(raw)
+    if kind is tuple or kind is list:
+        return list(raw)  # the builtin iteration of an exact tuple or list: no candidate code runs
+    if kind is _TENSOR:
+        return [raw]
+    raise Rejection("cheat_suspected", f"{where}: forward returned a {_TYPE_NAME(kind)}; return a torch.Tensor or a "
+                                       "tuple/list of them (containers of other types and tensor subclasses are "
+                                       "refused)")
+
+
 def same_bits(x: torch.Tensor, y: torch.Tensor) -> bool:
     """Same shape, dtype and bytes (NaN payloads included)."""
     if x.shape != y.shape or x.dtype != y.dtype:

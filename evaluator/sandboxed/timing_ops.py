@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from evaluator.sandboxed import guards, handoff, taskspec, timing
-from evaluator.sandboxed.output_checks import Rejection
+from evaluator.sandboxed.output_checks import Rejection, output_list
 
 if TYPE_CHECKING:
     from evaluator.sandboxed.reference import ReferenceRunner
@@ -102,7 +102,7 @@ def candidate_time(timed: TimedCandidate, sets_per_case: list[list[list[Any]]], 
                     timed.mark(timed.forward_kind, timed.end, window)
                     recorded += recorder.violations
                     where = f"case {ci}, timed call {trial}"
-                    item = timed.outbox.send(_as_list(out), timed.outdir / f"{name}.pt", where)
+                    item = timed.outbox.send(output_list(out, where), timed.outdir / f"{name}.pt", where)
                     sent[name] = {**item, "scale": scale}
                 varied.restore()
                 phases["sampled_calls_s"] += time.perf_counter() - clock

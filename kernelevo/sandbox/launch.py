@@ -74,12 +74,19 @@ class Sandboxed:
         self._killed = True
 
 
+def host_view_env(policy: SandboxPolicy) -> dict[str, str]:
+    """The environment without a sandbox: a value naming where a bind appears inside it (``HOME``) names the
+    bind's source instead, which is where that folder is when nothing is mounted."""
+    moved = {str(b.target): str(b.source) for b in policy.binds if b.target is not None}
+    return {name: moved.get(value, value) for name, value in policy.env.items()}
+
+
 def spawn(policy: SandboxPolicy, command: Sequence[str], report: IsolationReport, *,
           stdin: int | IO[Any] | None = None, stdout: int | IO[Any] | None = None,
           stderr: int | IO[Any] | None = None, pass_fds: Sequence[int] = ()) -> Sandboxed:
     """Start ``command`` in its sandbox (see the module docstring)."""
     if report.mode is IsolationMode.OFF:
-        proc = subprocess.Popen(list(command), stdin=stdin, stdout=stdout, stderr=stderr, env=dict(policy.env),
+        proc = subprocess.Popen(list(command), stdin=stdin, stdout=stdout, stderr=stderr, env=host_view_env(policy),
                                 cwd=str(policy.cwd), pass_fds=tuple(pass_fds), start_new_session=True,
                                 close_fds=True)
         return Sandboxed(proc, report)

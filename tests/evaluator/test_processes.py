@@ -4,7 +4,7 @@ from pathlib import Path
 
 from evaluator import EvalOptions, evaluate
 from evaluator.processes import process_tree_rss_mb
-from evaluator.roles import sandbox_environment
+from evaluator.roles import NEUTRAL_HOME, sandbox_environment
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 
@@ -16,7 +16,18 @@ def test_environment_is_an_allowlist_without_secrets(tmp_path):
     assert env["PATH"] == "/usr/bin" and env["LD_LIBRARY_PATH"] == "/lib"
     assert not any(v in env.values() for v in ("ghs_x", "sk-x", "k", "a"))
     assert "MY_APP_SETTING" not in env
-    assert env["HOME"].startswith(str(tmp_path)) and env["TRITON_INTERPRET"] == "1"
+    assert env["TRITON_INTERPRET"] == "1"
+    # a neutral home (the private one is bound there), never the parent's, and no path naming the work folder
+    assert env["HOME"] == str(NEUTRAL_HOME) and (tmp_path / "home").is_dir()
+    assert not any(str(tmp_path) in v for v in env.values()) and "TMPDIR" not in env
+
+
+def test_without_a_sandbox_the_home_is_the_private_folder(tmp_path):
+    from evaluator.roles import policy
+    from kernelevo.sandbox.launch import host_view_env
+
+    env = host_view_env(policy("candidate", "cpu", tmp_path))
+    assert env["HOME"] == str((tmp_path / "home").resolve())
 
 
 def test_gpu_environment_does_not_force_interpreter(tmp_path):
