@@ -190,9 +190,13 @@ def sent_for(sent: dict[str, Any], name: str, worker: processes.Worker) -> dict[
     path = str(worker.outbox / f"{name}.pt")
     if isinstance(item, dict) and isinstance(item.get("vmm"), list):
         received = worker.reply_fds()
-        fds = []
+        fds, used = [], set()
         for descriptor in item["vmm"]:
             index = descriptor.get("fd") if isinstance(descriptor, dict) else None
-            fds.append(received[index] if type(index) is int and 0 <= index < len(received) else -1)
+            if type(index) is int and 0 <= index < len(received) and index not in used:
+                fds.append(received[index])
+                used.add(index)
+            else:  # none, or one named twice (one allocation for two outputs): refused by the reference
+                fds.append(-1)
         return {"vmm": item["vmm"], "fds": fds, "kept": item.get("kept"), "path": path}
     return {"file": path}

@@ -10,9 +10,10 @@ Channels: requests (JSON lines, and file descriptors passed with ``SCM_RIGHTS``:
 go over a Unix socket; replies come back on a dedicated write-only pipe, each carrying a per-process
 nonce. A reply may declare file descriptors (``nfds``: a candidate's outputs exported as CUDA VMM allocations),
 which the process sent over the socket just before it: the parent reads exactly that many, in one message, and
-only descriptors that can be an allocation's (:func:`refused_descriptor`). The nonce and the pipe's number
-travel in the first message on the socket, never on the command line or in the environment, so code in the
-process cannot read them from ``/proc/self``. The child's
+only descriptors that can be an allocation's (:func:`refused_descriptor`), close-on-exec. A reply line longer
+than :data:`MAX_REPLY_BYTES`, or one JSON cannot decode, is a forgery (the process is killed). The nonce and the
+pipe's number travel in the first message on the socket, never on the command line or in the environment, so code
+in the process cannot read them from ``/proc/self``. The child's
 stdout/stderr (where candidate prints land) go to a log file: printing cannot forge a reply nor block
 the parent.
 """
@@ -66,6 +67,17 @@ class FdProtocolError(ValueError):
 MAX_FDS_PER_MESSAGE = 64
 NVIDIA_CHAR_MAJOR = 195  # /dev/nvidiactl's major number: the driver exports allocations as descriptors of it
 FD_ARRIVAL_S = 10.0  # the descriptors are sent before the reply: they are in the socket when it is read
+# The longest reply line read (a few MB at most from any harness): a process writing more without a newline is
+# killed instead of growing the parent's memory for as long as its time limit lasts.
+MAX_REPLY_BYTES = 256 << 20
+
+
+def readable_within(fd: int, timeout_s: float) -> bool:
+    """Whether ``fd`` can be read (or is at its end) within ``timeout_s``: poll, which, unlike select, takes any
+    descriptor number (a busy parent's sockets and pipes pass 1024)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, int(timeout_s * 1000))))
 
 
 def refused_descriptor(mode: int, rdev: int) -> str | None:
@@ -89,11 +101,10 @@ def receive_declared_fds(channel: socket.socket, declared: int, timeout_s: float
     never hands over more than ``declared``: the excess is closed and the message marked truncated."""
     if type(declared) is not int or not 0 < declared <= MAX_FDS_PER_MESSAGE:
         raise FdProtocolError(f"a reply declared {declared!r} file descriptors (1 to {MAX_FDS_PER_MESSAGE} allowed)")
-    readable, _, _ = select.select([channel], [], [], timeout_s)
-    if not readable:
+    if not readable_within(channel.fileno(), timeout_s):
         raise FdProtocolError(f"a reply declared {declared} file descriptors, none arrived within {timeout_s:.0f} s")
     try:
-        data, fds, flags, _addr = socket.recv_fds(channel, 1, declared, socket.MSG_DONTWAIT)
+        data, fds, flags = _recv_fds(channel, declared)
     except OSError as exc:
         raise FdProtocolError(f"reading the declared file descriptors failed: {exc}") from exc
     try:
@@ -114,6 +125,20 @@ def receive_declared_fds(channel: socket.socket, declared: int, timeout_s: float
     return fds
 
 
+def _recv_fds(channel: socket.socket, most: int) -> tuple[bytes, list[int], int]:
+    """One byte and at most ``most`` descriptors, without waiting and close-on-exec from the start (a descriptor
+    the worker chose never reaches a process the parent starts). Not ``socket.recv_fds``: before Python 3.12 it
+    drops its ``flags``. Room for exactly ``most`` (``CMSG_LEN``; ``CMSG_SPACE`` pads to one more when odd)."""
+    data, ancillary, flags, _addr = channel.recvmsg(1, socket.CMSG_LEN(most * 4),
+                                                    socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            whole = len(payload) - len(payload) % 4
+            fds += [int.from_bytes(payload[k:k + 4], sys.byteorder, signed=True) for k in range(0, whole, 4)]
+    return data, fds, flags
+
+
 class WorkerTimeout(Exception):
     """The worker did not reply within its wall-clock limit; its sandbox was killed."""
 
@@ -131,11 +156,11 @@ class Worker:
     requests: socket.socket
     result_fd: int
     log_path: Path
-    private: Path  # its private folder (HOME, TMPDIR, outbox/), writable inside the sandbox
+    private: Path  # its private folder (home/, bound as HOME; outbox/), writable inside the sandbox
     nonce: str
     memory_mb: int
     trace: Any = None  # evaluator.tracing.reader.TraceReader of the kernel-trace shim, on a GPU
-    _buffer: bytes = b""
+    _buffer: bytearray = field(default_factory=bytearray)  # reply bytes read past the last line
     _peak_rss_mb: float = field(default=0.0)
     _fds: list[int] = field(default_factory=list)  # what the last reply declared (owned here: see reply_fds)
 
@@ -156,8 +181,9 @@ class Worker:
         """Queue a request (with file descriptors for the child) without waiting; see :meth:`receive`."""
         message = (json.dumps({**payload, "nfds": len(fds)}) + "\n").encode()
         try:
-            if fds:
-                socket.send_fds(self.requests, [message], list(fds))
+            if fds:  # the descriptors ride with the first bytes; a sendmsg a signal interrupts sent only some
+                sent = socket.send_fds(self.requests, [message], list(fds))
+                self.requests.sendall(message[sent:])
             else:
                 self.requests.sendall(message)
         except OSError:
@@ -173,14 +199,19 @@ class Worker:
 
     def _read_reply(self, timeout_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
-        while b"\n" not in self._buffer:
+        scanned = 0  # bytes of the buffer already known to hold no newline (each byte is searched once)
+        while (end := self._buffer.find(b"\n", scanned)) < 0:
+            scanned = len(self._buffer)
+            if scanned > MAX_REPLY_BYTES:
+                self.kill()
+                raise WorkerForgery(f"a reply longer than {MAX_REPLY_BYTES >> 20} MB without a line end (no harness "
+                                    "writes one)", self.process.returncode)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.kill()
                 raise WorkerTimeout(f"no reply within {timeout_s:.0f} s")
             self._check_memory()
-            readable, _, _ = select.select([self.result_fd], [], [], min(remaining, 0.1))
-            if not readable:
+            if not readable_within(self.result_fd, min(remaining, 0.1)):
                 if self.process.poll() is not None:
                     self._raise_died()
                 continue
@@ -192,10 +223,11 @@ class Worker:
                     pass
                 self._raise_died()
             self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
+        line = bytes(self._buffer[:end])
+        del self._buffer[:end + 1]
         try:
             reply = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than the decoder's stack
             reply = {}
         if not isinstance(reply, dict) or reply.get("nonce") != self.nonce:
             self.kill()

@@ -487,6 +487,11 @@ class AuditGuard:
         self.candidate_file = str(Path(candidate_file).resolve())
         self._private_root = str(Path(candidate_file).resolve().parent) + os.sep
         self._outbox = self._private_root + "outbox" + os.sep
+        # The process's writable folders: its private folder and its home (bound elsewhere, at a neutral path:
+        # evaluator.roles.NEUTRAL_HOME), read now, before any candidate code could change the environment.
+        home = os.environ.get("HOME", "")
+        home_root = str(Path(home).resolve()) + os.sep if home.startswith(os.sep) else os.sep
+        self._private_roots = (self._private_root, *((home_root,) if home_root != os.sep else ()))
         self.allowed_imports = frozenset(allowed_imports)
         self.violations: list[str] = []
         self.active = False
@@ -685,7 +690,7 @@ class AuditGuard:
                 return None  # a descriptor already open: its opening was judged
             if isinstance(path, (str, bytes)):
                 path = self._realpath(self._fsdecode(path))
-                inside = path.startswith(self._private_root) and not self._harness_path(path)
+                inside = path.startswith(self._private_roots) and not self._harness_path(path)
                 return None if inside and self._entered_by_name(_NAMED_WRITES["open"]) else line
             return line
         if event in _NAMED_WRITES:  # chmod, symlink, rename...: only where the library's own code calls them
@@ -834,7 +839,7 @@ class AuditGuard:
             if found is None:
                 return True  # nothing to run: the spawn fails on its own
             name = found
-        return not self._realpath(name).startswith(self._private_root)
+        return not self._realpath(name).startswith(self._private_roots)
 
     def _spawn_environment_unchanged(self, args: tuple) -> bool:
         env = args[3] if len(args) > 3 and args[3] is not None else self._environ

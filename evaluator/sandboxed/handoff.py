@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -218,6 +219,15 @@ class VmmDescriptor(BaseModel):
         return (last + 1) * _DTYPES[self.dtype].itemsize
 
 
+def contiguous_strides(shape: Sequence[int]) -> list[int]:
+    """The strides of a contiguous tensor of ``shape`` (pure)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(int(n), 1)
+    return strides[::-1]
+
+
 def validate_vmm(raw: Any, fd_count: int, granularity: int, device_bytes: int) -> list[VmmDescriptor]:
     """The descriptors of one output list, checked against each other, the request's descriptors and the device
     (pure: no driver call); raises :class:`HandoffError` ``invalid``."""
@@ -233,6 +243,10 @@ def validate_vmm(raw: Any, fd_count: int, granularity: int, device_bytes: int) -
     for d in parsed:
         if len(d.shape) != len(d.stride) or min([*d.shape, *d.stride, d.storage_offset], default=0) < 0:
             raise HandoffError("invalid", "output descriptor out of range")
+        # The harness exports every output as a fresh contiguous copy: any other layout (a zero or overlapping
+        # stride that makes a small allocation look like a huge tensor, an offset) is not one it sends.
+        if d.storage_offset != 0 or list(d.stride) != contiguous_strides(d.shape):
+            raise HandoffError("invalid", "output descriptor with a layout the harness never exports")
         if not 0 < d.size_bytes <= device_bytes or d.size_bytes % granularity:
             raise HandoffError("invalid", f"output allocation of {d.size_bytes} bytes: not a multiple of the "
                                           f"granularity {granularity} within the device's {device_bytes}")
@@ -241,14 +255,41 @@ def validate_vmm(raw: Any, fd_count: int, granularity: int, device_bytes: int) -
     return parsed
 
 
+def open_candidate_file(path: str) -> Any:
+    """The output file the parent named, opened only if it is that very regular file: the candidate owns the folder
+    and could leave a link there (to the task, the user's repository or the session's inputs, which this process
+    can read), a FIFO (which would block the open) or a link in place of the folder itself. The open follows no
+    final link and does not block; what was opened is then checked by its descriptor (its real path and type), so
+    no swap between a check and the open helps."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise HandoffError("invalid", f"candidate outputs could not be opened ({type(exc).__name__})") from exc
+    # Above outbox/ the path is the parent's (the private folder is a mount point the candidate cannot replace);
+    # outbox/ and the file are the candidate's, so they must be exactly what was named.
+    named = Path(path)
+    expected = os.path.join(os.path.realpath(named.parent.parent), named.parent.name, named.name)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.readlink(f"/proc/self/fd/{fd}") != expected:
+            raise HandoffError("invalid", "candidate outputs are not the regular file the verifier named (a link, "
+                                          "a FIFO or a moved folder)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def receive(item: dict[str, Any], device: str, key: int | None, fds: Sequence[int] = ()) -> list[Any]:
     """The outputs a candidate process sent (see :meth:`Outbox.send`), ``fds``: the compare request's descriptors
     (the caller closes them); raises :class:`HandoffError`."""
     if "file" in item:
-        try:
-            outputs = torch.load(item["file"], weights_only=True, map_location=device)
-        except Exception as exc:
-            raise HandoffError("invalid", f"candidate outputs could not be read safely: {exc}") from exc
+        with open_candidate_file(str(item["file"])) as handle:
+            try:
+                outputs = torch.load(handle, weights_only=True, map_location=device)
+            except Exception as exc:  # the message may quote the file: name the failure, not its text
+                raise HandoffError("invalid", f"candidate outputs could not be read safely "
+                                              f"({type(exc).__name__})") from exc
         return outputs  # the file stays in the candidate's folder, which the parent removes with the process
     if "vmm" not in item or key is None:
         raise HandoffError("invalid", "the outputs were sent in no known form")

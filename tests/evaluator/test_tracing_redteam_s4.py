@@ -216,8 +216,11 @@ def test_platform_probes_run_only_for_a_library_and_only_the_system_program(tmp_
     assert not report["ran"], "the candidate's own `file` ran through platform.architecture()"
     # platform swallows the refusal (an OSError): the violations say which spawns were refused
     spawns = [v for v in report["violations"] if v.startswith("subprocess.Popen")]
-    assert len(spawns) == 2, report
-    assert "candidate.py:3" in spawns[0]  # the handed partial, not the library's probe
+    assert spawns and "candidate.py:3" in spawns[0], report  # the handed partial, not the library's probe
+    # planting the program is stopped before any spawn: the PATH change is refused (session 5), or, if it got
+    # through, the library's probe under the changed PATH is
+    planted = any(v.startswith("os.putenv") for v in report["violations"])
+    assert planted or len(spawns) == 2, report
 
 
 _TOOLCHAIN_PROBE = textwrap.dedent("""
