@@ -52,8 +52,10 @@ def load_manifest() -> list[dict]:
 
 
 def entry_id(entry: dict, device: str) -> str:
-    """Test id: candidate-device, tagged so that -k can pick groups (static_reject, runtime_only)."""
-    name = f"{Path(entry['file']).stem}-{device}"
+    """Test id: folder-candidate-device (the folder says honest, honest_static, adversarial or redteam), tagged so
+    that -k can pick groups (``-k honest``, ``-k redteam``, ``-k static_reject``, ``-k runtime_only``)."""
+    path = Path(entry["file"])
+    name = f"{path.parent.name}-{path.stem}-{device}"
     if not entry["static_checks"]:
         return name + "-runtime_only"
     return name + ("-static_reject" if entry["reasons"] == ["static_violation"] else "")
