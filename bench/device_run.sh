@@ -67,6 +67,7 @@ import json, sys
 d = json.load(open(sys.argv[1])); print("isolation:", d["isolation"].get("working"), d["isolation"].get("problem"))
 print("gpu in sandbox:", {k: d["gpu_in_sandbox"].get(k) for k in ("device", "sum", "seconds", "error", "returncode")})
 print("ipc plain:", d["ipc_plain"], "| ipc sandboxed:", d["ipc_sandboxed"])
+print("vmm sandboxed:", str(d.get("vmm_sandboxed"))[:600])
 print("sanitizer:", {k: (v.get("returncode") if isinstance(v, dict) else v) for k, v in d["compute_sanitizer"].items()})
 PY
     timeout "${TESTS_S:-60}" python3 -m pytest -q -m gpu tests/evaluator/test_sanitize.py \
