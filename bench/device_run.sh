@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: unpack the carried system packages and wheels, then one mode. Results under $OUT.
 # Usage (device tool): carry [".whl", ".sysdeb"], command "bash bench/device_run.sh MODE [MODE...]" (run in order)
-#   sandbox   sandbox probe (bubblewrap, GPU inside it, CUDA IPC, compute-sanitizer), the GPU tests of the trace
+#   sandbox   sandbox probe (PROBE_S seconds: bubblewrap, GPU inside it, CUDA IPC and VMM hand-off, compute-sanitizer), the GPU tests of the trace
 #             and the sanitizer (TESTS_S seconds), then the candidate suite (SUITE_S seconds; SUITE_ONLY substrings)
 #   check     the GPU tests in TESTS, then the candidate suite on the tasks' small cases (SUITE_S seconds)
 #   verifier  bench/verifier_bench.py (BENCH_S; READY processes started ahead) then the candidate suite (SUITE_S)
@@ -61,7 +61,7 @@ for mode in "$@"; do
 echo "== $mode"
 case "$mode" in
   sandbox)
-    timeout 60 python3 bench/sandbox_probe.py --out "$OUT/sandbox_probe.json" > "$OUT/probe-$tag.log" 2>&1
+    timeout "${PROBE_S:-150}" python3 bench/sandbox_probe.py --out "$OUT/sandbox_probe.json" > "$OUT/probe-$tag.log" 2>&1
     python3 - "$OUT/sandbox_probe.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); print("isolation:", d["isolation"].get("working"), d["isolation"].get("problem"))
