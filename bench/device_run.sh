@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: unpack the carried system packages and wheels, then one mode. Results under $OUT.
 # Usage (device tool): carry [".whl", ".sysdeb"], command "bash bench/device_run.sh MODE [MODE...]" (run in order)
-#   sandbox   sandbox probe (PROBE_S seconds: bubblewrap, GPU inside it, CUDA IPC and VMM hand-off, compute-sanitizer), the GPU tests of the trace
-#             and the sanitizer (TESTS_S seconds), then the candidate suite (SUITE_S seconds; SUITE_ONLY substrings)
+#   sandbox   sandbox probe (PROBE_S seconds: bubblewrap, GPU inside it, CUDA IPC and VMM hand-off between
+#             sandboxes, compute-sanitizer), the GPU tests of the trace and the sanitizer (TESTS_S seconds),
+#             then the candidate suite (SUITE_S seconds; SUITE_ONLY substrings)
 #   check     the GPU tests in TESTS, then the candidate suite on the tasks' small cases (SUITE_S seconds)
 #   verifier  bench/verifier_bench.py (BENCH_S; READY processes started ahead) then the candidate suite (SUITE_S)
 #   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
