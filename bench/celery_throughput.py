@@ -111,28 +111,22 @@ def run_in_process(op: str, args: argparse.Namespace, env: dict[str, str], work:
     return {"evaluated": evaluated, "accepted": result["candidates_accepted"], "search_s": elapsed,
             "process_wall_s": round(wall, 3), "stop_reason": result["stop_reason"],
             "candidates_per_minute": evaluated / (wall / 60) if wall else None,
-            "evaluation_costs": _evaluation_costs(work / "runs"), "run_archive": _keep_run(work / "runs", args.out, op)}
+            **_kept_run(work / "runs", args.out, op)}
 
 
-def _keep_run(runs: Path, out: Path, op: str) -> str | None:
-    """The in-process run directory as ``<out>/run-<op>.tgz``: `kernelevo report` renders it (reports of a GPU run
-    need one) and its verdicts say where each evaluation's time went."""
-    run_dirs = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
-    if not run_dirs:
-        return None
-    target = out / f"run-{op}.tgz"
-    with tarfile.open(target, "w:gz") as tar:
-        tar.add(run_dirs[-1], arcname=run_dirs[-1].name)
-    return target.name
-
-
-def _evaluation_costs(runs: Path) -> dict[str, Any]:
-    """Where the in-process search's evaluation time went (bench/run.py's summary of the run directory)."""
+def _kept_run(runs: Path, out: Path, op: str) -> dict[str, Any]:
+    """The in-process search's run directory: where its evaluation time went (bench/run.py's summary) and the
+    directory itself as ``<out>/run-<op>.tgz`` (`kernelevo report` renders it; reports of a GPU run need one)."""
     from bench.run import evaluation_costs
     from kernelevo.search.rundir import RunDir
 
     run_dirs = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
-    return evaluation_costs(RunDir(run_dirs[-1]).candidates()) if run_dirs else {"n": 0}
+    if not run_dirs:
+        return {"evaluation_costs": {"n": 0}, "run_archive": None}
+    target = out / f"run-{op}.tgz"
+    with tarfile.open(target, "w:gz") as tar:
+        tar.add(run_dirs[-1], arcname=run_dirs[-1].name)
+    return {"evaluation_costs": evaluation_costs(RunDir(run_dirs[-1]).candidates()), "run_archive": target.name}
 
 
 def _portable(text: str) -> str:

@@ -5,6 +5,7 @@ hook cannot be removed once installed."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -14,13 +15,29 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def guard_report(driver: str, *paths: Path) -> Any:
+def guard_report(driver: str, *paths: Path, env: dict[str, str] | None = None) -> Any:
     """Run ``driver`` in a fresh interpreter (an audit hook cannot be removed once installed) with the checkout and
-    ``paths`` as its arguments; what it printed last, as JSON."""
+    ``paths`` as its arguments (``env``: variables added to this process's); what it printed last, as JSON."""
     done = subprocess.run([sys.executable, "-c", driver, str(ROOT), *map(str, paths)], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
+                          timeout=300, env={**os.environ, **(env or {})})
+    assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+# The common start of the drivers that judge a library's calls: the guard is made for a candidate in ``private``
+# (argv 2) and a library module ``library`` in ``lib`` (argv 3); each driver configures and installs it.
+LIBRARY_DRIVER_HEAD = textwrap.dedent("""
+    import functools, json, operator, os, platform, subprocess, sys, threading
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from evaluator.sandboxed.guards import AuditGuard
+
+    private, lib = Path(sys.argv[2]), Path(sys.argv[3])
+    sys.path.insert(0, str(lib))
+    import library
+
+    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+""")
+
 
 _DRIVER = textwrap.dedent("""
     import json, os, sys
@@ -65,17 +82,7 @@ def test_a_library_may_write_to_dev_null_and_the_candidates_folder_only(tmp_path
     assert not (tmp_path / "outside.txt").exists()
 
 
-_EXEC_DRIVER = textwrap.dedent("""
-    import functools, json, sys
-    from pathlib import Path
-    sys.path.insert(0, sys.argv[1])
-    from evaluator.sandboxed.guards import AuditGuard
-
-    private, lib = Path(sys.argv[2]), Path(sys.argv[3])
-    sys.path.insert(0, str(lib))
-    import library
-
-    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+_EXEC_DRIVER = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
     guard._code_generators = frozenset({(str(lib / "library.py"), "generate")})  # stands for Triton's binder
     guard.install()
     source = ("import functools\\n"
@@ -127,17 +134,7 @@ def test_code_a_library_generates_for_itself_is_not_the_candidates(tmp_path):
         "generated": "allowed", "own_eval": "refused", "callback": "refused", "annotation": "refused"}
 
 
-_FRAMES_DRIVER = textwrap.dedent("""
-    import json, operator, sys
-    from pathlib import Path
-    sys.path.insert(0, sys.argv[1])
-    from evaluator.sandboxed.guards import AuditGuard
-
-    private, lib = Path(sys.argv[2]), Path(sys.argv[3])
-    sys.path.insert(0, str(lib))
-    import library
-
-    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+_FRAMES_DRIVER = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
     guard._library_dirs = (str(lib) + "/",)
     guard.install()
     source = ("import operator\\n"
@@ -193,17 +190,7 @@ def test_a_library_may_read_frames_itself_but_not_through_a_callable_the_candida
         "filtered": "allowed", "handed": "refused", "own": "refused"}
 
 
-_PROBE_DRIVER = textwrap.dedent("""
-    import functools, json, subprocess, sys
-    from pathlib import Path
-    sys.path.insert(0, sys.argv[1])
-    from evaluator.sandboxed.guards import AuditGuard
-
-    private, lib = Path(sys.argv[2]), Path(sys.argv[3])
-    sys.path.insert(0, str(lib))
-    import library
-
-    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+_PROBE_DRIVER = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
     guard.install()
     source = ("import functools\\n"
               "def through_platform():\\n    return library.describe_host()\\n"

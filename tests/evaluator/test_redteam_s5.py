@@ -5,29 +5,14 @@ install process-wide hooks run in a fresh interpreter (an audit hook cannot be r
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_audit_guard import LIBRARY_DRIVER_HEAD, guard_report
 
 from evaluator.static_check import check_source
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_driver(driver: str, *paths: Path, env: dict[str, str] | None = None) -> Any:
-    """Run ``driver`` in a fresh interpreter with the checkout and ``paths`` as arguments; its last line, as JSON."""
-    done = subprocess.run([sys.executable, "-c", driver, str(ROOT), *map(str, paths)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **(env or {})})
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
 
 _LIBRARY = '''
 import os
@@ -79,17 +64,7 @@ def attempts(private, library, Target):
     }
 '''
 
-_CALLBACK_DRIVER = textwrap.dedent("""
-    import functools, json, operator, os, sys, threading
-    from pathlib import Path
-    sys.path.insert(0, sys.argv[1])
-    from evaluator.sandboxed.guards import AuditGuard
-
-    private, lib = Path(sys.argv[2]), Path(sys.argv[3])
-    sys.path.insert(0, str(lib))
-    import library
-
-    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+_CALLBACK_DRIVER = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
     guard.install()
 
     class Target:
@@ -128,7 +103,7 @@ def test_library_callbacks_may_not_write_files_change_the_environment_types_or_s
     (private / "candidate.py").write_text("# the candidate's file\n")
     (lib / "library.py").write_text(_LIBRARY)
     (lib / "attempts.py").write_text(_ATTEMPTS)  # compiled as the candidate's file by the driver
-    report = run_driver(_CALLBACK_DRIVER, private, lib)
+    report = guard_report(_CALLBACK_DRIVER, private, lib)
     assert report["results"] == {
         "partial_open_write": "refused", "partial_os_open_executable": "refused", "partial_chmod": "refused",
         "partial_symlink": "refused", "partial_setenv": "refused", "partial_unsetenv": "refused",
@@ -187,7 +162,7 @@ def test_the_toolchain_runs_only_from_outside_the_candidates_folder_with_the_env
     lib.mkdir()
     (private / "candidate.py").write_text("# the candidate's file\n")
     (lib / "library.py").write_text(_LIBRARY)
-    assert run_driver(_SPAWN_DRIVER, private, lib, Path(compiler)) == {
+    assert guard_report(_SPAWN_DRIVER, private, lib, Path(compiler)) == {
         "system_compiler": "allowed", "planted_compiler": "refused", "compiler_by_name": "allowed",
         "planted_by_relative_path": "refused", "system_compiler_changed_environment": "refused"}
 
@@ -228,7 +203,7 @@ def test_the_attribute_snapshot_runs_none_of_the_candidates_code():
     """The snapshot runs after forward with every other guard off: it must call nothing a candidate can set (a
     module's ``__dir__``, a property's getter), and it sees a changed environment, a new module hook and a replaced
     tensor operator (Python 3.11 raises no audit event when a class attribute is set)."""
-    report = run_driver(_SNAPSHOT_DRIVER)
+    report = guard_report(_SNAPSHOT_DRIVER)
     assert report["calls"] == []
     assert {"math.__dir__", "os.environ", "torch.Tensor.__getitem__"} <= set(report["changed"])
 
@@ -289,7 +264,7 @@ def test_kernels_registered_on_the_candidates_own_op_run_under_the_recorder():
     """``@op.register_kernel("cpu")`` replaces the body handed to custom_op on that device and runs below the
     Python key, with the modes popped: it enters the recorder like the body (and a body reached both ways is
     recorded once: clone is allowed, and nothing else shows)."""
-    assert run_driver(_OWN_OP_DRIVER) == {"register_kernel": ["aten.softmax"], "device_types": []}
+    assert guard_report(_OWN_OP_DRIVER) == {"register_kernel": ["aten.softmax"], "device_types": []}
 
 
 _KERNEL = '''
@@ -340,7 +315,7 @@ _INTERPRETER_DRIVER = textwrap.dedent("""
 
 def test_the_interpreter_runs_each_kernel_as_written_in_its_file(tmp_path):
     (tmp_path / "kernels.py").write_text(_KERNEL)
-    report = run_driver(_INTERPRETER_DRIVER, tmp_path, env={"TRITON_INTERPRET": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    report = guard_report(_INTERPRETER_DRIVER, tmp_path, env={"TRITON_INTERPRET": "1", "PYTHONDONTWRITEBYTECODE": "1"})
     assert report == {"planted_linecache": 1.0, "swapped_function": "refused"}
 
 
@@ -420,7 +395,7 @@ _HOST_READS_DRIVER = textwrap.dedent("""
 def test_host_reads_count_wherever_they_run():
     """A grid callable is evaluated by Triton, but what it does is the candidate's: its torch calls count towards
     the cap, and reading more than a few hundred elements on the host in one forward is refused."""
-    report = run_driver(_HOST_READS_DRIVER, env={"TRITON_INTERPRET": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    report = guard_report(_HOST_READS_DRIVER, env={"TRITON_INTERPRET": "1", "PYTHONDONTWRITEBYTECODE": "1"})
     assert report["few"] == {"read": 8, "violations": [], "counted": True}
     assert report["every_element"]["read"] == 1000 and report["every_element"]["counted"]
     assert report["every_element"]["violations"] == [
@@ -473,5 +448,5 @@ _SIGNAL_DRIVER = textwrap.dedent("""
 
 def test_signal_handlers_and_timers_are_refused_and_watched(tmp_path):
     (tmp_path / "candidate.py").write_text("# the candidate's file\n")
-    assert run_driver(_SIGNAL_DRIVER, tmp_path) == {"arm": "refused", "timer": "refused", "unchanged": [],
+    assert guard_report(_SIGNAL_DRIVER, tmp_path) == {"arm": "refused", "timer": "refused", "unchanged": [],
                                                     "changed": ["signal.handlers"]}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import textwrap
 
-from test_audit_guard import guard_report
+from test_audit_guard import LIBRARY_DRIVER_HEAD, guard_report
 from test_tracing_judge import FILL, HARNESS_STREAM, REDUCE, SPIN, Trace, kinds
 
 from evaluator.tracing.judge import (
@@ -156,17 +156,7 @@ def test_on_the_harness_stream_the_legacy_launch_is_fine():
 
 # ------------------------------------------------------------------ relaxation 1: platform's probes
 
-_PROBE = textwrap.dedent("""
-    import functools, json, os, platform, sys
-    from pathlib import Path
-    sys.path.insert(0, sys.argv[1])
-    from evaluator.sandboxed.guards import AuditGuard
-
-    private, lib = Path(sys.argv[2]), Path(sys.argv[3])
-    sys.path.insert(0, str(lib))
-    import library
-
-    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+_PROBE = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
     guard.install()
     source = (
         "import functools, os, platform\\n"
@@ -223,17 +213,7 @@ def test_platform_probes_run_only_for_a_library_and_only_the_system_program(tmp_
     assert planted or len(spawns) == 2, report
 
 
-_TOOLCHAIN_PROBE = textwrap.dedent("""
-    import functools, json, subprocess, sys
-    from pathlib import Path
-    sys.path.insert(0, sys.argv[1])
-    from evaluator.sandboxed.guards import AuditGuard
-
-    private, lib = Path(sys.argv[2]), Path(sys.argv[3])
-    sys.path.insert(0, str(lib))
-    import library
-
-    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+_TOOLCHAIN_PROBE = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
     guard.install()
     shell = "/bin/sh,-c,echo ran > " + str(private / "RAN")
     source = (

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from test_offline_dropin import _interpreted
+from test_offline_indexing import _accepted
 
 from kernelevo.search.offline import OfflineProposer
 from kernelevo.search.offline.analysis import unsupported_message, unsupported_ops
@@ -85,25 +86,12 @@ def get_init_inputs():
 '''
 
 
+STRATEGY = "conv-implicit-gemm"
+
+
 @pytest.fixture(scope="module")
 def proposer():
     return OfflineProposer()
-
-
-def _accepted(proposer, tmp_path, name, source, seeds=(0,)):
-    from evaluator import EvaluationSession
-
-    task = tmp_path / f"{name}.py"
-    task.write_text(source)
-    sources = []
-    with EvaluationSession(str(task), device="cpu") as session:
-        for seed in seeds:
-            [p] = proposer.propose(ProposalRequest(name, source, seed=seed))
-            assert p.error is None and p.strategy == "conv-implicit-gemm", p.error
-            verdict = session.evaluate_source(p.source, name=f"{name}-{seed}")
-            assert verdict.accepted, f"{name} / seed {seed}: {verdict.reason}: {verdict.detail}\n{p.source}"
-            sources.append(p.source)
-    return sources
 
 
 def _kernel(source: str) -> str:
@@ -113,7 +101,7 @@ def _kernel(source: str) -> str:
 def test_conv_bn_relu_is_one_implicit_gemm_kernel_the_verifier_accepts(proposer, tmp_path):
     assert unsupported_ops(trace_task(CONV_BN_RELU)) == []
     assert proposer.strategies(CONV_BN_RELU) == ["conv-implicit-gemm"]
-    default, tuned = _accepted(proposer, tmp_path, "conv_bn_relu", CONV_BN_RELU, seeds=(0, 1))
+    default, tuned = _accepted(proposer, tmp_path, "conv_bn_relu", CONV_BN_RELU, seeds=(0, 1), strategy=STRATEGY)
     assert tuned != default  # the second fresh candidate is a tuned variant of the tiles
     kernel = _kernel(default)
     assert kernel.count("@triton.jit") == 0 and "tl.dot(a, b, acc)" in kernel
@@ -126,7 +114,7 @@ def test_conv_bn_relu_is_one_implicit_gemm_kernel_the_verifier_accepts(proposer,
 
 
 def test_strided_padded_convolution_with_bias_and_a_pointwise_epilogue(proposer, tmp_path):
-    [src] = _accepted(proposer, tmp_path, "strided", STRIDED)
+    [src] = _accepted(proposer, tmp_path, "strided", STRIDED, strategy=STRATEGY)
     kernel = _kernel(src)
     assert "h_start = i1 * 2 - 2" in kernel and "w_start = i2 * 2 - 2" in kernel
     assert "DOT_F32" not in kernel  # fp16 tiles go to tl.dot as they are (only bf16 is widened, on the CPU only)

@@ -89,7 +89,8 @@ def proposer():
     return OfflineProposer()
 
 
-def _accepted(proposer, tmp_path, name, source, seeds=(0,)):
+def _accepted(proposer, tmp_path, name, source, seeds=(0,), strategy=None):
+    """The offline proposer's candidate for each seed, each accepted by the verifier on CPU (and of ``strategy``)."""
     from evaluator import EvaluationSession
 
     task = tmp_path / f"{name}.py"
@@ -98,9 +99,10 @@ def _accepted(proposer, tmp_path, name, source, seeds=(0,)):
     with EvaluationSession(str(task), device="cpu") as session:
         for seed in seeds:
             [p] = proposer.propose(ProposalRequest(name, source, seed=seed))
-            assert p.error is None, p.error
-            verdict = session.evaluate_source(p.source, name=f"{name}-{p.strategy}")
-            assert verdict.accepted, f"{name} / {p.strategy}: {verdict.reason}: {verdict.detail}\n{p.source}"
+            assert p.error is None and strategy in (None, p.strategy), (p.error, p.strategy)
+            verdict = session.evaluate_source(p.source, name=f"{name}-{seed}-{p.strategy}")
+            where = f"{name} / seed {seed} / {p.strategy}"
+            assert verdict.accepted, f"{where}: {verdict.reason}: {verdict.detail}\n{p.source}"
             sources.append(p.source)
     return sources
 
