@@ -112,8 +112,8 @@ class Judged:
 def judge_outputs(session: EvaluationSession, channel: OutputChannel, items: list[Judged],
                   evidence: dict[str, Any], phase: str) -> None:
     """Ask the reference process to judge the outputs; stop with ``incorrect`` (or ``cheat_suspected`` for an
-    output changed after it was returned) on any failure. Where the CUDA VMM hand-off turns out not to work, the
-    candidate writes the same outputs as files and the session keeps to files."""
+    output changed after it was returned) on any failure. Where the reference cannot map a candidate's VMM
+    descriptors, that candidate writes the same outputs as files (the session's mode stays as its probe decided)."""
     request = {"op": "compare", "outputs": [item.request() for item in items], "key": channel.key}
     kinds = {next(iter(item.sent), "file") for item in items}
     evidence["overhead"]["output_handoff"] = "vmm" if "vmm" in kinds else "file"
@@ -121,7 +121,7 @@ def judge_outputs(session: EvaluationSession, channel: OutputChannel, items: lis
     try:
         reply = session.reference_request(request, timeout)
         if reply.get("handoff_unavailable"):
-            session.use_file_handoff(reply["handoff_unavailable"])
+            session.note_file_handoff(reply["handoff_unavailable"])
             why = str(reply["handoff_unavailable"])[:200]
             evidence["overhead"]["output_handoff"] = f"file (CUDA VMM hand-off failed: {why})"
             kept = [item.sent for item in items if "kept" in item.sent]

@@ -142,9 +142,9 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         overhead["checked_calls"] = len(calls)
         evidence["resources"] = checked.get("resources") or {}
         sent = checked.get("sent") or {}
-        if checked.get("export_failed"):  # the candidate process's word: it can only make the session slower
-            session.use_file_handoff(f"exporting outputs as CUDA VMM file descriptors failed in the candidate "
-                                     f"process: {str(checked['export_failed'])[:300]}")
+        if checked.get("export_failed"):  # the candidate process's word: it changes only how its own outputs travel
+            session.note_file_handoff(f"exporting outputs as CUDA VMM file descriptors failed in the candidate "
+                                      f"process: {str(checked['export_failed'])[:300]}")
         judged = [Judged(c.name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
                          sent_for(sent, c.name, worker), group=c.group) for c in calls]
         elements = case_elements(session.plan["cases"])

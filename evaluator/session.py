@@ -71,10 +71,9 @@ class EvaluationSession:
         self.gpu = GpuPhases()
         if self.options.output_handoff not in ("auto", "file"):
             raise EvalSetupError(f"output_handoff={self.options.output_handoff!r}: use auto or file")
-        # CUDA: outputs as VMM file descriptors until the first export or import fails (then files, the reason
-        # logged once); once one import has worked, a failure is one candidate's, not the machine's.
-        self.handoff_mode = "vmm" if device == "cuda" and self.options.output_handoff == "auto" else "file"
-        self.vmm_proven = False
+        # CUDA: outputs as VMM file descriptors where the harness-only probe shows they work (decided once, below,
+        # before any candidate exists; a candidate's failure changes only how its own outputs travel).
+        self.handoff_mode = "file"
         self.baselines: dict[str, Any] | None = None
         try:
             report = sandbox.require_isolation("candidate kernels and the task's code")
@@ -87,6 +86,8 @@ class EvaluationSession:
                                          ready=self.options.ready_workers, trace=self.trace_shim)
         try:
             self._start_reference()
+            if device == "cuda" and self.options.output_handoff == "auto":
+                self._decide_handoff()
         except BaseException:
             self.close()
             raise
@@ -129,16 +130,21 @@ class EvaluationSession:
             self.reference.kill()
             self._start_reference()
 
-    def use_file_handoff(self, why: str) -> None:
-        """From now on candidates hand outputs over as files (the VMM hand-off failed between this machine's
-        processes). Once an import has worked in this session, a failure says nothing about the machine (a
-        candidate process can send anything): that candidate's outputs went through files, the session keeps VMM."""
-        with self._lock:
-            if self.vmm_proven:
-                log.info("one candidate's outputs went through files (%s); the session keeps the VMM hand-off", why)
-            elif self.handoff_mode != "file":
-                self.handoff_mode = "file"
-                log.warning("candidate outputs go through files from now on: %s", why)
+    def _decide_handoff(self) -> None:
+        """The session's output hand-off, from a probe the harness runs alone (:mod:`evaluator.handoff_probe`)."""
+        from evaluator.handoff_probe import probe
+
+        decision = probe(self.pool.take, self.reference_request, self.options.timeout_s)
+        self.handoff_mode = decision.mode
+        self.environment["output_handoff"] = decision.describe()
+        if decision.why:
+            log.warning("candidate outputs go through files in this session: %s", decision.why)
+
+    @staticmethod
+    def note_file_handoff(why: str) -> None:
+        """One candidate's outputs went through files (its process could not export them, or sent descriptors the
+        reference could not map): a candidate's doing, so the session's mode stays as the probe decided."""
+        log.info("one candidate's outputs went through files (%s); the session's hand-off is unchanged", why)
 
     def reference_request(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         """One request to the reference process (thread-safe; GPU work shared with other evaluations). A compare
@@ -146,10 +152,7 @@ class EvaluationSession:
         with the request, numbered in it."""
         request, fds = attach_handoff_fds(request)
         with self._reference_lock, self.gpu.shared():
-            reply = self.reference.request(request, timeout, fds)
-        if int(reply.get("vmm_imported") or 0) > 0:
-            self.vmm_proven = True
-        return reply
+            return self.reference.request(request, timeout, fds)
 
     def _ref(self, request: dict[str, Any], timeout: float | None = None, wait_ready: bool = False) -> dict[str, Any]:
         timeout = timeout or max(self.options.timeout_s, 600)
@@ -324,10 +327,10 @@ class EvaluationSession:
 
 
 def attach_handoff_fds(request: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
-    """A compare request as the reference reads it, and the descriptors to send with it: each VMM output's
-    parent-side descriptors (``sent["fds"]``, aligned with ``sent["vmm"]``) are numbered in the request
-    (``"fd"``: an index, None where there is none or no room), at most one message's worth in all."""
-    if request.get("op") != "compare":
+    """A compare (or hand-off probe) request as the reference reads it, and the descriptors to send with it:
+    each VMM output's parent-side descriptors (``sent["fds"]``, aligned with ``sent["vmm"]``) are numbered in the
+    request (``"fd"``: an index, None where there is none or no room), at most one message's worth in all."""
+    if request.get("op") not in ("compare", "handoff_probe"):
         return request, []
     fds: list[int] = []
     outputs = []

@@ -401,6 +401,7 @@ class Environment(_Evidence):
     triton_interpreter: bool | None = None
     isolation: str | None = None  # "bubblewrap", or the override in force
     isolation_enforced: list[str] = []
+    output_handoff: str | None = None  # CUDA: "vmm", or "file (why)", as the session's probe decided
 
     @property
     def capability_tuple(self) -> tuple[int, int] | None:

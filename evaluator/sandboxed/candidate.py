@@ -43,7 +43,8 @@ def load_fd(fd: int) -> Any:
 
 
 class CandidateRunner:
-    """Serves ``load``, ``check``, ``time``, ``save_kept`` and ``compile`` requests for one candidate."""
+    """Serves ``handoff_probe`` (harness only, before anything of a candidate exists), ``load``, ``check``,
+    ``time``, ``save_kept`` and ``compile`` requests for one candidate."""
 
     def __init__(self, private: Path, device: str):
         self.private, self.device = Path(private), device
@@ -87,12 +88,26 @@ class CandidateRunner:
         self._current_stream = torch.cuda.current_stream if device == "cuda" else None
         self.forward_windows = 0  # forward calls marked so far (the parent expects exactly its own count)
 
+    # -- the session's hand-off probe ------------------------------------------------------------
+    def handoff_probe(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Hand one tensor of the parent's making over the way outputs go (see :mod:`evaluator.handoff_probe`).
+        Served only by a process that has loaded nothing: afterwards its answers are the candidate's."""
+        if self._candidate_seen:
+            return {"ok": False, "kind": "protocol", "message": "handoff_probe after a candidate was loaded"}
+        self._open_outbox({"key": req.get("key", 0), "mode": "vmm"})
+        probe = handoff.probe_tensor(int(req["seed"]), int(req["nbytes"]), self.device)
+        sent = self.sent.send([probe], self.outbox / "probe.pt", "the hand-off probe")
+        return self._hand_over_fds({"ok": True, "sent": {"probe": sent}, "export_failed": self.sent.export_failed})
+
+    _candidate_seen = False  # set before the first byte of a candidate is imported (load, compile)
+
     # -- load -------------------------------------------------------------------------------------
     def load(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Install the guards, import the candidate, build ``ModelNew`` with the reference's weights.
         ``fds[0]``: the reference's ``{"init_inputs": [...], "state": {...}}``."""
         if len(fds) != 1:
             raise taskspec.TaskError("load: expected one file descriptor (the reference model's state)")
+        self._candidate_seen = True
         init = load_fd(fds[0])
         init_inputs, reference_state = list(init["init_inputs"]), dict(init["state"])
         self.allow_ops = tuple(req.get("allow_ops", ()))
@@ -136,6 +151,7 @@ class CandidateRunner:
     def compile(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Import the candidate under guard only, so that its builds (load_inline, NVRTC) land in this
         process's build folder, which the parent keeps for later evaluations of the same source."""
+        self._candidate_seen = True
         self.launches.install(self.private / "torch_extensions")
         self.audit = guards.AuditGuard(self.private / "candidate.py", ALLOWED_IMPORT_ROOTS)
         self.audit.install()

@@ -68,6 +68,12 @@ def fingerprint(tensor: torch.Tensor, key: int) -> int:
     return int(total.item())
 
 
+def probe_tensor(seed: int, nbytes: int, device: str) -> torch.Tensor:
+    """The bytes of the session's hand-off probe: both processes draw the same ones from the parent's seed."""
+    generator = torch.Generator(device=device).manual_seed(int(seed))
+    return torch.randint(0, 256, (int(nbytes),), dtype=torch.uint8, generator=generator, device=device)
+
+
 def _words(tensor: torch.Tensor) -> torch.Tensor:
     flat = tensor.reshape(-1)
     if not flat.is_contiguous():

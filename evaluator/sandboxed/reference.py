@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,22 @@ from evaluator.sandboxed import environment, handoff, taskspec
 from evaluator.sandboxed.output_checks import same_bits
 
 MAX_EVALUATIONS_KEPT = 8
+
+
+@contextmanager
+def _owned(fds: list[int]) -> Iterator[list[int]]:
+    """A request's descriptors, taken from the request loop (which closes what is left in its list): each is
+    closed once, here, however the handler ends."""
+    owned = list(fds)
+    fds.clear()
+    try:
+        yield owned
+    finally:
+        for fd in owned:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def as_output_list(value: Any) -> list[Any]:
@@ -227,6 +245,23 @@ class ReferenceRunner:
 
         return reference_baselines(self, req)
 
+    def handoff_probe(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """The session's hand-off probe (:mod:`evaluator.handoff_probe`): ``works`` when the one output arrived
+        through VMM and holds exactly the bytes drawn from the parent's seed."""
+        with _owned(fds) as owned:
+            outputs = req.get("outputs") or [{}]
+            sent = outputs[0].get("sent") if isinstance(outputs[0], dict) else None
+            if not isinstance(sent, dict) or "vmm" not in sent:
+                return {"ok": True, "works": False, "problem": "the probe did not arrive as a VMM descriptor"}
+            try:
+                received = handoff.receive(sent, self.device, req.get("key"), owned)
+            except handoff.HandoffError as exc:
+                return {"ok": True, "works": False, "problem": f"{exc.kind}: {exc}"}
+            expected = handoff.probe_tensor(int(req["seed"]), int(req["nbytes"]), self.device)
+            same = (len(received) == 1 and received[0].dtype == expected.dtype
+                    and received[0].shape == expected.shape and torch.equal(received[0], expected))
+            return {"ok": True, "works": same, "problem": "" if same else "the probe's bytes arrived changed"}
+
     def compare(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Judge each output a candidate process sent: ``req["outputs"]`` items ``{"name", "case", "seed",
         "scale", "group", "sent"}`` (``sent``: how it travelled, see :mod:`evaluator.sandboxed.handoff`; ``fds``:
@@ -236,16 +271,8 @@ class ReferenceRunner:
         declares NONDETERMINISTIC_OK). ``handoff_unavailable`` in the reply: the VMM hand-off failed here, so
         nothing was compared; the caller has the candidate write the same outputs as files and asks again.
         ``vmm_imported``: how many outputs came through VMM (the parent's evidence that it works here)."""
-        owned = list(fds)
-        fds.clear()  # the request loop closes what is left in the list: these are closed here instead
-        try:
+        with _owned(fds) as owned:
             return self._compare(req, owned)
-        finally:
-            for fd in owned:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
 
     def _compare(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         results = []

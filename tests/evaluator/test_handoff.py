@@ -98,8 +98,8 @@ class ScriptedReference:
         self.requests.append(request)
         return self.replies.pop(0)
 
-    def use_file_handoff(self, why):
-        self.handoff_mode = "file"
+    def note_file_handoff(self, why):
+        self.noted = why
 
 
 class KeptOutputsWorker:
@@ -113,7 +113,7 @@ class KeptOutputsWorker:
         return {"ok": True}
 
 
-def test_when_vmm_cannot_be_mapped_the_same_outputs_are_judged_from_files_and_the_session_keeps_to_files():
+def test_when_vmm_cannot_be_mapped_that_candidates_outputs_are_judged_from_files_and_the_session_keeps_its_mode():
     from evaluator.calls import Judged, OutputChannel, judge_outputs
 
     session, worker = ScriptedReference(), KeptOutputsWorker()
@@ -123,6 +123,6 @@ def test_when_vmm_cannot_be_mapped_the_same_outputs_are_judged_from_files_and_th
     judge_outputs(session, OutputChannel(worker, KEY), [item], evidence, "correctness")
     assert worker.requests == [{"op": "save_kept", "outputs": [sent]}]
     assert [r["outputs"][0]["sent"] for r in session.requests] == [sent, {"file": "out-1.pt"}]
-    assert session.handoff_mode == "file"
+    assert session.handoff_mode == "vmm" and "error 201" in session.noted  # a candidate's doing: noted, not obeyed
     assert evidence["overhead"]["output_handoff"].startswith("file (")
     assert evidence["correctness"]["cases"][0]["checks"][0]["ok"] is True
