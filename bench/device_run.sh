@@ -10,7 +10,7 @@
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
 #             (CANDIDATES per op, MINUTES cap per search, CELERY_S seconds)
 #   corpus    bench/public_corpus.py on the tasks' small cases (CORPUS_S seconds; CORPUS_ONLY entry id substrings)
-#   vmm       the GPU tests of the CUDA VMM output hand-off between sandboxes (TESTS_S seconds)
+#   vmm       the GPU tests of the CUDA VMM output hand-off between sandboxes and the session's probe (TESTS_S)
 #   startup   bench/startup_probe.py: where a candidate process's start-up goes (plain, sandboxed, traced, ...)
 #   smoke     the CUDA tests and one evaluation
 #   SUITE=0 skips the candidate suite that sandbox, check and verifier end with.
@@ -104,7 +104,8 @@ PY
       > "$OUT/corpus-$tag.log" 2>&1; tail -"${CORPUS_TAIL:-16}" "$OUT/corpus-$tag.log" | cut -c1-260
     ;;
   vmm)
-    timeout "${TESTS_S:-120}" python3 -m pytest -q -m gpu -rs tests/evaluator/test_handoff_vmm.py -x \
+    timeout "${TESTS_S:-120}" python3 -m pytest -q -m gpu -rs tests/evaluator/test_handoff_vmm.py \
+      tests/evaluator/test_handoff_vmm_redteam.py tests/evaluator/test_handoff_probe.py \
       > "$OUT/pytest_vmm-$tag.txt" 2>&1; tail -15 "$OUT/pytest_vmm-$tag.txt" | cut -c1-400
     ;;
   startup)

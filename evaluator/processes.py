@@ -372,11 +372,13 @@ def process_tree_rss_mb(root: int) -> float:
 
 def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_only: Sequence[Path] = (),
                  writable: Sequence[Path] = (), env_extra: dict[str, str] | None = None,
-                 pass_fds: Sequence[int] = (), wrapper: Sequence[str] = (), trace: Any = None) -> Worker:
+                 pass_fds: Sequence[int] = (), wrapper: Sequence[str] = (), trace: Any = None,
+                 workspace: str | None = None) -> Worker:
     """Start a sandboxed worker of ``role`` (it imports torch/triton and initialises the device, then waits);
     ``wrapper``: a tool the process runs under inside the sandbox (compute-sanitizer). ``trace``: an
     :class:`evaluator.tracing.build.BuiltShim`: the process is started with the kernel-trace shim preloaded and
-    its authenticated record stream is read here (``Worker.trace``).
+    its authenticated record stream is read here (``Worker.trace``). ``workspace``: the folder of the neutral home
+    the process works in (:func:`evaluator.roles.policy`).
 
     Raises :class:`kernelevo.sandbox.IsolationUnavailable` when no sandbox can be set up here (and
     ``KERNELEVO_ISOLATION`` is not ``off``).
@@ -389,7 +391,7 @@ def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_
     log_path = log_dir / f"{private.name}.log"
     nonce = secrets.token_hex(16)
     policy = roles.policy(role, device, private, read_only=read_only, writable=writable,
-                          memory_mb=memory_mb if report.cgroup_parent else None)
+                          memory_mb=memory_mb if report.cgroup_parent else None, workspace=workspace)
     channel = None
     if trace is not None:
         from evaluator.tracing.reader import TraceChannel
@@ -400,7 +402,8 @@ def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_
         policy = roles.policy(role, device, private, read_only=[*read_only, trace.library.parent,
                                                                 *([trace.cupti_library.parent]
                                                                   if trace.cupti_library else [])],
-                              writable=writable, memory_mb=memory_mb if report.cgroup_parent else None)
+                              writable=writable, memory_mb=memory_mb if report.cgroup_parent else None,
+                              workspace=workspace)
     if env_extra:
         policy = policy.model_copy(update={"env": {**policy.env, **env_extra}})
     # -I: no user site, no PYTHON* variables; the parent's import path is passed explicitly instead

@@ -104,8 +104,10 @@ def task_read_roots(task_path: Path) -> list[Path]:
 
 
 def policy(role: str, device: str, private: Path, *, read_only: Sequence[Path] = (),
-           writable: Sequence[Path] = (), memory_mb: int | None = None) -> SandboxPolicy:
-    """The sandbox of one verifier process (see the module docstring for what each role gets)."""
+           writable: Sequence[Path] = (), memory_mb: int | None = None, workspace: str | None = None) -> SandboxPolicy:
+    """The sandbox of one verifier process (see the module docstring for what each role gets). ``workspace``: a
+    folder of the neutral home the process works in (a candidate's repository, :mod:`evaluator.placement`);
+    otherwise its private folder."""
     # The project's packages, not its checkout (.git, runs/, untracked files stay out of view).
     packages = [PROJECT_ROOT / name for name in ("kernelevo", "evaluator")]
     binds = [*system_binds([*packages, *read_only]), Bind(source=private.resolve(), writable=True),
@@ -113,5 +115,9 @@ def policy(role: str, device: str, private: Path, *, read_only: Sequence[Path] =
     binds += [Bind(source=Path(p).resolve(), writable=True) for p in writable]
     if device == "cuda":
         binds += gpu_binds()
-    return SandboxPolicy(name=role, binds=tuple(binds), env=sandbox_environment(device, private), cwd=private,
-                         gpu=device == "cuda", memory_mb=memory_mb)
+    env = sandbox_environment(device, private)  # makes the private home
+    cwd = private
+    if workspace is not None:
+        (private / "home" / workspace).mkdir(parents=True, exist_ok=True)
+        cwd = NEUTRAL_HOME / workspace
+    return SandboxPolicy(name=role, binds=tuple(binds), env=env, cwd=cwd, gpu=device == "cuda", memory_mb=memory_mb)

@@ -55,11 +55,20 @@ def write_new_file(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def write_candidate(session: EvaluationSession, worker: processes.Worker, source: str) -> None:
+    """Put the candidate's source where its process imports it (:mod:`evaluator.placement`); the process has run
+    the harness only so far, so nothing in its folder is a candidate's doing."""
+    path = session.placement.host_path(worker.private)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_new_file(path, source)
+
+
 def load_request(session: EvaluationSession, own_ops: list[str] | None = None) -> dict[str, Any]:
     """The request that makes a candidate process ready (module imported, ``ModelNew`` built); the reference
     model's state goes with it as a file descriptor."""
     return {
         "op": "load",
+        "module": session.placement.request(),
         "init_seed": session.init_seed,
         "allow_ops": _allow_ops(session),
         "own_ops": list(own_ops or []),
@@ -75,7 +84,7 @@ def send_load(session: EvaluationSession, worker: processes.Worker, source: str)
     from evaluator.static_check import check_source
 
     own_ops = check_source(source, "candidate", allow_torch=session.plan.get("allow_ops", [])).custom_ops
-    write_new_file(worker.private / "candidate.py", source)
+    write_candidate(session, worker, source)
     session.stage_builds(worker, source)
     fd = os.open(session.plan["init_file"], os.O_RDONLY | os.O_CLOEXEC)
     try:

@@ -103,7 +103,8 @@ def _run_one(session: EvaluationSession, source: str, binary: str, tool: str, ti
     started = time.perf_counter()
     wrapper = [binary, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), "--print-limit", "20",
                "--target-processes", "all", *_TOOL_FLAGS.get(tool, ())]
-    worker = processes.spawn_worker("candidate", "cuda", session.procs, session.options.memory_mb, wrapper=wrapper)
+    worker = processes.spawn_worker("candidate", "cuda", session.procs, session.options.memory_mb, wrapper=wrapper,
+                                    workspace=session.placement.repo)
     try:
         send_load(session, worker, source)
         worker.wait_ready(timeout_s)

@@ -22,6 +22,7 @@ from typing import Any
 from evaluator import processes, roles
 from evaluator.gpu_phases import GpuPhases
 from evaluator.options import EvalOptions
+from evaluator.placement import place_for
 from evaluator.verdict import EvalSetupError, NeedsGPU, Reason, Verdict
 from kernelevo import pyast, sandbox
 
@@ -64,6 +65,7 @@ class EvaluationSession:
             cache_dir = get_settings().cache_dir
         self.cache_dir = Path(cache_dir)
         self.task_roots = roles.task_read_roots(self.task_path)
+        self.placement = place_for(self.task_path, _text(self.task_path))
         self._prefetched: dict[str, processes.Worker] = {}
         # evaluate_source may run on several threads at once (the search's parallel evaluations)
         self._lock = threading.Lock()  # the prefetched candidates
@@ -83,7 +85,8 @@ class EvaluationSession:
         self.isolation_report = report
         self.trace_shim = self._trace_shim() if device == "cuda" else None
         self.pool = processes.WorkerPool("candidate", device, self.procs, self.options.memory_mb,
-                                         ready=self.options.ready_workers, trace=self.trace_shim)
+                                         ready=self.options.ready_workers, trace=self.trace_shim,
+                                         workspace=self.placement.repo)
         try:
             self._start_reference()
             if device == "cuda" and self.options.output_handoff == "auto":
@@ -288,15 +291,16 @@ class EvaluationSession:
         sandboxed process, so that their evaluations later find their builds kept."""
         from concurrent.futures import ThreadPoolExecutor
 
-        from evaluator.run_candidate import write_new_file
+        from evaluator.run_candidate import write_candidate
 
         def build(item: tuple[str, str]) -> tuple[str, bool]:
             name, source = item
-            worker = processes.spawn_worker("candidate", self.device, self.procs, self.options.memory_mb)
+            worker = processes.spawn_worker("candidate", self.device, self.procs, self.options.memory_mb,
+                                            workspace=self.placement.repo)
             try:
-                write_new_file(worker.private / "candidate.py", source)
+                write_candidate(self, worker, source)
                 worker.wait_ready(self.options.timeout_s)
-                reply = worker.request({"op": "compile"}, self.options.timeout_s)
+                reply = worker.request({"op": "compile", "module": self.placement.request()}, self.options.timeout_s)
                 compiled = bool(reply.get("compiled"))
             except (processes.WorkerDied, processes.WorkerTimeout, processes.WorkerMemoryExceeded):
                 compiled = False

@@ -33,7 +33,7 @@ from typing import Any
 
 from kernelevo.dispatch_where import runtime_facts, unavailable_reason
 from kernelevo.envelope import EnvelopeCheck, clear_capabilities
-from kernelevo.kernel_store import KERNEL_MODULE, KERNELS_DIR, StoredKernel, find_kernels
+from kernelevo.kernel_store import KERNEL_MODULE, KERNELS_DIR, StoredKernel, find_kernels, kernel_module_name
 from kernelevo.op import op_id, source_hash
 from kernelevo.settings import SettingsError, get_settings
 
@@ -160,10 +160,8 @@ def locate_kernel(file: Path, qualname: str) -> tuple[str, StoredKernel] | None:
 def _load_kernel_class(stored: StoredKernel) -> type:
     """Import ``kernel.py`` under a private module name, registered in sys.modules (Triton's JIT
     looks kernels' modules up there)."""
-    import hashlib
-
     path = (stored.directory / KERNEL_MODULE).resolve()
-    name = f"_kernelevo_kernel_{stored.name}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    name = kernel_module_name(stored.name, path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"kernels/{stored.name}/{KERNEL_MODULE} is not an importable Python file ({path})")

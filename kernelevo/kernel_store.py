@@ -75,6 +75,14 @@ class StoredKernel:
         return self.directory.parent.parent
 
 
+def kernel_module_name(name: str, path: Path) -> str:
+    """The private module name a stored kernel's ``kernel.py`` at ``path`` is imported under (the dispatcher's
+    name; the verifier imports candidates under the same kind of name at the same kind of path)."""
+    import hashlib
+
+    return f"_kernelevo_kernel_{name}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+
+
 def is_safe_op_id(op_id: str) -> bool:
     """Whether ``op_id`` matches :data:`SAFE_OP_ID` (see there for why)."""
     return bool(SAFE_OP_ID.fullmatch(op_id)) and len(op_id) <= 400

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from evaluator import placement
 from evaluator.import_policy import RUNTIME_IMPORT_ROOTS as ALLOWED_IMPORT_ROOTS
 from evaluator.sandboxed import guards, handoff, taskspec
 from evaluator.sandboxed.bounds import BoundsChecker
@@ -49,6 +50,11 @@ class CandidateRunner:
     def __init__(self, private: Path, device: str):
         self.private, self.device = Path(private), device
         self.outbox = self.private / "outbox"
+        # The neutral home the parent bound this process's private home at (its private home without a sandbox),
+        # read before any candidate exists; the candidate's module lives under it (evaluator.placement).
+        self.home = Path(os.environ.get("HOME") or self.private / "home")
+        self.candidate_path = self.home / "unplaced.py"  # load and compile name the candidate's place
+        self.module_name = ""
         self.model: torch.nn.Module | None = None
         self.live: dict[int, list[Any]] = {}  # case -> the tensors later calls of that case are written into
         self.kept_outputs: list[torch.Tensor] = []
@@ -108,6 +114,7 @@ class CandidateRunner:
         if len(fds) != 1:
             raise taskspec.TaskError("load: expected one file descriptor (the reference model's state)")
         self._candidate_seen = True
+        self._locate_candidate(req)
         init = load_fd(fds[0])
         init_inputs, reference_state = list(init["init_inputs"]), dict(init["state"])
         self.allow_ops = tuple(req.get("allow_ops", ()))
@@ -118,7 +125,7 @@ class CandidateRunner:
                               interpreted=self.device == "cpu")
         if self.device == "cpu":
             self.bounds.install()
-        candidate_path = self.private / "candidate.py"
+        candidate_path = self.candidate_path
         self.audit = guards.AuditGuard(candidate_path, ALLOWED_IMPORT_ROOTS)
         self.host = guards.HostConversionGuard(self.audit)
         if req.get("runtime_guards", True):
@@ -152,20 +159,31 @@ class CandidateRunner:
         """Import the candidate under guard only, so that its builds (load_inline, NVRTC) land in this
         process's build folder, which the parent keeps for later evaluations of the same source."""
         self._candidate_seen = True
+        self._locate_candidate(req)
         self.launches.install(self.private / "torch_extensions")
-        self.audit = guards.AuditGuard(self.private / "candidate.py", ALLOWED_IMPORT_ROOTS)
+        self.audit = guards.AuditGuard(self.candidate_path, ALLOWED_IMPORT_ROOTS)
         self.audit.install()
         try:
-            self._guarded_import(self.private / "candidate.py")
+            self._guarded_import(self.candidate_path)
         except Rejection as exc:
             return {"ok": True, "compiled": False, "message": str(exc)}
         return {"ok": True, "compiled": True}
+
+    def _locate_candidate(self, req: dict[str, Any]) -> None:
+        """Where the candidate's module is and the name it is imported under: where and how the kernel will be in
+        the user's repository (:mod:`evaluator.placement`); the parent wrote it there."""
+        try:
+            place = placement.from_request(req.get("module"))
+        except ValueError as exc:
+            raise taskspec.TaskError(f"{req.get('op')}: {exc}") from None
+        self.candidate_path = self.home / place.relative
+        self.module_name = place.module_name(self.home)
 
     def _guarded_import(self, path: Path) -> Any:
         """Import the candidate module with the guards active; failures are compile errors."""
         self.audit.active = True
         try:
-            return taskspec.import_file(path, "candidate")
+            return taskspec.import_file(path, "candidate", name=self.module_name or None)
         except SyntaxError as exc:
             raise Rejection("compile_error", f"{path.name}:{exc.lineno}: syntax error: {exc.msg}") from exc
         except Exception as exc:
@@ -256,7 +274,7 @@ class CandidateRunner:
         model = self.model
         assert model is not None
         self.model = self._guarded(lambda: model.to(self.device), "model.to(device)",
-                                   self.private / "candidate.py", failure="model.to(device) raised")
+                                   self.candidate_path, failure="model.to(device) raised")
         self._moved = True
         self._check_guards("model.to(device)")
 

@@ -93,10 +93,11 @@ def _where(exc: BaseException, path: Path) -> str:
     return f" (line {frames[-1].lineno})" if frames else ""
 
 
-def import_file(path: Path, module_prefix: str) -> ModuleType:
-    """Import a Python file under a private module name (not importable by name from other code)."""
-    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
-    name = f"_kernelevo_{module_prefix}_{digest}"
+def import_file(path: Path, module_prefix: str, name: str | None = None) -> ModuleType:
+    """Import a Python file under a private module name (not importable by name from other code): ``name``, or
+    one made of ``module_prefix`` and the path's hash."""
+    if name is None:
+        name = f"_kernelevo_{module_prefix}_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")

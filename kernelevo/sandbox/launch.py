@@ -15,6 +15,7 @@ import signal
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from kernelevo.sandbox.cgroups import CgroupError, SandboxCgroup
@@ -74,11 +75,20 @@ class Sandboxed:
         self._killed = True
 
 
+def host_view_path(policy: SandboxPolicy, path: Path) -> Path:
+    """``path`` as it is without a sandbox: under a bind's target it names the same place under the bind's source,
+    which is where that folder is when nothing is mounted (the most specific bind wins)."""
+    for bind in sorted((b for b in policy.binds if b.target is not None), key=lambda b: -len(b.inside.parts)):
+        if path == bind.inside or bind.inside in path.parents:
+            return bind.source / path.relative_to(bind.inside)
+    return path
+
+
 def host_view_env(policy: SandboxPolicy) -> dict[str, str]:
-    """The environment without a sandbox: a value naming where a bind appears inside it (``HOME``) names the
-    bind's source instead, which is where that folder is when nothing is mounted."""
-    moved = {str(b.target): str(b.source) for b in policy.binds if b.target is not None}
-    return {name: moved.get(value, value) for name, value in policy.env.items()}
+    """The environment without a sandbox: a value naming a place inside it (``HOME``) names that place on the
+    host instead."""
+    return {name: str(host_view_path(policy, Path(value))) if value.startswith("/") else value
+            for name, value in policy.env.items()}
 
 
 def spawn(policy: SandboxPolicy, command: Sequence[str], report: IsolationReport, *,
@@ -87,8 +97,8 @@ def spawn(policy: SandboxPolicy, command: Sequence[str], report: IsolationReport
     """Start ``command`` in its sandbox (see the module docstring)."""
     if report.mode is IsolationMode.OFF:
         proc = subprocess.Popen(list(command), stdin=stdin, stdout=stdout, stderr=stderr, env=host_view_env(policy),
-                                cwd=str(policy.cwd), pass_fds=tuple(pass_fds), start_new_session=True,
-                                close_fds=True)
+                                cwd=str(host_view_path(policy, policy.cwd)), pass_fds=tuple(pass_fds),
+                                start_new_session=True, close_fds=True)
         return Sandboxed(proc, report)
     assert report.bwrap is not None and report.working
     cgroup = None

@@ -53,13 +53,16 @@ def test_a_real_candidate_process_answers_the_probe_and_is_killed_after_it(tmp_p
 
 
 def test_a_process_that_has_seen_a_candidate_refuses_the_probe(tmp_path: Path):
-    from evaluator.run_candidate import write_new_file
+    from evaluator.placement import CandidatePlace
 
-    worker = processes.spawn_worker("candidate", "cpu", tmp_path, 2048)
+    place = CandidatePlace(repo="project", op="axpy")
+    worker = processes.spawn_worker("candidate", "cpu", tmp_path, 2048, workspace=place.repo)
     try:
-        write_new_file(worker.private / "candidate.py", (ROOT / "tests/candidates/honest/axpy_launcher.py").read_text())
+        path = place.host_path(worker.private)
+        path.parent.mkdir(parents=True)
+        path.write_text((ROOT / "tests/candidates/honest/axpy_launcher.py").read_text())
         worker.wait_ready(120)
-        assert worker.request({"op": "compile"}, 120)["compiled"] is True
+        assert worker.request({"op": "compile", "module": place.request()}, 120)["compiled"] is True
         reply = worker.request(handoff_probe.probe_request(1, 2), 120)
     finally:
         worker.kill()
