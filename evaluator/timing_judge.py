@@ -1,8 +1,8 @@
 """Judging a candidate's timings (parent side): speedups, the physical floor, re-validation.
 
 A time below the floor (bytes that must move over measured copy bandwidth, or FLOPs over the measured
-matrix rate) with more than 25% headroom is physically implausible: ``cheat_suspected``. Outputs of a
-secret sample of timed calls are re-validated against the reference. A candidate far slower than the
+matrix rate) with more than 25% headroom is physically implausible: ``cheat_suspected``. The outputs of a
+secret sample of the timed calls themselves are re-validated against the reference. A candidate far slower than the
 best baseline is ``too_slow``.
 """
 
@@ -73,13 +73,11 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
             how = sent_for(sent, name, channel.worker)
             seed = session.timing_seeds[trial % len(session.timing_seeds)]
             judged.append(Judged(name, entry["case"], seed, "task", how, scale=float(item.get("scale", 1.0))))
-    sampled = sum(len(entry["trials"]) for entry in sample)
     trial_ms = {int(case): list(values) for case, values in (timed.get("trial_ms") or {}).items()}
     elements = case_elements(session.plan["cases"])
-    sampled_elements = [elements.get(int(entry["case"]), 0) for entry in sample for _ in entry["trials"]]
-    expected = Expected(
-        forward=tuple(range(len(checked_elements) + sampled)),
-        forward_elements=dict(enumerate((*checked_elements, *sampled_elements))),
+    expected = Expected(  # the sampled calls are timed trials: their windows are among the trials'
+        forward=tuple(range(len(checked_elements))),
+        forward_elements=dict(enumerate(checked_elements)),
         trial_elements={case * TRIAL_STRIDE + i: elements.get(case, 0) for case in range(len(timing_files))
                         for i in range(options.timing_trials)},
         trials=tuple(case * TRIAL_STRIDE + i for case in range(len(timing_files))

@@ -396,18 +396,12 @@ class CandidateRunner:
         self._open_outbox(req)
         timed = TimedCandidate(model=self.model, launches=self.launches, audit=self.audit, allow_ops=self.allow_ops,
                                own_ops=self.own_ops, outbox=self.sent, outdir=self.outbox,
-                               check_guards=self._check_guards, mark=self.mark, forward_kind=self._forward_kind,
-                               trial_kind=self._trial_kind, begin=self._begin, end=self._end,
-                               next_forward=self._next_forward_window)
+                               check_guards=self._check_guards, mark=self.mark, trial_kind=self._trial_kind,
+                               begin=self._begin, end=self._end)
         reply = candidate_time(timed, grouped, req)
         self._require_outputs_left_alone()
         reply["trace_seq"] = self._tracer.flush()
         return self._hand_over_fds(reply)
-
-    def _next_forward_window(self) -> int:
-        window = self.forward_windows
-        self.forward_windows += 1
-        return window
 
     def _require_outputs_left_alone(self) -> None:
         changed = self.sent.changed_since_sent()

@@ -121,11 +121,15 @@ class VariedInputs:
 
 
 def time_calls(fn: Callable[..., Any], inputs: VariedInputs, trials: int, warmup_ms: float,
-               flush: torch.Tensor, mark: Callable[[int, bool], None] | None = None) -> dict[str, Any]:
+               flush: torch.Tensor, mark: Callable[[int, bool], None] | None = None,
+               keep: Callable[[int, Any, float], None] | None = None) -> dict[str, Any]:
     """Time ``fn`` over the varied input sets: median and spread of per-call event times, plus the
     median host time from the start event to a device-wide sync (the judge's cross-check). ``mark(trial,
     begin)``: a window edge in the kernel trace right after the start event and after the device sync; with
-    it, the per-trial event times come back as ``samples_ms`` (the trace's busy time is checked against them)."""
+    it, the per-trial event times come back as ``samples_ms`` (the trace's busy time is checked against them).
+    ``keep(trial, output, scale)``: called with every trial's output once its timing is taken (after the device
+    sync), so that the caller can hand a secret sample of them over for re-validation: the calls judged are
+    timed calls themselves, indistinguishable from the others until their output exists."""
     torch.cuda.synchronize()
     warm_start = time.perf_counter()
     calls = 0
@@ -136,7 +140,7 @@ def time_calls(fn: Callable[..., Any], inputs: VariedInputs, trials: int, warmup
     samples, host_samples = [], []
     reset_l2, cover = _persisting_l2_reset(), launch_cover()
     for i in range(trials):
-        args, _scale = inputs.prepare(i)
+        args, scale = inputs.prepare(i)
         reset_l2()
         flush.zero_()
         cover()
@@ -145,13 +149,16 @@ def time_calls(fn: Callable[..., Any], inputs: VariedInputs, trials: int, warmup
         start.record()
         if mark is not None:
             mark(i, True)
-        fn(*args)
+        out = fn(*args)
         end.record()
         torch.cuda.synchronize()
         if mark is not None:
             mark(i, False)
         host_samples.append((time.perf_counter() - host_start) * 1e3)
         samples.append(start.elapsed_time(end))
+        if keep is not None:
+            keep(i, out, scale)
+        del out
     inputs.restore()
     stats: dict[str, Any] = summarize(samples)
     stats["host_median_ms"] = statistics.median(host_samples)
