@@ -18,6 +18,7 @@ import inspect
 import random
 import sys
 import traceback
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -224,12 +225,52 @@ def apply_distribution(value: Any, distribution: str, seed: int) -> Any:
     return out.clamp(-limit, limit).to(value.dtype)
 
 
+GENERATED_KEPT_BYTES = 4 << 30  # the reference process keeps this much of generated inputs (see generate_cases)
+_generated: OrderedDict[tuple[str, bool, int, str], tuple[list[list[Any]], torch.Tensor, int]] = OrderedDict()
+
+
 def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str) -> list[list[Any]]:
-    """All cases for one seed, on the CPU, deterministically."""
-    torch.manual_seed(seed)
-    cases = task.raw_cases(small)
-    return [[v if k in task.keep_inputs else apply_distribution(v, distribution, seed) for k, v in enumerate(case)]
-            for case in cases]
+    """All cases for one seed, on the CPU, deterministically (fresh tensors for every caller).
+
+    The same seed is asked for again and again: every re-validated timed call needs the inputs of one timing seed
+    (eight of them, three re-validated calls per case and evaluation), and drawing a real op's inputs (tens of
+    millions of elements, then the distribution) costs far more than judging the call. The most recent draws are
+    kept (up to :data:`GENERATED_KEPT_BYTES`) with the generator's state after them, which is restored on a
+    repeat: a caller sees exactly what drawing again would have given it, values and generator state alike."""
+    key = (str(task.path), small, int(seed), distribution)
+    kept = _generated.get(key)
+    if kept is None:
+        torch.manual_seed(seed)
+        cases = task.raw_cases(small)
+        drawn = [[v if k in task.keep_inputs else apply_distribution(v, distribution, seed)
+                  for k, v in enumerate(case)] for case in cases]
+        size = sum(v.numel() * v.element_size() for case in drawn for v in case if isinstance(v, torch.Tensor))
+        kept = (drawn, torch.get_rng_state(), size)
+        _generated[key] = kept
+        while len(_generated) > 1 and sum(entry[2] for entry in _generated.values()) > GENERATED_KEPT_BYTES:
+            _generated.popitem(last=False)
+    else:
+        _generated.move_to_end(key)
+        torch.set_rng_state(kept[1])
+    return [_fresh_copies(case) for case in kept[0]]
+
+
+def _fresh_copies(values: list[Any]) -> list[Any]:
+    """Copies of a case's values with their layout exactly as drawn: same sizes, strides and offsets (a broadcast
+    input stays one), and inputs that shared memory share the copy of it."""
+    copies: dict[int, Any] = {}
+    fresh = []
+    for v in values:
+        if not isinstance(v, torch.Tensor):
+            fresh.append(v)
+            continue
+        storage = v.untyped_storage()
+        copy = copies.get(storage.data_ptr())
+        if copy is None:
+            copy = copies[storage.data_ptr()] = storage.clone()
+        tensor = torch.empty(0, dtype=v.dtype, device=v.device).set_(copy, v.storage_offset(), v.size(), v.stride())
+        fresh.append(tensor.requires_grad_(v.requires_grad))
+    return fresh
 
 
 def check_kept_inputs_vary(task: LoadedTask, small: bool, seeds: list[int]) -> None:
