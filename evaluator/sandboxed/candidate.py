@@ -347,6 +347,10 @@ class CandidateRunner:
             if limit:
                 raise Rejection("needs_gpu", f"{where}: the CPU's Triton interpreter cannot run this kernel ({limit}); "
                                              "evaluate it with --device cuda") from exc
+            unsupported = triton_unsupported(exc)
+            if unsupported:
+                raise Rejection("compile_error", f"{where}: the installed Triton cannot build this kernel: "
+                                                 f"{unsupported[:300]} (use an API this Triton version has)") from exc
             raise Rejection("crashed", f"forward raised {type(exc).__name__} on {where}: {_first_line(exc)}"
                                        f"{_line_in(exc, Path(self.audit.candidate_file))}") from exc
         finally:
@@ -465,6 +469,22 @@ def interpreter_limit(exc: BaseException) -> str | None:
     if "Interpreter" not in text and "active drivers" not in text:
         return None
     return next((why for needle, why in _INTERPRETER_LIMITS if needle in text), None)
+
+
+def triton_unsupported(exc: BaseException) -> str | None:
+    """What the installed Triton says it does not implement (an API a newer release removed, such as block
+    pointers in the interpreter), from a failure of Triton's own compiler or interpreter; None otherwise."""
+    link: BaseException | None = exc
+    seen: set[int] = set()
+    under_triton = False
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        under_triton = under_triton or type(link).__module__.startswith("triton.")
+        if under_triton and isinstance(link, NotImplementedError):
+            return str(link)
+        nested = link.args[0] if link.args and isinstance(link.args[0], BaseException) else None
+        link = nested or link.__cause__ or link.__context__
+    return None
 
 
 def _check_signature(new_cls: type[torch.nn.Module], arities: list[int], model_forward: str) -> None:
