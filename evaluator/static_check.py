@@ -15,8 +15,10 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        the entry point / its forward is bound more than once (replaced later)
 ``no-kernel``          no @triton.jit kernel, ``kernelevo.cuda.compile`` kernel or load_inline module
 ``kernel-not-launched`` kernels exist but no launch site is reachable from the forward path (calls of
-                       the candidate's own ``torch.library.custom_op``/``triton_op`` ops and
-                       ``wrap_triton(kernel)[grid]`` count as launch sites)
+                       the candidate's own ``torch.library.custom_op``/``triton_op`` ops,
+                       ``wrap_triton(kernel)[grid]``, a call of a local bound once to
+                       ``functools.partial(kernel[grid], ...)`` and a kernel kept from a module-level
+                       factory, ``self.k = compiled()``, count as launch sites)
 ``empty-grid``         a launch whose grid (or CUDA block) is empty by construction: ``(0,)``, ``()``,
                        ``n * 0``, ``cdiv(0, B)``, a grid lambda/function/constant that is always empty
 ``banned-import``      import of a module outside the allowlist, or a member a module's policy refuses
@@ -70,7 +72,9 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        torch ops or cuBLAS/cuDNN, hides names (``using namespace at``, ``##``),
                        includes files by path, links libraries, or is built at run time (or by
                        ``**kwargs``, or through load_inline/compile used as a value) so it cannot be
-                       checked; a launch without a stream argument (the default stream) is allowed
+                       checked (a one-``return`` helper whose parameters only print as ``{n:d}`` tokens,
+                       ``#define THREADS {n:d}``, is scanned with the digits as ``0``); a launch without
+                       a stream argument (the default stream) is allowed
 ``torch-compute``      PyTorch compute on the forward path (torch.*, F.*, tensor methods, ``@``,
                        torch.nn modules called), host copies of tensor data (``.tolist()``,
                        ``.numpy()``, ``.apply_()``, ``new_tensor``, storages, ``.item()``/``float()``
@@ -78,7 +82,9 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        taken as a value anywhere (``f = x.softmax``), torch.compile / torch.jit /
                        autocast, a ``@triton.jit`` function called directly instead of launched;
                        device-capability probes of any backend (npu included), ``torch.distributed``
-                       backend probes and the amp decorators ``torch.amp.custom_fwd/custom_bwd``
+                       backend probes, compile/trace/autocast state queries (``torch.compiler.
+                       is_compiling``, ``torch.jit.is_scripting``, ``torch.is_autocast_enabled``...) and
+                       the amp decorators ``torch.amp.custom_fwd/custom_bwd``
                        (``torch.cuda.amp``...) are not compute. Bookkeeping is left to the run time's
                        size limit (``evaluator.static_bookkeeping``): a full reduction (sum, mean,
                        max, min, amax, amin, any, all, count_nonzero) or an element-wise comparison of
@@ -101,7 +107,8 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
 Code that never runs in the verifier (``evaluator.static_liveness``) is exempt from ``banned-import``,
 ``torch-compute`` and ``try-fallback`` (every other rule still applies there): functions no running code
 refers to (an ``autograd.Function.backward`` whose class is only used as ``Cls.apply``), the body of ``if
-isinstance(x, DTensor)``, and branches on a parameter every caller passes as None (``if weight is not None``).
+isinstance(x, DTensor)``, branches on a parameter every caller passes as None (``if weight is not None``), and a
+module-level ``if __name__ == "__main__":`` block in a file that never binds ``__name__``.
 
 The forward path is the entry's ``forward`` (and ``__call__``) plus every function, method and
 ``autograd.Function.forward`` reachable from it (``torch.ops.ns.op`` reaches the function registered
@@ -121,7 +128,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from evaluator.static_cuda import scan_source, source_pieces
+from evaluator.static_cuda import expand_template, scan_source, source_pieces
 from evaluator.static_fold import fold_strings
 from evaluator.static_grids import empty_launch
 from evaluator.static_library import check_registrations
@@ -241,13 +248,16 @@ def _check_cuda_sources(tree: ast.Module, model: ModuleModel, allow: frozenset[s
     scanned: set[int] = set()
     resolve_here = lambda n: _resolve(n, model.aliases)  # noqa: E731
     for site, expr in _source_expressions(tree, model, out):
+        expr = expand_template(expr, model.functions)  # noqa: PLW2901 - the expression the compiler receives
         whole = None if isinstance(expr, ast.Constant) else fold_strings(expr, model.constants.get, resolve_here)
         messages: set[str] = set()
         for piece in source_pieces(expr, model.constants):
             if piece is None:
                 if whole is None:
                     out.report("cuda-source", site, "CUDA/C++ source or compiler flags are built at run time, so "
-                               "they cannot be checked; use string constants (literals or module-level names)")
+                               "they cannot be checked; use string constants (literals or module-level names), or a "
+                               "helper that only returns an f-string with integers as `{n:d}` tokens "
+                               "(`#define THREADS {n:d}`)")
                 continue
             findings = scan_source(piece.text, allow)
             messages.update(f.message for f in findings)

@@ -208,3 +208,59 @@ def source_pieces(
             yield from source_pieces(arg, constants, _seen)
     else:
         yield None
+
+
+# -- source templates: ``def _source(threads): return f"...#define THREADS {threads:d}..."`` ------------------
+
+_WORD_CHAR = re.compile(r"\w")
+
+
+def _integer_placeholder(values: list[ast.expr], i: int, params: frozenset[str]) -> bool:
+    """``{p:d}`` of a parameter, standing as its own token: what it prints (``-?[0-9]+``, or a ValueError for
+    anything but an integer) can neither form nor complete an identifier, so any digits scan alike."""
+    node = values[i]
+    if not (isinstance(node, ast.FormattedValue) and isinstance(node.value, ast.Name) and node.value.id in params
+            and node.conversion == -1 and isinstance(node.format_spec, ast.JoinedStr)):  # fmt: skip
+        return False
+    spec = node.format_spec.values
+    if not (len(spec) == 1 and isinstance(spec[0], ast.Constant) and spec[0].value == "d"):
+        return False
+    if i == 0 or i == len(values) - 1:
+        return False  # a neighbour outside this f-string could join the digits to a name
+    before, after = values[i - 1], values[i + 1]
+    return (isinstance(before, ast.Constant) and isinstance(before.value, str) and before.value != ""
+            and isinstance(after, ast.Constant) and isinstance(after.value, str) and after.value != ""
+            and not _WORD_CHAR.match(before.value[-1]) and not _WORD_CHAR.match(after.value[0]))  # fmt: skip
+
+
+def expand_template(expr: ast.AST, functions: dict[str, ast.AST]) -> ast.AST:
+    """``helper(args)`` -> the f-string ``helper`` returns, its ``{param:d}`` placeholders printed as ``0``.
+
+    Only for a module-level, undecorated function whose body is one ``return`` (after a docstring) and whose
+    parameters appear nowhere else in it; anything else is returned unchanged (and judged as before: a source
+    built at run time is refused).
+    """
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)):
+        return expr
+    fn = functions.get(expr.func.id)
+    if not isinstance(fn, ast.FunctionDef) or fn.decorator_list:
+        return expr
+    body = [st for st in fn.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.JoinedStr):
+        return expr
+    args = fn.args
+    params = frozenset(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
+    if args.vararg or args.kwarg or args.defaults or args.kw_defaults:
+        return expr
+    template = body[0].value
+    values = list(template.values)
+    expanded: list[ast.expr] = []
+    for i, value in enumerate(values):
+        if _integer_placeholder(values, i, params):
+            expanded.append(ast.copy_location(ast.Constant("0"), value))
+        else:
+            expanded.append(value)
+    result = ast.copy_location(ast.JoinedStr(values=expanded), template)
+    if any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(result)):
+        return expr  # a parameter used any other way: its text is known only at run time
+    return result

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 
 from evaluator.static_library import custom_op_key
 from evaluator.static_model import ModuleModel, resolve
-from evaluator.static_rules import AMP_DECORATORS
+from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
 from evaluator.static_uses import Use, use_of
 
 Resolve = Callable[[ast.AST], "str | None"]
@@ -38,6 +38,7 @@ DTENSOR = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tens
 # Decorators that only wrap a function and call it when it is called (so they do not make it run).
 INERT_DECORATORS = frozenset({"functools.cache", "functools.lru_cache", "staticmethod", "classmethod", "property",
                               "contextlib.contextmanager", "typing.overload"}) | AMP_DECORATORS  # fmt: skip
+INERT_DECORATORS |= COMPILER_OPT_OUTS
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 

@@ -224,6 +224,8 @@ def _kernel_of(model: ModuleModel, value: ast.expr, key: str) -> tuple[str, tupl
         if len(kinds) == 1:
             return kinds.pop(), tuple(n for p in parts if p is not None for n in p[1])
         return None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in model.factories:
+        return model.factories[value.func.id]  # self.kernel = compiled(threads): a module function returning one
     ref = binding_key(value)
     if ref in model.launchables:
         return "launchable", model.launchables[ref]

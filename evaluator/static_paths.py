@@ -160,10 +160,17 @@ def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, as
     ``load_inline`` module, where the kernel or module is one this module defines (directly, through
     an alias or container such as ``self.kernels[dtype]``, or returned by a factory function).
     """
+    partials = _partial_launches(model, fn)
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
+        if isinstance(func, ast.Name) and func.id in partials:  # launch = partial(kernel[grid], ...); launch(...)
+            subscript, names = partials[func.id]
+            call = ast.copy_location(ast.Call(func=subscript, args=node.args, keywords=node.keywords), node)
+            for name in names:
+                yield name, call
+            continue
         if isinstance(func, ast.Subscript):
             kind, table = "launchable", model.launchables
         elif isinstance(func, ast.Attribute):
@@ -181,6 +188,29 @@ def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, as
                 names = model.launchables.get(binding_key(owner.args[0]) or "", ())
         for name in names:
             yield name, node
+
+
+def _partial_launches(model: ModuleModel, fn: FunctionNode) -> dict[str, tuple[ast.Subscript, tuple[str, ...]]]:
+    """Locals bound once to ``functools.partial(kernel[grid], ...)``: calling one launches ``kernel`` on ``grid``
+    (the launch site is the call, judged with that grid; binding the partial alone launches nothing)."""
+    bound: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.setdefault(node.id, []).append(model.parents.get(id(node), node))
+    out: dict[str, tuple[ast.Subscript, tuple[str, ...]]] = {}
+    for name, sites in bound.items():
+        stmt = sites[0]
+        if len(sites) != 1 or not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                                   and isinstance(stmt.targets[0], ast.Name)):  # fmt: skip
+            continue
+        value = stmt.value
+        if not (isinstance(value, ast.Call) and resolve(value.func, model.aliases) == "functools.partial"
+                and value.args and isinstance(value.args[0], ast.Subscript)):  # fmt: skip
+            continue
+        names = model.launchables.get(binding_key(value.args[0].value) or "", ())
+        if names:
+            out[name] = (value.args[0], names)
+    return out
 
 
 def _launched_params(fn: FunctionNode) -> dict[str, int]:

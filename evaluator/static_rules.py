@@ -79,6 +79,20 @@ INERT_PROBES = frozenset({
 # Owners of those probes: usable only as an alias the checker follows (``utils = triton.runtime.driver.active.utils``
 # then ``utils.get_device_properties(0)``), so that every use is judged by its full name.
 PROBE_OWNERS = frozenset(p.rsplit(".", 1)[0] for p in INERT_PROBES)
+# * queries of PyTorch's own compile, trace and autocast state (a bool or a dtype: nothing is compiled, traced or
+#   cast by asking); library code branches on them (``if torch.compiler.is_compiling():``). torch.compile,
+#   torch.jit.script/trace and torch.autocast themselves stay refused. Not probe owners: ``torch.jit`` and
+#   ``torch.compiler`` may not be aliased or tested as namespaces.
+STATE_QUERIES = frozenset({
+    "torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling", "torch.compiler.is_exporting",
+    "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.is_autocast_enabled", "torch.get_autocast_dtype",
+    "torch.get_autocast_gpu_dtype", "torch.get_autocast_cpu_dtype", "torch.is_autocast_cpu_enabled",
+    "torch.is_autocast_cache_enabled",
+})  # fmt: skip
+# * ``torch.compiler.disable``: a wrapper that makes dynamo leave a function to eager (fla's launchers); it calls
+#   nothing when it wraps and compiles nothing (as a decorator it is inert for liveness too).
+COMPILER_OPT_OUTS = frozenset({"torch.compiler.disable"})
+INERT_PROBES = INERT_PROBES | STATE_QUERIES | COMPILER_OPT_OUTS
 # Namespaces of those decorators and probes: allowed in a test (``getattr(torch.npu, "amp", None) is not None``).
 PROBED_NAMESPACES = frozenset(a.rsplit(".", 1)[0] for a in AMP_DECORATORS) | PROBE_OWNERS
 _NAME_RULES_LEAVES: frozenset[str] = frozenset()  # filled below: stream/state names are not compute

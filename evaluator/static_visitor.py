@@ -540,9 +540,20 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         branches = Branches(self._resolve, self._none)
         return branches.never_true(test), branches.always_true(test)
 
+    def _main_guard(self, node: ast.If) -> bool:
+        """``if __name__ == "__main__":`` at module level, in a file that never binds ``__name__``: the verifier
+        imports the candidate under a private name (``globals()``, ``sys.modules`` and ``setattr`` are refused), so
+        the block never runs there."""
+        test = node.test
+        return (isinstance(self.parents.get(id(node)), ast.Module) and isinstance(test, ast.Compare)
+                and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and isinstance(test.left, ast.Name)
+                and test.left.id == "__name__" and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value == "__main__" and not _binds_module_name(self.tree))  # fmt: skip
+
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         never_body, never_else = self._never(node.test)
+        never_body = never_body or self._main_guard(node)
         for block, dead in ((node.body, never_body), (node.orelse, never_else)):
             if dead:
                 self._visit_never_running(list(block))
@@ -580,3 +591,19 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
 
     visit_AsyncWith = visit_With
 
+
+def _binds_module_name(tree: ast.AST) -> bool:
+    """True when anything in the file could rebind ``__name__`` (assignment, ``global``, import, def, class, loop,
+    ``with``/``except``/walrus/match targets, a parameter): then ``__name__ == "__main__"`` decides nothing."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.Global | ast.Nonlocal) and "__name__" in node.names:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name) == "__name__":
+            return True
+        named = getattr(node, "name", None) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+                                                           | ast.ExceptHandler | ast.MatchAs | ast.MatchStar) else None
+        if named == "__name__" or (isinstance(node, ast.arg) and node.arg == "__name__"):
+            return True
+    return False
