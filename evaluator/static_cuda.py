@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from evaluator.static_rules import cxx_op_computes, method_computes
@@ -233,7 +233,7 @@ def _integer_placeholder(values: list[ast.expr], i: int, params: frozenset[str])
             and not _WORD_CHAR.match(before.value[-1]) and not _WORD_CHAR.match(after.value[0]))  # fmt: skip
 
 
-def expand_template(expr: ast.AST, functions: dict[str, ast.AST]) -> ast.AST:
+def expand_template(expr: ast.AST, functions: Mapping[str, ast.AST]) -> ast.AST:
     """``helper(args)`` -> the f-string ``helper`` returns, its ``{param:d}`` placeholders printed as ``0``.
 
     Only for a module-level, undecorated function whose body is one ``return`` (after a docstring) and whose

@@ -166,9 +166,9 @@ def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, as
             continue
         func = node.func
         if isinstance(func, ast.Name) and func.id in partials:  # launch = partial(kernel[grid], ...); launch(...)
-            subscript, names = partials[func.id]
+            subscript, launched = partials[func.id]
             call = ast.copy_location(ast.Call(func=subscript, args=node.args, keywords=node.keywords), node)
-            for name in names:
+            for name in launched:
                 yield name, call
             continue
         if isinstance(func, ast.Subscript):
