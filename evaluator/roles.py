@@ -30,7 +30,7 @@ ENV_ALLOWLIST = (
     "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
     "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TORCH_CUDA_ARCH_LIST",
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "OPENBLAS_CORETYPE",
-    "OPENBLAS_L2_SIZE", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "CC", "CXX", "OMP_NUM_THREADS", "MAX_JOBS",
+    "OPENBLAS_L2_SIZE", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "CC", "CXX", "OMP_NUM_THREADS", "MAX_JOBS", "TERM",
 )
 SECRET_WORDS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "AUTH", "COOKIE",
                 "SESSION", "REDIS", "GITHUB", "WEBHOOK")
@@ -42,6 +42,7 @@ def looks_secret(name: str) -> bool:
 
 
 NEUTRAL_HOME = Path("/home/user")  # where a sandboxed process's private home is bound
+NEUTRAL_USER = NEUTRAL_HOME.name
 
 
 def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] | None = None) -> dict[str, str]:
@@ -55,8 +56,11 @@ def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] |
     (private / "home").mkdir(parents=True, exist_ok=True)  # bound at NEUTRAL_HOME (see policy)
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     # HOME names a path any machine may have, not the verifier's work folder (a kernel reading it must not learn
-    # it is being verified); no TMPDIR: the sandbox's /tmp is a private tmpfs, as /tmp is on a user's machine.
-    env.update(HOME=str(NEUTRAL_HOME), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    # it is being verified), and the variables a login shell sets are there as on a user's machine (their absence
+    # was a tell); no TMPDIR: the sandbox's /tmp is a private tmpfs, as /tmp is on a user's machine. Nothing only
+    # the verifier would set (the processes start with -I: PYTHON* variables would be ignored anyway).
+    env.update(HOME=str(NEUTRAL_HOME), USER=NEUTRAL_USER, LOGNAME=NEUTRAL_USER, SHELL="/bin/bash")
+    env.setdefault("TERM", "xterm-256color")
     env.setdefault("MAX_JOBS", "4")  # bounded ninja parallelism for load_inline builds
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"

@@ -94,9 +94,10 @@ def send_load(session: EvaluationSession, worker: processes.Worker, source: str)
 
 
 def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, Any],
-                  prefetched: processes.Worker | None = None) -> Verdict:
+                  prefetched: processes.Worker | None = None, differentiable: bool = False) -> Verdict:
     """Run the dynamic part of the protocol for one candidate (``prefetched``: a process that was sent the
-    load request earlier, so that its import overlapped the previous candidate)."""
+    load request earlier, so that its import overlapped the previous candidate; ``differentiable``: it defines a
+    backward, so some calls pass inputs that require grad)."""
     options = session.options
     overhead = Overhead()  # the verdict keeps this instance: phases written in `finally` below still reach it
     evidence["overhead"] = overhead
@@ -135,7 +136,9 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         rng = random.Random(secrets.randbits(64))
         inputs = [InputSet(int(i["case"]), int(i["seed"]), i["file"], session.distribution_of(int(i["seed"])))
                   for i in session.plan["inputs"]]
-        calls = plan_checks(inputs, rng, extra=(1.0, 2.0) if session.device == "cpu" else (0.2, 0.5))
+        calls = plan_checks(inputs, rng, extra=(1.0, 2.0) if session.device == "cpu" else (0.2, 0.5),
+                            vary_training=bool(session.plan.get("training_mode_free")),
+                            vary_input_grad=differentiable)
         files = sorted({c.inputs.file for c in calls})
         index = {f: k for k, f in enumerate(files)}
         t = time.perf_counter()

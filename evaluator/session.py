@@ -204,7 +204,7 @@ class EvaluationSession:
 
         with self._lock:
             worker = self._prefetched.pop(_source_key(source), None)
-        verdict = run_candidate(self, source, evidence, prefetched=worker)
+        verdict = run_candidate(self, source, evidence, prefetched=worker, differentiable=report.differentiable)
         if self.options.sanitize and verdict.accepted and self.device == "cuda":
             verdict = self._sanitized(source, verdict)
         verdict.overhead["total_s"] = round(time.perf_counter() - started, 3)

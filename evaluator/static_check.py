@@ -170,6 +170,9 @@ class StaticReport:
     # "namespace::name" of every operator the candidate registers with torch.library.custom_op/triton_op:
     # calling one runs the candidate's own kernels (the runtime op recorder may treat them as such).
     custom_ops: list[str] = field(default_factory=list)
+    # The candidate defines a backward (an autograd.Function's ``backward``, ``register_autograd``): it is also
+    # called the way a training step calls it, on inputs that require grad (evaluator.callplan).
+    differentiable: bool = False
 
     @property
     def ok(self) -> bool:
@@ -331,7 +334,20 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     first = launched[0] if launched else kernels[0] if kernels else None
     backend = model.kernel_backend.get(first, "unknown") if first else "unknown"
     ops = [f"{op.namespace}::{op.name}" for op in model.custom_ops.values()]
-    return StaticReport(None, out.sorted(), backend, kernels, launched, ops)
+    return StaticReport(None, out.sorted(), backend, kernels, launched, ops, defines_backward(tree))
+
+
+def defines_backward(tree: ast.Module) -> bool:
+    """Whether the module defines a way back through autograd: a class method named ``backward`` (a
+    ``torch.autograd.Function``) or a ``register_autograd`` call (``torch.library``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                                  and item.name == "backward" for item in node.body):
+            return True
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "register_autograd"):
+            return True
+    return False
 
 
 def check_source(

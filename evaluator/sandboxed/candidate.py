@@ -67,6 +67,10 @@ class CandidateRunner:
         self.expected: dict[int, list[dict[str, Any]]] = {}
         # Bound before the candidate exists (see the module docstring).
         self._no_grad, self._torch_save = torch.no_grad, torch.save
+        # The states a user's program calls forward in (evaluator.callplan draws one per call).
+        self._autograd_modes = {"no_grad": torch.no_grad, "grad": torch.enable_grad,
+                                "inference": torch.inference_mode}
+        self._train = torch.nn.Module.train
         self._deterministic, self._set_deterministic = (torch.are_deterministic_algorithms_enabled,
                                                         torch.use_deterministic_algorithms)
         self._synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
@@ -141,16 +145,22 @@ class CandidateRunner:
         if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
             raise Rejection("compile_error", "the candidate defines no `class ModelNew(nn.Module)`; define it with the "
                                              "same constructor arguments and forward signature as the task's Model")
-        _check_signature(cls, req.get("forward_arities") or [], req.get("model_forward", ""))
+        self._guarded(lambda: _check_signature(cls, req.get("forward_arities") or [], req.get("model_forward", "")),
+                      "reading forward's signature", candidate_path,
+                      failure="reading ModelNew.forward's signature raised")
         torch.manual_seed(int(req.get("init_seed", 0)))
         model = self._guarded(lambda: cls(*init_inputs), "construction", candidate_path,
                               failure="ModelNew(*get_init_inputs()) raised")
-        own = model.state_dict()
-        with self._no_grad():
-            for name, tensor in own.items():
-                src = reference_state.get(name)
-                if src is not None and src.shape == tensor.shape:
-                    tensor.copy_(src.to(tensor.dtype))
+
+        def copy_reference_state() -> None:  # state_dict() runs the candidate's hooks: guarded like construction
+            with self._no_grad():
+                for name, tensor in model.state_dict().items():
+                    src = reference_state.get(name)
+                    if src is not None and src.shape == tensor.shape:
+                        tensor.copy_(src.to(tensor.dtype))
+
+        self._guarded(copy_reference_state, "copying the reference's weights", candidate_path,
+                      failure="reading ModelNew's state_dict() raised")
         self.model = model  # moved to the device by the first check: a prefetched load touches no GPU memory
         self._check_guards("construction")
         return {"ok": True}
@@ -232,7 +242,9 @@ class CandidateRunner:
             values = inputs[int(call["input"])]
             live = self._place(case, values, call.get("storage") == "reuse", bool(call.get("guarded")))
             clock = self._perf()
-            outs = self._guarded_call(live, case, where=f"call {k + 1} (case {case})", poison=bool(call.get("poison")))
+            outs = self._guarded_call(live, case, where=f"call {k + 1} (case {case})", poison=bool(call.get("poison")),
+                                      autograd=str(call.get("autograd", "no_grad")),
+                                      training=bool(call.get("training")), input_grad=bool(call.get("input_grad")))
             phases["first_call_s" if k == 0 else "calls_s"] += self._perf() - clock
             clock = self._perf()
             sent[call["name"]] = self.sent.send(outs, self.outbox / f"{call['name']}.pt", f"call {k + 1} (case {case})")
@@ -313,8 +325,12 @@ class CandidateRunner:
             self.sent.save_kept(int(item["kept"]), Path(item["path"]))
         return {"ok": True}
 
-    def _guarded_call(self, inputs: list[Any], case: int, where: str, poison: bool = True,
-                      record: bool = True) -> list[torch.Tensor]:
+    def _guarded_call(self, inputs: list[Any], case: int, where: str, poison: bool = True, record: bool = True,
+                      autograd: str = "no_grad", training: bool = False,
+                      input_grad: bool = False) -> list[torch.Tensor]:
+        """One call of forward under every guard, in the state the plan drew for it: an autograd mode, the module's
+        training flag and (``input_grad``) the floating inputs as non-leaf views requiring grad, as a training
+        step passes activations (see evaluator.callplan)."""
         assert self.model is not None
         before = [x.clone() if isinstance(x, torch.Tensor) else None for x in inputs]
         if poison:
@@ -331,8 +347,12 @@ class CandidateRunner:
         self.audit.active = True
         self.own_bodies.active[0] = recorder
         try:
-            with self._no_grad(), recorder:
-                raw = self.model(*inputs)
+            with self._autograd_modes.get(autograd, self._no_grad)(), recorder:
+                self._train(self.model, training)
+                args = [x.detach().requires_grad_(True).view_as(x)
+                        if input_grad and isinstance(x, self._tensor_type) and x.is_floating_point() else x
+                        for x in inputs]
+                raw = self.model(*args)
             self._synchronize()
             self.mark(self._forward_kind, self._end, window)
         except PermissionError as exc:

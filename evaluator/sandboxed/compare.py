@@ -36,6 +36,8 @@ class Tolerance:
 
 def normalized_error(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> float:
     """``max |out-ref| / (atol + rtol*|ref|)`` over the entries where the reference is finite (0: exact)."""
+    if out.is_complex() and ref.is_complex() and out.shape == ref.shape:
+        return normalized_error(torch.view_as_real(out.resolve_conj()), torch.view_as_real(ref.resolve_conj()), tol)
     if not out.is_floating_point() or out.shape != ref.shape:
         return 0.0
     r = ref.double()
@@ -64,6 +66,8 @@ def tolerance_for(dtype: torch.dtype, override: dict[str, float] | None = None,
     twice the error of eager PyTorch in the same dtype when that is larger (long low-precision
     reductions), so a kernel must be at least nearly as accurate as the op it replaces.
     """
+    if dtype.is_complex:  # judged on its real and imaginary parts (see compare)
+        dtype = torch.empty(0, dtype=dtype).real.dtype
     if dtype.is_floating_point:
         atol, rtol, rel = _DEFAULTS.get(dtype, _DEFAULTS[torch.float32])
     else:
@@ -108,6 +112,13 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
     """Compare a candidate output with a high-precision reference of the same shape."""
     if tuple(out.shape) != tuple(ref.shape):
         return Comparison(False, problem=f"shape {tuple(out.shape)} but the reference has {tuple(ref.shape)}")
+    if out.is_complex() or ref.is_complex():
+        # real and imaginary parts as floats (``double()`` of a complex tensor drops the imaginary part unseen)
+        if not (out.is_complex() and ref.is_complex()):
+            return Comparison(False, problem=f"dtype {out.dtype} but the reference is {ref.dtype}")
+        return compare(torch.view_as_real(out.resolve_conj()), torch.view_as_real(ref.resolve_conj()), tol)
+    if not out.dtype.is_floating_point and not ref.dtype.is_floating_point:
+        return _compare_exact(out, ref)
     expected = ref.to(out.dtype) if out.dtype.is_floating_point else ref
     if out.dtype.is_floating_point:
         for name, fn in (("NaN", torch.isnan), ("+Inf", torch.isposinf), ("-Inf", torch.isneginf)):
@@ -144,6 +155,21 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
         result.ok = False
         result.problem = "output is constant but the reference is not"
     return result
+
+
+def _compare_exact(out: torch.Tensor, ref: torch.Tensor) -> Comparison:
+    """Integer and boolean outputs must equal the reference exactly, compared as integers: through float64 (53-bit
+    mantissa) an int64 off by one above 2**53 would compare equal."""
+    wide = torch.int64 if out.dtype != torch.uint64 and ref.dtype != torch.uint64 else torch.uint64
+    o, r = out.to(wide), ref.to(wide)
+    bad = o != r
+    mismatched = int(bad.sum())
+    if not mismatched:
+        return Comparison(True)
+    idx = int(torch.nonzero(bad.reshape(-1))[0])
+    return Comparison(False, mismatched=mismatched,
+                      problem=f"{mismatched} of {o.numel()} elements differ from the reference (integers must be "
+                              f"exact; first: got {int(o.reshape(-1)[idx])}, expected {int(r.reshape(-1)[idx])})")
 
 
 def _relative_spread(values: torch.Tensor) -> float:

@@ -1030,14 +1030,22 @@ class OwnOpBodies:
         return register
 
 
-# Host-side conversions a candidate could use to do the math in Python instead of a kernel.
-HOST_CONVERSIONS = ("numpy", "tolist", "apply_", "map_", "map2_", "__array__")
+# Host-side conversions a candidate could use to do the math in Python instead of a kernel. None of them reaches
+# the dispatcher with the data (``_local_scalar_dense``, which the host-read cap counts): ``__dlpack__`` hands numpy a
+# view of the memory (``np.from_dlpack``), ``__reduce_ex__`` is what ``pickle.dumps`` and ``copy.copy`` call.
+HOST_CONVERSIONS = ("numpy", "tolist", "apply_", "map_", "map2_", "__array__", "__dlpack__", "__reduce_ex__")
+# Functions and storage methods that hand out a tensor's bytes the same way (module or class, attribute): DLPack
+# capsules, ``torch.save`` into an in-memory buffer, a storage pickled or written to a file object.
+HOST_EXPORTS = (("torch", "to_dlpack"), ("torch.utils.dlpack", "to_dlpack"), ("torch", "save"),
+                ("torch.serialization", "save"), ("torch.UntypedStorage", "__reduce__"),
+                ("torch.UntypedStorage", "_write_file"), ("torch.TypedStorage", "__reduce__"),
+                ("torch.TypedStorage", "_write_file"))
 
 
 class HostConversionGuard:
     """Refuses tensor -> Python/numpy conversions made by the candidate's own code while it is guarded
-    (``.numpy()``, ``.tolist()``, ``.apply_()``...: math done on the host never reaches the dispatcher or the
-    GPU). Libraries converting on the candidate's behalf are allowed."""
+    (``.numpy()``, ``.tolist()``, ``.apply_()``, DLPack, pickling, ``torch.save`` into memory...: math done on the
+    host never reaches the dispatcher or the GPU). Libraries converting on the candidate's behalf are allowed."""
 
     def __init__(self, audit: AuditGuard):
         self._audit = audit
@@ -1048,23 +1056,40 @@ class HostConversionGuard:
             original = getattr(torch.Tensor, name, None)
             if original is None:
                 continue
-            setattr(torch.Tensor, name, self._guarded(name, original))
+            setattr(torch.Tensor, name, self._guarded(f"Tensor.{name}()", original))
+        for owner_name, name in HOST_EXPORTS:
+            owner = _resolve(owner_name)
+            original = getattr(owner, name, None) if owner is not None else None
+            if original is not None:
+                setattr(owner, name, self._guarded(f"{owner_name}.{name}()", original))
 
-    def _guarded(self, name: str, original: Any) -> Any:
+    def _guarded(self, what: str, original: Any) -> Any:
         guard = self
 
-        def method(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        def method(*args: Any, **kwargs: Any) -> Any:
             audit = guard._audit
             if audit.active and not getattr(audit._busy, "flag", False):
-                line = audit._originates_in_candidate()
+                audit._busy.flag = True  # the frame lookup below is the guard's, not the candidate's
+                try:
+                    line = audit._originates_in_candidate()
+                finally:
+                    audit._busy.flag = False
                 if line:
-                    guard.violations.append(f"Tensor.{name}() at {Path(audit.candidate_file).name}:{line}")
-                    raise PermissionError(f"kernelevo verifier: Tensor.{name}() moves tensor data to the host; "
+                    guard.violations.append(f"{what} at {Path(audit.candidate_file).name}:{line}")
+                    raise PermissionError(f"kernelevo verifier: {what} moves tensor data to the host; "
                                           "the kernels must do the math")
-            return original(tensor, *args, **kwargs)
+            return original(*args, **kwargs)
 
-        method.__name__ = name
+        method.__name__ = what.rsplit(".", 1)[-1].rstrip("()")
         return method
+
+
+def _resolve(dotted: str) -> Any:
+    """A loaded module, or a class in one (``torch.UntypedStorage``), by its dotted name; None if absent."""
+    module_name, _, attribute = dotted.rpartition(".")
+    if dotted in sys.modules:
+        return sys.modules[dotted]
+    return getattr(sys.modules.get(module_name), attribute, None) if module_name else None
 
 
 class _Watched:

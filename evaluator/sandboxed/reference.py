@@ -101,6 +101,7 @@ class ReferenceRunner:
         inputs_files: list[dict[str, Any]] = []
         eager_err: dict[int, list[float]] = {}
         dropped: list[str] = []
+        first: list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]] = []
         for si, seed in enumerate(self.seeds):
             dist = taskspec.distribution_for(task, si)
             computed = self._compute_seed(seed, dist)
@@ -109,6 +110,8 @@ class ReferenceRunner:
                 dist = "task"
                 computed = self._compute_seed(seed, dist)
             self.dists[seed] = dist
+            if si == 0:
+                first = computed
             for ci, (inputs, native, ref) in enumerate(computed):
                 errs = [cmp.relative_l2(n, r) if n.is_floating_point() else 0.0 for n, r in zip(native, ref)]
                 eager_err[ci] = [max(a, b) for a, b in zip(eager_err.get(ci, errs), errs)]
@@ -144,6 +147,7 @@ class ReferenceRunner:
             "distributions": [self.dists[s] for s in self.seeds],
             "dropped_distributions": dropped,
             "reference_precision": "float64" if self.model_ref is not None else "task dtype (float64 failed)",
+            "training_mode_free": self._training_mode_free([(inputs, native) for inputs, native, _ in first]),
             "allow_ops": list(task.allow_ops),
             "nondeterministic_ok": task.nondeterministic_ok,
             "environment": environment.collect(self.device),
@@ -193,6 +197,19 @@ class ReferenceRunner:
             self.tolerances[(ci, seed, scale)] = []
             results.append((inputs, native, ref))
         return results
+
+    def _training_mode_free(self, cases: list[tuple[list[Any], list[torch.Tensor]]]) -> bool:
+        """Whether the reference gives bitwise the same answers in training mode as in eval mode on these cases (no
+        dropout, no batch statistics): then the candidate is called in both modes, since a kernel that reads
+        ``self.training`` could otherwise be right only in the mode the verifier uses (a fresh model, same
+        weights; the judged one stays untouched)."""
+        try:
+            model = self._build_model().train()
+            return all(all(a.shape == b.shape and a.dtype == b.dtype and same_bits(a, b)
+                           for a, b in zip(self._forward(model, inputs, ""), native))
+                       for inputs, native in cases)
+        except Exception:  # it does not even run in training mode: judge the candidate in eval mode only
+            return False
 
     def _tolerances_for(self, key: tuple[int, int, float | None]) -> list[cmp.Tolerance]:
         ci = key[0]
