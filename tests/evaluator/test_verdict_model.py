@@ -210,7 +210,8 @@ def test_a_real_gpu_verdict_round_trips_with_its_timings_and_trace():
     assert verdict.environment.capability_tuple and verdict.environment.gpu and verdict.resources
     assert verdict.overhead.time_s is not None and verdict.overhead.time_phases
     assert verdict.trace is not None and verdict.trace.windows and verdict.trace.kernels
-    revalidated = [c for case in verdict.correctness.cases for c in case.checks if c.phase == "timed-call re-validation"]
+    revalidated = [c for case in verdict.correctness.cases for c in case.checks
+                   if c.phase == "timed-call re-validation"]
     assert revalidated and all(c.ok for c in revalidated)  # outputs of timed trials themselves, judged
 
 
