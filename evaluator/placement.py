@@ -65,23 +65,25 @@ def from_request(value: object) -> CandidatePlace:
 def place_for(task_path: Path, task_source: str) -> CandidatePlace:
     """The place for candidates of a task: a generated task's ``load_op('<repo root>', '<op id>')`` gives the
     repository's folder name and the op's kernel folder; a plain KernelBench file its folder and file name."""
-    for root, op_id in _load_op_calls(task_source):
-        if is_safe_op_id(op_id):
+    for root, op_id in load_op_calls(task_source):
+        if op_id is not None and is_safe_op_id(op_id):
             return CandidatePlace(repo=_component(Path(root).name, "project"), op=_component(op_name(op_id), "op"))
     return CandidatePlace(repo=_component(task_path.resolve().parent.name, "project"),
                           op=_component(op_name(f"{task_path.name or 'task.py'}::Model"), "op"))
 
 
-def _load_op_calls(source: str) -> list[tuple[str, str]]:
+def load_op_calls(source: str) -> list[tuple[str, str | None]]:
+    """The ``load_op('<repo root>', '<op id>')`` calls of a task's text (read, never run): each root, and its op id
+    where that is a string too."""
     try:
         tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    calls = []
+    calls: list[tuple[str, str | None]] = []
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "load_op"
-                and len(node.args) >= 2 and all(isinstance(a, ast.Constant) and isinstance(a.value, str)
-                                                for a in node.args[:2])):
-            calls.append((str(node.args[0].value), str(node.args[1].value)))  # type: ignore[attr-defined]
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            second = node.args[1] if len(node.args) > 1 else None
+            op_id = second.value if isinstance(second, ast.Constant) and isinstance(second.value, str) else None
+            calls.append((node.args[0].value, op_id))
     return calls
-

@@ -13,12 +13,11 @@ Every role: the system read-only, no network, its own PID/user/IPC namespaces (:
 
 from __future__ import annotations
 
-import ast
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelevo import pyast
+from evaluator.placement import load_op_calls
 from kernelevo.sandbox import Bind, SandboxPolicy, gpu_binds, system_binds
 from kernelevo.sandbox.policy import task_root_allowed
 
@@ -69,19 +68,8 @@ def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] |
 
 
 def _load_op_roots(source: str) -> list[Path]:
-    """The existing folders a task's text names as ``load_op('<repo root>', '<op id>')`` roots (read, never run)."""
-    try:
-        tree = pyast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
-    roots = []
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "load_op"
-                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            root = Path(node.args[0].value)
-            if root.is_dir():
-                roots.append(root.resolve())
-    return roots
+    """The existing folders a task's text names as ``load_op`` roots."""
+    return [Path(root).resolve() for root, _ in load_op_calls(source) if Path(root).is_dir()]
 
 
 def task_source_roots(source: str, task_dir: Path | None = None) -> list[Path]:

@@ -38,6 +38,22 @@ LIBRARY_DRIVER_HEAD = textwrap.dedent("""
     guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
 """)
 
+# Driver code: run each attempt with the guard active and say which it let through.
+ATTEMPT_EACH = textwrap.dedent("""
+    def attempt_each(guard, attempts):
+        results = {}
+        for name, attempt in attempts.items():
+            guard.active = True
+            try:
+                attempt()
+                results[name] = "allowed"
+            except PermissionError:
+                results[name] = "refused"
+            finally:
+                guard.active = False
+        return results
+""")
+
 
 _DRIVER = textwrap.dedent("""
     import json, os, sys

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_audit_guard import LIBRARY_DRIVER_HEAD, guard_report
+from test_audit_guard import ATTEMPT_EACH, LIBRARY_DRIVER_HEAD, guard_report
 
 from evaluator.static_check import check_source
 
@@ -64,7 +64,7 @@ def attempts(private, library, Target):
     }
 '''
 
-_CALLBACK_DRIVER = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
+_CALLBACK_DRIVER = LIBRARY_DRIVER_HEAD + ATTEMPT_EACH + textwrap.dedent("""
     guard.install()
 
     class Target:
@@ -75,16 +75,7 @@ _CALLBACK_DRIVER = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
     namespace = {}
     exec(compile(source, str(private / "candidate.py"), "exec"), namespace)
     attempts = namespace["attempts"](private, library, Target)
-    results = {}
-    for name, attempt in attempts.items():
-        guard.active = True
-        try:
-            attempt()
-            results[name] = "allowed"
-        except PermissionError:
-            results[name] = "refused"
-        finally:
-            guard.active = False
+    results = attempt_each(guard, attempts)
     state = {"planted": os.path.exists(private / "gcc"), "link": os.path.lexists(private / "sh"),
              "CC": os.environ.get("CC"), "PATH": "PATH" in os.environ, "Target.method": Target().method(),
              "candidate": (private / "candidate.py").read_text()}

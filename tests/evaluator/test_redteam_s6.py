@@ -10,7 +10,7 @@ import random
 import textwrap
 
 import pytest
-from test_audit_guard import guard_report
+from test_audit_guard import ATTEMPT_EACH, guard_report
 
 from evaluator.callplan import AUTOGRAD_MODES, InputSet, plain_prefix, plan_checks
 
@@ -190,7 +190,7 @@ def test_the_interpreters_raw_memory_functions_run_only_inside_a_kernel_and_atom
 
 # ---------------------------------------------------------------- host exports of tensor data (DLPack, pickle)
 
-_EXPORT_DRIVER = textwrap.dedent('''
+_EXPORT_DRIVER = ATTEMPT_EACH + textwrap.dedent('''
     import io, json, pickle, sys, textwrap
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
@@ -219,16 +219,7 @@ _EXPORT_DRIVER = textwrap.dedent('''
     namespace = {}
     exec(compile(textwrap.dedent(source), str(private / "candidate.py"), "exec"), namespace)
     x = torch.randn(8)
-    results = {}
-    for name, attempt in namespace["attempts"](torch, interpreter, io, pickle, x).items():
-        guard.active = True
-        try:
-            attempt()
-            results[name] = "allowed"
-        except PermissionError:
-            results[name] = "refused"
-        finally:
-            guard.active = False
+    results = attempt_each(guard, namespace["attempts"](torch, interpreter, io, pickle, x))
     buffer = io.BytesIO()
     torch.save(x, buffer)  # the harness's own hand-off (guard inactive)
     print(json.dumps({"results": results, "harness_save": len(buffer.getvalue()) > 0,
