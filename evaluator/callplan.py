@@ -18,10 +18,17 @@ judged for it. Each case still gets a guarded, poisoned call after them (the fir
 What a kernel can ask torch about the call is varied the same way, since a user's program is in any of these
 states: the autograd mode (gradients off, on, or ``inference_mode``), for a candidate that supports autograd
 whether the floating-point inputs require grad and come out of an autograd graph (a training loop's
-activations: a non-leaf view, ``requires_grad`` and ``grad_fn`` set; only with gradients on: an inference-only
-kernel may refuse those, loudly, which is no silent wrong answer) and, when the reference gives the same answer
-in both (the reference process checks), the module's training flag. Every state is planned at least once; calls
-of one repeat group share theirs (runs on identical inputs must agree).
+activations: a non-leaf view, ``requires_grad`` and ``grad_fn`` set; with gradients on only for a candidate that
+defines a backward: KernelEvo's dispatcher never hands a forward-only kernel such inputs, and an inference-only
+kernel may refuse them, loudly, which is no silent wrong answer), for every candidate whether they require grad
+under ``no_grad`` and ``inference_mode`` (what an evaluation loop passes when a parameter, or a tensor a training
+step made, goes into the op: no graph is recorded there, so a forward-only kernel is unaffected, and the
+dispatcher does hand it those), under ``inference_mode`` whether the inputs were made inside it (inference
+tensors, as in a program serving a model there), whether the module's parameters require grad (a frozen or served
+model; the dispatcher runs a module's kernel with gradients on only when they do not) and, when the reference
+gives the same answer in both (the reference process checks), the module's training flag. The candidate process's
+harness applies each call's states. Every state is planned at least once; calls of one repeat group share theirs
+(runs on identical inputs must agree).
 """
 
 from __future__ import annotations
@@ -56,12 +63,15 @@ class Call:
     group: str | None = None  # calls of one group run on identical inputs: outputs must agree bitwise
     autograd: str = "no_grad"  # one of AUTOGRAD_MODES: forward runs under no_grad, enable_grad or inference_mode
     training: bool = False  # ModelNew.train(training) before the call (eval, as the reference, unless both agree)
-    input_grad: bool = False  # floating inputs passed as non-leaf views requiring grad (autograd "grad" only)
+    input_grad: bool = False  # floating inputs passed as views requiring grad (non-leaf, with a grad_fn, under "grad")
+    inference_inputs: bool = False  # inputs made inside inference_mode (inference tensors; autograd "inference" only)
+    frozen: bool = False  # ModelNew's parameters do not require grad on this call (a frozen or served model)
 
     def request(self, index: int) -> dict:
         return {"name": self.name, "input": index, "case": self.inputs.case, "storage": self.storage,
                 "guarded": self.guarded, "poison": self.poison, "autograd": self.autograd,
-                "training": self.training, "input_grad": self.input_grad}
+                "training": self.training, "input_grad": self.input_grad,
+                "inference_inputs": self.inference_inputs, "frozen": self.frozen}
 
 
 AUTOGRAD_MODES = ("no_grad", "grad", "inference")
@@ -72,9 +82,9 @@ def plan_checks(inputs: list[InputSet], rng: random.Random, *, repeats: int = 3,
                 vary_input_grad: bool = False) -> list[Call]:
     """The correctness calls: each input set once, the first seed's ``repeats`` times (bitwise agreement), and
     ``extra`` (a range, as a multiple of those) more calls on input sets drawn at random, all shuffled; each in an
-    autograd mode, (``vary_training``: the reference's answer does not depend on it) a training flag and
-    (``vary_input_grad``: the candidate defines a backward) inputs requiring grad or not, drawn for it (see the
-    module docstring)."""
+    autograd mode, (``vary_training``: the reference's answer does not depend on it) a training flag and inputs
+    requiring grad or not (with gradients on only where ``vary_input_grad``: the candidate defines a backward),
+    drawn for it (see the module docstring)."""
     if not inputs:
         return []
     seeds = sorted({i.seed for i in inputs}, key=[i.seed for i in inputs].index)
@@ -90,8 +100,13 @@ def plan_checks(inputs: list[InputSet], rng: random.Random, *, repeats: int = 3,
     autograd = states_for(keys, AUTOGRAD_MODES, rng)
     training = states_for(keys, (False, True), rng) if vary_training else dict.fromkeys(keys, False)
     input_grad = dict.fromkeys(keys, False)
-    if vary_input_grad:
-        input_grad.update(states_for([k for k in keys if autograd[k] == "grad"], (True, False), rng))
+    for mode in AUTOGRAD_MODES:  # each mode its own draw: every mode meets both input kinds
+        if mode != "grad" or vary_input_grad:
+            input_grad.update(states_for([k for k in keys if autograd[k] == mode], (True, False), rng))
+    inference_inputs = dict.fromkeys(keys, False)
+    inference_inputs.update(states_for([k for k in keys if autograd[k] == "inference" and not input_grad[k]],
+                                       (True, False), rng))
+    frozen = states_for(keys, (False, True), rng)
     planned, stored, checked = [], set(), set()
     for k, (item, group) in enumerate(calls):
         if k < plain:  # what a user's program does: nothing the kernel could latch on
@@ -106,7 +121,8 @@ def plan_checks(inputs: list[InputSet], rng: random.Random, *, repeats: int = 3,
         stored.add(item.case)
         planned.append(Call(name=f"o-{secrets.token_hex(6)}", inputs=item, storage=storage, guarded=guarded,
                             poison=poison, group=group, autograd=autograd[keys[k]], training=training[keys[k]],
-                            input_grad=input_grad[keys[k]]))
+                            input_grad=input_grad[keys[k]], inference_inputs=inference_inputs[keys[k]],
+                            frozen=frozen[keys[k]]))
     return planned
 
 

@@ -14,6 +14,7 @@ Every role: the system read-only, no network, its own PID/user/IPC namespaces (:
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -58,9 +59,9 @@ def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] |
     # it is being verified), and the variables a login shell sets are there as on a user's machine (their absence
     # was a tell); no TMPDIR: the sandbox's /tmp is a private tmpfs, as /tmp is on a user's machine. Nothing only
     # the verifier would set (the processes start with -I: PYTHON* variables would be ignored anyway).
-    env.update(HOME=str(NEUTRAL_HOME), USER=NEUTRAL_USER, LOGNAME=NEUTRAL_USER, SHELL="/bin/bash")
+    env.update(HOME=str(NEUTRAL_HOME), USER=NEUTRAL_USER, LOGNAME=NEUTRAL_USER, SHELL="/bin/bash", SHLVL="1",
+               _=sys.executable)  # what bash exports to a program it starts
     env.setdefault("TERM", "xterm-256color")
-    env.setdefault("MAX_JOBS", "4")  # bounded ninja parallelism for load_inline builds
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
         env["CUDA_VISIBLE_DEVICES"] = ""

@@ -22,7 +22,7 @@ from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, 
 from evaluator.timing_judge import time_candidate
 from evaluator.trace_checks import check_trace
 from evaluator.tracing.judge import Expected
-from evaluator.verdict import NeedsGPU, Overhead, Verdict
+from evaluator.verdict import EvalSetupError, NeedsGPU, Overhead, Verdict
 
 if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
@@ -59,7 +59,12 @@ def write_candidate(session: EvaluationSession, worker: processes.Worker, source
     """Put the candidate's source where its process imports it (:mod:`evaluator.placement`); the process has run
     the harness only so far, so nothing in its folder is a candidate's doing."""
     path = session.placement.host_path(worker.private)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    folder = worker.private
+    for part in path.relative_to(worker.private).parts[:-1]:  # one level at a time, never through a link
+        folder = folder / part
+        if folder.is_symlink():  # only a process outside any sandbox (KERNELEVO_ISOLATION=off) could plant one
+            raise EvalSetupError(f"{folder}: a link inside a candidate process's folder; refusing to write through it")
+        folder.mkdir(exist_ok=True)
     write_new_file(path, source)
 
 

@@ -337,17 +337,55 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     return StaticReport(None, out.sorted(), backend, kernels, launched, ops, defines_backward(tree))
 
 
+# Names under which autograd finds a way back: ``torch.autograd.Function`` runs ``backward`` or its alias ``vjp``;
+# ``torch.library`` registers one with ``register_autograd`` (a function or an op's method).
+_BACKWARD_NAMES = frozenset({"backward", "vjp"})
+_AUTOGRAD_REGISTRATION = "register_autograd"
+
+
 def defines_backward(tree: ast.Module) -> bool:
-    """Whether the module defines a way back through autograd: a class method named ``backward`` (a
-    ``torch.autograd.Function``) or a ``register_autograd`` call (``torch.library``)."""
+    """Whether the module may define a way back through autograd, so that it is also called as a training step
+    calls it (evaluator.callplan). Over-inclusive on purpose: a false yes only adds calls an honest differentiable
+    kernel passes, a false no lets a kernel right only off the training path go unjudged there. Yes for
+    ``backward``/``vjp`` bound in a class body (a method, an assignment) or assigned as an attribute,
+    ``register_autograd`` named anywhere (an attribute, an imported name, an alias), those names as strings (a
+    ``type(...)`` namespace, an attribute set by name), an autograd dispatch key (``Library.impl(..., "Autograd")``)
+    and a class deriving from a ``...Function`` base (an autograd Function of a library, whose backward it
+    inherits)."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                                  and item.name == "backward" for item in node.body):
+        if isinstance(node, ast.ClassDef):
+            if any(_binds_backward(item) for item in node.body) or any(_function_base(b) for b in node.bases):
+                return True
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Attribute) and t.attr in _BACKWARD_NAMES for t in targets):
+                return True
+        elif isinstance(node, ast.Attribute) and node.attr == _AUTOGRAD_REGISTRATION:
             return True
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "register_autograd"):
+        elif isinstance(node, ast.Name) and node.id == _AUTOGRAD_REGISTRATION:
+            return True
+        elif isinstance(node, ast.alias) and _AUTOGRAD_REGISTRATION in (node.name, node.asname):
+            return True
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                node.value in _BACKWARD_NAMES or node.value == _AUTOGRAD_REGISTRATION or "Autograd" in node.value):
             return True
     return False
+
+
+def _binds_backward(item: ast.stmt) -> bool:
+    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return item.name in _BACKWARD_NAMES
+    if isinstance(item, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id in _BACKWARD_NAMES for t in item.targets)
+    if isinstance(item, ast.AnnAssign):
+        return isinstance(item.target, ast.Name) and item.target.id in _BACKWARD_NAMES
+    return False
+
+
+def _function_base(base: ast.expr) -> bool:
+    """``Function``, ``torch.autograd.Function``, ``CheckpointFunction``...: the last name of the base ends so."""
+    name = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+    return name.endswith("Function")
 
 
 def check_source(

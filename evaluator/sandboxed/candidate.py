@@ -70,7 +70,8 @@ class CandidateRunner:
         # The states a user's program calls forward in (evaluator.callplan draws one per call).
         self._autograd_modes = {"no_grad": torch.no_grad, "grad": torch.enable_grad,
                                 "inference": torch.inference_mode}
-        self._train = torch.nn.Module.train
+        self._train, self._set_requires_grad = torch.nn.Module.train, torch.Tensor.requires_grad_
+        self._trainable: list[torch.Tensor] = []  # ModelNew's parameters that require grad (frozen on some calls)
         self._deterministic, self._set_deterministic = (torch.are_deterministic_algorithms_enabled,
                                                         torch.use_deterministic_algorithms)
         self._synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
@@ -244,7 +245,9 @@ class CandidateRunner:
             clock = self._perf()
             outs = self._guarded_call(live, case, where=f"call {k + 1} (case {case})", poison=bool(call.get("poison")),
                                       autograd=str(call.get("autograd", "no_grad")),
-                                      training=bool(call.get("training")), input_grad=bool(call.get("input_grad")))
+                                      training=bool(call.get("training")), input_grad=bool(call.get("input_grad")),
+                                      inference_inputs=bool(call.get("inference_inputs")),
+                                      frozen=bool(call.get("frozen")), guarded=bool(call.get("guarded")))
             phases["first_call_s" if k == 0 else "calls_s"] += self._perf() - clock
             clock = self._perf()
             sent[call["name"]] = self.sent.send(outs, self.outbox / f"{call['name']}.pt", f"call {k + 1} (case {case})")
@@ -287,6 +290,10 @@ class CandidateRunner:
         assert model is not None
         self.model = self._guarded(lambda: model.to(self.device), "model.to(device)",
                                    self.candidate_path, failure="model.to(device) raised")
+        moved = self.model  # after the move: an overridden _apply may have replaced the parameters
+        self._trainable = self._guarded(lambda: [p for p in moved.parameters() if p.requires_grad],
+                                        "listing ModelNew's parameters", self.candidate_path,
+                                        failure="ModelNew.parameters() raised")
         self._moved = True
         self._check_guards("model.to(device)")
 
@@ -326,11 +333,14 @@ class CandidateRunner:
         return {"ok": True}
 
     def _guarded_call(self, inputs: list[Any], case: int, where: str, poison: bool = True, record: bool = True,
-                      autograd: str = "no_grad", training: bool = False,
-                      input_grad: bool = False) -> list[torch.Tensor]:
-        """One call of forward under every guard, in the state the plan drew for it: an autograd mode, the module's
-        training flag and (``input_grad``) the floating inputs as non-leaf views requiring grad, as a training
-        step passes activations (see evaluator.callplan)."""
+                      autograd: str = "no_grad", training: bool = False, input_grad: bool = False,
+                      inference_inputs: bool = False, frozen: bool = False,
+                      guarded: bool = False) -> list[torch.Tensor]:
+        """One call of forward under every guard, in the state the plan drew for it (see evaluator.callplan): an
+        autograd mode, the module's training flag, whether its parameters require grad (``frozen``: not), the
+        floating inputs as non-leaf views requiring grad (``input_grad``, as a training step passes activations) or
+        as inference tensors (``inference_inputs``: copies made inside inference_mode, as a program serving a model
+        there passes them; the inputs are then these copies, and they too must come back unchanged)."""
         assert self.model is not None
         before = [x.clone() if isinstance(x, torch.Tensor) else None for x in inputs]
         if poison:
@@ -346,12 +356,16 @@ class CandidateRunner:
         self.mark(self._forward_kind, self._begin, window)
         self.audit.active = True
         self.own_bodies.active[0] = recorder
+        args = [x.detach().requires_grad_(True).view_as(x)  # made with gradients on: a grad_fn, as a step's activation
+                if input_grad and isinstance(x, self._tensor_type) and x.is_floating_point() else x for x in inputs]
         try:
             with self._autograd_modes.get(autograd, self._no_grad)(), recorder:
                 self._train(self.model, training)
-                args = [x.detach().requires_grad_(True).view_as(x)
-                        if input_grad and isinstance(x, self._tensor_type) and x.is_floating_point() else x
-                        for x in inputs]
+                for parameter in self._trainable:
+                    self._set_requires_grad(parameter, not frozen)
+                if inference_inputs:  # copies made here are inference tensors (inside guard regions if guarded)
+                    args = [(self._guarded_copy(x, self.device) if guarded else x.clone())
+                            if isinstance(x, self._tensor_type) else x for x in inputs]
                 raw = self.model(*args)
             self._synchronize()
             self.mark(self._forward_kind, self._end, window)
@@ -401,10 +415,11 @@ class CandidateRunner:
             if out.device.type != self.device:
                 raise Rejection("incorrect", f"{where}: output {k} is on {out.device}, expected {self.device}")
         self._require_expected_outputs(outs, case, where)
-        self._require_no_alias(outs, inputs, self.kept_outputs, where)
-        for k, (x, old) in enumerate(zip(inputs, before)):
+        passed = [*inputs, *args] if inference_inputs else inputs  # the inference copies are what forward got
+        self._require_no_alias(outs, passed, self.kept_outputs, where)
+        for k, (x, old) in enumerate(zip(passed, [*before, *before] if inference_inputs else before)):
             if old is not None and not self._same_bits(x, old):
-                raise Rejection("cheat_suspected", f"{where}: the candidate modified input {k} in place")
+                raise Rejection("cheat_suspected", f"{where}: the candidate modified input {k % len(inputs)} in place")
             if not self._guards_intact(x):
                 raise Rejection("incorrect", f"{where}: the candidate wrote outside input {k} (out-of-bounds store)")
         self.kept_outputs.extend(outs)

@@ -75,3 +75,19 @@ def test_a_candidate_sees_the_layout_of_a_users_repository_not_the_verifiers_fol
     assert verdict.reason == "compile_error", verdict.detail
     assert f"file={module} cwd={NEUTRAL_HOME / 'tasks'} name={kernel_module_name('axpy', module)}" in verdict.detail
     assert "kernelevo-eval" not in verdict.detail
+
+
+def test_the_parent_never_writes_a_candidate_through_a_link_in_the_processs_folder(tmp_path):
+    from types import SimpleNamespace
+
+    from evaluator.run_candidate import write_candidate
+    from evaluator.verdict import EvalSetupError
+
+    private, elsewhere = tmp_path / "w1", tmp_path / "users-repo"
+    (private / "home").mkdir(parents=True)
+    elsewhere.mkdir()
+    (private / "home" / "tasks").symlink_to(elsewhere)  # planted by native code outside any sandbox
+    session = SimpleNamespace(placement=CandidatePlace(repo="tasks", op="axpy"))
+    with pytest.raises(EvalSetupError, match="a link inside"):
+        write_candidate(session, SimpleNamespace(private=private), "# kernel\n")
+    assert list(elsewhere.iterdir()) == []  # nothing created through the link
