@@ -32,7 +32,7 @@ from kernelevo.search.loop_state import Consumption, LoopState, Tally
 from kernelevo.search.planning import Planning
 from kernelevo.search.population import Population
 from kernelevo.search.pricing import Price
-from kernelevo.search.proposer import Proposer
+from kernelevo.search.proposer import Proposer, abort_calls
 from kernelevo.search.result import Progress, rejection_counts
 from kernelevo.search.rundir import RunDir
 from kernelevo.search.slots import Slot, source_sha
@@ -165,6 +165,7 @@ class SearchLoop(Planning, Judging):
             reason = self._finish(window, reason)
         except BaseException:  # interrupted: do not wait for proposer calls in flight
             self.pool.shutdown(wait=False, cancel_futures=True)
+            abort_calls(self.proposer)
             window.discard()
             raise
         finally:

@@ -59,10 +59,21 @@ class Proposal:
 
 
 class Proposer(Protocol):
-    """Writes candidate kernels. Implementations must be safe to call from several threads."""
+    """Writes candidate kernels. Implementations must be safe to call from several threads. One that holds calls
+    open for long (a process, a network request) may also define ``abort()``: make the calls in flight return now
+    (the run was interrupted; see :func:`abort_calls`)."""
 
     name: str
 
     def propose(self, request: ProposalRequest) -> list[Proposal]:
         """Return up to ``request.count`` proposals (possibly fewer, never raising for bad replies)."""
         ...
+
+
+def abort_calls(proposer: object) -> None:
+    """An interrupted run (Ctrl-C) must not wait for proposer calls in flight: the interpreter joins the threads
+    making them before it exits, so a proposer blocked on its process would hold the exit for its whole timeout.
+    Calls the proposer's ``abort()`` where it has one."""
+    abort = getattr(proposer, "abort", None)
+    if callable(abort):
+        abort()

@@ -109,6 +109,13 @@ class SandboxedOfflineProposer:
         reply = self._ask(task_source, {"op": "unsupported", "task_source": task_source})
         return reply.unsupported if reply.ok else None
 
+    def abort(self) -> None:
+        """Kill the proposer's process without waiting for the call in flight, which then sees it die and returns
+        at once (its descriptors are left to the call; the next call starts a fresh process)."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.process.kill()
+
     def close(self) -> None:
         with self._lock:
             self._finalizer()
