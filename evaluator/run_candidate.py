@@ -26,6 +26,7 @@ from evaluator.verdict import EvalSetupError, NeedsGPU, Overhead, Verdict
 
 if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
+    from evaluator.static_check import StaticReport
 
 
 CHECKS = [
@@ -84,11 +85,10 @@ def load_request(session: EvaluationSession, own_ops: list[str] | None = None) -
     }
 
 
-def send_load(session: EvaluationSession, worker: processes.Worker, source: str) -> None:
-    """Put the candidate's source in its process's folder and ask it to load (without waiting)."""
-    from evaluator.static_check import check_source
-
-    own_ops = check_source(source, "candidate", allow_torch=session.plan.get("allow_ops", [])).custom_ops
+def send_load(session: EvaluationSession, worker: processes.Worker, source: str, report: StaticReport) -> None:
+    """Put the candidate's source in its process's folder and ask it to load (without waiting); ``report``: the
+    source's static check (its own torch.library ops go with the request)."""
+    own_ops = report.custom_ops
     write_candidate(session, worker, source)
     session.stage_builds(worker, source)
     fd = os.open(session.plan["init_file"], os.O_RDONLY | os.O_CLOEXEC)
@@ -99,10 +99,10 @@ def send_load(session: EvaluationSession, worker: processes.Worker, source: str)
 
 
 def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, Any],
-                  prefetched: processes.Worker | None = None, differentiable: bool = False) -> Verdict:
-    """Run the dynamic part of the protocol for one candidate (``prefetched``: a process that was sent the
-    load request earlier, so that its import overlapped the previous candidate; ``differentiable``: it defines a
-    backward, so some calls pass inputs that require grad)."""
+                  report: StaticReport, prefetched: processes.Worker | None = None) -> Verdict:
+    """Run the dynamic part of the protocol for one candidate (``report``: its static check, already passed;
+    ``prefetched``: a process that was sent the load request earlier, so that its import overlapped the previous
+    candidate)."""
     options = session.options
     overhead = Overhead()  # the verdict keeps this instance: phases written in `finally` below still reach it
     evidence["overhead"] = overhead
@@ -118,7 +118,7 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
     keep = False
     if prefetched is None:
         worker = session.pool.take()
-        send_load(session, worker, source)
+        send_load(session, worker, source, report)
     else:
         worker = prefetched
     overhead["prefetched"] = prefetched is not None
@@ -143,7 +143,7 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
                   for i in session.plan["inputs"]]
         calls = plan_checks(inputs, rng, extra=(1.0, 2.0) if session.device == "cpu" else (0.2, 0.5),
                             vary_training=bool(session.plan.get("training_mode_free")),
-                            vary_input_grad=differentiable)
+                            vary_input_grad=report.differentiable)
         files = sorted({c.inputs.file for c in calls})
         index = {f: k for k, f in enumerate(files)}
         t = time.perf_counter()

@@ -99,6 +99,7 @@ def _smallest_inputs(session: EvaluationSession) -> InputSet:
 
 def _run_one(session: EvaluationSession, source: str, binary: str, tool: str, timeout_s: float) -> SanitizerResult:
     from evaluator.run_candidate import send_load
+    from evaluator.static_check import check_source
 
     started = time.perf_counter()
     wrapper = [binary, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), "--print-limit", "20",
@@ -106,7 +107,8 @@ def _run_one(session: EvaluationSession, source: str, binary: str, tool: str, ti
     worker = processes.spawn_worker("candidate", "cuda", session.procs, session.options.memory_mb, wrapper=wrapper,
                                     workspace=session.placement.repo)
     try:
-        send_load(session, worker, source)
+        report = check_source(source, "candidate", allow_torch=session.plan.get("allow_ops", []))
+        send_load(session, worker, source, report)
         worker.wait_ready(timeout_s)
         loaded = worker.receive(timeout_s)
         if not loaded.get("ok", False):

@@ -204,7 +204,7 @@ class EvaluationSession:
 
         with self._lock:
             worker = self._prefetched.pop(_source_key(source), None)
-        verdict = run_candidate(self, source, evidence, prefetched=worker, differentiable=report.differentiable)
+        verdict = run_candidate(self, source, evidence, report, prefetched=worker)
         if self.options.sanitize and verdict.accepted and self.device == "cuda":
             verdict = self._sanitized(source, verdict)
         verdict.overhead["total_s"] = round(time.perf_counter() - started, 3)
@@ -244,7 +244,7 @@ class EvaluationSession:
         if report.syntax_error is not None or (self.options.static_checks and report.violations):
             return  # rejected without running: nothing to prepare
         worker = self.pool.take()
-        send_load(self, worker, source)
+        send_load(self, worker, source, report)
         with self._lock:
             while len(self._prefetched) >= MAX_PREFETCHED:  # the oldest was never asked for (a duplicate, say)
                 self._prefetched.pop(next(iter(self._prefetched))).kill()

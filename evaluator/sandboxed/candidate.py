@@ -54,7 +54,7 @@ class CandidateRunner:
         # read before any candidate exists; the candidate's module lives under it (evaluator.placement).
         self.home = Path(os.environ.get("HOME") or self.private / "home")
         self.candidate_path = self.home / "unplaced.py"  # load and compile name the candidate's place
-        self.module_name = ""
+        self.module_name: str | None = None
         self.model: torch.nn.Module | None = None
         self.live: dict[int, list[Any]] = {}  # case -> the tensors later calls of that case are written into
         self.kept_outputs: list[torch.Tensor] = []
@@ -194,7 +194,7 @@ class CandidateRunner:
         """Import the candidate module with the guards active; failures are compile errors."""
         self.audit.active = True
         try:
-            return taskspec.import_file(path, "candidate", name=self.module_name or None)
+            return taskspec.import_file(path, "candidate", name=self.module_name)
         except SyntaxError as exc:
             raise Rejection("compile_error", f"{path.name}:{exc.lineno}: syntax error: {exc.msg}") from exc
         except Exception as exc:

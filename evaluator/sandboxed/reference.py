@@ -179,9 +179,11 @@ class ReferenceRunner:
         multiplied by it first, as a timed call saw them."""
         assert self.task is not None
         results = []
-        for ci, case in enumerate(taskspec.generate_cases(self.task, self.small, seed, dist)):
-            if only_case is not None and ci != only_case:
-                continue
+        if only_case is None:
+            cases = list(enumerate(taskspec.generate_cases(self.task, self.small, seed, dist)))
+        else:  # a re-validated timed call: only its case is copied
+            cases = [(only_case, taskspec.generate_case(self.task, self.small, seed, dist, only_case))]
+        for ci, case in cases:
             inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in case]
             if scale is not None:
                 inputs = taskspec.rescaled(inputs, scale)

@@ -230,7 +230,17 @@ _generated: OrderedDict[tuple[str, bool, int, str], tuple[list[list[Any]], torch
 
 
 def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str) -> list[list[Any]]:
-    """All cases for one seed, on the CPU, deterministically (fresh tensors for every caller).
+    """All cases for one seed, on the CPU, deterministically (fresh tensors for every caller; see :func:`_drawn`)."""
+    return [_fresh_copies(case) for case in _drawn(task, small, seed, distribution)]
+
+
+def generate_case(task: LoadedTask, small: bool, seed: int, distribution: str, index: int) -> list[Any]:
+    """Case ``index`` of :func:`generate_cases` alone (only it is copied)."""
+    return _fresh_copies(_drawn(task, small, seed, distribution)[index])
+
+
+def _drawn(task: LoadedTask, small: bool, seed: int, distribution: str) -> list[list[Any]]:
+    """The cases drawn for one seed, kept (never handed out: callers get copies).
 
     The same seed is asked for again and again: every re-validated timed call needs the inputs of one timing seed
     (eight of them, three re-validated calls per case and evaluation), and drawing a real op's inputs (tens of
@@ -252,7 +262,7 @@ def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str) 
     else:
         _generated.move_to_end(key)
         torch.set_rng_state(kept[1])
-    return [_fresh_copies(case) for case in kept[0]]
+    return kept[0]
 
 
 def _fresh_copies(values: list[Any]) -> list[Any]:

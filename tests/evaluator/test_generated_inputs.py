@@ -62,3 +62,10 @@ def test_the_kept_draws_are_bounded(tmp_path, monkeypatch):
     for seed in range(5):
         taskspec.generate_cases(task, True, seed, "task")
     assert len(taskspec._generated) == 1
+
+
+def test_one_case_alone_is_that_case_of_all_of_them(tmp_path):
+    task = _task(tmp_path)
+    every = taskspec.generate_cases(task, True, 11, "wide")
+    alone = taskspec.generate_case(task, True, 11, "wide", 0)
+    assert all(torch.equal(a, b) for a, b in zip(alone[:3], every[0][:3])) and alone[3] == every[0][3]
