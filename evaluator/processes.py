@@ -435,7 +435,10 @@ def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_
                     private=private, nonce=nonce, memory_mb=memory_mb,
                     trace=channel.start_reading() if channel is not None else None)
     hello = {"nonce": nonce, "result_fd": write_fd, "role": role, "device": device, "memory_mb": memory_mb,
-             "private": str(private), "isolation": report.mode.value}
+             "private": str(private), "isolation": report.mode.value,
+             # the sandbox's own /tmp (a tmpfs of this process alone), where libraries write scratch files (Triton
+             # builds its launcher there); without a sandbox /tmp is the host's and stays out of reach
+             "scratch": sandbox.SANDBOX_TMP if report.mode is not sandbox.IsolationMode.OFF else None}
     worker.send(hello)
     return worker
 

@@ -192,11 +192,13 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         return stop.verdict
     finally:
         overhead["peak_host_memory_mb"] = round(worker.peak_rss_mb, 1)
+        t = time.perf_counter()
         evidence_logs = worker.log_tail(3000)
         worker.kill(keep_private=keep)
         if keep:  # copied once the process is dead: nothing in the folder changes while it is read
             session.keep_builds(worker, source)
         worker.remove_private()
+        overhead["cleanup_s"] = round(time.perf_counter() - t, 3)
         if evidence_logs.strip():
             evidence["logs"] = evidence_logs
 

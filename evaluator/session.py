@@ -185,6 +185,7 @@ class EvaluationSession:
         started = time.perf_counter()
         shown = display or name or "candidate"
         report = check_source(source, shown, allow_torch=self.plan.get("allow_ops", []))
+        static_s = round(time.perf_counter() - started, 3)
         evidence: dict[str, Any] = {
             "task": self.task_display, "candidate": shown, "device": self.device,
             "backend": report.backend, "environment": self.environment,
@@ -205,6 +206,7 @@ class EvaluationSession:
         with self._lock:
             worker = self._prefetched.pop(_source_key(source), None)
         verdict = run_candidate(self, source, evidence, report, prefetched=worker)
+        verdict.overhead["static_s"] = static_s
         if self.options.sanitize and verdict.accepted and self.device == "cuda":
             verdict = self._sanitized(source, verdict)
         verdict.overhead["total_s"] = round(time.perf_counter() - started, 3)

@@ -64,7 +64,6 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
     overhead["time_s"] = round(time.perf_counter() - started, 3)
     overhead["time_phases"] = timed.get("phases", {})
     overhead["peak_gpu_memory_mb"] = round(timed.get("peak_gpu_memory_mb", 0.0), 1)
-    started = time.perf_counter()
     sent = timed.get("sent") or {}
     judged = []
     for entry in sample:
@@ -85,6 +84,7 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
         trial_ms={case * TRIAL_STRIDE + i: ms for case, values in trial_ms.items() for i, ms in enumerate(values)})
     allow = [*options.allow_torch_ops, *session.plan.get("allow_ops", [])]
     check_trace(channel.worker, timed.get("trace_seq"), source, allow, expected, evidence, "timing")
+    started = time.perf_counter()
     try:
         judge_outputs(session, channel, judged, evidence, "timed-call re-validation")
     except StopEvaluation as stop:

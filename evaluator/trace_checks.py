@@ -11,6 +11,7 @@ that is missing, inactive or tampered with proves nothing, so it never passes.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
@@ -19,7 +20,7 @@ from evaluator.tracing.client import NO_CHANNEL
 from evaluator.tracing.judge import Expected, FindingKind, Judgement, Severity, judge, policy_for
 from evaluator.tracing.kernel_names import display_name
 from evaluator.tracing.records import KernelRecord
-from evaluator.verdict import EvalSetupError, Reason, Verdict
+from evaluator.verdict import EvalSetupError, Overhead, Reason, Verdict
 
 FLUSH_TIMEOUT_S = 60.0
 _SETUP = {FindingKind.NOT_TRACED, FindingKind.TRACING_INACTIVE}
@@ -32,11 +33,15 @@ def check_trace(worker: Any, seq: Any, source: str, allow_ops: list[str], expect
     reader = getattr(worker, "trace", None)
     if reader is None:
         return
+    started = time.perf_counter()
     if isinstance(seq, int) and seq != NO_CHANNEL:
         reader.wait_for_seq(seq, FLUSH_TIMEOUT_S)
     snapshot = reader.snapshot()
     policy, findings = policy_for(source, allow_ops)
     judgement = judge(snapshot.records, policy, expected, tampered=snapshot.tampered, require_active=True)
+    overhead = evidence.get("overhead")
+    if isinstance(overhead, Overhead):  # every phase's trace work together (profiling only)
+        overhead["trace_s"] = round((overhead.trace_s or 0.0) + time.perf_counter() - started, 3)
     findings = [*findings, *judgement.findings]
     evidence["trace"] = summary(judgement, findings, phase)
     failing = [f for f in findings if f.severity is Severity.FAIL]

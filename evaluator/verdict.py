@@ -335,6 +335,7 @@ class Overhead(_GivenFields):
     model_config = ConfigDict(extra="allow", validate_assignment=True)
 
     prefetched: bool | None = None
+    static_s: float | None = None  # the static check, in the parent
     process_startup_s: float | None = None
     waited_for_process_s: float | None = None
     load_s: float | None = None
@@ -346,6 +347,8 @@ class Overhead(_GivenFields):
     time_s: float | None = None
     time_phases: dict[str, float] = {}
     revalidate_s: float | None = None
+    trace_s: float | None = None  # waiting for and judging the kernel trace (GPU), every phase's together
+    cleanup_s: float | None = None  # ending the candidate's process, keeping its builds, removing its folder
     peak_gpu_memory_mb: float | None = None
     peak_host_memory_mb: float | None = None
     total_s: float | None = None

@@ -47,8 +47,9 @@ class CandidateRunner:
     """Serves ``handoff_probe`` (harness only, before anything of a candidate exists), ``load``, ``check``,
     ``time``, ``save_kept`` and ``compile`` requests for one candidate."""
 
-    def __init__(self, private: Path, device: str):
+    def __init__(self, private: Path, device: str, scratch: Path | None = None):
         self.private, self.device = Path(private), device
+        self.scratch = scratch  # the sandbox's own /tmp (None without a sandbox: the host's /tmp is not ours)
         self.outbox = self.private / "outbox"
         # The neutral home the parent bound this process's private home at (its private home without a sandbox),
         # read before any candidate exists; the candidate's module lives under it (evaluator.placement).
@@ -131,7 +132,7 @@ class CandidateRunner:
         if self.device == "cpu":
             self.bounds.install()
         candidate_path = self.candidate_path
-        self.audit = guards.AuditGuard(candidate_path, ALLOWED_IMPORT_ROOTS)
+        self.audit = guards.AuditGuard(candidate_path, ALLOWED_IMPORT_ROOTS, scratch=self.scratch)
         self.host = guards.HostConversionGuard(self.audit)
         if req.get("runtime_guards", True):
             self.audit.install()
@@ -172,7 +173,7 @@ class CandidateRunner:
         self._candidate_seen = True
         self._locate_candidate(req)
         self.launches.install(self.private / "torch_extensions")
-        self.audit = guards.AuditGuard(self.candidate_path, ALLOWED_IMPORT_ROOTS)
+        self.audit = guards.AuditGuard(self.candidate_path, ALLOWED_IMPORT_ROOTS, scratch=self.scratch)
         self.audit.install()
         try:
             self._guarded_import(self.candidate_path)

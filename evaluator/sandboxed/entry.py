@@ -65,6 +65,7 @@ def main() -> None:
     hello, _ = next(requests)
     role, device, memory_mb = hello["role"], hello["device"], int(hello["memory_mb"])
     private = Path(hello["private"])
+    scratch = Path(hello["scratch"]) if hello.get("scratch") else None
     send = _reply_writer(int(hello["result_fd"]), hello["nonce"])
     del hello
     started = time.perf_counter()
@@ -102,7 +103,7 @@ def main() -> None:
     from evaluator.sandboxed.output_checks import Rejection
     from evaluator.sandboxed.taskspec import TaskError
 
-    runner = _runner(role, private, device)
+    runner = _runner(role, private, device, scratch)
     lap("runner_s")  # the role's modules, and for a candidate the guards' warm-up
     send({"ready": True, "pid": os.getpid(), "startup_s": time.perf_counter() - started, "startup_phases": phases})
     for request, fds in requests:
@@ -137,7 +138,7 @@ def main() -> None:
         send(reply)
 
 
-def _runner(role: str, private: Path, device: str) -> Any:
+def _runner(role: str, private: Path, device: str, scratch: Path | None) -> Any:
     if role == "reference":
         from evaluator.sandboxed.reference import ReferenceRunner
 
@@ -147,7 +148,7 @@ def _runner(role: str, private: Path, device: str) -> Any:
         from evaluator.sandboxed.guards import warm_up_guards
 
         warm_up_guards()
-        return CandidateRunner(private, device)
+        return CandidateRunner(private, device, scratch)
     if role == "proposer":
         from evaluator.sandboxed.proposer import ProposerRunner
 

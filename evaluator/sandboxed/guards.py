@@ -483,15 +483,17 @@ class AuditGuard:
     """An audit hook that refuses file, network, process, frame and gc access originating in the
     candidate's own code (calls made by torch or triton on its behalf are allowed)."""
 
-    def __init__(self, candidate_file: Path, allowed_imports: frozenset[str]):
+    def __init__(self, candidate_file: Path, allowed_imports: frozenset[str], *, scratch: Path | None = None):
         self.candidate_file = str(Path(candidate_file).resolve())
         self._private_root = str(Path(candidate_file).resolve().parent) + os.sep
         self._outbox = self._private_root + "outbox" + os.sep
-        # The process's writable folders: its private folder and its home (bound elsewhere, at a neutral path:
-        # evaluator.roles.NEUTRAL_HOME), read now, before any candidate code could change the environment.
+        # The process's writable folders: its private folder, its home (bound elsewhere, at a neutral path:
+        # evaluator.roles.NEUTRAL_HOME), read now, before any candidate code could change the environment, and in a
+        # sandbox its own /tmp (``scratch``: Triton writes the C source of its launcher to a temporary folder).
         home = os.environ.get("HOME", "")
-        home_root = str(Path(home).resolve()) + os.sep if home.startswith(os.sep) else os.sep
-        self._private_roots = (self._private_root, *((home_root,) if home_root != os.sep else ()))
+        roots = [str(Path(home).resolve()) + os.sep] if home.startswith(os.sep) else []
+        roots += [str(Path(scratch).resolve()) + os.sep] if scratch is not None else []
+        self._private_roots = (self._private_root, *(root for root in roots if root != os.sep))
         self.allowed_imports = frozenset(allowed_imports)
         self.violations: list[str] = []
         self.active = False
@@ -690,7 +692,9 @@ class AuditGuard:
                 return None  # a descriptor already open: its opening was judged
             if isinstance(path, (str, bytes)):
                 path = self._realpath(self._fsdecode(path))
-                inside = path.startswith(self._private_roots) and not self._harness_path(path)
+                # a root itself: ``tempfile.NamedTemporaryFile(dir=...)`` opens the folder with an opener that
+                # creates the file in it (that opening is its own event, judged on its own path)
+                inside = (path + os.sep).startswith(self._private_roots) and not self._harness_path(path)
                 return None if inside and self._entered_by_name(_NAMED_WRITES["open"]) else line
             return line
         if event in _NAMED_WRITES:  # chmod, symlink, rename...: only where the library's own code calls them

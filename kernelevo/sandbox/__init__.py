@@ -11,7 +11,7 @@ single-user machines). Trusted processes make themselves non-dumpable
 
 from kernelevo.sandbox.hardening import harden_trusted_process
 from kernelevo.sandbox.launch import Sandboxed, spawn
-from kernelevo.sandbox.policy import Bind, SandboxPolicy, gpu_binds, system_binds
+from kernelevo.sandbox.policy import SANDBOX_TMP, Bind, SandboxPolicy, gpu_binds, system_binds
 from kernelevo.sandbox.probe import (
     IsolationMode,
     IsolationReport,
@@ -21,6 +21,7 @@ from kernelevo.sandbox.probe import (
 )
 
 __all__ = [
-    "Bind", "IsolationMode", "IsolationReport", "IsolationUnavailable", "SandboxPolicy", "Sandboxed", "current",
+    "SANDBOX_TMP", "Bind", "IsolationMode", "IsolationReport", "IsolationUnavailable", "SandboxPolicy", "Sandboxed",
+    "current",
     "gpu_binds", "harden_trusted_process", "require_isolation", "spawn", "system_binds",
 ]

@@ -123,6 +123,8 @@ def python_paths(extra: Sequence[str] = ()) -> list[Path]:
     return sorted(found)
 
 
+# Every sandbox has its own /tmp, a tmpfs no other process sees (libraries write their scratch files there).
+SANDBOX_TMP = "/tmp"
 PRIVATE_ROOTS = ("/home", "/root", "/tmp", "/var", "/run", "/etc", "/srv", "/mnt", "/media")
 
 
@@ -249,8 +251,8 @@ def bwrap_argv(policy: SandboxPolicy, command: Sequence[str], *, bwrap: str = "b
              "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL", "--clearenv"]
     for key, value in sorted(policy.env.items()):
         argv += ["--setenv", key, value]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(policy.tmp_size_mb * 1024 * 1024), "--tmpfs", "/tmp",
-             "--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(policy.tmp_size_mb * 1024 * 1024),
+             "--tmpfs", SANDBOX_TMP, "--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm"]
     for bind in sorted(policy.binds, key=lambda b: len(b.inside.parts)):  # parents before children
         link = _symlink_args(bind.source)
         if link is not None:

@@ -65,7 +65,8 @@ _DRIVER = textwrap.dedent("""
     sys.path.insert(0, str(private.parent / "lib"))
     import library  # a library: not the standard library, not the candidate
 
-    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+    scratch = Path(sys.argv[3]) if len(sys.argv) > 3 else None  # stands for the sandbox's own /tmp
+    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}), scratch=scratch)
     guard.install()
     code = compile("def forward(target):\\n    return library.write_to(target)\\n", str(private / "candidate.py"),
                    "exec")
@@ -74,7 +75,9 @@ _DRIVER = textwrap.dedent("""
     guard.active = True
     results = {}
     for name, target in [("devnull", os.devnull), ("own_folder", str(private / "cache.bin")),
-                         ("outside", str(private.parent / "outside.txt"))]:
+                         ("outside", str(private.parent / "outside.txt")),
+                         ("scratch", str(private.parent / "scratch" / "cuda_utils.c")),
+                         ("scratch_temp", str(private.parent / "scratch"))]:
         try:
             namespace["forward"](target)
             results[name] = "allowed"
@@ -91,11 +94,36 @@ def test_a_library_may_write_to_dev_null_and_the_candidates_folder_only(tmp_path
     lib.mkdir()
     (private / "candidate.py").write_text("# the candidate's file\n")
     (lib / "library.py").write_text("def write_to(path):\n    with open(path, 'w') as f:\n        f.write('x')\n")
+    (tmp_path / "scratch").mkdir()
     report = guard_report(_DRIVER, private)
     # Triton builds its launcher with stdout=DEVNULL; compile caches live in the candidate's own folder.
-    assert report["results"] == {"devnull": "allowed", "own_folder": "allowed", "outside": "refused"}
-    assert len(report["violations"]) == 1 and "outside.txt" in report["violations"][0]
+    assert report["results"] == {"devnull": "allowed", "own_folder": "allowed", "outside": "refused",
+                                 "scratch": "refused", "scratch_temp": "refused"}
+    assert len(report["violations"]) == 3 and "outside.txt" in report["violations"][0]
     assert not (tmp_path / "outside.txt").exists()
+
+
+def test_in_a_sandbox_a_library_may_write_its_scratch_files_to_the_sandboxs_own_tmp(tmp_path):
+    """Triton writes its launcher's C source to a temporary folder on a GPU's first launch: in a sandbox /tmp is a
+    tmpfs of that process alone (the parent names it in the first message); without one it is the host's."""
+    private, lib, scratch = tmp_path / "private", tmp_path / "lib", tmp_path / "scratch"
+    for folder in (private, lib, scratch):
+        folder.mkdir()
+    (private / "candidate.py").write_text("# the candidate's file\n")
+    (lib / "library.py").write_text(textwrap.dedent("""
+        import os, tempfile
+        def write_to(path):
+            if os.path.isdir(path):  # a named temporary file in it: io.open(folder, "w", opener=...)
+                with tempfile.NamedTemporaryFile("w", dir=path, delete=False) as f:
+                    f.write("y")
+                return
+            with open(path, "w") as f:
+                f.write("x")
+    """))
+    report = guard_report(_DRIVER, private, scratch)
+    assert report["results"] == {"devnull": "allowed", "own_folder": "allowed", "outside": "refused",
+                                 "scratch": "allowed", "scratch_temp": "allowed"}
+    assert sorted(f.read_text() for f in scratch.iterdir()) == ["x", "y"]
 
 
 _EXEC_DRIVER = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
