@@ -16,7 +16,8 @@
 #   SUITE=0 skips the candidate suite that sandbox, check and verifier end with.
 # Before the first call, here: bash bench/fetch_wheels.sh and bash bench/fetch_sysdeb.sh (.whl/, .sysdeb/).
 # On a machine of several GPUs, run one mode per GPU side by side, each with its own TAG:
-#   CUDA_VISIBLE_DEVICES=0 bash bench/device_run.sh check & CUDA_VISIBLE_DEVICES=1 TAG=b bash ... search; wait
+#   CUDA_VISIBLE_DEVICES=0 BUNDLE=0 bash bench/device_run.sh check & CUDA_VISIBLE_DEVICES=1 TAG=b BUNDLE=0 bash ...
+#   search; wait; cd "$OUT" && tar czf results.tgz --remove-files *   (at most 8 files come back from $OUT)
 set -uo pipefail
 [ $# -gt 0 ] || set -- smoke
 tag=${TAG:-a}
@@ -57,6 +58,15 @@ suite() {  # the candidate suite on the tasks' small cases, time-boxed; prints p
   grep -c "^PASS" "$OUT/suite-$tag.log"; grep "^FAIL" "$OUT/suite-$tag.log" | cut -c1-230 | head -20
   tail -2 "$OUT/suite-$tag.log"
 }
+
+# At most 8 files come back from $OUT: everything a call wrote goes back as one archive (results-$tag.tgz), with the
+# GPU line beside it (unpack here: tar xzf results-a.tgz).
+bundle() {
+  (cd "$OUT" && find . -type f ! -name "results-$tag.tgz" ! -name "gpu-$tag.txt" | sed 's|^\./||' > /tmp/bundle-$tag.list
+   [ -s /tmp/bundle-$tag.list ] && tar czf "results-$tag.tgz" -T /tmp/bundle-$tag.list \
+     && xargs -d '\n' rm -f < /tmp/bundle-$tag.list && find . -mindepth 1 -type d -empty -delete)
+}
+[ "${BUNDLE:-1}" = 1 ] && trap bundle EXIT  # side by side on several GPUs: BUNDLE=0 for each, then one tar at the end
 
 for mode in "$@"; do
 echo "== $mode"
