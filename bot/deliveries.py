@@ -109,9 +109,14 @@ class Deliveries:
             self._thread.start()
 
     def _renew(self) -> None:
+        """Renew the held leases every third of a lease; end once none is held (the next claim starts a renewer
+        again), so that an idle process neither talks to Redis nor keeps a thread."""
         while not self._halt.wait(self.lease_s / 3):
             with self._lock:
                 held = list(self._held)
+                if not held:
+                    self._thread = None
+                    return
             try:
                 self.state.renew_deliveries(held, self.owner, self.lease_s)
             except redis.RedisError as exc:

@@ -85,6 +85,19 @@ def test_delivery_claims_leases_and_replays(state):
     second.stop()
 
 
+def test_the_lease_renewer_ends_when_no_delivery_is_held_and_comes_back_with_the_next(state):
+    deliveries = Deliveries(state, lease_s=0.3)
+    assert deliveries.claim("e1") is DeliveryClaim.NEW
+    renewer = deliveries._thread
+    assert renewer is not None and renewer.is_alive()
+    deliveries.done_now("e1")
+    renewer.join(timeout=30)  # idle: it neither talks to Redis (a warning a tick once Redis is gone) nor stays
+    assert not renewer.is_alive()
+    assert deliveries.claim("e2") is DeliveryClaim.NEW
+    assert deliveries._thread is not None and deliveries._thread.is_alive()
+    deliveries.stop()
+
+
 # -- decisions --------------------------------------------------------------------------------------------
 
 
