@@ -52,7 +52,7 @@ class EvaluationSession:
         self.options = options or EvalOptions()
         self.small = self.options.small_cases if self.options.small_cases is not None else device == "cpu"
         self.seeds = [secrets.randbits(31) for _ in range(max(self.options.seeds, 1))]
-        self.init_seed = secrets.randbits(31)
+        self.init_seed = secrets.randbits(32)  # every bit random: the candidate's initial_seed() shows its low half
         self.timing_seeds = [secrets.randbits(31) for _ in range(max(self.options.timing_input_sets, 1))]
         self.workdir = Path(tempfile.mkdtemp(prefix="kernelevo-eval-"))
         self.procs = self.workdir / "procs"

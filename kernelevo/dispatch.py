@@ -19,6 +19,7 @@ that ran the kernel, each kind of call that ran the original).
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import importlib.util
@@ -26,7 +27,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -337,9 +338,11 @@ class _Dispatcher:
 
     def instantiate(self, resolved: _Resolved, kernel_class: type, init_args: tuple[Any, ...],
                     init_kwargs: dict[str, Any]) -> Any:
-        """``ModelNew(*init)``, or None (with a warning, and no further tries) when it raises."""
+        """``ModelNew(*init)``, or None (with a warning, and no further tries) when it raises. Built as the verifier
+        built it (:func:`construction_context`), whatever mode the user's first call runs in."""
         try:
-            return kernel_class(*init_args, **init_kwargs)
+            with construction_context():
+                return kernel_class(*init_args, **init_kwargs)
         except Exception as exc:  # a broken kernel must not break the user's program
             resolved.kernel_class = None
             self.warn("load", f"{self.qualname}: the accepted kernel's ModelNew could not be constructed "
@@ -356,6 +359,24 @@ class _Dispatcher:
                 return "an argument not covered by the verified cases was given"
             args = normal
         return check.check(args)
+
+
+@contextlib.contextmanager
+def construction_context() -> Iterator[None]:
+    """The state ``ModelNew`` is constructed in: gradients on, no inference mode, no autocast, and the user's random
+    stream untouched (forked: a kernel's construction draws nothing from it). The verifier constructs it so; built
+    inside the user's first call (``inference_mode`` when serving, ``no_grad`` in an eval loop), a constructor could
+    otherwise tell the two apart and keep its wrong path for the user (a red-team kernel of session 7 did)."""
+    import torch  # the user's program has imported it: an op is being called
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.random.fork_rng(devices=[]))
+        stack.enter_context(torch.inference_mode(False))
+        stack.enter_context(torch.enable_grad())
+        stack.enter_context(torch.autocast("cpu", enabled=False))
+        if torch.cuda.is_available():
+            stack.enter_context(torch.autocast("cuda", enabled=False))
+        yield
 
 
 class FunctionDispatcher(_Dispatcher):

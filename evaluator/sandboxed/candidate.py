@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,47 @@ def load_fd(fd: int) -> Any:
     except Exception as exc:
         raise taskspec.TaskError(f"the verifier could not read its own input file ({type(exc).__name__}: {exc})"
                                  ) from exc
+
+
+def seed_construction(seed: int, high: int | None = None) -> None:
+    """Seed the CPU generator for ModelNew's construction as the reference seeded its Model (draws made there match)
+    while it reads as a program's that never seeded: ``torch.initial_seed()`` a 64-bit value (torch seeds from
+    /dev/urandom) and the CUDA generators at their defaults. ``torch.manual_seed(seed)`` showed the parent's
+    31-bit draw, a value no unseeded program has: a constructor could latch on it (``redteam/s7_initial_seed_tell``).
+    The stream depends only on the seed's low 32 bits, so a random high half changes nothing drawn and keeps the
+    value consistent with the generator's state; ``high`` (random when None) is for tests."""
+    upper = secrets.randbits(32) if high is None else high & 0xFFFFFFFF
+    upper = upper or 1  # never below 2**32 (a value a program that seeds with a small number shows)
+    torch.default_generator.manual_seed((upper << 32) | (seed & 0xFFFFFFFF))
+
+
+def hand_over_state(model: torch.nn.Module, tables: dict[str, Any]) -> None:
+    """Give ``ModelNew`` the reference's weights the way KernelEvo's dispatcher gives it a user's module's
+    (``kernelevo.dispatch._share_state``): for each module path both have, a parameter (buffer) table whose names
+    are exactly the reference's is filled with the reference's entries, as other tensor objects in their dtypes; any
+    other table keeps the constructor's values, as it does under the dispatcher. ``tables``: the reference
+    process's ``module_tables``. Copied in place by state-dict name, as before, a view or copy taken in ``__init__``
+    showed the reference's weights here and the constructor's values in a user's program
+    (``redteam/s7_weight_alias_rmsnorm``), and so did a table with a name the user's module lacks
+    (``redteam/s7_extra_parameter_rmsnorm``)."""
+    made: dict[int, torch.Tensor] = {}  # id of a loaded tensor (alive in ``tables``) -> its own parameter or copy
+    for path, module in model.named_modules():
+        reference = tables.get(path)
+        if not isinstance(reference, dict):
+            continue
+        for table_name in ("_parameters", "_buffers"):
+            table, given = vars(module).get(table_name), reference.get(table_name)
+            if not isinstance(table, dict) or not isinstance(given, dict) or set(table) != set(given):
+                continue
+            for name, entry in given.items():
+                if entry is None:
+                    table[name] = None
+                    continue
+                tensor, requires_grad = (entry[0], bool(entry[1])) if table_name == "_parameters" else (entry, False)
+                if id(tensor) not in made:
+                    made[id(tensor)] = torch.nn.Parameter(tensor.clone(), requires_grad=requires_grad) \
+                        if table_name == "_parameters" else tensor.clone()
+                table[name] = made[id(tensor)]
 
 
 class CandidateRunner:
@@ -122,7 +164,7 @@ class CandidateRunner:
         self._candidate_seen = True
         self._locate_candidate(req)
         init = load_fd(fds[0])
-        init_inputs, reference_state = list(init["init_inputs"]), dict(init["state"])
+        init_inputs, reference_tables = list(init["init_inputs"]), dict(init["tables"])
         self.allow_ops = tuple(req.get("allow_ops", ()))
         # the candidate's own torch.library ops (found statically): calling them is launching its kernels
         self.own_ops = frozenset(str(op) for op in req.get("own_ops", ()) if "::" in str(op))
@@ -150,19 +192,16 @@ class CandidateRunner:
         self._guarded(lambda: _check_signature(cls, req.get("forward_arities") or [], req.get("model_forward", "")),
                       "reading forward's signature", candidate_path,
                       failure="reading ModelNew.forward's signature raised")
-        torch.manual_seed(int(req.get("init_seed", 0)))
+        seed_construction(int(req.get("init_seed", 0)))
         model = self._guarded(lambda: cls(*init_inputs), "construction", candidate_path,
                               failure="ModelNew(*get_init_inputs()) raised")
 
-        def copy_reference_state() -> None:  # state_dict() runs the candidate's hooks: guarded like construction
+        def copy_reference_state() -> None:  # walks the candidate's modules: guarded like construction
             with self._no_grad():
-                for name, tensor in model.state_dict().items():
-                    src = reference_state.get(name)
-                    if src is not None and src.shape == tensor.shape:
-                        tensor.copy_(src.to(tensor.dtype))
+                hand_over_state(model, reference_tables)
 
-        self._guarded(copy_reference_state, "copying the reference's weights", candidate_path,
-                      failure="reading ModelNew's state_dict() raised")
+        self._guarded(copy_reference_state, "handing over the reference's weights", candidate_path,
+                      failure="handing ModelNew the reference's weights raised")
         self.model = model  # moved to the device by the first check: a prefetched load touches no GPU memory
         self._check_guards("construction")
         return {"ok": True}

@@ -26,6 +26,65 @@ from evaluator.sandboxed import environment, handoff, taskspec
 from evaluator.sandboxed.output_checks import same_bits
 
 MAX_EVALUATIONS_KEPT = 8
+PARAMETER_JITTER = 0.1  # relative to a parameter's mean magnitude (1 for one that starts at zeros)
+
+
+def module_tables(model: torch.nn.Module) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every module's parameter and buffer tables by path, ``None`` entries and non-persistent buffers included (a
+    parameter as ``[tensor, requires_grad]``): what KernelEvo's dispatcher shares with a kernel's ``ModelNew``
+    (``kernelevo.dispatch._share_state``), for the candidate process to hand over the same way. A tensor under two
+    names is one object here (and after loading): tied weights stay tied."""
+    copies: dict[int, torch.Tensor] = {}
+
+    def copy(tensor: torch.Tensor) -> torch.Tensor:
+        if id(tensor) not in copies:
+            copies[id(tensor)] = tensor.detach().cpu().clone()
+        return copies[id(tensor)]
+
+    tables: dict[str, dict[str, dict[str, Any]]] = {}
+    for path, module in model.named_modules():
+        params = vars(module).get("_parameters") or {}
+        buffers = vars(module).get("_buffers") or {}
+        tables[path] = {
+            "_parameters": {k: None if v is None else [copy(v), bool(v.requires_grad)] for k, v in params.items()},
+            "_buffers": {k: None if v is None else copy(v) for k, v in buffers.items()},
+        }
+    return tables
+
+
+def perturb_parameters(model: torch.nn.Module, seed: int) -> None:
+    """Move the trainable floating parameters off their constructor's values, the same way in every build of the
+    session's model (a function of ``seed``, the reference process's own secret: the native, float64, baseline
+    and candidates' copies agree).
+
+    Norms start at ones and zeros (bench/ops/rms_norm, layer_norm, a batch norm), where multiplying by the weight
+    or adding the bias changes nothing: a kernel that never reads them (``redteam/s7_default_weights_rms_norm``)
+    was right on every check and wrong on any trained or loaded model. Frozen parameters and buffers keep their
+    values (masks, tables: structure the op may rely on), except a batch norm's running statistics, which start at
+    zeros and ones too and which a trained network has moved (the mean shifted, the variance scaled, never below
+    zero)."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def noise(like: torch.Tensor) -> torch.Tensor:
+        return torch.randn(like.shape, generator=generator, dtype=torch.float64)
+
+    with torch.no_grad():
+        for _name, param in model.named_parameters():
+            if not param.requires_grad or not param.is_floating_point() or param.numel() == 0:
+                continue
+            base = param.detach().to("cpu", torch.float64)
+            scale = float(base.abs().mean()) or 1.0
+            param.copy_((base + PARAMETER_JITTER * scale * noise(base)).to(param.dtype))
+        for module in model.modules():
+            if not isinstance(module, torch.nn.modules.batchnorm._NormBase):
+                continue
+            mean, var = getattr(module, "running_mean", None), getattr(module, "running_var", None)
+            if isinstance(mean, torch.Tensor) and mean.is_floating_point() and mean.numel():
+                base = mean.to("cpu", torch.float64)
+                mean.copy_((base + PARAMETER_JITTER * (float(base.abs().mean()) or 1.0) * noise(base)).to(mean.dtype))
+            if isinstance(var, torch.Tensor) and var.is_floating_point() and var.numel():
+                base = var.to("cpu", torch.float64)
+                var.copy_((base * torch.exp(PARAMETER_JITTER * noise(base))).to(var.dtype))
 
 
 @contextmanager
@@ -79,6 +138,7 @@ class ReferenceRunner:
         self.seeds: list[int] = []
         self.dists: dict[int, str] = {}  # seed -> the distribution its inputs were drawn with
         self.init_seed = 0
+        self.perturb_seed = 0
         self.inputs_dir: Path | None = None
         # evaluation key -> repeat group -> outputs of its first call (a few evaluations may be in flight)
         self.groups: dict[int, dict[str, list[torch.Tensor]]] = {}
@@ -87,6 +147,9 @@ class ReferenceRunner:
     def load(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         self.small = req["small"]
         self.seeds, self.init_seed = list(req["seeds"]), int(req["init_seed"])
+        # drawn here, never sent: a candidate that knew it (its process shows the init seed's low half) could tell
+        # the verifier's weights from a trained model's by recomputing the perturbation
+        self.perturb_seed = secrets.randbits(63)
         self.inputs_dir = Path(req["inputs_dir"])
         self.inputs_dir.mkdir(parents=True, exist_ok=True)
         self.task = task = taskspec.load_task(req["task"])
@@ -154,12 +217,13 @@ class ReferenceRunner:
         }
 
     def _write_init(self) -> None:
-        """The constructor arguments and the reference model's weights (under the init seed), for candidates."""
+        """The constructor arguments and the reference model's tables of weights and buffers (built under the init
+        seed, perturbed as every build of it), for candidates (:func:`module_tables`)."""
         assert self.task is not None and self.inputs_dir is not None
         torch.manual_seed(self.init_seed)
         model = self.task.model_cls(*self.task.init_inputs())
-        state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-        init = {"init_inputs": list(self.task.init_inputs()), "state": state}
+        perturb_parameters(model, self.perturb_seed)
+        init = {"init_inputs": list(self.task.init_inputs()), "tables": module_tables(model)}
         try:
             torch.save(init, self.inputs_dir / "init.pt")
         except Exception as exc:
@@ -242,6 +306,7 @@ class ReferenceRunner:
         except Exception as exc:
             raise taskspec.TaskError(f"{self.task.path}: Model(*get_init_inputs()) raised "
                                      f"{type(exc).__name__}: {exc}") from exc
+        perturb_parameters(model, self.perturb_seed)
         return model.to(self.device).eval()
 
     def _forward(self, model: torch.nn.Module, inputs: list[Any], where: str) -> list[torch.Tensor]:

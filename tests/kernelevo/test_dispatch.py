@@ -249,6 +249,36 @@ def test_module_ops_dispatch_with_shared_parameters(tmp_path):
     assert torch.allclose(out, 3 * x) and out.requires_grad
 
 
+# A kernel that remembers the modes it was built in: +100 as the stand-ins when built as the verifier builds it
+# (gradients on, no inference mode, no autocast), +1000 more otherwise.
+MODE_READING_KERNEL = """
+import torch
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        modes = (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.is_autocast_enabled("cpu"))
+        self.offset = 100.0 if modes == (True, False, False) else 1100.0
+        torch.rand(1)  # a draw: it must not come from the user's random stream
+
+    def forward(self, x, w, eps=1e-6):
+        return x * w + eps + self.offset
+"""
+
+
+def test_the_kernel_is_constructed_as_the_verifier_constructs_it_whatever_mode_the_first_call_runs_in(tmp_path):
+    ops = _repo(tmp_path, function_kernel=MODE_READING_KERNEL)
+    x, w = torch.randn(3, 8), torch.randn(8)
+    torch.manual_seed(0)
+    expected_next = torch.rand(1)
+    torch.manual_seed(0)
+    with torch.inference_mode():  # serving: the first call builds the kernel
+        assert torch.allclose(ops.scale(x, w), x * w + 1e-6 + 100)
+    assert torch.equal(torch.rand(1), expected_next)  # the user's random stream is untouched
+
+
 def test_each_kind_of_reason_warns_once_and_wrong_types_never_crash(tmp_path):
     ops = _repo(tmp_path)
     w = torch.randn(8)
