@@ -27,7 +27,9 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        ``is_*_available()`` probes; ``os``/``sys``/``platform``/``warnings``/``logging``/
                        ``einops`` beyond their read-only members: ``os.environ.get``/``os.getenv``/``"X" in
                        os.environ``, ``sys.version_info``/``platform``..., ``platform.machine``,
-                       ``warnings.warn``, ``logging.getLogger``, ``einops.rearrange``/``repeat``), with
+                       ``warnings.warn``, ``logging.getLogger`` whose logger is only used to log
+                       (``evaluator.static_loggers``: no handlers, filters or the logger tree),
+                       ``einops.rearrange``/``repeat``), with
                        a reason true of that module; any attribute chain that leaves its module's
                        package (``typing.sys``, ``torch.os``, ``triton.language.core.builtins``,
                        ``kernelevo.cuda.os``) or is not in a stdlib helper's ``__all__``; a module
@@ -39,24 +41,30 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        read and are no class attributes, or of a module that is not installed (it always
                        fails); ``importlib.import_module(name)`` read only for ``__version__``, with
                        ``name`` a literal or a parameter every caller passes a literal for, each allowed
-                       or not installed
+                       or not installed; ``importlib.import_module(f"pkg.{x}")`` whose spelled-out package
+                       is refused everywhere and not loaded (it can only raise; never the verifier's own
+                       package, ``__main__`` or a private root). ``inspect`` stays refused
 ``dangerous-builtin``  eval/exec/open/setattr/id/memoryview/...; getattr (and operator.methodcaller /
                        attrgetter) with a computed or private name, or used as a value (``g =
                        getattr``, ``partial(getattr, x)``, ``reduce(getattr, ...)``, in a container);
                        ``type(name, bases, ns)`` or ``type`` as a value; annotations that are code
                        (calls, lambdas, string annotations holding either); ``getattr(torch,
-                       device.type)`` is allowed only for device-module queries
+                       device.type)`` is allowed only for device-module queries (and its amp
+                       ``custom_fwd``/``custom_bwd``; the name may be bound more than once, each time so)
 ``introspection``      dunder access (``__class__``, ``__dict__``, ``__builtins__``...; reading a name --
                        ``obj.__class__.__name__``, ``fn.__module__`` -- is allowed, the module's own
                        ``__name__`` only in ``logging.getLogger(__name__)`` and ``__main__`` tests), dunder method
-                       definitions (``__eq__``, ``__torch_function__``), ``type(x)(...)``, allocator
+                       definitions (``__eq__``, ``__torch_function__``) and special names bound any other
+                       way (``__eq__ = f`` in a class, ``__getattr__ = f`` in the module, ``__signature__``;
+                       only ``__all__``/``__slots__``/``__version__``/``__doc__``), ``type(x)(...)``, allocator
                        snapshots
 ``private-api``        ``torch._C``, ``torch.ops`` (except the candidate's own registered ops),
                        ``torch.library`` beyond custom_op/triton_op/wrap_triton/register_fake/
                        register_autograd (and registrations into PyTorch's namespaces or under a
                        computed name), ``triton.runtime``/``compiler``/``compile`` (except the active
                        driver's ``utils.get_device_properties``/``get_current_target``/
-                       ``get_current_device`` probes), ``._x`` names, nn.Module internals
+                       ``get_current_device`` probes), ``._x`` names (``triton.language._experimental_X``
+                       is judged as ``triton.language.X`` when that is a public function), nn.Module internals
                        (``self._forward_hooks``, ``self._modules``)
 ``patching``           assignment or ``del`` of an attribute of an imported module, of a module-level
                        class or function, or of ``self.forward``; rebinding a name an import binds
@@ -99,7 +107,7 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        imports or queries (helpers whose bodies only query count as queries; nothing
                        after an import that always fails runs) and whose handlers only set flags,
                        constants or locals that are probes themselves (``except Exception: return
-                       device``)
+                       device``, ``except KeyError: return cls.DEFAULT.value`` of an Enum of constants)
 ``too-complex``        the file nests too deeply to analyse (rejected rather than skipped)
 ``internal-error``     the checker itself failed on this file (rejected; a checker bug to report)
 =====================  ==========================================================================
@@ -107,7 +115,9 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
 Code that never runs in the verifier (``evaluator.static_liveness``) is exempt from ``banned-import``,
 ``torch-compute`` and ``try-fallback`` (every other rule still applies there): functions no running code
 refers to (an ``autograd.Function.backward`` whose class is only used as ``Cls.apply``), the body of ``if
-isinstance(x, DTensor)``, branches on a parameter every caller passes as None (``if weight is not None``), and a
+isinstance(x, DTensor)``, branches on a parameter every caller passes as None (``if weight is not None``), a
+function under ``@torch.compile`` (a lazy wrapper) that nothing running refers to, with its decorators when their
+arguments are constants (they run at definition), and a
 module-level ``if __name__ == "__main__":`` block in a file that never binds ``__name__``.
 
 The forward path is the entry's ``forward`` (and ``__call__``) plus every function, method and
@@ -132,6 +142,7 @@ from evaluator.static_cuda import expand_template, scan_source, source_pieces
 from evaluator.static_fold import fold_strings
 from evaluator.static_grids import empty_launch
 from evaluator.static_library import check_registrations
+from evaluator.static_loggers import check_loggers
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model, device_functions
 from evaluator.static_model import resolve as _resolve
 from evaluator.static_paths import (
@@ -329,6 +340,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
                 "`kernel[grid, block](...)` or `ext.fn(...)` from forward or a function it calls")
     RuleVisitor(model, set(path), entry, allow, out.report, tree).visit(tree)
     check_registrations(tree, resolve_here, model.custom_ops, out.report)
+    check_loggers(tree, resolve_here, model.parents, out.report)
     _check_jit_bodies(tree, model, out)
     _check_cuda_sources(tree, model, allow, out)
     first = launched[0] if launched else kernels[0] if kernels else None

@@ -18,7 +18,15 @@ so three kinds of code can never run there, and the checker knows which:
 * **branches on a parameter that is always None**: ``if weight is not None:`` in a function that is only called
   directly, where every call passes ``None`` for ``weight`` (a literal, an omitted argument whose default is None,
   or a parameter of the caller that is always None itself), and ``weight`` is never rebound. Functions with
-  decorators (which may change the arguments) and functions handed on as values are never assumed.
+  decorators (which may change the arguments) and functions handed on as values are never assumed;
+* **functions under a lazy wrapper nobody calls**: ``@torch.compile`` only wraps (it traces and compiles at the
+  wrapper's first call, never at decoration), so a function under it is dead when nothing that runs refers to it,
+  and so are its decorators, which then wrap a function nobody calls (the visitor exempts them only when their
+  arguments are constants: a decorator's arguments run at definition).
+
+Methods run without being named in two cases, so they are always live: every method of a class that has a class
+decorator (it is handed the class and may call any of them), and sunder hooks (``_missing_``,
+``_generate_next_value_``) that a library calls by name.
 
 Which rules are lifted there is the visitor's decision (``evaluator.static_visitor``).
 """
@@ -38,11 +46,12 @@ DTENSOR = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tens
 # Decorators that only wrap a function and call it when it is called (so they do not make it run).
 INERT_DECORATORS = frozenset({"functools.cache", "functools.lru_cache", "staticmethod", "classmethod", "property",
                               "contextlib.contextmanager", "typing.overload"}) | AMP_DECORATORS  # fmt: skip
-INERT_DECORATORS |= COMPILER_OPT_OUTS
+# torch.compile only wraps: it traces and compiles at the wrapper's first call, never at decoration.
+INERT_DECORATORS |= COMPILER_OPT_OUTS | {"torch.compile"}
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _inert(node: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> bool:
+def inert_decorators(node: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> bool:
     """Every decorator only wraps the function: a known wrapper (builtins such as ``staticmethod`` are read by
     their name) or one of the module's own wrapper factories (:func:`pure_wrapper`)."""
     for dec in node.decorator_list:
@@ -165,7 +174,7 @@ class _Liveness:
                     self.refs(part)
                 if model.jit_kernels.get(stmt.name) is stmt:
                     self.refs(stmt)  # the interpreter runs a kernel's body as Python
-                elif not _inert(stmt, model) or stmt.name == entry:
+                elif not inert_decorators(stmt, model) or stmt.name == entry:
                     self.mark(stmt.name)
             elif isinstance(stmt, ast.ClassDef) and model.classes.get(stmt.name) is stmt:
                 for part in [*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)]:
@@ -175,8 +184,8 @@ class _Liveness:
                     if isinstance(item, _FUNCTION) and model.functions.get(key) is item:
                         for part in _signature_parts(item):
                             self.refs(part)
-                        if not _inert(item, model):
-                            self.mark(key)
+                        if not inert_decorators(item, model) or stmt.decorator_list or _hook_name(item.name):
+                            self.mark(key)  # a class decorator gets the class (and may call any method of it)
                     else:
                         self.refs(item)
                 if stmt.name == entry:
@@ -190,6 +199,12 @@ class _Liveness:
         while self.todo:
             self.refs(self.model.functions[self.todo.pop()])
         return self.live
+
+
+def _hook_name(name: str) -> bool:
+    """``_missing_``, ``_generate_next_value_``: a library calls a method of this (sunder) form by its name, on its
+    own (Enum's value lookup and ``auto()``), so it runs although no code names it."""
+    return len(name) > 2 and name.startswith("_") and name.endswith("_") and not name.startswith("__")
 
 
 def live_functions(tree: ast.Module, model: ModuleModel, entry: str) -> set[str]:

@@ -165,18 +165,54 @@ class LookupRules:
                     "the code touches; use plain attribute access (getattr(torch, device.type) may only be "
                     "used for device queries such as .is_available())")
 
-    def _device_module_lookup(self, node: ast.Call) -> bool:
-        """``getattr(torch, device.type, None)`` whose result is only asked device questions."""
+    def _device_lookup_shape(self, node: ast.AST) -> bool:
+        """``getattr(torch, <device name>[, default])``: the name a device's ``.type``, a variable, ``str(...)`` or
+        a call of one of the module's functions (what its result may be used for is checked separately)."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"):
+            return False
         if node.keywords or len(node.args) not in (2, 3) or self._resolve(node.args[0]) != "torch":
             return False
         name = node.args[1]
-        device_like = (
+        return (
             (isinstance(name, ast.Attribute) and name.attr == "type")
             or isinstance(name, ast.Name)
             or (isinstance(name, ast.Call) and isinstance(name.func, ast.Name) and not name.keywords
                 and (name.func.id == "str" or name.func.id in self.model.functions))
         )  # fmt: skip
-        if not device_like:
+
+    def _bound_only_by_lookups(self, scope: ast.AST, name: str) -> bool:
+        """Every binding of ``name`` in ``scope`` is ``name = getattr(torch, <device name>)`` (fla picks the device
+        module once, then again after a version check): each value is a device module, whichever binding holds."""
+        for n in ast.walk(scope):
+            if isinstance(n, ast.arg) and n.arg == name:
+                return False
+            # bindings that are no Name store: `class LIB:`/`def LIB`, `import x as LIB`, `except E as LIB`, `case LIB`
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == name:
+                return False
+            if isinstance(n, ast.alias) and (n.asname or n.name).split(".")[0] == name:
+                return False
+            if isinstance(n, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and n.name == name:
+                return False
+            if isinstance(n, ast.MatchMapping) and n.rest == name:
+                return False
+            if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+                parent = self.parents.get(id(n))
+                if not (isinstance(parent, ast.Assign) and parent.targets == [n]
+                        and self._device_lookup_shape(parent.value)):  # fmt: skip
+                    return False
+        return True
+
+    def _amp_decorator_of(self, load: ast.AST) -> bool:
+        """``lib.amp.custom_fwd`` / ``lib.amp.custom_bwd`` of a device module: the amp decorators every backend
+        spells so (``torch.cuda.amp.custom_fwd``), allowed wherever the literal spelling is."""
+        amp = self.parents.get(id(load))
+        leaf = self.parents.get(id(amp))
+        return (isinstance(amp, ast.Attribute) and amp.attr == "amp" and isinstance(leaf, ast.Attribute)
+                and isinstance(leaf.ctx, ast.Load) and leaf.attr in ("custom_fwd", "custom_bwd"))  # fmt: skip
+
+    def _device_module_lookup(self, node: ast.Call) -> bool:
+        """``getattr(torch, device.type, None)`` whose result is only asked device questions."""
+        if not self._device_lookup_shape(node):
             return False
         use = self._use(node)
         parent = self.parents.get(id(node))
@@ -187,13 +223,18 @@ class LookupRules:
         if use is not Use.ALIAS or not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
             return False
         target = parent.targets[0]
+        if isinstance(self.parents.get(id(parent)), ast.ClassDef):
+            return False  # a class attribute is read as `C.lib`/`self.lib`, which no name lookup follows
         scope = enclosing_scope(parent, self.parents)
-        if not isinstance(target, ast.Name) or not assigned_once(scope, target.id):
+        if not isinstance(target, ast.Name) or not (assigned_once(scope, target.id)
+                                                    or self._bound_only_by_lookups(scope, target.id)):
             return False
         for load in name_loads(scope, target.id):
             load_use, load_parent = self._use(load), self.parents.get(id(load))
             if load_use is Use.ATTRIBUTE_BASE and isinstance(load_parent, ast.Attribute) and \
                     load_parent.attr in DEVICE_QUERIES:  # fmt: skip
+                continue
+            if load_use is Use.ATTRIBUTE_BASE and self._amp_decorator_of(load):
                 continue
             if load_use is Use.LOOKUP_OBJECT and isinstance(load_parent, ast.Call) and \
                     isinstance(load_parent.func, ast.Name) and load_parent.func.id == "hasattr":  # fmt: skip

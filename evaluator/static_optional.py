@@ -17,7 +17,14 @@ import only where no run-time outcome can hand the candidate the module:
   ``try`` body never runs and the fallback always does (Liger's ``try: from transformers.utils import ...``);
 * ``importlib.import_module(name)`` whose result is read, and only for ``__version__``, where ``name`` is a string
   literal, or a parameter of a module-level function that is only ever called directly with string literals,
-  and every such literal is a module the allowlist allows or one that is not installed.
+  and every such literal is a module the allowlist allows or one that is not installed;
+* ``importlib.import_module(f"pkg.{name}...")`` (or a literal) whose top-level package is spelled out and is
+  refused everywhere (as above) and not loaded in this process: the package must be imported before any of its
+  submodules, and the run time refuses it, so the call can only raise (fla's
+  ``import_module(f"fla.ops.{operation}.backends")``). What the rest of the name computes cannot matter; a
+  computed or relative package, one the run time allows, one already loaded (``evaluator``, the harness itself;
+  ``numpy``, which torch loads: ``import_module`` hands back a loaded module, so only the run-time wrapper would
+  stand in the way), or a private name (``__main__``, ``_distutils_hack``) is still refused.
 
 "Installed" is asked of the Python installation the candidate process shares (``importlib.util.find_spec`` of the
 top-level name, which imports nothing).
@@ -34,8 +41,10 @@ from collections.abc import Callable
 from evaluator.import_policy import RUNTIME_IMPORT_ROOTS
 from evaluator.static_model import ModuleModel, constant_str, resolve
 from evaluator.static_rules import module_allowed
+from evaluator.static_uses import assigned_once
 
 IMPORT_MODULE = "importlib.import_module"
+_HARNESS = __name__.split(".")[0]  # `evaluator`: loaded in every candidate process, never to be assumed refused
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -118,6 +127,8 @@ def refused_everywhere(module: str) -> bool:
     if module_allowed(module):
         return False
     root = module.split(".")[0]
+    if root == _HARNESS or root.startswith("_"):
+        return False  # the verifier's own package and private/dunder roots (__main__ is the harness's script)
     if not installed(module):
         return True
     # The standard library stays under the stricter rule below (its gc, ctypes, inspect are the tools that
@@ -250,3 +261,42 @@ def version_probe(call: ast.Call, model: ModuleModel, tree: ast.Module, parents:
     else:
         names = None
     return names is not None and all(module_allowed(n) or not installed(n) for n in names)
+
+
+def failing_import_module(call: ast.AST | None, model: ModuleModel) -> bool:
+    """``importlib.import_module(<name>)`` whose spelled-out top-level package is refused everywhere, so it can
+    only raise ImportError wherever the candidate runs (module docstring); the name a literal, an f-string, or a
+    local bound once to one of those."""
+    if not isinstance(call, ast.Call) or resolve(call.func, model.aliases) != IMPORT_MODULE:
+        return False
+    if call.keywords or len(call.args) != 1:
+        return False
+    arg: ast.expr | None = call.args[0]
+    if isinstance(arg, ast.Name):  # module_path = f"pkg.{op}.backends"; import_module(module_path)
+        arg = _single_binding(arg, model.parents)
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        prefix, whole = arg.value, True
+    elif isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        prefix, whole = str(arg.values[0].value), False
+    else:
+        return False
+    if not whole and "." not in prefix:
+        return False  # f"fl{x}": the package itself is computed
+    root = prefix.split(".")[0]
+    return bool(root) and root.isidentifier() and not root.startswith("_") and root not in sys.modules \
+        and refused_everywhere(root)
+
+
+def _single_binding(name: ast.Name, parents: Parents) -> ast.expr | None:
+    """The value of ``name`` when its function binds it exactly once, by a plain ``name = value``, else None."""
+    scope = _scope_of(name, parents)
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) or not assigned_once(scope, name.id):
+        return None
+    if any(isinstance(n, ast.Global | ast.Nonlocal) and name.id in n.names for n in ast.walk(scope)):
+        return None
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store):
+            parent = parents.get(id(n))
+            if isinstance(parent, ast.Assign) and parent.targets == [n]:
+                return parent.value
+    return None

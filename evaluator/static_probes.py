@@ -68,9 +68,10 @@ class Probes:
 
     def __init__(self, resolve: Resolve, *, extra_call: Predicate = _never, functions: dict | None = None,
                  fails: Predicate = _never, decorator_name: Resolve = lambda _n: None,
-                 parents: dict[int, ast.AST] | None = None) -> None:  # fmt: skip
+                 parents: dict[int, ast.AST] | None = None, classes: dict | None = None) -> None:  # fmt: skip
         self.resolve, self.extra_call, self.fails = resolve, extra_call, fails
         self.functions = functions or {}
+        self.classes = classes or {}
         self.decorator_name = decorator_name
         self.parents = parents or {}
         self._helpers: dict[str, bool] = {}
@@ -179,7 +180,39 @@ class Probes:
             return True
         if isinstance(node, ast.Name):
             return self._probe_local(node.id)
+        if isinstance(node, ast.Attribute):
+            return self._enum_constant(node)
         return isinstance(node, ast.Tuple | ast.List) and all(self._handler_value(e) for e in node.elts)
+
+    def _enum_constant(self, node: ast.Attribute) -> bool:
+        """``Table.MEMBER``, ``Table.MEMBER.value`` or ``.name`` of a module-level Enum of constants, or the same
+        through ``cls`` in one of its classmethods (``except KeyError: return cls.DEFAULT.value``): a constant."""
+        inner = node.value if node.attr in ("value", "name") else node
+        if not (isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name)):
+            return False
+        table = self._enum_class(inner.value.id)
+        members = _constant_members(table) if table is not None else None
+        return members is not None and inner.attr in members
+
+    def _enum_class(self, name: str) -> ast.ClassDef | None:
+        scope = self._scopes[-1] if self._scopes else None
+        table: ast.ClassDef | None = self.classes.get(name)
+        if table is not None and isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                _rebinds(scope, name) or any(a.arg == name for a in ast.walk(scope.args) if isinstance(a, ast.arg))):
+            return None  # `Table = other` (or a parameter `Table`) in the function: not the module's class
+        if table is None and isinstance(scope, ast.FunctionDef) and scope.args.args and scope.args.args[0].arg == name:
+            owner = self.parents.get(id(scope))
+            if isinstance(owner, ast.ClassDef) and [ast.unparse(d) for d in scope.decorator_list] == ["classmethod"] \
+                    and not _rebinds(scope, name):  # `cls = Other()` in the method: any object's attribute
+                table = owner
+        if not isinstance(table, ast.ClassDef):
+            return None
+        if table.keywords or table.decorator_list or len(table.bases) != 1:
+            return None
+        constants = _constant_members(table) is not None
+        if self.resolve(table.bases[0]) not in _ENUM_BASES or self.classes.get(table.name) is not table:
+            return None
+        return table if constants else None
 
     def _probe_local(self, name: str) -> bool:
         scope = self._scopes[-1] if self._scopes else None
@@ -223,6 +256,44 @@ class Probes:
             return self.statements(node.orelse, handler=True)
         finally:
             self._scopes.pop()
+
+
+_ENUM_BASES = frozenset({"enum.Enum", "enum.IntEnum", "enum.StrEnum"})
+_PLAIN_METHOD_DECORATORS = frozenset({"classmethod", "staticmethod"})
+
+
+def _rebinds(scope: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """``name`` is bound in the function (again, for its first parameter), nested scopes included."""
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+            return True
+        if isinstance(n, ast.Global | ast.Nonlocal) and name in n.names:
+            return True
+        if isinstance(n, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and n.name == name:
+            return True
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == name:
+            return True
+        if isinstance(n, ast.alias) and (n.asname or n.name).split(".")[0] == name:
+            return True
+    return sum(1 for a in ast.walk(scope.args) if isinstance(a, ast.arg) and a.arg == name) > 1
+
+
+def _constant_members(table: ast.ClassDef) -> frozenset[str] | None:
+    """The members of an Enum whose body only binds names to constants (and defines plain methods, which run
+    only when called), else None: reading a member runs nothing of the candidate's."""
+    members: set[str] = set()
+    for stmt in table.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets) and is_constant(
+                stmt.value):  # fmt: skip
+            members.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+            continue
+        if isinstance(stmt, ast.FunctionDef) and all(isinstance(d, ast.Name) and d.id in _PLAIN_METHOD_DECORATORS
+                                                     for d in stmt.decorator_list):  # fmt: skip
+            continue
+        return None
+    return frozenset(members)
 
 
 def _flag_targets(targets: Sequence[ast.expr]) -> bool:

@@ -96,6 +96,9 @@ INERT_PROBES = INERT_PROBES | STATE_QUERIES | COMPILER_OPT_OUTS
 # Namespaces of those decorators and probes: allowed in a test (``getattr(torch.npu, "amp", None) is not None``).
 PROBED_NAMESPACES = frozenset(a.rsplit(".", 1)[0] for a in AMP_DECORATORS) | PROBE_OWNERS
 _NAME_RULES_LEAVES: frozenset[str] = frozenset()  # filled below: stream/state names are not compute
+# How the process was seeded is a tell (a verified process is seeded, a user's program often is not), and no kernel
+# needs it (``redteam/s7_initial_seed_tell``: a constructor that latched on ``torch.initial_seed() < 2**31``).
+_SEED_STATE = "reads how the random generator was seeded or its state, which no kernel needs; remove it"
 _STATE = "changes streams, graphs or process-wide device state the harness relies on"
 # Device backends share one API shape (torch.cuda, torch.xpu, torch.mps, torch.mtia, torch.cpu, torch.accelerator):
 # their stream, graph, allocator and RNG members change state; the rest are probes (is_available, properties).
@@ -115,6 +118,8 @@ for _backend in DEVICE_BACKENDS:
         _NAME_RULES[f"torch.{_backend}.{_leaf}"] = ("introspection", "reads the allocator's state (where other "
                                                     "tensors live)")
     _NAME_RULES[f"torch.{_backend}.profiler"] = ("banned-import", "introspects the harness's profiling")
+    for _leaf in ("initial_seed", "get_rng_state", "get_rng_state_all", "default_generators"):
+        _NAME_RULES[f"torch.{_backend}.{_leaf}"] = ("introspection", _SEED_STATE)
 for _name in (
     "torch.Stream", "torch.StreamObjType", "torch.manual_seed", "torch.seed",
     "torch.random", "torch.set_rng_state", "torch.set_default_dtype", "torch.set_default_device",
@@ -123,6 +128,8 @@ for _name in (
     "torch.set_num_threads", "torch.set_num_interop_threads", "torch.set_flush_denormal",
 ):  # fmt: skip
     _NAME_RULES[_name] = ("stream-or-state", _STATE)
+for _name in ("torch.initial_seed", "torch.get_rng_state", "torch.default_generator"):
+    _NAME_RULES[_name] = ("introspection", _SEED_STATE)
 
 _NAME_RULES_LEAVES = frozenset(n.rsplit(".", 1)[1] for n, (r, _) in _NAME_RULES.items() if r == "stream-or-state")
 
@@ -279,6 +286,9 @@ def classify_name(dotted: str) -> tuple[str, str] | None:
     """
     parts = dotted.split(".")
     root = parts[0]
+    public = experimental_spelling(dotted)
+    if public is not None:
+        return classify_name(public)
     if root in ("torch", "triton", "kernelevo"):
         for part in parts[1:]:
             if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
@@ -295,6 +305,27 @@ def classify_name(dotted: str) -> tuple[str, str] | None:
     if root == "torch" and parts[-1] in ("from_file", "save", "load", "tofile", "fromfile"):
         return "banned-import", "does file I/O"
     return None
+
+
+_EXPERIMENTAL = "_experimental_"
+
+
+def experimental_spelling(dotted: str) -> str | None:
+    """``triton.language.<public>`` when ``dotted`` is ``triton.language._experimental_<public>``, the name an older
+    Triton gave a kernel-language function before it became public (``_experimental_make_tensor_descriptor``, Triton
+    3.3), and ``<public>`` is a public name of the installed ``triton.language``: the same device-side operation, so
+    it is judged as the public name. Only the kernel language, only one level below it, only names that exist
+    publicly now; any other private name stays private."""
+    parts = dotted.split(".")
+    if len(parts) != 3 or parts[:2] != ["triton", "language"] or not parts[2].startswith(_EXPERIMENTAL):
+        return None
+    public = parts[2][len(_EXPERIMENTAL):]
+    if not public or public.startswith("_") or not public.isidentifier():
+        return None
+    language = sys.modules.get("triton.language")
+    if language is None or not isinstance(vars(language).get(public), types.FunctionType):  # no class, no module
+        return None
+    return f"triton.language.{public}"
 
 
 def type_only_policy(dotted: str) -> tuple[str, import_policy.ModulePolicy] | None:

@@ -21,7 +21,7 @@ from evaluator.static_annotations import check_annotation
 from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functions
 from evaluator.static_compute import ComputeRules
 from evaluator.static_library import custom_op_key
-from evaluator.static_liveness import Branches, live_functions, none_parameters
+from evaluator.static_liveness import Branches, inert_decorators, live_functions, none_parameters
 from evaluator.static_lookups import COMPUTE_HINT, KERNEL_BUILDERS, LITERAL_CALLS, LOOKUP_ATTRS, LookupRules
 from evaluator.static_model import (
     Comprehension,
@@ -34,7 +34,13 @@ from evaluator.static_model import (
     is_import_only_try,
     resolve,
 )
-from evaluator.static_optional import IMPORT_MODULE, always_fails, optional_import, version_probe
+from evaluator.static_optional import (
+    IMPORT_MODULE,
+    always_fails,
+    failing_import_module,
+    optional_import,
+    version_probe,
+)
 from evaluator.static_paths import callees, launch_sites, reachable
 from evaluator.static_probes import Probes
 from evaluator.static_rules import (
@@ -61,6 +67,37 @@ Report = Callable[[str, ast.AST, str], None]
 NEVER_RUN_EXEMPT = frozenset({"banned-import", "torch-compute", "try-fallback"})
 # Reads of the candidate's own objects that only give a name: ``self.__class__.__name__``, ``fn.__module__``.
 _NAME_DUNDERS = frozenset({"__name__", "__qualname__"})
+
+
+# Special names a candidate may bind (plain data nothing calls); every other dunder binding is a protocol hook
+# (``__eq__ = grab`` hands the other operand to the candidate, a module ``__getattr__`` runs in the harness's lookups).
+BINDABLE_DUNDERS = frozenset({"__all__", "__slots__", "__version__", "__doc__"})
+
+
+def _constant_decorators(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Every decorator is a plain name or a call with constant arguments (``@torch.compile(mode="max-autotune")``):
+    a decorator's arguments run at definition even when the function never does (``@torch.compile(backend=
+    os.system(...))``), so only constants may be exempt with the function."""
+
+    def constant(expr: ast.AST) -> bool:
+        if isinstance(expr, ast.Constant):
+            return True
+        if isinstance(expr, ast.Tuple | ast.List | ast.Set):
+            return all(constant(e) for e in expr.elts)
+        if isinstance(expr, ast.Dict):
+            return all(k is not None and constant(k) for k in expr.keys) and all(constant(v) for v in expr.values)
+        return False
+
+    for dec in node.decorator_list:
+        if isinstance(dec, ast.Call):
+            if not all(constant(a) for a in dec.args) or not all(k.arg and constant(k.value) for k in dec.keywords):
+                return False
+            dec = dec.func
+        while isinstance(dec, ast.Attribute):
+            dec = dec.value
+        if not isinstance(dec, ast.Name):
+            return False
+    return True
 
 
 def _is_dunder(name: str) -> bool:
@@ -131,7 +168,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self._device_functions = set(devices)
         self._device_defs = {id(d) for defs in devices.values() for d in defs}
         self._probes = Probes(self._resolve, extra_call=self._version_probe, functions=model.functions,
-                              fails=always_fails, decorator_name=self._resolve, parents=model.parents)
+                              fails=always_fails, decorator_name=self._resolve, parents=model.parents,
+                              classes=model.classes)
         self.scopes: list[set[str]] = []
         self.shadowed: list[set[str]] = []  # imported names rebound in each enclosing function scope
         self.in_forward = False
@@ -218,8 +256,9 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         if dotted in PROBED_NAMESPACES and (use in (Use.TRUTH, Use.LOOKUP_OBJECT) or (
                 dotted in PROBE_OWNERS and self._alias_of(node, dotted, use))):  # fmt: skip
             return  # getattr(torch.npu, "amp", None) is not None; utils = triton.runtime.driver.active.utils
-        if dotted == IMPORT_MODULE and use is Use.CALLED and self._version_probe(self.parents[id(node)]):
-            return  # pkg = importlib.import_module("triton"); Version(pkg.__version__)
+        call = self.parents[id(node)] if dotted == IMPORT_MODULE and use is Use.CALLED else None
+        if call is not None and (self._version_probe(call) or failing_import_module(call, self.model)):
+            return  # pkg = importlib.import_module("triton"); Version(pkg.__version__); or a refused package
         hit = classify_name(dotted)
         if hit is not None:
             rule, why = hit
@@ -294,8 +333,11 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             outer_forward = self.in_forward
             # autotune/heuristics hooks and lambdas in a Triton kernel's decorators run at every launch
             self.in_forward |= self.depth == 0 and node.name in self.model.jit_kernels
-            for child in node.decorator_list:
-                self.visit(child)
+            if self._dead_definition(node) and inert_decorators(node, self.model) and _constant_decorators(node):
+                self._visit_never_running(list(node.decorator_list))  # @torch.compile around a function nobody calls
+            else:
+                for child in node.decorator_list:
+                    self.visit(child)
             self.in_forward = outer_forward
             if _is_dunder(node.name) and node.name not in ALLOWED_DUNDER_DEFS:
                 self.report("introspection", node, f"defines special method {node.name}; remove it: candidates "
@@ -338,6 +380,16 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.depth -= 1
         (self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars, self._none,
          self._bookkeeping) = saved  # fmt: skip
+
+    def _dead_definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A module-level function or method that no code which runs refers to (evaluator.static_liveness)."""
+        if self.depth == 0:
+            key = node.name
+        elif self.depth == 1 and self.cls is not None:
+            key = f"{self.cls}.{node.name}"
+        else:
+            return False
+        return self.model.functions.get(key) is node and key not in self.live
 
     def _bookkeeping_of(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
                         key: str | None) -> Bookkeeping:  # fmt: skip
@@ -405,6 +457,11 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     # -- names and attributes --------------------------------------------------------------------
     def visit_Name(self, node: ast.Name) -> None:
         if not isinstance(node.ctx, ast.Load):
+            if _is_dunder(node.id) and node.id not in BINDABLE_DUNDERS:
+                self.report("introspection", node, f"binds `{node.id}`, a special name the interpreter or a library "
+                            "calls or reads on its own (`__eq__ = f` in a class, `__getattr__ = f` in the module, "
+                            "`__signature__`/`__wrapped__` for inspect); remove it: only `__all__`, `__slots__`, "
+                            "`__version__` and `__doc__` may be bound")
             return
         name = node.id
         builtin = not self._bound(name) and name not in self.model.aliases

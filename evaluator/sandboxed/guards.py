@@ -479,6 +479,12 @@ _PLATFORM_FILES = frozenset(str(Path(stdlib) / "platform.py") for stdlib in _STD
 _SUBPROCESS_FILES = frozenset(str(Path(stdlib) / "subprocess.py") for stdlib in _STDLIB)
 
 
+# The module names stored kernels and candidates are imported under (kernelevo.kernel_store.kernel_module_name): a
+# candidate importing its own module (or another stored kernel's) by name would reach functions the static checks
+# judged never to run.
+_OWN_MODULES = "_kernelevo_kernel_"
+
+
 class AuditGuard:
     """An audit hook that refuses file, network, process, frame and gc access originating in the
     candidate's own code (calls made by torch or triton on its behalf are allowed)."""
@@ -615,7 +621,7 @@ class AuditGuard:
             if not self._candidates_frame(self._caller_frame(3)):
                 return False
             root, *rest = name.split(".")
-            if root.startswith("_kernelevo_"):
+            if root.startswith("_kernelevo_") and not root.startswith(_OWN_MODULES):
                 return False  # the candidate's own extension modules (load_inline)
             names = [*rest, *(str(item) for item in fromlist or () if isinstance(item, str))]
             return level > 0 or root not in allowed or any(part.startswith("_") for part in names)
@@ -649,7 +655,7 @@ class AuditGuard:
             return
         if event == "import":
             root = str(args[0]).split(".")[0]
-            if root in self.allowed_imports or root.startswith("_kernelevo_"):
+            if root in self.allowed_imports or (root.startswith("_kernelevo_") and not root.startswith(_OWN_MODULES)):
                 return
         elif not event.startswith(self._blocked) or self._harmless(event, args):
             return

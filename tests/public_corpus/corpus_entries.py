@@ -101,13 +101,23 @@ _AUTOTUNE = "@triton.autotune with several configs: the interpreter cannot bench
 _BF16 = ("arithmetic on bf16 values (`silu(a).cast(b.dtype) * b`): the interpreter stores bf16 as uint16 and "
          "computes on the raw bits (NaNs and garbage)")
 
-# fla's kernels come with fla.utils, whose import-time code the verifier refuses wherever a candidate runs it:
-# `inspect.signature` and `sys.modules` lookups at import, an `os.environ[...] =` write, and
-# `tl.extra.ascend = sys.modules[...] = tl.extra.cann` (patching triton). Its forward paths also call
-# `@torch.compile` helpers, `torch.compiler.disable` and private torch APIs. Open: a way to accept library glue of
-# this kind without accepting the same code from an attacker.
-_FLA_SETUP = ("fla.utils runs import-time code the verifier refuses (inspect, sys.modules, os.environ writes, an "
-              "alias patched into triton.language.extra) and its forward paths call torch.compile helpers")
+# fla's kernels come with fla.utils and fla.backends, whose glue the verifier still refuses wherever a candidate runs
+# it, because the same code from an attacker could not be told apart: `import inspect` (parameter names; the audit
+# hook trusts frame events inspect.py raises, so only the static layer would stand), file-system probes (`shutil.which`,
+# `Path(...).exists()`: where a file exists is a tell of where the code runs), `find_spec(name)` of computed names
+# and its spec returned, an `os.environ["TRITON_F32_DEFAULT"] =` write (it changes Triton's code paths), a
+# `sys.modules` read (`sys.modules.get("fla.utils")`, every loaded module) and write with an alias patched into
+# `triton.language.extra`, `inspect.unwrap` (wrapped originals), getattr with computed names and a `try` around a
+# registered verifier in the backend registry, a private Triton backend import, `torch.distributed` types and
+# collectives on `process_group is None` branches under argument-changing decorators, and PyTorch compute in
+# `@torch.compile` helpers that stored autograd `.apply` references keep live. Accepted since:
+# `getattr(torch, device)` bound twice, `triton.language._experimental_*` spellings,
+# `importlib.import_module` of a refused package, an Enum default member in an except (tests/evaluator/
+# test_static_fla.py).
+_FLA_SETUP = ("fla.utils and fla.backends run glue the verifier refuses (inspect, shutil/pathlib file probes, "
+              "find_spec of computed names, an os.environ TRITON_* write, sys.modules reads/writes and an alias "
+              "patched into triton.language.extra, inspect.unwrap, computed getattr in the backend registry, "
+              "torch.distributed types) and its forward paths call torch.compile helpers")
 
 ENTRIES: tuple[Entry, ...] = (
     Entry(library=LIGER, module="liger_kernel.ops.rms_norm", kernel="LigerRMSNormFunction",
