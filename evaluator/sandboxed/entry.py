@@ -95,8 +95,9 @@ def main() -> None:
             from evaluator.sandboxed.timing import limit_persisting_l2
 
             limit_persisting_l2()
-            _warm_triton_driver()
-            lap("triton_driver_s")
+            if role == "candidate":  # the only role that launches Triton kernels
+                _warm_triton_driver()
+                lap("triton_driver_s")
         except Exception as exc:  # no GPU, no CUDA build, a broken driver: the evaluation cannot run
             send({"ready": False, "ok": False, "kind": "setup_error",
                   "message": f"--device cuda: no usable CUDA device ({type(exc).__name__}: {exc}); run on a GPU "

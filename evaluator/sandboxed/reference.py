@@ -68,23 +68,23 @@ def perturb_parameters(model: torch.nn.Module, seed: int) -> None:
     def noise(like: torch.Tensor) -> torch.Tensor:
         return torch.randn(like.shape, generator=generator, dtype=torch.float64)
 
+    def move(tensor: Any, scaled: bool = False) -> None:
+        """Shift a floating tensor by noise of its mean magnitude (``scaled``: multiply it, it stays positive)."""
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point() or tensor.numel() == 0:
+            return
+        base = tensor.detach().to("cpu", torch.float64)
+        moved = base * torch.exp(PARAMETER_JITTER * noise(base)) if scaled else \
+            base + PARAMETER_JITTER * (float(base.abs().mean()) or 1.0) * noise(base)
+        tensor.copy_(moved.to(tensor.dtype))
+
     with torch.no_grad():
         for _name, param in model.named_parameters():
-            if not param.requires_grad or not param.is_floating_point() or param.numel() == 0:
-                continue
-            base = param.detach().to("cpu", torch.float64)
-            scale = float(base.abs().mean()) or 1.0
-            param.copy_((base + PARAMETER_JITTER * scale * noise(base)).to(param.dtype))
+            if param.requires_grad:
+                move(param)
         for module in model.modules():
-            if not isinstance(module, torch.nn.modules.batchnorm._NormBase):
-                continue
-            mean, var = getattr(module, "running_mean", None), getattr(module, "running_var", None)
-            if isinstance(mean, torch.Tensor) and mean.is_floating_point() and mean.numel():
-                base = mean.to("cpu", torch.float64)
-                mean.copy_((base + PARAMETER_JITTER * (float(base.abs().mean()) or 1.0) * noise(base)).to(mean.dtype))
-            if isinstance(var, torch.Tensor) and var.is_floating_point() and var.numel():
-                base = var.to("cpu", torch.float64)
-                var.copy_((base * torch.exp(PARAMETER_JITTER * noise(base))).to(var.dtype))
+            if isinstance(module, torch.nn.modules.batchnorm._NormBase):
+                move(getattr(module, "running_mean", None))
+                move(getattr(module, "running_var", None), scaled=True)
 
 
 @contextmanager
@@ -220,10 +220,7 @@ class ReferenceRunner:
         """The constructor arguments and the reference model's tables of weights and buffers (built under the init
         seed, perturbed as every build of it), for candidates (:func:`module_tables`)."""
         assert self.task is not None and self.inputs_dir is not None
-        torch.manual_seed(self.init_seed)
-        model = self.task.model_cls(*self.task.init_inputs())
-        perturb_parameters(model, self.perturb_seed)
-        init = {"init_inputs": list(self.task.init_inputs()), "tables": module_tables(model)}
+        init = {"init_inputs": list(self.task.init_inputs()), "tables": module_tables(self._construct_model())}
         try:
             torch.save(init, self.inputs_dir / "init.pt")
         except Exception as exc:
@@ -297,6 +294,10 @@ class ReferenceRunner:
         return self.refs[key], self.tolerances[key]
 
     def _build_model(self) -> torch.nn.Module:
+        return self._construct_model().to(self.device).eval()
+
+    def _construct_model(self) -> torch.nn.Module:
+        """The task's model as every build of it in this session is: under the init seed, perturbed, on the CPU."""
         assert self.task is not None
         torch.manual_seed(self.init_seed)
         try:
@@ -307,7 +308,7 @@ class ReferenceRunner:
             raise taskspec.TaskError(f"{self.task.path}: Model(*get_init_inputs()) raised "
                                      f"{type(exc).__name__}: {exc}") from exc
         perturb_parameters(model, self.perturb_seed)
-        return model.to(self.device).eval()
+        return model
 
     def _forward(self, model: torch.nn.Module, inputs: list[Any], where: str) -> list[torch.Tensor]:
         assert self.task is not None
