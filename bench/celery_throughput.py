@@ -2,6 +2,7 @@
 
     python bench/celery_throughput.py --device cuda                   # the H200 run (one worker on GPU 0)
     python bench/celery_throughput.py --device cpu --budget-candidates 2 --ops rms_norm   # smoke test
+    python bench/celery_throughput.py --combine A/celery_throughput.json B/... --out DIR   # runs of other ops, one table
 
 For each op of bench/ops (default: rms_norm, swiglu, layer_norm) and the same budget, seed and search shape:
 
@@ -101,9 +102,10 @@ def run_in_process(op: str, args: argparse.Namespace, env: dict[str, str], work:
                               timeout=args.timeout_s)
     wall = time.monotonic() - started
     print(f"{op} in-process: rc {done.returncode}, {wall:.1f} s", flush=True)
+    (args.out / f"in-process-{op}.jsonl").write_text(done.stdout)  # the progress events, for a failed run too
     results = [json.loads(line) for line in done.stdout.splitlines()
                if line.startswith("{") and '"event": "result"' in line]
-    if done.returncode != 0 or not results:
+    if not results:  # rc 1 with a result: the search ran and accepted nothing (still a throughput figure)
         tail = _portable(log.read_text(errors="replace"))[-3000:]
         raise RuntimeError(f"kernelevo optimize {op} failed (rc {done.returncode}): {tail}")
     result = results[-1]
@@ -252,6 +254,47 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each row's ratios (Celery / in-process candidates per minute; in-process / Celery search time) and their
+    geometric means over the rows."""
+    for row in rows:
+        a = row.get("in_process", {}).get("candidates_per_minute")
+        b = row.get("celery", {}).get("candidates_per_minute")
+        row["ratio"] = b / a if a and b else None
+        x, y = row.get("in_process", {}).get("search_s"), row.get("celery", {}).get("search_s")
+        row["search_time_ratio"] = x / y if x and y else None  # same candidates: less time is more throughput
+    return {"rows": rows, "geomean_ratio": geomean([r["ratio"] for r in rows if r["ratio"]]),
+            "geomean_search_time_ratio": geomean([r["search_time_ratio"] for r in rows if r["search_time_ratio"]]),
+            "target_ratio": 0.95}
+
+
+def combine(reports: list[Path], out: Path) -> int:
+    """One report from runs of different ops on the same machine and versions (a device call is time-boxed:
+    three ops take two calls). Refuses runs of different GPUs, drivers, versions or budgets, and an op twice."""
+    loaded = [json.loads(path.read_text()) for path in reports]
+    same = ("device", "gpu", "versions", "budget_candidates", "seed")
+    for path, report in zip(reports[1:], loaded[1:]):
+        differs = [key for key in same if report.get(key) != loaded[0].get(key)]
+        if differs:
+            raise SystemExit(f"{path}: {', '.join(differs)} differ from {reports[0]}: not one measurement")
+    unfinished = [str(path) for path, report in zip(reports, loaded) if report.get("partial")]
+    if unfinished:
+        raise SystemExit(f"unfinished runs (partial: true): {', '.join(unfinished)}")
+    rows = [row for report in loaded for row in report["rows"]]
+    ops = [row["op"] for row in rows]
+    if len(set(ops)) != len(ops):
+        raise SystemExit(f"an op appears in more than one run: {ops}")
+    report = {**{key: loaded[0][key] for key in ("benchmark", "machine", *same)},
+              "dates": [r["date"] for r in loaded], "combined_from": [p.name for p in reports], "partial": False,
+              **summarise(rows), "log_tails": {p.name: r.get("log_tails", {}) for p, r in zip(reports, loaded)}}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "celery_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(table(rows))
+    ratio = report["geomean_ratio"]
+    print(f"\ngeomean Celery/in-process: {ratio:.3f} (target >= 0.95)" if ratio else "\nno ratio measured")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
@@ -264,7 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=1800, help="per op and path")
     parser.add_argument("--redis-server", default=None, help="path of redis-server (default: on PATH)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "celery_throughput")
+    parser.add_argument("--combine", type=Path, nargs="+", default=None, metavar="REPORT",
+                        help="merge the celery_throughput.json of runs of other ops into --out (runs nothing)")
     args = parser.parse_args(argv)
+    if args.combine:
+        return combine(args.combine, args.out)
     ops = [op.strip() for op in args.ops.split(",") if op.strip()]
     unknown = [op for op in ops if not (ROOT / "bench" / "ops" / f"{op}.py").is_file()]
     if unknown:
@@ -275,17 +322,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def write(partial: bool) -> dict[str, Any]:
         """The report so far (written after every op and path: a time-boxed run keeps what it measured)."""
-        for row in rows:
-            a = row.get("in_process", {}).get("candidates_per_minute")
-            b = row.get("celery", {}).get("candidates_per_minute")
-            row["ratio"] = b / a if a and b else None
-            x, y = row.get("in_process", {}).get("search_s"), row.get("celery", {}).get("search_s")
-            row["search_time_ratio"] = x / y if x and y else None  # same candidates: less time is more throughput
         report = {**machine, "budget_candidates": args.budget_candidates, "seed": args.seed, "partial": partial,
-                  "rows": rows, "geomean_ratio": geomean([r["ratio"] for r in rows if r["ratio"]]),
-                  "geomean_search_time_ratio": geomean([r["search_time_ratio"] for r in rows
-                                                        if r["search_time_ratio"]]),
-                  "target_ratio": 0.95, "log_tails": logs}
+                  **summarise(rows), "log_tails": logs}
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "celery_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
         return report

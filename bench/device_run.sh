@@ -9,6 +9,7 @@
 #   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
 #             (CANDIDATES per op, MINUTES cap per search, CELERY_S seconds)
+#   offline   bench/ops/_check_offline.py: every offline strategy of OPS through the verifier (OFFLINE_S)
 #   corpus    bench/public_corpus.py on the tasks' small cases (CORPUS_S seconds; CORPUS_ONLY entry id substrings)
 #   vmm       the GPU tests of the CUDA VMM output hand-off between sandboxes and the session's probe (TESTS_S)
 #   startup   bench/startup_probe.py: where a candidate process's start-up goes (plain, sandboxed, traced, ...)
@@ -108,6 +109,10 @@ PY
       --budget-candidates "${CANDIDATES:-24}" ${MINUTES:+--budget-minutes "$MINUTES"} --out "$OUT/celery-$tag" 2>&1 \
       | tee "$OUT/celery-$tag.log" | tail -16
     ;;
+  offline)
+    timeout "${OFFLINE_S:-150}" python3 bench/ops/_check_offline.py --device cuda --ops "${OPS:-rms_norm}" \
+      --baselines eager --out "$OUT/offline-$tag.json" > "$OUT/offline-$tag.log" 2>&1; tail -20 "$OUT/offline-$tag.log" | cut -c1-400
+    ;;
   corpus)
     timeout "${CORPUS_S:-200}" python3 bench/public_corpus.py --device cuda --small --only "${CORPUS_ONLY:-}" \
       --out "$OUT/public_corpus-$tag.json" \
@@ -127,6 +132,6 @@ PY
     python3 -m kernelevo.cli eval --task tests/tasks/axpy.py --candidate tests/candidates/honest/axpy_launcher.py \
       --device cuda --json > "$OUT/smoke_axpy-$tag.json"; echo "exit=$?"
     ;;
-  *) echo "unknown mode $mode (sandbox, check, verifier, search, celery, corpus, vmm, startup, smoke)"; exit 2 ;;
+  *) echo "unknown mode $mode (sandbox, check, verifier, search, celery, offline, corpus, vmm, startup, smoke)"; exit 2 ;;
 esac
 done

@@ -98,7 +98,7 @@ PROBED_NAMESPACES = frozenset(a.rsplit(".", 1)[0] for a in AMP_DECORATORS) | PRO
 _NAME_RULES_LEAVES: frozenset[str] = frozenset()  # filled below: stream/state names are not compute
 # How the process was seeded is a tell (a verified process is seeded, a user's program often is not), and no kernel
 # needs it (``redteam/s7_initial_seed_tell``: a constructor that latched on ``torch.initial_seed() < 2**31``).
-_SEED_STATE = "reads how the random generator was seeded or its state, which no kernel needs; remove it"
+_SEED_STATE = "reads how the random generator was seeded or its state, which no kernel needs"
 _STATE = "changes streams, graphs or process-wide device state the harness relies on"
 # Device backends share one API shape (torch.cuda, torch.xpu, torch.mps, torch.mtia, torch.cpu, torch.accelerator):
 # their stream, graph, allocator and RNG members change state; the rest are probes (is_available, properties).

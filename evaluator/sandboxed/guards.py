@@ -664,6 +664,7 @@ class AuditGuard:
             culprit = self._originates_in_candidate()
             if not culprit and event != "import":
                 culprit = self._called_back(event, args)
+            raised_in = self._raised_in() if culprit and event != "import" else ""
         finally:
             self._busy.flag = False
         if not culprit:
@@ -672,7 +673,7 @@ class AuditGuard:
             self.refused_imports.append(str(args[0]))
             raise ModuleNotFoundError(f"kernelevo verifier: module {args[0]!r} is not available to candidates",
                                       name=str(args[0]))
-        message = f"{event} {_short(args)} from {Path(self.candidate_file).name}:{culprit}"
+        message = f"{event} {_short(args)} from {Path(self.candidate_file).name}:{culprit}{raised_in}"
         self.violations.append(message)
         raise PermissionError(f"kernelevo verifier: candidates may not use {event}")
 
@@ -894,6 +895,27 @@ class AuditGuard:
         frame = self._getframe(3)  # 0: here, 1: _called_back, 2: the hook, 3: the frame that raised the event
         wanted = str(args[1]) if event == "object.__getattr__" else event.rsplit(".", 1)[-1]
         return frame is not None and wanted in frame.f_code.co_names
+
+    def _raised_in(self) -> str:
+        """Where library code raised an event on the candidate's behalf (`` (in torch/cuda/__init__.py:950)``: the
+        innermost torch or Triton frame, else the frame that raised it), so that a refusal at a kernel launch names
+        the library code that did it; empty when the candidate's own code raised it."""
+        raiser = frame = self._getframe(2)  # 0: here, 1: the hook, 2: the code that raised the event (the hook is
+        # busy: reading frames here raises events that it lets through)
+        while frame is not None and frame.f_code.co_filename != self.candidate_file:
+            if frame.f_code.co_filename.startswith(self._library_dirs):
+                break
+            frame = frame.f_back
+        if frame is None or frame.f_code.co_filename == self.candidate_file:
+            frame = raiser
+        if frame is None or frame.f_code.co_filename == self.candidate_file:
+            return ""
+        path = frame.f_code.co_filename
+        for root in self._library_dirs:
+            if path.startswith(root):
+                path = self._basename(root.rstrip(os.sep)) + os.sep + path[len(root):].lstrip(os.sep)
+                break
+        return f" (in {path}:{frame.f_lineno})"
 
     def _immediate_caller(self) -> str:
         """The file of the Python frame that raised the event (the guards' own frames are trusted)."""

@@ -100,6 +100,9 @@ def test_a_library_may_write_to_dev_null_and_the_candidates_folder_only(tmp_path
     assert report["results"] == {"devnull": "allowed", "own_folder": "allowed", "outside": "refused",
                                  "scratch": "refused", "scratch_temp": "refused"}
     assert len(report["violations"]) == 3 and "outside.txt" in report["violations"][0]
+    # the refusal names the candidate's line and the library code that raised the event on its behalf
+    assert "from candidate.py:2 (in " in report["violations"][0]
+    assert report["violations"][0].endswith("/lib/library.py:2)")
     assert not (tmp_path / "outside.txt").exists()
 
 
