@@ -13,7 +13,6 @@ Where the tool cannot run (not installed; some GPU runtimes, e.g. gVisor, refuse
 
 from __future__ import annotations
 
-import enum
 import os
 import re
 import shutil
@@ -21,10 +20,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 from evaluator import processes
 from evaluator.callplan import Call, InputSet, case_elements
+from evaluator.verdict import SanitizerResult, SanitizerStatus
 
 if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
@@ -38,20 +36,6 @@ _SUMMARY = re.compile(r"(ERROR SUMMARY: \d+ errors?|RACECHECK SUMMARY: \d+ hazar
 _TOOL_FLAGS = {"memcheck": ("--report-api-errors", "no")}
 _UNSUPPORTED = ("Device not supported", "not supported on this", "error 999", "Unable to find injection library")
 
-
-class SanitizerStatus(str, enum.Enum):
-    CLEAN = "clean"
-    ERRORS = "errors"  # the tool found hazards or bad accesses
-    UNAVAILABLE = "unavailable"  # the tool is missing or refuses this machine
-    FAILED = "failed"  # the run did not complete (the candidate crashed, a timeout): inconclusive
-
-
-class SanitizerResult(BaseModel):
-    tool: str
-    status: SanitizerStatus
-    summary: str = ""
-    excerpt: str = ""
-    seconds: float = 0.0
 
 
 def find_sanitizer() -> str | None:

@@ -425,6 +425,24 @@ MAX_PROBLEMS_SHOWN = 3
 IDENTITY = ("task", "candidate", "device", "backend")  # what an unrecordable verdict still says about itself
 
 
+class SanitizerStatus(str, enum.Enum):
+    CLEAN = "clean"
+    ERRORS = "errors"  # the tool found hazards or bad accesses
+    UNAVAILABLE = "unavailable"  # the tool is missing or refuses this machine
+    FAILED = "failed"  # the run did not complete (the candidate crashed, a timeout): inconclusive
+
+
+class SanitizerResult(BaseModel):
+    """One compute-sanitizer tool run on an accepted kernel (evaluator.sanitize): its outcome and the tool's
+    own summary line."""
+
+    tool: str
+    status: SanitizerStatus
+    summary: str = ""
+    excerpt: str = ""
+    seconds: float = 0.0
+
+
 class Verdict(BaseModel):
     """The evaluator's conclusion about one candidate, with the evidence behind it.
 

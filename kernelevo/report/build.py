@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evaluator.verdict import CaseEvidence, Environment, Reason, TimingCase, Verdict
+from evaluator.verdict import CaseEvidence, Environment, Reason, SanitizerResult, TimingCase, Verdict
 from kernelevo.report.assess import assess, conservative_speedup
 from kernelevo.report.model import (
     Baseline,
@@ -269,8 +269,7 @@ def _correctness(verdict: Verdict, summary: SearchResult) -> CorrectnessSummary 
         return None
     cases = [_case_correctness(c) for c in evidence.cases]
     findings = [f"{f.severity}: {f.message}" for f in (verdict.trace.findings if verdict.trace else [])]
-    sanitizer = [", ".join(f"{k}: {v}" for k, v in sorted(run.items()) if isinstance(v, (str, int, float, bool)))
-                 for run in summary.sanitizer if isinstance(run, dict)]
+    sanitizer = [SanitizerResult.model_validate(run) for run in summary.sanitizer]
     return CorrectnessSummary(
         cases=cases, seeds=evidence.seeds, distributions=list(evidence.distributions),
         calls=sum(c.calls for c in cases), failed=sum(c.failed for c in cases),
@@ -401,7 +400,10 @@ def _reproduce(op: OpInfo, meta: dict[str, Any], run_dir: str | None, kernel_dir
     if kernel_dir:
         commands.append(shlex.join(["kernelevo", "verify", kernel_dir]))
     if run_dir and (Path(run_dir) / "best" / "kernel.py").is_file() and meta.get("task_path"):
-        commands.append(shlex.join(["kernelevo", "eval", "--task", str(meta["task_path"]), "--candidate",
+        task = str(meta["task_path"])
+        if op.path and Path(task).is_absolute() and Path(task).as_posix().endswith("/" + op.path):
+            task = op.path  # the op's own file: named from the repository's root, like the search command below
+        commands.append(shlex.join(["kernelevo", "eval", "--task", task, "--candidate",
                                     str(Path(run_dir) / "best" / "kernel.py"), "--device", kind]))
     budget = _mapping(meta.get("budget"))
     argv = ["kernelevo", "optimize", op.path or op.op_id, "--op", op.op_id, "--backend",

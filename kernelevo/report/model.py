@@ -13,7 +13,7 @@ import enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaluator.verdict import Environment, KernelResources, Reason, TimeStats, ToleranceSpec
+from evaluator.verdict import Environment, KernelResources, Reason, SanitizerResult, TimeStats, ToleranceSpec
 
 SCHEMA_VERSION = 1
 
@@ -131,7 +131,7 @@ class CorrectnessSummary(_Part):
     static_enforced: bool = True
     kernels_launched: list[str] = []
     trace_findings: list[str] = []  # warn/info findings of the GPU kernel trace (a fail would have rejected it)
-    sanitizer: list[str] = []  # compute-sanitizer tools run on the winner, with their outcome
+    sanitizer: list[SanitizerResult] = []  # compute-sanitizer tools run on the winner, with their outcome
 
 
 class SearchCost(_Part):

@@ -202,8 +202,10 @@ def _lineage(report: Report) -> Any:
         ax.annotate(_plain(label), (x, step.fitness), textcoords="offset points", xytext=(0, 8), ha="center",
                     va="bottom", color=_TEXT, fontsize=8)
     ax.set_xticks(xs, [f"gen {s.generation}" if s.generation is not None else "?" for s in steps], color=_TEXT)
-    ax.margins(x=0.15, y=0.35)
-    if min(ys) >= 0:  # fitness is never negative: no axis below zero
-        ax.set_ylim(bottom=-0.06 * (max(ys) or 1.0))
+    ax.margins(x=0.15)
+    top = max(ys) or 1.0
+    # room above the highest point for its two- or three-line label (a single point has no range to pad)
+    low = -0.06 * top if min(ys) >= 0 else min(ys) - 0.1 * (top - min(ys))  # fitness is never negative: no axis below 0
+    ax.set_ylim(low, top + 0.35 * (top - low))
     _label(ax, PLOT_TITLES["lineage"] + " (root first; the winner in red)", "", "fitness")
     return fig
