@@ -2,7 +2,7 @@
 
     python bench/celery_throughput.py --device cuda                   # the H200 run (one worker on GPU 0)
     python bench/celery_throughput.py --device cpu --budget-candidates 2 --ops rms_norm   # smoke test
-    python bench/celery_throughput.py --combine A/celery_throughput.json B/... --out DIR   # runs of other ops, one table
+    python bench/celery_throughput.py --combine A/celery_throughput.json B/... --out DIR  # other ops' runs, one table
 
 For each op of bench/ops (default: rms_norm, swiglu, layer_norm) and the same budget, seed and search shape:
 

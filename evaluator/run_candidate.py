@@ -155,7 +155,8 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
                 options.timeout_s, evidence, files=files,
             )
         overhead["check_s"] = round(time.perf_counter() - t, 3)
-        overhead["check_phases"] = checked.get("phases", {})
+        overhead["check_phases"] = {**checked.get("phases", {}),
+                                    "worker_s": round(float(checked.get("seconds") or 0.0), 3)}
         overhead["checked_calls"] = len(calls)
         evidence["resources"] = checked.get("resources") or {}
         sent = checked.get("sent") or {}

@@ -46,6 +46,7 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
     sample = plan_sample(options.timing_trials, len(timing_files), rng)
     started = time.perf_counter()
     with session.gpu.exclusive():  # nothing else of this session runs on the GPU while it is timed
+        gpu_wait_s = time.perf_counter() - started
         timed = call_worker(
             channel.worker,
             {
@@ -62,7 +63,10 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
         )
     overhead = evidence["overhead"]
     overhead["time_s"] = round(time.perf_counter() - started, 3)
-    overhead["time_phases"] = timed.get("phases", {})
+    # where the request's time went: waiting for the GPU, the candidate process's handling (its own phases inside),
+    # and the rest (descriptors and the reply crossing the socket)
+    overhead["time_phases"] = {**timed.get("phases", {}), "gpu_wait_s": round(gpu_wait_s, 3),
+                               "worker_s": round(float(timed.get("seconds") or 0.0), 3)}
     overhead["peak_gpu_memory_mb"] = round(timed.get("peak_gpu_memory_mb", 0.0), 1)
     sent = timed.get("sent") or {}
     judged = []

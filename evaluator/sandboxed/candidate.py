@@ -272,16 +272,22 @@ class CandidateRunner:
         ``req["calls"]``: ``{"name", "input", "case", "storage": "fresh"|"reuse", "guarded", "poison"}``;
         ``input`` indexes ``fds`` (one file per input set: a list of values)."""
         assert self.model is not None
+        clock = self._perf()
         inputs = [load_fd(fd) for fd in fds]
+        phases = {"load_inputs_s": self._perf() - clock, "first_call_s": 0.0, "calls_s": 0.0, "handoff_s": 0.0,
+                  "place_s": 0.0}  # first call: JIT compiles land there
         if not self._moved:
+            clock = self._perf()
             self._to_device()
+            phases["to_device_s"] = self._perf() - clock
         self._open_outbox(req)
         sent: dict[str, dict[str, Any]] = {}
-        phases = {"first_call_s": 0.0, "calls_s": 0.0, "handoff_s": 0.0}  # first call: JIT compiles land here
         for k, call in enumerate(req["calls"]):
             case = int(call["case"])
             values = inputs[int(call["input"])]
+            clock = self._perf()
             live = self._place(case, values, call.get("storage") == "reuse", bool(call.get("guarded")))
+            phases["place_s"] += self._perf() - clock
             clock = self._perf()
             outs = self._guarded_call(live, case, where=f"call {k + 1} (case {case})", poison=bool(call.get("poison")),
                                       autograd=str(call.get("autograd", "no_grad")),
@@ -293,9 +299,12 @@ class CandidateRunner:
             sent[call["name"]] = self.sent.send(outs, self.outbox / f"{call['name']}.pt", f"call {k + 1} (case {case})")
             phases["handoff_s"] += self._perf() - clock
         self._require_outputs_left_alone()
+        clock = self._perf()
+        trace_seq = self._tracer.flush()
+        phases["trace_flush_s"] = self._perf() - clock
         reply = {"ok": True, "calls": len(req["calls"]), "sent": sent, "resources": self.launches.resources,
                  "phases": {k: round(v, 3) for k, v in phases.items()}, "small_torch_ops": sorted(self.small_ops),
-                 "interpreter_bf16_arithmetic": self.bounds.bf16_arithmetic, "trace_seq": self._tracer.flush(),
+                 "interpreter_bf16_arithmetic": self.bounds.bf16_arithmetic, "trace_seq": trace_seq,
                  "export_failed": self.sent.export_failed}
         return self._hand_over_fds(reply)
 
@@ -469,7 +478,9 @@ class CandidateRunner:
         """Time the candidate on the rotating timing input sets (CUDA only); ``fds``: one file per set per case."""
         from evaluator.sandboxed.timing_ops import TimedCandidate, candidate_time
 
+        clock = time.perf_counter()
         sets = [load_fd(fd) for fd in fds]
+        load_inputs_s = time.perf_counter() - clock
         per_case = int(req["sets_per_case"])
         grouped = [sets[i:i + per_case] for i in range(0, len(sets), per_case)]
         self._open_outbox(req)
@@ -479,7 +490,10 @@ class CandidateRunner:
                                begin=self._begin, end=self._end)
         reply = candidate_time(timed, grouped, req)
         self._require_outputs_left_alone()
+        clock = time.perf_counter()
         reply["trace_seq"] = self._tracer.flush()
+        reply["phases"].update(load_inputs_s=round(load_inputs_s, 3),
+                               trace_flush_s=round(time.perf_counter() - clock, 3))
         return self._hand_over_fds(reply)
 
     def _require_outputs_left_alone(self) -> None:

@@ -900,8 +900,10 @@ class AuditGuard:
         """Where library code raised an event on the candidate's behalf (`` (in torch/cuda/__init__.py:950)``: the
         innermost torch or Triton frame, else the frame that raised it), so that a refusal at a kernel launch names
         the library code that did it; empty when the candidate's own code raised it."""
-        raiser = frame = self._getframe(2)  # 0: here, 1: the hook, 2: the code that raised the event (the hook is
-        # busy: reading frames here raises events that it lets through)
+        # 0: here, 1: the hook, 2: the code that raised the event (the hook is busy: the frame reads here raise
+        # events that it lets through)
+        raiser: FrameType | None = self._getframe(2)
+        frame = raiser
         while frame is not None and frame.f_code.co_filename != self.candidate_file:
             if frame.f_code.co_filename.startswith(self._library_dirs):
                 break
