@@ -87,6 +87,10 @@ class EvaluationSession:
         self.pool = processes.WorkerPool("candidate", device, self.procs, self.options.memory_mb,
                                          ready=self.options.ready_workers, trace=self.trace_shim,
                                          workspace=self.placement.repo)
+        from evaluator.static_check import warm_up
+
+        # the static checker's first use imports torch and triton (seconds): done while the reference starts
+        threading.Thread(target=warm_up, name="kernelevo-static-warm-up", daemon=True).start()
         try:
             self._start_reference()
             if device == "cuda" and self.options.output_handoff == "auto":

@@ -400,6 +400,36 @@ def _function_base(base: ast.expr) -> bool:
     return name.endswith("Function")
 
 
+# A small honest candidate: checking it once loads what the checker inspects lazily (torch, triton).
+_WARM_UP_SOURCE = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        n = x.numel()
+        _copy_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+        return out
+"""
+
+
+def warm_up() -> None:
+    """Check a small candidate once, so the first real check does not pay for importing torch and triton (a
+    session does this while its reference process starts)."""
+    check_source(_WARM_UP_SOURCE, "<warm-up>")
+
+
 def check_source(
     source: str, filename: str = "<candidate>", *, entry: str = "ModelNew", allow_torch: Sequence[str] = ()
 ) -> StaticReport:

@@ -212,3 +212,13 @@ def test_every_static_candidate_file_is_in_the_fragment():
     on_disk = {p.relative_to(CANDIDATES).as_posix() for folder in ("honest_static", "adversarial_static")
                for p in (CANDIDATES / folder).glob("*.py")}
     assert listed == on_disk
+
+
+def test_the_session_warm_up_checks_an_honest_candidate_that_passes():
+    """A session warms the checker up on this source while its reference starts: it must exercise the whole
+    checker (a Triton kernel launched from ModelNew.forward), not stop at a refusal."""
+    from evaluator.static_check import _WARM_UP_SOURCE, check_source, warm_up
+
+    report = check_source(_WARM_UP_SOURCE, "<warm-up>")
+    assert report.violations == [] and report.backend == "triton" and report.launched == ["_copy_kernel"]
+    warm_up()  # never raises
