@@ -112,7 +112,8 @@ def handoff_modes(candidates: list[dict[str, Any]]) -> dict[str, int]:
     return modes
 
 
-PHASE_GROUPS = ("check_phases", "time_phases")  # nested per-phase seconds in a verdict's overhead (Overhead fields)
+# nested per-phase seconds in a verdict's overhead (Overhead fields)
+PHASE_GROUPS = ("load_phases", "check_phases", "time_phases")
 
 
 def evaluation_costs(candidates: list[dict[str, Any]]) -> dict[str, Any]:

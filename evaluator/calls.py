@@ -109,6 +109,18 @@ class Judged:
                 "sent": self.sent}
 
 
+def reported_phases(reply: dict[str, Any], key: str = "phases") -> dict[str, float]:
+    """Where a sandboxed process says a request's time went, for profiling only (it could say anything): at most
+    16 named numbers, plus the request loop's own measure of the whole handling (``worker_s``)."""
+    raw = reply.get(key)
+    phases = {str(k)[:40]: round(float(v), 3) for k, v in list(raw.items())[:16]
+              if isinstance(v, (int, float)) and math.isfinite(v)} if isinstance(raw, dict) else {}
+    seconds = reply.get("seconds")
+    if key == "phases" and isinstance(seconds, (int, float)) and math.isfinite(seconds):
+        phases["worker_s"] = round(float(seconds), 3)
+    return phases
+
+
 def judge_outputs(session: EvaluationSession, channel: OutputChannel, items: list[Judged],
                   evidence: dict[str, Any], phase: str) -> None:
     """Ask the reference process to judge the outputs; stop with ``incorrect`` (or ``cheat_suspected`` for an

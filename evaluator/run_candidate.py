@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from evaluator import processes
 from evaluator.callplan import InputSet, case_elements, plan_checks
-from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, judge_outputs, sent_for
+from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, judge_outputs, reported_phases, sent_for
 from evaluator.timing_judge import time_candidate
 from evaluator.trace_checks import check_trace
 from evaluator.tracing.judge import Expected
@@ -125,14 +125,12 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
     try:
         ready = call_worker(worker, None, options.timeout_s, evidence)
         overhead["process_startup_s"] = round(float(ready.get("startup_s", 0.0)), 3)
-        phases = ready.get("startup_phases")
-        if isinstance(phases, dict):  # the process's own account, for profiling only (it could say anything)
-            overhead["startup_phases"] = {str(k)[:40]: float(v) for k, v in list(phases.items())[:8]
-                                          if isinstance(v, (int, float))}
+        overhead["startup_phases"] = reported_phases(ready, "startup_phases")
         overhead["waited_for_process_s"] = round(time.perf_counter() - t0, 3)
         t = time.perf_counter()
-        call_worker(worker, {"op": "load"}, options.timeout_s, evidence, already_sent=True)
-        overhead["load_s"] = round(time.perf_counter() - t, 3)
+        loaded = call_worker(worker, {"op": "load"}, options.timeout_s, evidence, already_sent=True)
+        overhead["load_s"] = round(time.perf_counter() - t, 3)  # the wait for its reply: a prefetched load ran ahead
+        overhead["load_phases"] = reported_phases(loaded)
         if session.device == "cpu" and evidence.get("backend") == "cuda":
             # NVRTC compiled it at import (a compile error would have stopped above): that is all a CPU can check.
             raise NeedsGPU(f"{evidence['candidate']}: the CUDA kernels compile (NVRTC), but running them needs "
@@ -155,8 +153,7 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
                 options.timeout_s, evidence, files=files,
             )
         overhead["check_s"] = round(time.perf_counter() - t, 3)
-        overhead["check_phases"] = {**checked.get("phases", {}),
-                                    "worker_s": round(float(checked.get("seconds") or 0.0), 3)}
+        overhead["check_phases"] = reported_phases(checked)
         overhead["checked_calls"] = len(calls)
         evidence["resources"] = checked.get("resources") or {}
         sent = checked.get("sent") or {}

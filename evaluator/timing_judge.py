@@ -14,7 +14,16 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from evaluator.callplan import case_elements, plan_sample
-from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, geomean, judge_outputs, sent_for
+from evaluator.calls import (
+    Judged,
+    OutputChannel,
+    StopEvaluation,
+    call_worker,
+    geomean,
+    judge_outputs,
+    reported_phases,
+    sent_for,
+)
 from evaluator.trace_checks import check_trace
 from evaluator.tracing.judge import Expected
 from evaluator.verdict import Reason, Verdict
@@ -65,8 +74,7 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
     overhead["time_s"] = round(time.perf_counter() - started, 3)
     # where the request's time went: waiting for the GPU, the candidate process's handling (its own phases inside),
     # and the rest (descriptors and the reply crossing the socket)
-    overhead["time_phases"] = {**timed.get("phases", {}), "gpu_wait_s": round(gpu_wait_s, 3),
-                               "worker_s": round(float(timed.get("seconds") or 0.0), 3)}
+    overhead["time_phases"] = {**reported_phases(timed), "gpu_wait_s": round(gpu_wait_s, 3)}
     overhead["peak_gpu_memory_mb"] = round(timed.get("peak_gpu_memory_mb", 0.0), 1)
     sent = timed.get("sent") or {}
     judged = []

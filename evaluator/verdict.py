@@ -339,6 +339,7 @@ class Overhead(_GivenFields):
     process_startup_s: float | None = None
     waited_for_process_s: float | None = None
     load_s: float | None = None
+    load_phases: dict[str, float] = {}  # the candidate process's own account: guards, import, construction...
     check_s: float | None = None
     check_phases: dict[str, float] = {}
     checked_calls: int | None = None

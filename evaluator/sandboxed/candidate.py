@@ -171,6 +171,15 @@ class CandidateRunner:
             raise taskspec.TaskError("load: expected one file descriptor (the reference model's state)")
         self._candidate_seen = True
         self._locate_candidate(req)
+        phases: dict[str, float] = {}
+        clock = self._perf()
+
+        def lap(name: str) -> None:
+            nonlocal clock
+            now = self._perf()
+            phases[name] = round(now - clock, 3)
+            clock = now
+
         init = load_fd(fds[0])
         init_inputs, reference_tables = list(init["init_inputs"]), dict(init["tables"])
         self.allow_ops = tuple(req.get("allow_ops", ()))
@@ -188,11 +197,14 @@ class CandidateRunner:
             self.audit.install()
             self.host.install()
             self.own_bodies.install()
+        lap("guards_s")
         self.attrs_before = self._snapshot()
         self.threads_before = self._threads()
+        lap("snapshot_s")
 
         module = self._guarded_import(candidate_path)
         self._check_guards("import")
+        lap("import_s")
         cls = getattr(module, "ModelNew", None)
         if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
             raise Rejection("compile_error", "the candidate defines no `class ModelNew(nn.Module)`; define it with the "
@@ -203,6 +215,7 @@ class CandidateRunner:
         seed_construction(int(req.get("init_seed", 0)))
         model = self._guarded(lambda: cls(*init_inputs), "construction", candidate_path,
                               failure="ModelNew(*get_init_inputs()) raised")
+        lap("construct_s")
 
         def copy_reference_state() -> None:  # walks the candidate's modules: guarded like construction
             with self._no_grad():
@@ -212,7 +225,8 @@ class CandidateRunner:
                       failure="handing ModelNew the reference's weights raised")
         self.model = model  # moved to the device by the first check: a prefetched load touches no GPU memory
         self._check_guards("construction")
-        return {"ok": True}
+        lap("weights_s")
+        return {"ok": True, "phases": phases}
 
     def compile(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Import the candidate under guard only, so that its builds (load_inline, NVRTC) land in this

@@ -229,3 +229,22 @@ def test_the_kernel_trace_summary_has_a_field_for_every_entry():
     assert verdict.reason is Reason.CHEAT_SUSPECTED and not verdict.trace.__pydantic_extra__, verdict.trace
     assert verdict.trace.trials == 1 and verdict.trace.traced_over_timed_median == pytest.approx(0.9)
     assert verdict.trace.findings[0].kind == "bookkeeping" and verdict.to_dict()["trace"] == produced
+
+
+def test_a_sandboxed_process_account_of_its_phases_is_kept_only_as_bounded_numbers():
+    """A candidate's process may say anything about where its time went: the parent keeps named finite numbers
+    (at most 16) and the request loop's own measure, and a hostile reply cannot break the verdict's model."""
+    from evaluator.calls import reported_phases
+    from evaluator.verdict import Overhead
+
+    reply = {"phases": {"import_s": 0.5, "x" * 100: 1, "bad": "1.0", "nan": float("nan"), **{f"p{i}": i for i in
+                                                                                            range(30)}},
+             "seconds": 2.25}
+    phases = reported_phases(reply)
+    assert phases["import_s"] == 0.5 and phases["x" * 40] == 1.0 and phases["worker_s"] == 2.25
+    assert "bad" not in phases and "nan" not in phases and len(phases) <= 17
+    assert reported_phases({"phases": ["not", "a", "dict"]}) == {}
+    assert reported_phases({"startup_phases": {"a_s": 1}}, "startup_phases") == {"a_s": 1.0}
+    overhead = Overhead()
+    overhead["check_phases"] = phases  # validates: every value a float
+    assert overhead.check_phases["import_s"] == 0.5
