@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,7 +64,8 @@ def classify(returncode: int | None, log: str) -> tuple[SanitizerStatus, str]:
 
 def sanitize(session: EvaluationSession, source: str, tools: tuple[str, ...] = TOOLS,
              timeout_s: float = 600.0) -> list[SanitizerResult]:
-    """Run ``source`` under each tool on the session's smallest case (two calls, fresh storage each)."""
+    """Run ``source`` under each tool on the session's smallest case (two calls, fresh storage each), the tools
+    in parallel."""
     if session.device != "cuda":
         return [SanitizerResult(tool=t, status=SanitizerStatus.UNAVAILABLE, summary="CPU run: no GPU to check")
                 for t in tools]
@@ -71,7 +73,10 @@ def sanitize(session: EvaluationSession, source: str, tools: tuple[str, ...] = T
     if binary is None:
         return [SanitizerResult(tool=t, status=SanitizerStatus.UNAVAILABLE, summary="compute-sanitizer not found")
                 for t in tools]
-    return [_run_one(session, source, binary, tool, timeout_s) for tool in tools]
+    # The tools side by side, each in its own process: a search's winner waits for the slower of the two instead
+    # of their sum (about 15 s each on an H200). Under the session's shared GPU phase: never while one times.
+    with session.gpu.shared(), ThreadPoolExecutor(max(len(tools), 1), thread_name_prefix="kernelevo-sanitize") as pool:
+        return list(pool.map(lambda tool: _run_one(session, source, binary, tool, timeout_s), tools))
 
 
 def _smallest_inputs(session: EvaluationSession) -> InputSet:
