@@ -1,4 +1,5 @@
-"""``kernelevo jobs``: submit searches to the worker tier and follow them (``submit``, ``show``, ``list``, ``cancel``).
+"""``kernelevo jobs``: submit searches to the worker tier and follow them (``submit``, ``show``, ``list``, ``cancel``,
+``run``: a job's run directory, for ``kernelevo report``).
 
 Every subcommand reads the Redis URL from ``KERNELEVO_REDIS_URL`` and fails at once, with exit status 3,
 when Redis cannot be reached. Bad arguments exit with 2 before anything is sent; an unknown job id
@@ -32,6 +33,7 @@ def register(app: typer.Typer) -> None:
     jobs.command("show")(show_command)
     jobs.command("list")(list_command)
     jobs.command("cancel")(cancel_command)
+    jobs.command("run")(run_command)
     app.add_typer(jobs, name="jobs")
 
 
@@ -239,3 +241,26 @@ def cancel_command(
         typer.echo(messages[outcome], err=outcome in (CancelOutcome.FINISHED, CancelOutcome.NOT_FOUND))
     if outcome in (CancelOutcome.FINISHED, CancelOutcome.NOT_FOUND):
         raise typer.Exit(EXIT_NOT_FOUND)
+
+
+def run_command(
+    job_id: str = typer.Argument(..., help="the job id (job-...)"),
+    out: Path = typer.Option(..., "--out", help="a new or empty directory to write the job's run directory into"),
+) -> None:
+    """Write a job's run directory (as far as the job has got) from the worker tier's mirror in Redis into OUT:
+    its candidates, proposals and summary, so that ``kernelevo report OUT`` renders the full report (timeline,
+    rejections, lineage) and ``kernelevo optimize --resume OUT`` can continue it on this machine."""
+    job_id = _job_id(job_id)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise _fail(f"--out {out}: exists and is not an empty directory; name a new one")
+    client = _client()
+    if client.get(job_id) is None:
+        raise _fail(f"no job {job_id} (finished jobs expire after KERNELEVO_QUEUE_RETENTION_S)", EXIT_NOT_FOUND)
+    try:
+        client.restore_run(job_id, out)
+    except FileNotFoundError as exc:
+        raise _fail(str(exc), EXIT_NOT_FOUND) from None
+    except (OSError, ValueError) as exc:
+        raise _fail(f"the run of {job_id} could not be written to {out}: {exc}", EXIT_USAGE) from None
+    typer.echo(f"wrote the run of {job_id} to {out}")
+    typer.echo(f"Next: kernelevo report {out} --format html --out {out}/report", err=True)

@@ -39,6 +39,7 @@ from kernelevo.search.result import BestCandidate, SearchResult
 from kernelevo.search.rundir import RunDir
 
 MAX_FAILURE_EXAMPLES = 3
+REVALIDATION = "timed-call re-validation"  # the phase of a check that re-judged a timed call's outputs
 
 
 class RecordsError(ValueError):
@@ -114,14 +115,15 @@ def records_from_json(data: Any, where: str = "the JSON") -> RunRecords:
         raise RecordsError(f"{where}: expected a JSON object (a search result, job record or run directory)")
     if isinstance(data.get("spec"), dict) and "state" in data:  # a job record
         spec, result = data["spec"], data.get("result") or {}
-        best = ({"id": "best", "source": result["best_source"], "verdict": result.get("verdict"),
-                 "fitness": result.get("best_fitness", 0.0)} if result.get("best_source") else None)
+        best = ({"id": str(result.get("best_id") or "best"), "source": result["best_source"],
+                 "verdict": result.get("verdict"), "fitness": result.get("best_fitness", 0.0)}
+                if result.get("best_source") else None)
         summary = {"op_id": spec.get("op_id", "?"), "device": spec.get("device", "cpu"),
                    **(result.get("summary") or {}), "stop_reason": result.get("stop_reason", data["state"]),
                    "best": best}
         meta = {"op_id": spec.get("op_id"), "backend": spec.get("backend"), "device": spec.get("device"),
                 "seed": spec.get("seed"), "proposer": spec.get("proposer"), "commit": spec.get("commit_sha"),
-                "budget": spec.get("budgets") or {}}
+                "budget": spec.get("budgets") or {}, "config": _mapping(spec.get("shape")) or None}
         return RunRecords(summary=summary, meta={k: v for k, v in meta.items() if v is not None},
                           error=data.get("error"))
     if isinstance(data.get("search"), dict) and "best" in data:  # a benchmark result
@@ -149,7 +151,8 @@ def read_records(path: Path) -> RunRecords:
 
 def build(records: RunRecords, *, kernel_dir: str | None = None, kernel_path: str | None = None) -> Report:
     """The report of ``records``. ``kernel_dir``: where the winner is stored in the repository (``kernels/<op>``),
-    for the reproduce commands; ``kernel_path``: where a reader finds the winner's source."""
+    for the reproduce commands; ``kernel_path``: where a reader finds the winner's source (default: a run
+    directory's ``best/kernel.py``)."""
     raw = {**_SUMMARY_DEFAULTS, **records.summary}
     if isinstance(raw["best"], dict):  # a job's result names no candidate id (workflows keeps source and verdict)
         raw["best"] = {"id": "best", **raw["best"]}
@@ -173,6 +176,8 @@ def build(records: RunRecords, *, kernel_dir: str | None = None, kernel_path: st
     device = verdict.device if verdict is not None else str(meta.get("device") or summary.device)
     backend = verdict.backend if verdict is not None else str(meta.get("backend") or "unknown")
     by_id = {str(r.get("id")): r for r in archive or []}
+    if kernel_path is None and records.run_dir and (Path(records.run_dir) / "best" / "kernel.py").is_file():
+        kernel_path = str(Path(records.run_dir) / "best" / "kernel.py")  # a local run: where its winner is
     headline = f"the job failed: {records.error}" if status is Status.FAILED and records.error else assessment.reason
     return Report(
         status=status, headline=headline, op=op, device=device, backend=backend,
@@ -273,6 +278,7 @@ def _correctness(verdict: Verdict, summary: SearchResult) -> CorrectnessSummary 
     return CorrectnessSummary(
         cases=cases, seeds=evidence.seeds, distributions=list(evidence.distributions),
         calls=sum(c.calls for c in cases), failed=sum(c.failed for c in cases),
+        revalidations=sum(check.phase == REVALIDATION for case in evidence.cases for check in case.checks),
         worst_abs_err=_worst([c.worst_abs_err for c in cases]), worst_rel_err=_worst([c.worst_rel_err for c in cases]),
         reference_precision=evidence.reference_precision, checks=list(evidence.checks),
         static_enforced=verdict.static.enforced, kernels_launched=list(verdict.static.launched),

@@ -7,10 +7,12 @@ renders as the text it is: no markup, no link, no image, no @-mention, no table 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
 _MARKDOWN_SPECIALS = "\\`*_[]<>|!#~&"
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=\bwww)(?=\.)", re.IGNORECASE)  # where GitHub would start a link
 
 
 def _one_line(text: str) -> str:
@@ -18,10 +20,13 @@ def _one_line(text: str) -> str:
 
 
 def escape_md(text: Any) -> str:
-    """Neutralise Markdown/HTML and @-mentions in text that came from users or candidates (one line)."""
+    """Neutralise Markdown/HTML, @-mentions and GitHub's autolinks (``https://...``, ``www.``, an e-mail address)
+    in text that came from users or candidates (one line). A zero-width space after ``@``, between ``:`` and
+    ``//`` and after ``www`` breaks a mention or a link without changing what a reader sees."""
     out = str(text)
     for ch in _MARKDOWN_SPECIALS:
         out = out.replace(ch, "\\" + ch)
+    out = _AUTOLINK.sub("\u200b", out)
     return _one_line(out.replace("@", "@\u200b"))
 
 

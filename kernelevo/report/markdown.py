@@ -3,7 +3,9 @@
 GitHub refuses a PR body over 65,536 characters and a check-run summary over 65,535; a report with many cases
 could exceed either. :func:`render_markdown` renders in full first, then drops the least important parts one
 by one (collapse per-case tables, the environment's details, the list of checks, the lineage, per-case
-correctness, timing rows past the first ones) until it fits, and says what it cut and where the full report is.
+correctness, timing rows past the first ones) until it fits, then puts back each earlier part the fit did not need
+(cutting 1,500 timing rows should not cost the reader the list of checks), and says what it cut and where the full
+report is.
 A check run that shows several ops' reports gives each a share of its limit (``limit``); each is shortened the
 same way to its share, so every op keeps its result, geomeans and how to reproduce it.
 Sizes are counted in UTF-8 bytes, which is never less than GitHub's character count.
@@ -42,7 +44,7 @@ class Cut(str, enum.Enum):
     LINEAGE = "the winner's lineage table"
     CASE_CORRECTNESS = "per-case correctness"
     FAILURE_EXAMPLES = "rejection examples"
-    ROWS = f"timing rows after the first {MAX_ROWS_WHEN_CUT}"
+    ROWS = "per-case rows after the first {rows}"
     PLOTS = "plots"
     ALL_DETAIL = "everything but the result, the geomeans and how to reproduce"
 
@@ -86,21 +88,50 @@ def render_markdown(report: Report, target: Target = Target.FILE, links: Links |
 
     share = budget if own is not None and budget != own else None
 
-    def attempt() -> str:
-        return _tidy(render_template(markdown_env(), "report.md.j2", r=report, cut={c.name for c in cuts},
-                                     cut_list=[c.value for c in cuts], limit=own or budget, share=share,
-                                     links=links, pull=pull, titles=PLOT_TITLES, baselines=list(Baseline),
-                                     max_rows=MAX_ROWS_WHEN_CUT))
+    def draft(dropped: list[Cut], rows: int = MAX_ROWS_WHEN_CUT) -> str:
+        return _tidy(render_template(markdown_env(), "report.md.j2", r=report, cut={c.name for c in dropped},
+                                     cut_list=[c.value.format(rows=rows) for c in dropped], limit=own or budget,
+                                     share=share, links=links, pull=pull, titles=PLOT_TITLES,
+                                     baselines=list(Baseline), max_rows=rows))
 
-    text = attempt()
+    text = draft(cuts)
     for cut in Cut:
         if budget is None or _size(text) <= budget:
             break
         cuts.append(cut)
-        text = attempt()
+        text = draft(cuts)
+    if budget is not None and len(cuts) > 1 and _size(text) <= budget:
+        # put back each earlier cut the fit did not need, the most important first: only what had to go stays cut
+        for cut in reversed(cuts[:-1]):
+            kept = [c for c in cuts if c is not cut]
+            restored = draft(kept)
+            if _size(restored) <= budget:
+                cuts, text = kept, restored
+    if budget is not None and Cut.ROWS in cuts and _size(text) <= budget:
+        text = _most_rows(draft, cuts, budget, text, _rows(report))
     if budget is not None and _size(text) > budget:  # only clipped user strings are left: clip the text itself
         text = _clip_blocks(text, budget)
     return text
+
+
+def _rows(report: Report) -> int:
+    """The longest per-case table's row count (timings or correctness)."""
+    return max(len(report.timing.cases) if report.timing else 0,
+               len(report.correctness.cases) if report.correctness else 0)
+
+
+def _most_rows(draft: Callable[[list[Cut], int], str], cuts: list[Cut], budget: int, fits: str, total: int) -> str:
+    """The draft with as many per-case rows as fit ``budget`` (at least :data:`MAX_ROWS_WHEN_CUT`, which
+    ``fits``): a binary search, since the size grows with the rows."""
+    low, high = MAX_ROWS_WHEN_CUT, total - 1  # ``total`` rows would not have needed the cut
+    while low < high:
+        middle = (low + high + 1) // 2
+        text = draft(cuts, middle)
+        if _size(text) <= budget:
+            low, fits = middle, text
+        else:
+            high = middle - 1
+    return fits
 
 
 _CLIPPED = "\n\n(cut at GitHub's size limit)\n"

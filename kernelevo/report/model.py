@@ -124,6 +124,7 @@ class CorrectnessSummary(_Part):
     distributions: list[str]
     calls: int
     failed: int
+    revalidations: int = 0  # of the calls, those that re-judged the outputs of timed calls
     worst_abs_err: float | None = None
     worst_rel_err: float | None = None
     reference_precision: str | None = None

@@ -103,7 +103,8 @@ def write_run(path: Path, *, op_id: str = "ops/norm.py::rms_norm", n_cases: int 
                "tokens_in": sum(r["tokens_in"] for r in records), "tokens_out": sum(r["tokens_out"] for r in records),
                "cost_usd": 0.11, "evaluator_busy_fraction": 1.7, "baselines": None,
                "started": "2026-11-30T12:00:00+00:00",
-               "ended": "2026-11-30T12:01:00+00:00", "time_to_first_accepted_s": 18.0, "device": "cuda", "timed": True,
+               "ended": "2026-11-30T12:01:00+00:00", "time_to_first_accepted_s": 18.0 if accepted else None,
+               "device": "cuda", "timed": True,
                "generations": 4, "elapsed_s": 60.0, "duplicates": 1, "proposal_errors": 0,
                "environment": {"gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "triton": "3.6.0"},
                "budget": meta["budget"], "seed": 3}

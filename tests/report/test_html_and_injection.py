@@ -105,3 +105,18 @@ def test_hostile_strings_are_escaped_in_html(tmp_path):
     tree = parse(html)
     assert "script" not in tree.tags and all(url.startswith("data:") for url in tree.urls)
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_urls_in_user_strings_do_not_become_links(tmp_path):
+    """GitHub links a bare ``https://...`` or ``www.`` in text (and an e-mail address): not in a verifier detail
+    or a stop reason, which a candidate or a proposer can steer."""
+    run = write_run(tmp_path / "urls")
+    summary = json.loads((run / "summary.json").read_text())
+    lure = "see https://evil.example/fix or WWW.evil.example, ask admin@evil.example"
+    summary["best"]["verdict"]["detail"] = lure
+    summary["stop_reason"] = lure
+    (run / "summary.json").write_text(json.dumps(summary))
+    text = render_markdown(build(read_records(run)), Target.PR_BODY)
+    prose = re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", text, flags=re.S))
+    assert text.count("evil.example/fix") == 2  # both shown, as text
+    assert "://" not in prose and not re.search(r"(?i)\bwww\.", prose) and "@evil" not in prose

@@ -10,7 +10,14 @@ import pytest
 from report_data import write_run
 
 from kernelevo.report.build import build, read_records
-from kernelevo.report.markdown import CHECK_SUMMARY_LIMIT, PR_BODY_LIMIT, Links, PullRequest, Target, render_markdown
+from kernelevo.report.markdown import (
+    PR_BODY_LIMIT,
+    Cut,
+    Links,
+    PullRequest,
+    Target,
+    render_markdown,
+)
 from kernelevo.report.model import Status
 
 HEADINGS = ["## KernelEvo: `ops/norm.py::rms_norm`", "### Speed per case", "### Correctness evidence", "### Search",
@@ -82,23 +89,32 @@ def test_every_figure_is_the_archives(gpu_run):
                 assert close(row[label], speedup)
         assert close(row["roofline"], case["roofline_fraction"])
     timing = verdict["timing"]
-    geomean = re.search(r"Geomean: (\S+) over eager, (\S+) over torch.compile, (\S+) over", text).groups()
+    geomean = re.search(r"Geomean: (\S+) over eager, (\S+) over torch.compile \(its faster mode in each case\),"
+                        r" (\S+) over", text).groups()
     assert all(close(shown, timing[key]) for shown, key in zip(geomean, (
         "geomean_speedup_vs_eager", "geomean_speedup_vs_compile", "geomean_speedup_vs_best")))
 
     checks = {c["case"]: c["checks"] for c in verdict["correctness"]["cases"]}
+    calls = re.search(r"(\d+) cases × (\d+) seeds, inputs drawn from (\d+) distributions .*?: (\d+) judged calls", text)
+    assert [int(n) for n in calls.groups()] == [len(checks), verdict["correctness"]["seeds"],
+                                                 len(verdict["correctness"]["distributions"]),
+                                                 sum(len(c) for c in checks.values())]
     for row in table_with(text, "worst abs err"):
         case = checks[int(row["case"])]
         assert int(row["calls"]) == len(case) and int(row["failed"]) == sum(not c["ok"] for c in case)
         assert close(row["worst abs err"], max(c["max_abs_err"] for c in case))
         assert close(row["worst rel err"], max(c["max_rel_err"] for c in case))
+        (tolerance,) = next(c["tolerance"] for c in verdict["correctness"]["cases"] if c["case"] == int(row["case"]))
+        shown = row["tolerance (atol, rtol, rel)"].split(", ")
+        assert all(close(x, tolerance[key]) for x, key in zip(shown, ("atol", "rtol", "rel"), strict=True))
 
     archive = [json.loads(line) for line in (gpu_run / "archive.jsonl").read_text().splitlines()]
     judged = [r for r in archive if r["kind"] == "evaluated"]
     rejected = {row["rejected because"]: int(row["candidates"]) for row in table_with(text, "rejected because")}
     assert rejected == {reason: sum(r["verdict"]["reason"] == reason for r in judged if not r["accepted"])
                         for reason in {r["verdict"]["reason"] for r in judged if not r["accepted"]}}
-    line = re.search(r"candidates: (\d+) judged, (\d+) accepted, (\d+) rejected; (\d+) duplicates", text).groups()
+    line = re.search(r"candidates: (\d+) judged, (\d+) accepted, (\d+) rejected; (\d+) duplicates? skipped",
+                     text).groups()
     assert [int(x) for x in line] == [summary["candidates_evaluated"], summary["candidates_accepted"],
                                       sum(rejected.values()), summary["duplicates"]]
     tokens = re.search(r"tokens ([\d,]+) in / ([\d,]+) out; cost \$(\S+)", text).groups()
@@ -106,6 +122,7 @@ def test_every_figure_is_the_archives(gpu_run):
                                                                                   summary["tokens_out"]]
     assert float(tokens[2]) == round(summary["cost_usd"], 2)
     assert close(re.search(r"GPU time: (\S+) GPU-minutes", text).group(1), summary["elapsed_s"] / 60)
+    assert f"candidate `g3-0` (rowwise-1pass, tune, generation 3): `{gpu_run / 'best' / 'kernel.py'}`" in text
     lineage = table_with(text, "operator")
     assert [r["candidate"] for r in lineage] == ["`g1-0`", "`g2-0`", "`g3-0`"]
     assert [float(r["fitness"]) for r in lineage] == [1.2, 1.4, 1.6]
@@ -139,16 +156,36 @@ def test_no_improvement_and_failure_reports(tmp_path, failed_run):
 
 @pytest.mark.parametrize("target", [Target.PR_BODY, Target.CHECK_SUMMARY])
 def test_a_huge_report_is_shortened_and_says_what_was_cut(tmp_path, target):
+    """1,500 cases: only per-case rows are cut, as few as the limit needs; every other part stays."""
     report = build(read_records(write_run(tmp_path / "big", n_cases=1500)))
     full = render_markdown(report, Target.FILE)
     assert len(full.encode()) > PR_BODY_LIMIT
     links = Links(full_report="https://github.com/o/r/blob/b/kernels/x/report.md")
     text = render_markdown(report, target, links)
-    assert len(text.encode()) <= min(PR_BODY_LIMIT, CHECK_SUMMARY_LIMIT)
-    assert "> Shortened to fit GitHub's limit of" in text and "per-case tables collapsed" in text
+    size = len(text.encode())
+    assert target.value - 2_000 < size <= target.value  # the room is used: at most a row pair short of the limit
+    cut = re.search(r"> Shortened to fit GitHub's limit of [\d,]+ characters; cut: (.*?)\. The full report", text)
+    shown = len(table_with(text, "roofline"))
+    assert cut.group(1) == f"per-case rows after the first {shown}" and shown > 20
+    assert len(table_with(text, "worst abs err")) == shown
+    assert text.count(f"{1500 - shown} more cases are in the full report.") == 2  # timings and correctness
     assert "[report](https://github.com/o/r/blob/b/kernels/x/report.md)" in text
-    assert text.count("<details>") == text.count("</details>") >= 1
-    assert "### Reproduce" in text and "Geomean:" in text  # the most important parts stay
+    for kept in ("Checks passed:", "- python ", "### Reproduce", "Geomean:", "**The winner's lineage"):
+        assert kept in text, kept
+    assert text.count("<details>") == text.count("</details>")
+
+
+def test_a_small_share_cuts_more_and_names_each_cut_in_order(tmp_path):
+    """A share too small for every per-case table: more parts go, least important first, each named."""
+    report = build(read_records(write_run(tmp_path / "big", n_cases=1500)))
+    text = render_markdown(report, Target.CHECK_SUMMARY, limit=7_000)
+    assert len(text.encode()) <= 7_000 and "### Reproduce" in text and "Geomean:" in text
+    cut = re.search(r"; cut: (.*?)\.\n", text).group(1).split("; ")
+    rows = len(table_with(text, "roofline"))
+    order = [c.value.format(rows=rows) for c in Cut]
+    assert len(cut) > 1 and all(c in order for c in cut) and cut == sorted(cut, key=order.index)
+    assert Cut.ROWS.value.format(rows=rows) in cut and rows >= 20
+    assert text.count("<details>") == text.count("</details>")
 
 
 def test_the_shortened_text_stays_whole_markdown(tmp_path):
@@ -187,3 +224,13 @@ def test_a_share_too_small_for_the_essentials_is_clipped_with_its_blocks_closed(
         text = render_markdown(report, Target.CHECK_SUMMARY, limit=limit)
         assert len(text.encode()) <= limit and text.endswith("(cut at GitHub's size limit)\n")
         assert text.count("```") % 2 == 0 and text.count("<details>") == text.count("</details>")
+
+
+def test_the_calls_that_re_checked_timed_calls_are_counted(tmp_path):
+    run = write_run(tmp_path / "r")
+    summary = json.loads((run / "summary.json").read_text())
+    for case in summary["best"]["verdict"]["correctness"]["cases"]:
+        case["checks"][-1]["phase"] = "timed-call re-validation"  # the evaluator's phase name (timing_judge)
+    (run / "summary.json").write_text(json.dumps(summary))
+    text = render_markdown(build(read_records(run)))
+    assert "9 judged calls (3 of them re-checking the outputs of timed calls), 0 failed" in text

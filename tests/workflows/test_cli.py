@@ -1,4 +1,4 @@
-"""`kernelevo jobs submit/show/list/cancel` and `kernelevo worker` against a real Redis and a real worker, and
+"""`kernelevo jobs submit/show/list/cancel/run` and `kernelevo worker` against a real Redis and a real worker, and
 their errors: bad arguments exit 2 before anything is sent, no Redis exits 3 at once, unknown jobs exit 1."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def submit_args(repo, *extra):
 
 
 @pytest.mark.slow
-def test_jobs_commands_against_real_redis_and_a_worker(redis_server, start_worker, repo, env):
+def test_jobs_commands_against_real_redis_and_a_worker(redis_server, start_worker, repo, env, tmp_path):
     env(KERNELEVO_REDIS_URL=redis_server.url)
     worker = start_worker("cli1", redis_server.url, GITHUB_TOKEN="ghp_not_for_workers")
     assert "ignoring GITHUB_TOKEN (workers hold no GitHub credential)" in worker.log()
@@ -67,6 +67,17 @@ def test_jobs_commands_against_real_redis_and_a_worker(redis_server, start_worke
     human = run("jobs", "show", job_id)
     assert f"{job_id}: succeeded" in human.stdout and "result    budget_candidates" in human.stdout
 
+    # the job's run directory from the worker tier's mirror, rendered as a report with its timeline
+    run_dir = tmp_path / "job-run"
+    fetched = run("jobs", "run", job_id, "--out", str(run_dir))
+    assert fetched.exit_code == 0, fetched.output
+    assert (run_dir / "best" / "kernel.py").read_text() == done["result"]["best_source"]
+    reported = run("report", str(run_dir), "--out", str(tmp_path / "report"))
+    assert reported.exit_code == 0, reported.output
+    assert "Best fitness over time" in (tmp_path / "report" / "report.md").read_text()
+    again_run = run("jobs", "run", job_id, "--out", str(run_dir))  # never over an existing directory
+    assert again_run.exit_code == 2 and "not an empty directory" in again_run.stderr
+
     listed = run("jobs", "list", "--json")
     assert [r["id"] for r in json.loads(listed.stdout)] == [other, job_id]
     only = run("jobs", "list", "--state", "cancelled", "--json")
@@ -78,6 +89,8 @@ def test_jobs_commands_against_real_redis_and_a_worker(redis_server, start_worke
     assert finished.exit_code == 1 and json.loads(finished.stdout)["outcome"] == "finished"
     missing = run("jobs", "show", "job-000000000000")
     assert missing.exit_code == 1 and "no job job-000000000000" in missing.stderr
+    no_run = run("jobs", "run", "job-000000000000", "--out", str(tmp_path / "none"))
+    assert no_run.exit_code == 1 and "no job job-000000000000" in no_run.stderr
     assert "ghp_not_for_workers" not in worker.log()
 
 
