@@ -19,6 +19,7 @@ import httpx
 import pytest
 from bot_harness import REPO, settings_for, wait_for
 from browser import chromium, is_png
+from html5_check import html5_valid
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
@@ -171,6 +172,7 @@ def test_every_string_is_escaped_in_the_html():
                        fragment=True)
     assert part.lstrip().startswith('<time id="generated"') and '<main id="jobs">' in part
     assert "<style" not in part and "<script" not in part and "<img" not in part
+    html5_valid(html)
 
 
 def test_security_headers():
@@ -285,6 +287,7 @@ def test_http_answers_of_the_served_page(served):
     assert nonce != re.search(r"'nonce-([A-Za-z0-9_-]+)'", http.get("/").headers["content-security-policy"]).group(1)
     assert page.headers["x-content-type-options"] == "nosniff" and "no-store" in page.headers["cache-control"]
     assert '<meta name="viewport"' in page.text and "http://" not in page.text.replace(bot.fake.base_url, "")
+    html5_valid(page.text)
     for word in PRIVATE_WORDS:
         assert word not in page.text
     feed = wait_for(lambda: (f := http.get("/status.json").json())["queued"] and f, "the public job in the feed")

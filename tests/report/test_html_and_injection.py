@@ -9,6 +9,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+from html5_check import html5_valid
 from report_data import write_run
 
 from kernelevo.report.build import build, read_records
@@ -56,6 +57,12 @@ def test_the_html_report_is_valid_and_self_contained(gpu_run):
     assert tree.tags.count("img") == 4  # speedup, fitness, rejections, lineage
     assert tree.urls and all(url.startswith("data:image/svg+xml;base64,") for url in tree.urls)  # nothing fetched
     assert "<style>" in html and "Speed per case" in html and "NVIDIA H200" in html
+    html5_valid(html)
+
+
+def test_hostile_and_failed_html_reports_are_valid_html5(tmp_path, failed_run):
+    html5_valid(render_html(build(read_records(hostile_run(tmp_path)))))
+    html5_valid(render_html(build(read_records(failed_run))))
 
 
 def test_the_html_report_renders_without_matplotlib(gpu_run):
