@@ -74,8 +74,8 @@ def sanitize(session: EvaluationSession, source: str, tools: tuple[str, ...] = T
         return [SanitizerResult(tool=t, status=SanitizerStatus.UNAVAILABLE, summary="compute-sanitizer not found")
                 for t in tools]
     # The tools side by side, each in its own process: a search's winner waits for the slower of the two instead
-    # of their sum (about 15 s each on an H200). Under the session's shared GPU phase: never while one times.
-    with session.gpu.shared(), ThreadPoolExecutor(max(len(tools), 1), thread_name_prefix="kernelevo-sanitize") as pool:
+    # of their sum (about 15 s each on an H200). The caller holds the GPU (EvaluationSession.sanitize: exclusive).
+    with ThreadPoolExecutor(max(len(tools), 1), thread_name_prefix="kernelevo-sanitize") as pool:
         return list(pool.map(lambda tool: _run_one(session, source, binary, tool, timeout_s), tools))
 
 
