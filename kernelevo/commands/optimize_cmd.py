@@ -12,7 +12,9 @@ import contextlib
 import json
 import shlex
 import shutil
+import signal
 import sys
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -289,13 +291,16 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, config, 
         reporter = live = RichReporter(op_id, budget)
     elif not quiet:  # a log (CI): plain lines as the search goes, no panel
         reporter = PlainReporter(op_id, budget, sys.stderr)
+    interrupted = threading.Event()
     try:
         # The panel is closed before anything else is printed (the summary, the resume hint after Ctrl-C):
         # while it is live it redraws itself over the lines below it.
-        with live if live is not None else contextlib.nullcontext():
+        with _ctrl_c(interrupted), live if live is not None else contextlib.nullcontext():
             result = run_search(task_path, op_id=op_id, backend=backend, proposer=proposer, budget=budget,
                                 device=device, run_dir=run_dir, seed=seed, resume=meta is not None, config=config,
-                                on_progress=reporter)
+                                on_progress=reporter, should_cancel=interrupted.is_set)
+        if interrupted.is_set():  # the KeyboardInterrupt was lost on its way (below): the search stopped anyway
+            raise KeyboardInterrupt
     except EvalSetupError as exc:
         return _setup_failed(target, exc, run_dir if meta is None else None, json_lines)
     except KeyboardInterrupt:
@@ -309,6 +314,27 @@ def _run_one(target, job, root, proposer, backend, device, seed, given, config, 
         for line in summary_lines(result):
             typer.echo(line)
     return result
+
+
+@contextlib.contextmanager
+def _ctrl_c(interrupted: threading.Event) -> Any:
+    """Ctrl-C as Python's default handler takes it (KeyboardInterrupt in the main thread), and remembered: an
+    exception raised while the interpreter runs a finaliser (``__del__``, a weakref callback) is only printed,
+    never propagated, so the flag also stops the search at its next candidate (``should_cancel``) and the run
+    ends as interrupted, exit 130, whichever of the two arrives."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:  # a handler installed from C reads as None: Python's own is the default then
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
 
 def _is_terminal(stream: Any) -> bool:

@@ -104,7 +104,8 @@ def test_the_resume_hint_after_ctrl_c_is_printed_after_the_live_panel_stops(repo
     try:
         assert first_candidate.wait(timeout=300), b"".join(chunks).decode(errors="replace")[-3000:]
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the terminal's foreground process group
-        assert proc.wait(timeout=300) == 130
+        returncode = proc.wait(timeout=300)
+        assert returncode == 130, b"".join(chunks).decode(errors="replace")[-3000:]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -218,3 +219,26 @@ def test_the_readme_first_command_job_on_cpu_then_the_op_runs_its_kernel_in_a_fr
     assert call.returncode == 0, call.stderr[-3000:]
     assert json.loads(call.stdout.strip().splitlines()[-1]) == {"dispatches": True, "correct": True}
     assert "kernelevo.dispatch: rms_norm.py::rms_norm: a call ran kernels/rms_norm" in call.stderr, call.stderr
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed interrupt itself
+def test_a_ctrl_c_that_lands_in_a_finaliser_is_remembered():
+    """Python only prints an exception raised while a finaliser runs: the Ctrl-C must still end the search (the
+    flag is its should_cancel) and the run must end as interrupted."""
+    import gc
+
+    from kernelevo.commands.optimize_cmd import _ctrl_c
+
+    class Finalised:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10_000):  # the handler runs between bytecodes, inside this finaliser
+                pass
+
+    interrupted = threading.Event()
+    before = signal.getsignal(signal.SIGINT)
+    with _ctrl_c(interrupted):
+        Finalised()  # dropped at once: its __del__ runs here and swallows the KeyboardInterrupt
+        gc.collect()
+    assert interrupted.is_set()
+    assert signal.getsignal(signal.SIGINT) is before
