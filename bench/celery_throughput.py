@@ -132,9 +132,12 @@ def _kept_run(runs: Path, out: Path, op: str) -> dict[str, Any]:
 
 
 def _portable(text: str) -> str:
-    """A log excerpt without this machine's paths (the report is committed): the checkout and the interpreter's
-    prefix become ``<repo>`` and ``<python>``."""
-    for path, name in ((str(ROOT), "<repo>"), (sys.prefix, "<python>"), (sys.base_prefix, "<python>")):
+    """A log excerpt without this machine's paths (the report is committed): the checkout, the interpreter's
+    prefix and the folders on PYTHONPATH (wheels unpacked for a device run) become ``<repo>``, ``<python>`` and
+    ``<site>``."""
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
+    for path, name in ((str(ROOT), "<repo>"), (sys.prefix, "<python>"), (sys.base_prefix, "<python>"),
+                       *((p, "<site>") for p in extra)):
         text = text.replace(path, name)
     return text
 

@@ -115,8 +115,8 @@ def reported_phases(reply: dict[str, Any], key: str = "phases") -> dict[str, flo
     raw = reply.get(key)
     phases = {str(k)[:40]: round(float(v), 3) for k, v in list(raw.items())[:16]
               if isinstance(v, (int, float)) and math.isfinite(v)} if isinstance(raw, dict) else {}
-    seconds = reply.get("seconds")
-    if key == "phases" and isinstance(seconds, (int, float)) and math.isfinite(seconds):
+    seconds = reply.get("seconds")  # set by the request loop on every reply (the start-up message has none)
+    if isinstance(seconds, (int, float)) and math.isfinite(seconds):
         phases["worker_s"] = round(float(seconds), 3)
     return phases
 

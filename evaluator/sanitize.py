@@ -27,6 +27,7 @@ from evaluator.verdict import SanitizerResult, SanitizerStatus
 
 if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
+    from evaluator.static_check import StaticReport
 
 ERROR_EXIT = 97
 TOOLS = ("racecheck", "memcheck")
@@ -75,8 +76,11 @@ def sanitize(session: EvaluationSession, source: str, tools: tuple[str, ...] = T
                 for t in tools]
     # The tools side by side, each in its own process: a search's winner waits for the slower of the two instead
     # of their sum (about 15 s each on an H200). The caller holds the GPU (EvaluationSession.sanitize: exclusive).
+    from evaluator.static_check import check_source
+
+    report = check_source(source, "candidate", allow_torch=session.plan.get("allow_ops", []))
     with ThreadPoolExecutor(max(len(tools), 1), thread_name_prefix="kernelevo-sanitize") as pool:
-        return list(pool.map(lambda tool: _run_one(session, source, binary, tool, timeout_s), tools))
+        return list(pool.map(lambda tool: _run_one(session, source, report, binary, tool, timeout_s), tools))
 
 
 def _smallest_inputs(session: EvaluationSession) -> InputSet:
@@ -86,9 +90,9 @@ def _smallest_inputs(session: EvaluationSession) -> InputSet:
     return InputSet(case, int(first["seed"]), first["file"], session.distribution_of(int(first["seed"])))
 
 
-def _run_one(session: EvaluationSession, source: str, binary: str, tool: str, timeout_s: float) -> SanitizerResult:
+def _run_one(session: EvaluationSession, source: str, report: StaticReport, binary: str, tool: str,
+             timeout_s: float) -> SanitizerResult:
     from evaluator.run_candidate import send_load
-    from evaluator.static_check import check_source
 
     started = time.perf_counter()
     wrapper = [binary, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), "--print-limit", "20",
@@ -96,7 +100,6 @@ def _run_one(session: EvaluationSession, source: str, binary: str, tool: str, ti
     worker = processes.spawn_worker("candidate", "cuda", session.procs, session.options.memory_mb, wrapper=wrapper,
                                     workspace=session.placement.repo)
     try:
-        report = check_source(source, "candidate", allow_torch=session.plan.get("allow_ops", []))
         send_load(session, worker, source, report)
         worker.wait_ready(timeout_s)
         loaded = worker.receive(timeout_s)

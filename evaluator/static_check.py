@@ -135,6 +135,7 @@ emptiness depends on the data, element-wise host work spelled without conversion
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -424,9 +425,10 @@ class ModelNew(nn.Module):
 """
 
 
+@functools.cache
 def warm_up() -> None:
-    """Check a small candidate once, so the first real check does not pay for importing torch and triton (a
-    session does this while its reference process starts)."""
+    """Check a small candidate once per process, so the first real check does not pay for importing torch and
+    triton (a session does this while its reference process starts; later sessions find it done)."""
     check_source(_WARM_UP_SOURCE, "<warm-up>")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -54,7 +55,7 @@ def main() -> int:
             results.append({"op": task.stem, "error": p.error})
             continue
         start = time.time()
-        with EvaluationSession(str(task), device=args.device, options=options) as session:
+        with EvaluationSession(os.path.relpath(task), device=args.device, options=options) as session:
             for i, cell in enumerate(proposer.strategies(source)):
                 if cell in skip:
                     continue

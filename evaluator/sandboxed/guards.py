@@ -904,18 +904,17 @@ class AuditGuard:
         # events that it lets through)
         raiser: FrameType | None = self._getframe(2)
         frame = raiser
-        while frame is not None and frame.f_code.co_filename != self.candidate_file:
-            if frame.f_code.co_filename.startswith(self._library_dirs):
-                break
+        while frame is not None and frame.f_code.co_filename != self.candidate_file \
+                and not frame.f_code.co_filename.startswith(self._library_dirs):
             frame = frame.f_back
         if frame is None or frame.f_code.co_filename == self.candidate_file:
-            frame = raiser
+            frame = raiser  # no torch or Triton frame below the candidate's: the raiser itself
         if frame is None or frame.f_code.co_filename == self.candidate_file:
             return ""
         path = frame.f_code.co_filename
         for root in self._library_dirs:
             if path.startswith(root):
-                path = self._basename(root.rstrip(os.sep)) + os.sep + path[len(root):].lstrip(os.sep)
+                path = self._basename(root.rstrip(os.sep)) + os.sep + path[len(root):]  # roots end with a separator
                 break
         return f" (in {path}:{frame.f_lineno})"
 
