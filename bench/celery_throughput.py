@@ -3,6 +3,7 @@
     python bench/celery_throughput.py --device cuda                   # the H200 run (one worker on GPU 0)
     python bench/celery_throughput.py --device cpu --budget-candidates 2 --ops rms_norm   # smoke test
     python bench/celery_throughput.py --combine A/celery_throughput.json B/... --out DIR  # other ops' runs, one table
+    python bench/celery_throughput.py --paths celery --ops swiglu     # one path only (the other from another call)
 
 For each op of bench/ops (default: rms_norm, swiglu, layer_norm) and the same budget, seed and search shape:
 
@@ -111,7 +112,7 @@ def run_in_process(op: str, args: argparse.Namespace, env: dict[str, str], work:
     result = results[-1]
     evaluated, elapsed = result["candidates_evaluated"], result["elapsed_s"]
     return {"evaluated": evaluated, "accepted": result["candidates_accepted"], "search_s": elapsed,
-            "process_wall_s": round(wall, 3), "stop_reason": result["stop_reason"],
+            "process_wall_s": round(wall, 3), "stop_reason": result["stop_reason"], "phases": result.get("phases"),
             "candidates_per_minute": evaluated / (wall / 60) if wall else None,
             **_kept_run(work / "runs", args.out, op)}
 
@@ -236,6 +237,7 @@ def run_through_celery(op: str, args: argparse.Namespace, services: Services) ->
             "recoveries": record["recoveries"], "search_s": record["progress"]["elapsed_s"], "job_wall_s": wall,
             "submit_to_end_s": round(time.monotonic() - submitted, 3),
             "stop_reason": (record.get("result") or {}).get("stop_reason"),
+            "phases": ((record.get("result") or {}).get("summary") or {}).get("phases"),
             "candidates_per_minute": evaluated / (wall / 60) if wall else None}
 
 
@@ -251,9 +253,29 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| op | in-process cand/min | Celery cand/min | ratio | chunks | evaluated (in-process / Celery) |",
              "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['op']} | {cell(r['in_process']['candidates_per_minute'])} | "
-                     f"{cell(r['celery']['candidates_per_minute'])} | {cell(r['ratio'], '.3f')} | "
-                     f"{r['celery']['chunks']} | {r['in_process']['evaluated']} / {r['celery']['evaluated']} |")
+        a, b = r.get("in_process", {}), r.get("celery", {})
+        lines.append(f"| {r['op']} | {cell(a.get('candidates_per_minute'))} | {cell(b.get('candidates_per_minute'))} | "
+                     f"{cell(r['ratio'], '.3f')} | {b.get('chunks', '—')} | {a.get('evaluated', '—')} / "
+                     f"{b.get('evaluated', '—')} |")
+    return "\n".join(lines)
+
+
+def phase_table(rows: list[dict[str, Any]]) -> str:
+    """Where each path's wall time went (the last session's phases; `other` is the wall not in them: Python's
+    start-up in-process, chunk set-up and hand-offs through Celery). Rows measured before phases were recorded
+    show dashes."""
+    names = ("session_start_s", "baselines_s", "search_s", "sanitize_s")
+    lines = ["| op | path | wall s | session start s | of it baselines s | search s | sanitize s | other s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for path, wall_key in (("in_process", "process_wall_s"), ("celery", "job_wall_s")):
+            side = r.get(path) or {}
+            phases, wall = side.get("phases") or {}, side.get(wall_key)
+            cells = [phases.get(n) for n in names]
+            known = [phases.get(n) for n in ("session_start_s", "search_s", "sanitize_s")]
+            other = wall - sum(known) if wall is not None and all(v is not None for v in known) else None
+            shown = ["—" if v is None else f"{v:.1f}" for v in (wall, *cells, other)]
+            lines.append(f"| {r['op']} | {path.replace('_', '-')} | " + " | ".join(shown) + " |")
     return "\n".join(lines)
 
 
@@ -271,28 +293,57 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "target_ratio": 0.95}
 
 
+PATHS = ("in_process", "celery")
+
+
+def _shown(path: Path) -> str:
+    """A report's name in a combined report: relative to the repository where it lies inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def merge_rows(reports: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Every op's two paths from the runs that measured them (a device call is time-boxed: three ops take
+    several calls, and an op's two paths may come from two). A path a time-boxed run finished counts; one
+    measured twice, or an op left with a single path, is refused. Each row says which run gave each path."""
+    merged: dict[str, dict[str, Any]] = {}
+    for name, report in reports:
+        for row in report["rows"]:
+            target = merged.setdefault(row["op"], {"op": row["op"], "from": {}})
+            for path in PATHS:
+                if path not in row:
+                    continue
+                if path in target:
+                    raise SystemExit(f"{row['op']}: the {path} path is in {target['from'][path]} and in {name}: "
+                                     "measured twice, keep one")
+                target[path], target["from"][path] = row[path], name
+    missing = [f"{op} ({', '.join(p for p in PATHS if p not in row)})" for op, row in merged.items()
+               if any(p not in row for p in PATHS)]
+    if missing:
+        raise SystemExit(f"ops without both paths: {'; '.join(missing)}: run the missing path with --paths")
+    return list(merged.values())
+
+
 def combine(reports: list[Path], out: Path) -> int:
-    """One report from runs of different ops on the same machine and versions (a device call is time-boxed:
-    three ops take two calls). Refuses runs of different GPUs, drivers, versions or budgets, and an op twice."""
+    """One report from runs on the same machine and versions (the ops, or an op's two paths, split over calls).
+    Refuses runs of different GPUs, drivers, versions, budgets or seeds, a path measured twice, an op missing one."""
     loaded = [json.loads(path.read_text()) for path in reports]
     same = ("device", "gpu", "versions", "budget_candidates", "seed")
     for path, report in zip(reports[1:], loaded[1:]):
         differs = [key for key in same if report.get(key) != loaded[0].get(key)]
         if differs:
             raise SystemExit(f"{path}: {', '.join(differs)} differ from {reports[0]}: not one measurement")
-    unfinished = [str(path) for path, report in zip(reports, loaded) if report.get("partial")]
-    if unfinished:
-        raise SystemExit(f"unfinished runs (partial: true): {', '.join(unfinished)}")
-    rows = [row for report in loaded for row in report["rows"]]
-    ops = [row["op"] for row in rows]
-    if len(set(ops)) != len(ops):
-        raise SystemExit(f"an op appears in more than one run: {ops}")
+    names = [_shown(path) for path in reports]
+    rows = merge_rows(list(zip(names, loaded)))
     report = {**{key: loaded[0][key] for key in ("benchmark", "machine", *same)},
-              "dates": [r["date"] for r in loaded], "combined_from": [p.name for p in reports], "partial": False,
-              **summarise(rows), "log_tails": {p.name: r.get("log_tails", {}) for p, r in zip(reports, loaded)}}
+              "dates": [r["date"] for r in loaded], "combined_from": names, "partial": False,
+              **summarise(rows), "log_tails": {n: r.get("log_tails", {}) for n, r in zip(names, loaded)}}
     out.mkdir(parents=True, exist_ok=True)
     (out / "celery_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
     print(table(rows))
+    print("\n" + phase_table(rows))
     ratio = report["geomean_ratio"]
     print(f"\ngeomean Celery/in-process: {ratio:.3f} (target >= 0.95)" if ratio else "\nno ratio measured")
     return 0
@@ -310,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=1800, help="per op and path")
     parser.add_argument("--redis-server", default=None, help="path of redis-server (default: on PATH)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "celery_throughput")
+    parser.add_argument("--paths", default="in_process,celery",
+                        help="which paths to run (in_process, celery); --combine pairs runs of one path each")
     parser.add_argument("--combine", type=Path, nargs="+", default=None, metavar="REPORT",
                         help="merge the celery_throughput.json of runs of other ops into --out (runs nothing)")
     args = parser.parse_args(argv)
@@ -319,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [op for op in ops if not (ROOT / "bench" / "ops" / f"{op}.py").is_file()]
     if unknown:
         parser.error(f"no bench op {', '.join(unknown)} (see bench/ops/)")
+    paths = [p.strip().replace("-", "_") for p in args.paths.split(",") if p.strip()]
+    if not paths or any(p not in PATHS for p in paths):
+        parser.error(f"--paths takes {' and/or '.join(PATHS)}, not {args.paths!r}")
 
     rows: list[dict[str, Any]] = []
     logs: dict[str, str] = {}
@@ -326,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     def write(partial: bool) -> dict[str, Any]:
         """The report so far (written after every op and path: a time-boxed run keeps what it measured)."""
         report = {**machine, "budget_candidates": args.budget_candidates, "seed": args.seed, "partial": partial,
+                  "paths": paths,
                   **summarise(rows), "log_tails": logs}
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "celery_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -344,23 +401,29 @@ def main(argv: list[str] | None = None) -> int:
         inproc_env = {**env, **_caches(work / "cache-in-process")}
         # One op at a time on both paths (the worker idles while the in-process search runs): a time-boxed run
         # still pairs every op it reached.
-        services = Services(args, {**env, **_caches(work / "cache-celery")}, work / "celery")
+        services = Services(args, {**env, **_caches(work / "cache-celery")}, work / "celery") \
+            if "celery" in paths else None
         try:
             for op in ops:
-                rows.append({"op": op, "in_process": run_in_process(op, args, inproc_env, work / f"inproc-{op}")})
-                write(partial=True)
-                rows[-1]["celery"] = run_through_celery(op, args, services)
-                write(partial=True)
+                rows.append({"op": op})
+                if "in_process" in paths:
+                    rows[-1]["in_process"] = run_in_process(op, args, inproc_env, work / f"inproc-{op}")
+                    write(partial=True)
+                if services is not None:
+                    rows[-1]["celery"] = run_through_celery(op, args, services)
+                    write(partial=True)
         finally:
-            services.stop()
+            if services is not None:
+                services.stop()
             logs.update({name: _portable((work / "celery" / name).read_text(errors="replace")[-4000:])
                          for name in ("redis.log", "worker.log") if (work / "celery" / name).is_file()})
             write(partial=True)
     report = write(partial=False)
     print(table(rows))
+    print("\n" + phase_table(rows))
     ratio = report["geomean_ratio"]
     print(f"\ngeomean Celery/in-process: {ratio:.3f} (target >= 0.95)" if ratio else "\nno ratio measured")
-    return 0 if all(r["celery"]["state"] in TERMINAL - {"failed", "cancelled"} for r in rows) else 1
+    return 0 if all(r["celery"]["state"] in TERMINAL - {"failed", "cancelled"} for r in rows if "celery" in r) else 1
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 #   verifier  bench/verifier_bench.py (BENCH_S; READY processes started ahead) then the candidate suite (SUITE_S)
 #   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
-#             (CANDIDATES per op, MINUTES cap per search, CELERY_S seconds)
+#             (CANDIDATES per op, MINUTES cap per search, CELERY_S seconds; PATHS: in_process and/or celery)
 #   offline   bench/ops/_check_offline.py: every offline strategy of OPS through the verifier (OFFLINE_S)
 #   corpus    bench/public_corpus.py on the tasks' small cases (CORPUS_S seconds; CORPUS_ONLY entry id substrings)
 #   vmm       the GPU tests of the CUDA VMM output hand-off between sandboxes and the session's probe (TESTS_S)
@@ -106,6 +106,7 @@ PY
     ;;
   celery)
     timeout "${CELERY_S:-560}" python3 bench/celery_throughput.py --device cuda --ops "${OPS:-rms_norm,swiglu,layer_norm}" \
+      --paths "${PATHS:-in_process,celery}" \
       --budget-candidates "${CANDIDATES:-24}" ${MINUTES:+--budget-minutes "$MINUTES"} --out "$OUT/celery-$tag" 2>&1 \
       | tee "$OUT/celery-$tag.log" | tail -16
     ;;

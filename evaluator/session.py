@@ -77,6 +77,7 @@ class EvaluationSession:
         # before any candidate exists; a candidate's failure changes only how its own outputs travel).
         self.handoff_mode = "file"
         self.baselines: dict[str, Any] | None = None
+        self.start_phases: dict[str, float] = {}
         try:
             report = sandbox.require_isolation("candidate kernels and the task's code")
         except sandbox.IsolationUnavailable as exc:
@@ -103,19 +104,26 @@ class EvaluationSession:
     def _start_reference(self) -> None:
         # The reference holds every case's inputs and float64 answers: give it more room than a candidate.
         reference_mb = self.options.memory_mb * (4 if self.device == "cuda" else 1)
+        clock = time.perf_counter
+        began = clock()
         self.reference = processes.spawn_worker("reference", self.device, self.procs, max(reference_mb, 4096),
                                                 read_only=[*self.task_roots, self.procs], writable=[self.inputs_dir])
         ready = self._ref({"op": "ready"}, wait_ready=True)
+        loaded = clock()
         self.reference_startup_s = float(ready.get("startup_s", 0.0))
         self.plan = self._ref({"op": "load", "task": str(self.task_path), "small": self.small, "seeds": self.seeds,
                                "init_seed": self.init_seed, "inputs_dir": str(self.inputs_dir)})
         self.environment = {**self.plan.get("environment", {}), "isolation": self.isolation,
                             "isolation_enforced": self.isolation_report.enforced()}
         self._distributions = dict(zip(self.seeds, self.plan.get("distributions", [])))
+        planned = clock()
         if self.device == "cuda":
             self.baselines = self._ref({"op": "baselines", "seeds": self.timing_seeds,
                                         "trials": self.options.timing_trials, "warmup_ms": self.options.warmup_ms,
                                         "modes": list(self.options.baselines)}, timeout=1800)
+        # where the session's start went (the search's summary reports it beside the search's own time)
+        self.start_phases = {"reference_start_s": round(loaded - began, 3), "load_s": round(planned - loaded, 3),
+                             "baselines_s": round(clock() - planned, 3)}
 
     def _trace_shim(self) -> Any:
         """The kernel-trace shim for candidate processes (GPU verdicts rest on it: no shim, no GPU verdict)."""

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import platform
+import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -130,7 +131,10 @@ def run_search(
     context = contextlib.nullcontext(evaluator) if evaluator is not None else _evaluation_session(
         given_task, device, eval_options
     )
+    clock = time.perf_counter
+    began = clock()
     with context as session:
+        opened = clock()
         loop = SearchLoop(
             op_id=op_id, task_source=task_source, proposer=proposer, evaluator=session, run=run, budget=budget,
             config=config, seed=seed, backend=backend, prices=prices,
@@ -139,11 +143,14 @@ def run_search(
             evaluations_in_flight=in_flight,
         )
         reason = loop.run()
+        searched = clock()
         baselines = getattr(session, "baselines", None)
         environment = dict(getattr(session, "environment", None) or {})
         sanitized = _sanitize_best(session, loop, device) if reason != "cancelled" else None
+        phases = {"session_start_s": round(opened - began, 3), **(getattr(session, "start_phases", None) or {}),
+                  "search_s": round(searched - opened, 3), "sanitize_s": round(clock() - searched, 3)}
     result = _result(loop, run, op_id, device, reason, baselines, started, previous)
-    result.environment = environment
+    result.environment, result.phases = environment, phases
     if sanitized is not None:
         result.sanitizer, failed = sanitized
         if failed and result.best is not None:  # a race or a bad access the correctness calls missed: not published

@@ -83,6 +83,9 @@ class SearchResult:
     # Judged candidates the verifier rejected, by Reason value (every session of the run); None: a summary written
     # before it was recorded, so a report says "not recorded" rather than "none rejected".
     rejections: dict[str, int] | None = None
+    # Where the last session's wall time went, in seconds: session_start_s (reference process, inputs, baselines;
+    # split into the session's own reference_start_s, load_s, baselines_s), search_s, sanitize_s.
+    phases: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
