@@ -182,6 +182,7 @@ class CandidateRunner:
 
         init = load_fd(fds[0])
         init_inputs, reference_tables = list(init["init_inputs"]), dict(init["tables"])
+        lap("init_file_s")
         self.allow_ops = tuple(req.get("allow_ops", ()))
         # the candidate's own torch.library ops (found statically): calling them is launching its kernels
         self.own_ops = frozenset(str(op) for op in req.get("own_ops", ()) if "::" in str(op))
@@ -190,14 +191,17 @@ class CandidateRunner:
                               interpreted=self.device == "cpu")
         if self.device == "cpu":
             self.bounds.install()
+        lap("launch_guards_s")
         candidate_path = self.candidate_path
         self.audit = guards.AuditGuard(candidate_path, ALLOWED_IMPORT_ROOTS, scratch=self.scratch)
         self.host = guards.HostConversionGuard(self.audit)
         if req.get("runtime_guards", True):
             self.audit.install()
+            lap("audit_s")
             self.host.install()
+            lap("host_guard_s")
             self.own_bodies.install()
-        lap("guards_s")
+            lap("own_bodies_s")
         self.attrs_before = self._snapshot()
         self.threads_before = self._threads()
         lap("snapshot_s")

@@ -1235,8 +1235,11 @@ def warm_up_guards() -> None:
     """Trigger the lazy imports the guards themselves cause (torch._dynamo wraps torch.manual_seed when
     first imported), so that the attribute snapshot taken afterwards sees a settled torch; and the ones a
     candidate's allowed toolchain causes (``kernelevo.cuda.compile`` reads the settings, whose import walks
-    frames inside pydantic), so that they happen before any guard is active. Nothing writes bytecode."""
+    frames inside pydantic), so that they happen before any guard is active; and the ones installing the guards
+    causes (``load_inline``'s module, wrapped on a GPU), so that a load's guard phase does not pay them. Nothing
+    writes bytecode."""
     import torch._dynamo  # noqa: F401
+    import torch.utils.cpp_extension  # noqa: F401
 
     import kernelevo.cuda  # noqa: F401
     import kernelevo.settings

@@ -24,10 +24,15 @@ if TYPE_CHECKING:
     from evaluator.sandboxed.reference import ReferenceRunner
 
 
-def _timing_sets(task: taskspec.LoadedTask, small: bool, seeds: list[int]) -> list[list[list[Any]]]:
-    """sets[case][k]: the k-th timing input set of each case (seed ``seeds[k]``, the task's own draw), on the CPU."""
-    per_seed = [taskspec.generate_cases(task, small, int(s), "task") for s in seeds]
-    return [[per_seed[k][ci] for k in range(len(seeds))] for ci in range(len(per_seed[0]))]
+def _timing_sets(task: taskspec.LoadedTask, small: bool,
+                 seeds: list[int]) -> tuple[list[list[list[Any]]], list[torch.Tensor]]:
+    """sets[case][k]: the k-th timing input set of each case (seed ``seeds[k]``, the task's own draw), on the CPU;
+    and the CPU generator's state after each seed's draw."""
+    per_seed, states = [], []
+    for seed in seeds:
+        per_seed.append(taskspec.generate_cases(task, small, int(seed), "task"))
+        states.append(torch.get_rng_state())
+    return [[per_seed[k][ci] for k in range(len(seeds))] for ci in range(len(per_seed[0]))], states
 
 
 @dataclass(frozen=True)
@@ -112,8 +117,10 @@ def candidate_time(timed: TimedCandidate, sets_per_case: list[list[list[Any]]], 
 
 def reference_baselines(runner: ReferenceRunner, req: dict[str, Any]) -> dict[str, Any]:
     assert runner.task is not None
-    host_sets = _timing_sets(runner.task, runner.small, req["seeds"])
+    host_sets, states = _timing_sets(runner.task, runner.small, req["seeds"])
     files = [[runner._write_inputs(inputs) for inputs in sets] for sets in host_sets]  # for candidate processes
+    runner.timing_inputs = {(ci, int(seed)): (path, state) for ci, paths in enumerate(files)
+                            for seed, path, state in zip(req["seeds"], paths, states)}
     sets_per_case = [[[v.to("cuda") if isinstance(v, torch.Tensor) else v for v in inputs] for inputs in sets]
                      for sets in host_sets]
     flush = timing.flush_buffer()

@@ -2,10 +2,11 @@
 
 The real ``openai`` client talks to ``base_url`` (OpenAI, vLLM, SGLang, Ollama, OpenRouter ...).
 Prompts are Jinja2 templates in ``prompts/``; code comes out through :mod:`kernelevo.search.extract`.
-Requests run on a bounded thread pool (several in flight, ``propose`` may itself be called from
-several threads); 429/5xx/timeouts are retried with exponential backoff and jitter, honouring
-``Retry-After``. Tokens come from the API's ``usage`` field; money from the price table. The API key
-is held as a ``SecretStr`` until the client is built and never appears in logs, errors or prompts.
+Requests run in bounded daemon threads (several in flight, ``propose`` may itself be called from
+several threads; an interrupted run aborts them: :mod:`kernelevo.search.request_threads`); 429/5xx/timeouts
+are retried with exponential backoff and jitter, honouring ``Retry-After``. Tokens come from the API's
+``usage`` field; money from the price table. The API key is held as a ``SecretStr`` until the client is
+built and never appears in logs, errors or prompts.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kernelevo.search.extract import classify_strategy, extract_candidate
 from kernelevo.search.hardware import describe_hardware
 from kernelevo.search.proposer import Proposal, ProposalRequest
+from kernelevo.search.request_threads import RequestThreads
 
 if TYPE_CHECKING:  # openai is imported when a proposer is built, not with this module
     from openai.types.chat import ChatCompletionMessageParam
@@ -117,7 +118,7 @@ class LLMProposer:
         self._sleep = sleep
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=max(1, max_concurrency), thread_name_prefix="kernelevo-llm")
+        self._pool = RequestThreads(max_concurrency, name="kernelevo-llm")
 
     @classmethod
     def from_settings(cls, model: str | None = None) -> LLMProposer:
@@ -134,9 +135,13 @@ class LLMProposer:
                    temperature=s.llm_temperature)
 
     def close(self) -> None:
-        """Stop the request pool and the HTTP client."""
-        self._pool.shutdown(wait=True)
+        """Wait for the requests in flight, then close the HTTP client."""
+        self._pool.wait()
         self._client.close()
+
+    def abort(self) -> None:
+        """An interrupted run: every request not yet answered fails now (its thread is left to the network)."""
+        self._pool.abort()
 
     def __repr__(self) -> str:  # never show the key
         return f"LLMProposer(model={self.model!r}, base_url={str(self._client.base_url)!r})"

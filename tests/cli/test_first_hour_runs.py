@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -75,17 +76,25 @@ def test_in_a_log_progress_is_plain_lines_and_the_summary_stands_apart(repo):
 
 def test_the_resume_hint_after_ctrl_c_is_printed_after_the_live_panel_stops(repo):
     """On a terminal the panel redraws itself over what is printed while it is live: the hint must come after
-    the panel's last frame, with no cursor movement after it."""
+    the panel's last frame, with no cursor movement after it. The proposer is an LLM endpoint that never answers
+    (the loopback fake, holding every request), so the search cannot end before the Ctrl-C, whenever it lands; and
+    the run must still exit at once (a request blocked on the network held the exit for its whole timeout)."""
     import pty
 
+    from tests.fakes.openai_server import FakeOpenAI, Step
+
     leader, follower = pty.openpty()
+    endpoint = FakeOpenAI([Step(delay_s=3600)])
+    endpoint.__enter__()
     proc = subprocess.Popen([*KERNELEVO, "optimize", "ops/scale.py", "--device", "cpu", "--runs-dir", "runs",
                              "--budget-candidates", "1000", "--plateau", "1000"], cwd=repo,
-                            env=environment(TERM="xterm-256color", COLUMNS="100", LINES="40"),
+                            env=environment(TERM="xterm-256color", COLUMNS="100", LINES="40",
+                                            KERNELEVO_LLM_BASE_URL=endpoint.base_url,
+                                            KERNELEVO_LLM_MODEL="fake-model", KERNELEVO_LLM_API_KEY="sk-test"),
                             stdin=follower, stdout=follower, stderr=follower, start_new_session=True)
     os.close(follower)
     chunks: list[bytes] = []
-    first_candidate = threading.Event()
+    panel_live = threading.Event()
 
     def read() -> None:
         while True:
@@ -96,20 +105,25 @@ def test_the_resume_hint_after_ctrl_c_is_printed_after_the_live_panel_stops(repo
             if not data:
                 return
             chunks.append(data)
-            if b"evaluated" in b"".join(chunks):
-                first_candidate.set()
+            if b"kernelevo optimize ops/scale.py" in b"".join(chunks):  # the panel's title: it is live
+                panel_live.set()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        assert first_candidate.wait(timeout=300), b"".join(chunks).decode(errors="replace")[-3000:]
+        assert panel_live.wait(timeout=300), b"".join(chunks).decode(errors="replace")[-3000:]
+        deadline = time.monotonic() + 300  # a bound against a hang, not a timing assertion
+        while not endpoint.requests and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the search waits on the endpoint from here on: it cannot end by itself
+        assert endpoint.requests and proc.poll() is None, b"".join(chunks).decode(errors="replace")[-3000:]
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the terminal's foreground process group
-        returncode = proc.wait(timeout=300)
+        returncode = proc.wait(timeout=120)  # the requests still held by the endpoint must not hold the exit
         assert returncode == 130, b"".join(chunks).decode(errors="replace")[-3000:]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        endpoint.__exit__(None, None, None)
     reader.join(timeout=60)
     os.close(leader)
     text = b"".join(chunks).decode(errors="replace")

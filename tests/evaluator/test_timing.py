@@ -79,3 +79,32 @@ def test_reference_process_answers_for_rescaled_inputs(tmp_path):
     names = [Path(i["file"]).name for i in plan["inputs"]]
     assert all(re.fullmatch(r"in-[0-9a-f]{16}\.pt", name) for name in names), names
     assert len(set(names)) == len(names)
+
+
+def test_a_revalidated_timed_call_maps_the_timing_set_it_was_given(tmp_path):
+    """The reference answers a timed call from the input file it wrote for the candidate (drawing a large case's
+    seed again cost seconds per call): the same values and the generator's state as drawing them again."""
+    from pathlib import Path
+
+    from evaluator.sandboxed import taskspec
+    from evaluator.sandboxed.reference import ReferenceRunner
+    from evaluator.sandboxed.timing_ops import _timing_sets
+
+    task = Path(__file__).resolve().parents[1] / "tasks" / "softmax.py"
+    runner = ReferenceRunner(tmp_path, "cpu")
+    (tmp_path / "inputs").mkdir()
+    runner.load({"task": str(task), "small": True, "seeds": [11], "init_seed": 5,
+                 "inputs_dir": str(tmp_path / "inputs")}, [])
+    sets, states = _timing_sets(runner.task, True, [21, 22])
+    runner.timing_inputs = {(ci, seed): (runner._write_inputs(inputs), state) for ci, per_seed in enumerate(sets)
+                            for seed, inputs, state in zip((21, 22), per_seed, states)}
+    drawn = taskspec.generate_case(runner.task, True, 22, "task", 0)
+    drawn_state = torch.get_rng_state()
+    torch.manual_seed(0)  # the generator elsewhere: mapping must leave it as drawing does
+    mapped = runner._timing_case(0, 22, "task")
+    assert torch.equal(torch.get_rng_state(), drawn_state)
+    assert len(mapped) == len(drawn) and all(torch.equal(a, b) for a, b in zip(mapped, drawn))
+    refs, _tolerances = runner.reference(0, 22, 1.03)
+    assert torch.allclose(refs[0], torch.softmax((drawn[0] * 1.03).double(), dim=-1), rtol=0, atol=1e-12)
+    # another distribution, or a seed it did not write, is drawn as before
+    assert runner._timing_case(0, 23, "task")[0].shape == drawn[0].shape
