@@ -104,6 +104,89 @@ def test_model_new_honours_other_constructor_arguments(proposer, tmp_path):
     _interpreted(_CONSTRUCTOR_CHECK, tmp_path)
 
 
+ADAM = HEADER + '''
+class Model(nn.Module):
+    def __init__(self, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8):
+        super().__init__()
+        self.lr, self.beta1, self.beta2, self.eps = lr, beta1, beta2, eps
+
+    def forward(self, p, g, m, v):
+        m2 = self.beta1 * m + (1 - self.beta1) * g
+        v2 = self.beta2 * v + (1 - self.beta2) * g * g
+        return p - self.lr * m2 / (torch.sqrt(v2) + self.eps)
+
+
+def get_inputs():
+    return [torch.randn(300), torch.randn(300), torch.randn(300), torch.rand(300)]
+
+
+def get_init_inputs():
+    return [1e-3, 0.9, 0.999, 1e-8]
+'''
+
+# A forward deriving a number in a way the generator cannot recompute (the log): that attribute is frozen.
+SOFTPLUS_SCALE = HEADER + '''
+import math
+
+
+class Model(nn.Module):
+    def __init__(self, beta: float = 2.0, shift: float = 0.5):
+        super().__init__()
+        self.beta, self.shift = beta, shift
+
+    def forward(self, x):
+        return (x + self.shift) * math.log(self.beta)
+
+
+def get_inputs():
+    return [torch.randn(8, 40)]
+
+
+def get_init_inputs():
+    return [2.0, 0.5]
+'''
+
+_DERIVED_CHECK = textwrap.dedent("""
+    import importlib.util
+    import torch
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(name, f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    adam, adam_ref = load("cand_adam"), load("ref_adam")
+    for args in ([1e-3, 0.9, 0.999, 1e-8], [3e-2, 0.5, 0.95, 1e-4]):  # the complements (1 - beta) follow too
+        inputs = [torch.randn(300), torch.randn(300), torch.randn(300), torch.rand(300)]
+        torch.testing.assert_close(adam.ModelNew(*args)(*inputs), adam_ref.Model(*args)(*inputs))
+    scaled, scaled_ref = load("cand_scaled"), load("ref_scaled")
+    x = torch.randn(8, 40)
+    torch.testing.assert_close(scaled.ModelNew(2.0, 0.25)(x), scaled_ref.Model(2.0, 0.25)(x))  # shift follows
+    try:
+        scaled.ModelNew(3.0, 0.5)(x)
+    except ValueError as exc:
+        assert "generated for beta=2.0" in str(exc), exc
+    else:
+        raise AssertionError("a kernel that baked in log(beta) ran with another beta")
+    print("ok")
+""")
+
+
+def test_model_new_computes_derived_hyperparameters_and_refuses_what_it_baked_in(proposer, tmp_path):
+    """``1 - beta1`` is computed from the instance; a constant derived in a way the generator cannot recompute
+    (``log(beta)``) makes the forward refuse other values of that attribute instead of answering wrongly."""
+    [adam] = proposer.propose(ProposalRequest("adam", ADAM))
+    [scaled] = proposer.propose(ProposalRequest("scaled", SOFTPLUS_SCALE))
+    assert adam.error is None and scaled.error is None, (adam.error, scaled.error)
+    assert "1.0 - float(self.beta1)" in adam.source and "raise ValueError" not in adam.source
+    assert "float(self.shift)" in scaled.source and "if float(self.beta) != 2.0:" in scaled.source
+    for name, text in (("cand_adam", adam.source), ("ref_adam", ADAM), ("cand_scaled", scaled.source),
+                       ("ref_scaled", SOFTPLUS_SCALE)):
+        (tmp_path / f"{name}.py").write_text(text)
+    _interpreted(_DERIVED_CHECK, tmp_path)
+
+
 def test_constructor_copy_refuses_names_the_generated_module_binds():
     assert constructor(HEADER + "BLOCK_SIZE = 8\n\nclass Model(nn.Module):\n    def __init__(self):\n"
                                 "        super().__init__()\n        self.n = BLOCK_SIZE\n") is None
@@ -202,3 +285,31 @@ def test_unsupported_aten_ops_are_listed_with_their_lines_and_what_to_do(propose
     [p] = proposer.propose(ProposalRequest("conv_op", UNSUPPORTED))
     assert p.source == "" and "aten.convolution at line 12" in p.error and "aten.cumsum" in p.error
     assert proposer.unsupported(NORM) == []
+
+
+SIZE_SCALED = HEADER + '''
+class Model(nn.Module):
+    def forward(self, x):
+        return x / x.shape[-1] + x.shape[0]  # sizes as the numbers a float op computes with
+
+
+def get_inputs():
+    return [torch.randn(6, 40)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_size_operand_of_a_float_op_is_the_runtime_number(tmp_path):
+    from evaluator import evaluate
+
+    task = tmp_path / "size_scaled.py"
+    task.write_text(SIZE_SCALED)
+    [p] = OfflineProposer().propose(ProposalRequest("size_scaled", SIZE_SCALED))
+    assert p.error is None, p.error
+    candidate = tmp_path / "cand.py"
+    candidate.write_text(p.source)
+    verdict = evaluate(task, candidate, device="cpu")
+    assert verdict.accepted, verdict.detail

@@ -48,3 +48,42 @@ def test_the_command_line_says_so_with_exit_status_2(tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 2, output
     assert "aten.convolution at line 12" in output, output
+
+
+# An ALiBi bias: every ATen op here is known; one call uses a form the lowering refuses (an unsqueeze that moves a
+# computed tensor's last dimension), and it must be said as early, with its line. The division by a size lowers.
+REFUSED_FORM = """import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, scores):
+        h, q, k = scores.shape[1], scores.shape[2], scores.shape[3]
+        slopes = torch.pow(2.0, -8.0 * torch.arange(1, h + 1, device=scores.device) / h)
+        rel = torch.arange(k, device=scores.device)[None, :] - torch.arange(q, device=scores.device)[:, None]
+        return torch.softmax(scores + slopes[:, None, None] * rel[None].float(), dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(1, 8, 17, 33)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_known_op_in_a_form_the_lowering_refuses_is_refused_before_the_session(tmp_path):
+    task = tmp_path / "alibi_like.py"
+    task.write_text(REFUSED_FORM)
+    proposer = SandboxedOfflineProposer()
+    try:
+        with pytest.raises(UnsupportedOps) as raised:
+            run_search(task, op_id="alibi_like", backend="triton", proposer=proposer, budget=Budget(candidates=2),
+                       device="cpu", run_dir=tmp_path / "run", evaluator=_NoEvaluator())
+    finally:
+        proposer.close()
+    message = str(raised.value)
+    assert "aten.unsqueeze at line 10 (return torch.softmax(scores + slopes[:, None, None]" in message, message
+    assert "changes the last dimension" in message and "by hand" in message
+    assert not (tmp_path / "run").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -154,6 +155,16 @@ def unsupported_ops(traced: TracedTask) -> list[UnsupportedOp]:
         code = lines[line - 1].strip()[:160] if line is not None and 0 < line <= len(lines) else ""
         found[key] = UnsupportedOp(aten=key, line=line, code=code, why=why)
     return list(found.values())
+
+
+def unsupported_in_lowering(traced: TracedTask, problem: str, node: Any) -> UnsupportedOp:
+    """A known op used in a form the lowering refuses (``lower`` raised ``problem`` on ``node``), located in the
+    user's source like :func:`unsupported_ops` locates an unknown op."""
+    lines = traced.source.splitlines()
+    name = op_name(node.target) if node is not None else "?"
+    line = _task_line(node.meta.get("stack_trace")) if node is not None else None
+    code = lines[line - 1].strip()[:160] if line is not None and 0 < line <= len(lines) else ""
+    return UnsupportedOp(aten=f"aten.{name}", line=line, code=code, why=problem)
 
 
 def unsupported_message(ops: list[UnsupportedOp], op_id: str = "") -> str:

@@ -12,7 +12,10 @@ if TYPE_CHECKING:
 
 
 class Unsupported(Exception):
-    """The graph holds an op or a layout the offline generator does not handle."""
+    """The graph holds an op or a layout the offline generator does not handle; ``node``: the graph call it
+    failed on, where known (set by the lowering loop)."""
+
+    node: Any = None
 
 
 class ValueAttrs(TypedDict, total=False):

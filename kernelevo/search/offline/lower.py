@@ -153,7 +153,11 @@ class Lowering:
         outputs: list[Value] = []
         for node in graph.nodes:
             if node.op == "call_function" and not dead(node):
-                self.env[node.name] = self.lower(node)
+                try:
+                    self.env[node.name] = self.lower(node)
+                except Unsupported as exc:  # the call it failed on, for a message with the user's source line
+                    exc.node = getattr(exc, "node", None) or node
+                    raise
             elif node.op == "output":
                 for out in node.args[0]:
                     v = self.env[out.name]
@@ -220,6 +224,7 @@ class Lowering:
             self.env[node.args[0].name] = result
             return result
         if name in POINTWISE:
+            args = self._sizes_as_floats(node, args)
             return self._new(node, "pw", tuple(self._operand(a) for a in args), op=POINTWISE[name],
                              kwargs={k: v for k, v in kwargs.items() if k not in ("dtype",)})
         if name in ("gelu",):
@@ -268,6 +273,18 @@ class Lowering:
         v = Value(self._fresh("host_float"), "hostfloat", (), 0, (), None, {"expr": expr})
         self.values[v.name] = v
         return v
+
+    def _sizes_as_floats(self, node: Any, args: list[Any]) -> list[Any]:
+        """A size (SymInt) operand of a pointwise op with a floating result, as the runtime float it is there
+        (``scores / h`` with ``h = x.shape[1]``: PyTorch computes with the number in the tensor's float
+        type). Kept as is where the result is an integer tensor (the operand stays unsupported there)."""
+        import torch
+
+        val = node.meta.get("val")
+        if not (isinstance(val, torch.Tensor) and val.is_floating_point()):
+            return args
+        return [self._new_host_float(node, f"float({self.sym(a)})") if isinstance(a, torch.SymInt) else a
+                for a in args]
 
     def _operand(self, a: Any) -> Operand:
         import torch

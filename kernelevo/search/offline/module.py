@@ -237,13 +237,24 @@ def _output_dtype(traced: TracedTask, prog: Program, o_dtype: torch.dtype | None
     return str(o_dtype)
 
 
+def _frozen_checks(traced: TracedTask) -> list[str]:
+    """Lines refusing a call with another value of an attribute the kernel derived constants from in a way it
+    cannot recompute (``trace.ScalarAttributes.frozen``): a wrong answer must not pass for this kernel's."""
+    lines = []
+    for access, value in traced.frozen_attrs.items():  # access: "self.name", checked by trace.attribute_access
+        why = (f"this kernel was generated for {access.removeprefix('self.')}={value!r} and computes with "
+               "constants derived from it: run kernelevo optimize for this configuration")
+        lines += [f"        if float({access}) != {value!r}:", f"            raise ValueError({why!r})"]
+    return lines
+
+
 def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, strategy: str, name: str,
            global_em: Emitter | None, ctor: Constructor | None = None, global_div: bool = False,
            stage2: tuple[KernelWriter, list[split.Partial]] | None = None) -> str:
     lines = _init_lines(traced, ctor)
     lines.append("")
     lines.append(f"    def forward({traced.forward_signature}):")
-    body = ["        " + line for line in prog.host_lines]
+    body = _frozen_checks(traced) + ["        " + line for line in prog.host_lines]
     first = prog.inputs[len(traced.param_names)].name if len(prog.inputs) > len(traced.param_names) else \
         prog.inputs[0].name
     lead = an.lead

@@ -18,7 +18,12 @@ import random
 import threading
 from typing import Any
 
-from kernelevo.search.offline.analysis import UnsupportedOp, unsupported_message, unsupported_ops
+from kernelevo.search.offline.analysis import (
+    UnsupportedOp,
+    unsupported_in_lowering,
+    unsupported_message,
+    unsupported_ops,
+)
 from kernelevo.search.offline.launches import infeasible, shared_memory_limit
 from kernelevo.search.offline.lower import Unsupported, lower
 from kernelevo.search.offline.module import applicable, generate
@@ -68,10 +73,20 @@ class OfflineProposer:
 
     def unsupported(self, task_source: str) -> list[UnsupportedOp]:
         """The ATen ops of the task's forward the offline generator does not lower (see
-        :func:`kernelevo.search.offline.analysis.unsupported_ops`); empty when all are known or the
-        task cannot be traced (``propose`` then says why)."""
+        :func:`kernelevo.search.offline.analysis.unsupported_ops`), or else the call the lowering refuses in
+        the form it is used (a tensor op on a size); empty when the graph lowers or the task cannot be
+        traced (``propose`` then says why)."""
         traced = self._trace(task_source)
-        return [] if isinstance(traced, str) else unsupported_ops(traced)
+        if isinstance(traced, str):
+            return []
+        unknown = unsupported_ops(traced)
+        if unknown:
+            return unknown
+        try:
+            lower(traced)
+        except Unsupported as exc:
+            return [unsupported_in_lowering(traced, str(exc), exc.node)]
+        return []
 
     def _why_not(self, traced: TracedTask, strategy: str, op_name: str, params: dict[str, int] | None,
                  hardware: dict[str, Any]) -> tuple[str, str | None]:
@@ -126,10 +141,8 @@ class OfflineProposer:
         return self._fresh(request)
 
     def _unsupported_error(self, request: ProposalRequest, traced: TracedTask, exc: Unsupported) -> list[Proposal]:
-        ops = unsupported_ops(traced)
-        if ops:
-            return self._error(request, unsupported_message(ops))
-        return self._error(request, f"unsupported graph: {exc}")
+        ops = unsupported_ops(traced) or [unsupported_in_lowering(traced, str(exc), exc.node)]
+        return self._error(request, unsupported_message(ops))
 
     def _fresh(self, request: ProposalRequest) -> list[Proposal]:
         traced = self._trace(request.task_source)

@@ -58,7 +58,8 @@ class TracedTask:
     meta_cases: list[list[Any]] = field(default_factory=list)  # get_cases() on the meta device (no memory)
     init_inputs: list[Any] = field(default_factory=list)  # get_init_inputs(), as traced
     source: str = ""  # the task's source (the generated __init__ replays its Model's constructor)
-    scalar_attrs: dict[str, str] = field(default_factory=dict)  # repr(graph constant) -> "self.<attr>"
+    scalar_attrs: dict[str, str] = field(default_factory=dict)  # "node:arg" -> host expression of self.<attr>
+    frozen_attrs: dict[str, float] = field(default_factory=dict)  # "self.<attr>" -> the value the kernel bakes in
 
 
 def load_task_module(task_source: str, name: str = "kernelevo_task") -> types.ModuleType:
@@ -177,54 +178,128 @@ def _constants(graph: Any) -> list[tuple[str, float]]:
     return out
 
 
-def scalar_attributes(module: types.ModuleType, init_args: list[Any], inputs: list[Any], graph: Any) -> dict[str, str]:
-    """Which float constants of the traced graph are the model's own attributes (``self.eps``), so that
-    the generated forward reads them from the instance instead of baking in the traced value.
+def _forms(sentinels: dict[str, float]) -> list[tuple[float, str]]:
+    """The host expressions a graph constant may be of the model's float attributes, each with its value at the
+    sentinels: an attribute itself, its negation, reciprocal, complement (``1 - beta``), square and square roots,
+    and the product and quotients of two (``lr * weight_decay``): how forwards derive the numbers they use."""
+    import math
 
-    Traces once more with every float attribute set to a distinct nearby value: a constant that follows
-    one of them (as the value, its negation or its reciprocal) is that attribute's. Returns
-    ``{"node:arg": host expression}``; empty when nothing follows or the second trace differs in shape.
-    """
-    import torch
-    from torch.func import functional_call
-    from torch.fx.experimental.proxy_tensor import make_fx
+    out: list[tuple[float, str]] = []
+    items = list(sentinels.items())
+    for expr, v in items:
+        a = f"float({expr})"
+        out += [(v, a), (-v, f"-{a}"), (1.0 - v, f"1.0 - {a}"), (v - 1.0, f"{a} - 1.0"), (v * v, f"{a} * {a}"),
+                (1.0 / v, f"1.0 / {a}"), (-1.0 / v, f"-1.0 / {a}")]
+        if v > 0:
+            out += [(math.sqrt(v), f"{a} ** 0.5"), (1.0 / math.sqrt(v), f"1.0 / {a} ** 0.5")]
+    for i, (ex, x) in enumerate(items):
+        for ey, y in items[i + 1:]:
+            fx, fy = f"float({ex})", f"float({ey})"
+            out += [(x * y, f"{fx} * {fy}"), (-x * y, f"-({fx} * {fy})"), (x / y, f"{fx} / {fy}"),
+                    (y / x, f"{fy} / {fx}")]
+    return out
 
+
+def _matching(value: float, forms: list[tuple[float, str]]) -> str | None:
+    """The one expression whose value at the sentinels is ``value`` (to a few ulps: ``x ** 0.5`` and a
+    forward's ``math.sqrt`` may differ in the last bit); None when none or several do."""
+    import math
+
+    found = {expr for v, expr in forms if math.isclose(v, value, rel_tol=1e-13, abs_tol=0.0)}
+    return found.pop() if len(found) == 1 else None
+
+
+@dataclass
+class ScalarAttributes:
+    """How the traced graph's float constants relate to the model's float attributes."""
+
+    mapping: dict[str, str] = field(default_factory=dict)  # "node:arg" -> host expression (float(self.eps))
+    # attributes a constant follows in a way no expression above gives: access -> the traced value. The generated
+    # forward refuses other values (its kernel bakes in what it derived from them) instead of computing wrongly.
+    frozen: dict[str, float] = field(default_factory=dict)
+
+
+def scalar_attributes(module: types.ModuleType, init_args: list[Any], inputs: list[Any],
+                      graph: Any) -> ScalarAttributes:
+    """Which float constants of the traced graph are the model's own attributes (``self.eps``) or simple
+    functions of them (``1 - self.beta1``, ``self.lr * self.weight_decay``), so that the generated forward
+    computes them from the instance instead of baking in the traced value.
+
+    Traces once more with every float attribute set to a distinct nearby value: a constant that follows them as
+    one of :func:`_forms` is that expression. A constant that follows them otherwise is traced again with one
+    attribute moved at a time, and the attributes it follows are frozen (see :class:`ScalarAttributes`). Empty
+    when nothing follows or a second trace differs in shape."""
     try:
         model = module.Model(*init_args).eval()
         attrs = _float_attributes(model)
         if not attrs:
-            return {}
-        sentinels = {}
-        for i, (path, attr, value) in enumerate(attrs):
-            owner = model.get_submodule(path) if path else model
-            sentinel = value * (1.0 + (i + 1) * 2.0**-12)
-            setattr(owner, attr, sentinel)
-            access = attribute_access(path.split(".") + [attr] if path else [attr])
-            if access is not None:
-                sentinels[access] = sentinel
-        state = dict(model.named_parameters())
-        state.update(dict(model.named_buffers()))
-
-        def forward(params: dict[str, torch.Tensor], *args: Any) -> Any:
-            return functional_call(model, params, args)
-
-        with torch.no_grad():
-            again = make_fx(forward, tracing_mode="symbolic", decomposition_table=_decompositions())(state, *inputs)
+            return ScalarAttributes()
+        moved = [(path, attr, value * (1.0 + (i + 1) * 2.0**-12)) for i, (path, attr, value) in enumerate(attrs)]
+        again = _retrace(model, moved, inputs)
     except Exception:  # the constants stay baked in, as traced
-        return {}
+        return ScalarAttributes()
     before, after = _constants(graph), _constants(again)
     if [k for k, _ in before] != [k for k, _ in after]:
-        return {}
-    mapping = {}
+        return ScalarAttributes()
+    accesses = {(path, attr): attribute_access(path.split(".") + [attr] if path else [attr])
+                for path, attr, _ in attrs}
+    forms = _forms({access: v for p, a, v in moved if (access := accesses[(p, a)]) is not None})
+    result, unexplained = ScalarAttributes(), []
     for (key, old), (_, new) in zip(before, after):
         if old == new:
             continue
-        for expr, sentinel in sentinels.items():
-            forms = {sentinel: f"float({expr})", -sentinel: f"-float({expr})", 1.0 / sentinel: f"1.0 / float({expr})"}
-            if new in forms:
-                mapping[key] = forms[new]
-                break
-    return mapping
+        expr = _matching(new, forms)
+        if expr is not None:
+            result.mapping[key] = expr
+        else:
+            unexplained.append(key)
+    if unexplained:
+        result.frozen = _followed(model, attrs, accesses, inputs, unexplained, dict(before))
+    return result
+
+
+def _retrace(model: Any, moved: list[tuple[str, str, float]], inputs: list[Any]) -> Any:
+    """The model traced with the given attributes set to new values (restored afterwards)."""
+    import torch
+    from torch.func import functional_call
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    saved = []
+    for path, attr, value in moved:
+        owner = model.get_submodule(path) if path else model
+        saved.append((owner, attr, getattr(owner, attr)))
+        setattr(owner, attr, value)
+    state = dict(model.named_parameters())
+    state.update(dict(model.named_buffers()))
+
+    def forward(params: dict[str, torch.Tensor], *args: Any) -> Any:
+        return functional_call(model, params, args)
+
+    try:
+        with torch.no_grad():
+            return make_fx(forward, tracing_mode="symbolic", decomposition_table=_decompositions())(state, *inputs)
+    finally:
+        for owner, attr, value in saved:
+            setattr(owner, attr, value)
+
+
+def _followed(model: Any, attrs: list[tuple[str, str, float]], accesses: dict[tuple[str, str], str | None],
+              inputs: list[Any], keys: list[str], traced: dict[str, float]) -> dict[str, float]:
+    """The attributes (access -> traced value) that the constants at ``keys`` change with, one moved at a time.
+    An attribute without a plain access cannot be checked from generated code: then nothing is frozen for it."""
+    frozen: dict[str, float] = {}
+    for path, attr, value in attrs:
+        access = accesses[(path, attr)]
+        if access is None:
+            continue
+        try:
+            again = dict(_constants(_retrace(model, [(path, attr, value * (1.0 + 2.0**-10))], inputs)))
+        except Exception:  # noqa: BLE001 - cannot tell: freeze it (a refusal is safe, a wrong kernel is not)
+            frozen[access] = value
+            continue
+        if any(again.get(key) != traced.get(key) for key in keys):
+            frozen[access] = value
+    return frozen
 
 
 def trace_task(task_source: str) -> TracedTask:
@@ -260,6 +335,7 @@ def trace_task(task_source: str) -> TracedTask:
     input_names = forward_params[: len(inputs)] if len(forward_params) >= len(inputs) else [
         f"in{i}" for i in range(len(inputs))
     ]
+    scalars = scalar_attributes(module, init_args, inputs, graph)
     return TracedTask(
         graph=graph,
         param_names=list(state),
@@ -274,5 +350,6 @@ def trace_task(task_source: str) -> TracedTask:
         meta_cases=meta_cases,
         init_inputs=init_args,
         source=task_source,
-        scalar_attrs=scalar_attributes(module, init_args, inputs, graph),
+        scalar_attrs=scalars.mapping,
+        frozen_attrs=scalars.frozen,
     )
