@@ -87,3 +87,40 @@ def test_a_known_op_in_a_form_the_lowering_refuses_is_refused_before_the_session
     assert "aten.unsqueeze at line 10 (return torch.softmax(scores + slopes[:, None, None]" in message, message
     assert "changes the last dimension" in message and "by hand" in message
     assert not (tmp_path / "run").exists()
+
+
+# It lowers, but every strategy's generator refuses it (a per-head slope broadcast over rows and columns: a
+# slice used per row): said as early too, with each strategy's reason.
+EVERY_STRATEGY_REFUSES = """import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, scores):
+        h = scores.shape[1]
+        slopes = torch.exp2(-torch.arange(1, h + 1, device=scores.device) / h)
+        return scores * slopes[:, None, None]
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 8, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_graph_every_strategy_refuses_is_refused_before_the_session(tmp_path):
+    task = tmp_path / "slopes.py"
+    task.write_text(EVERY_STRATEGY_REFUSES)
+    proposer = SandboxedOfflineProposer()
+    try:
+        with pytest.raises(UnsupportedOps) as raised:
+            run_search(task, op_id="slopes", backend="triton", proposer=proposer, budget=Budget(candidates=2),
+                       device="cpu", run_dir=tmp_path / "run", evaluator=_NoEvaluator())
+    finally:
+        proposer.close()
+    message = str(raised.value)
+    assert "no strategy can write a kernel for it (pointwise-tile2d: a slice used per row;" in message, message
+    assert "by hand" in message and not (tmp_path / "run").exists()

@@ -105,7 +105,7 @@ def _split_full_reductions(prog: Program, rank: int) -> None:
 class UnsupportedOp(BaseModel):
     """One ATen op of the user's forward that the offline generator does not lower, and where it came from."""
 
-    aten: str  # "aten.convolution"
+    aten: str  # "aten.convolution"; "" for the graph as a whole (every strategy refuses it: ``why`` says how)
     line: int | None = None  # 1-based line of the task source the call was traced from (None: unknown)
     code: str = ""  # that line, stripped
     count: int = 1  # how many calls of this op the graph holds
@@ -171,7 +171,7 @@ def unsupported_message(ops: list[UnsupportedOp], op_id: str = "") -> str:
     """One actionable message for the user: which ATen ops, where in their op, and what they can do."""
     if not ops:
         return ""
-    what = "; ".join(f"{u.aten} at {u.where()}" + (f" x{u.count}" if u.count > 1 else "")
+    what = "; ".join(u.why if not u.aten else f"{u.aten} at {u.where()}" + (f" x{u.count}" if u.count > 1 else "")
                      + (f": {u.why}" if u.why else "") for u in ops)
     head = f"op {op_id}: " if op_id else ""
     return f"{head}not supported by the offline proposer: {what}. {ADVICE}"

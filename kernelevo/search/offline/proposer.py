@@ -83,10 +83,28 @@ class OfflineProposer:
         if unknown:
             return unknown
         try:
-            lower(traced)
+            program = lower(traced)
         except Unsupported as exc:
             return [unsupported_in_lowering(traced, str(exc), exc.node)]
-        return []
+        return self._refused_by_every_strategy(traced, program)
+
+    @staticmethod
+    def _refused_by_every_strategy(traced: TracedTask, program: Any) -> list[UnsupportedOp]:
+        """The graph lowers but every strategy's generator refuses it (a slice used per row): said as early.
+        Only refusals of the generator count, which no GPU changes; a strategy that merely does not fit a
+        device's limits is the search's to drop (``_cells``), on the device it runs on."""
+        from kernelevo.search.offline.kernels import analyse
+
+        strategies = applicable(analyse(program), traced.widest_case_dim)
+        refused = []
+        for strategy in strategies:
+            try:
+                generate(traced, strategy, "op", None)
+            except Unsupported as exc:
+                refused.append(f"{strategy}: {exc}")
+        if not strategies or len(refused) < len(strategies):
+            return []
+        return [UnsupportedOp(aten="", why="no strategy can write a kernel for it (" + "; ".join(refused) + ")")]
 
     def _why_not(self, traced: TracedTask, strategy: str, op_name: str, params: dict[str, int] | None,
                  hardware: dict[str, Any]) -> tuple[str, str | None]:
