@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_offline_dropin import _interpreted
+from test_offline_dropin import LOADER, _interpreted
 from test_offline_indexing import _accepted
 
 from kernelevo.search.offline import OfflineProposer
@@ -130,16 +130,7 @@ def test_tiles_are_launch_parameters_the_tuner_moves():
     assert launch.grid == (-(-2 * 9 * 7 // 32) * 1,) and small.grid == (-(-9 * 7 // 32),)
 
 
-_BUFFERS_AT_CALL_TIME = textwrap.dedent("""
-    import importlib.util
-    import torch
-
-    def load(name):
-        spec = importlib.util.spec_from_file_location(name, f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
+_BUFFERS_AT_CALL_TIME = LOADER + textwrap.dedent("""
     cand, ref = load("cand_conv"), load("ref_conv")
     for args in ([6, 10, 1e-5], [3, 7, 0.5]):
         torch.manual_seed(1)

@@ -67,8 +67,9 @@ def _interpreted(script: str, tmp_path: Path) -> None:
     assert done.stdout.strip().endswith("ok"), done.stdout[-2000:]
 
 
-_CONSTRUCTOR_CHECK = textwrap.dedent("""
-    import importlib.util, sys
+# The start of each check script: load a module written to the test's folder by name.
+LOADER = textwrap.dedent("""
+    import importlib.util
     import torch
 
     def load(name):
@@ -76,7 +77,9 @@ _CONSTRUCTOR_CHECK = textwrap.dedent("""
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
+""")
 
+_CONSTRUCTOR_CHECK = LOADER + textwrap.dedent("""
     cand, ref = load("cand_norm"), load("ref_norm")
     for args in ([32, 0.5, 2.0], [96, 1e-3, 0.25]):
         torch.manual_seed(3)
@@ -146,16 +149,7 @@ def get_init_inputs():
     return [2.0, 0.5]
 '''
 
-_DERIVED_CHECK = textwrap.dedent("""
-    import importlib.util
-    import torch
-
-    def load(name):
-        spec = importlib.util.spec_from_file_location(name, f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
+_DERIVED_CHECK = LOADER + textwrap.dedent("""
     adam, adam_ref = load("cand_adam"), load("ref_adam")
     for args in ([1e-3, 0.9, 0.999, 1e-8], [3e-2, 0.5, 0.95, 1e-4]):  # the complements (1 - beta) follow too
         inputs = [torch.randn(300), torch.randn(300), torch.randn(300), torch.rand(300)]

@@ -22,22 +22,27 @@ class _NoEvaluator:
         raise AssertionError(f"the search reached the evaluator ({name}) for an op it cannot lower")
 
 
-def test_unsupported_ops_are_refused_before_the_session_with_where_and_what_to_do(tmp_path):
-    task = tmp_path / "conv_cumsum.py"
-    task.write_text(UNSUPPORTED)  # a convolution and a cumsum: neither is lowered
+def _refused(tmp_path, op_id: str, source: str) -> str:
+    """The message the search refuses ``source`` with, through the real sandboxed proposer; nothing started."""
+    task = tmp_path / f"{op_id}.py"
+    task.write_text(source)
     proposer = SandboxedOfflineProposer()
     try:
         with pytest.raises(UnsupportedOps) as raised:
-            run_search(task, op_id="conv_cumsum", backend="triton", proposer=proposer, budget=Budget(candidates=2),
+            run_search(task, op_id=op_id, backend="triton", proposer=proposer, budget=Budget(candidates=2),
                        device="cpu", run_dir=tmp_path / "run", evaluator=_NoEvaluator())
     finally:
         proposer.close()
-    message = str(raised.value)
+    assert not (tmp_path / "run").exists()  # nothing was started
+    return str(raised.value)
+
+
+def test_unsupported_ops_are_refused_before_the_session_with_where_and_what_to_do(tmp_path):
+    message = _refused(tmp_path, "conv_cumsum", UNSUPPORTED)
     assert message.startswith("op conv_cumsum: not supported by the offline proposer")
     assert "aten.convolution at line 12 (y = torch.relu(self.conv(x)))" in message
     assert "aten.cumsum at line 13" in message
     assert "by hand" in message and "LLM proposer" in message
-    assert not (tmp_path / "run").exists()  # nothing was started
 
 
 def test_the_command_line_says_so_with_exit_status_2(tmp_path):
@@ -74,19 +79,9 @@ def get_init_inputs():
 
 
 def test_a_known_op_in_a_form_the_lowering_refuses_is_refused_before_the_session(tmp_path):
-    task = tmp_path / "alibi_like.py"
-    task.write_text(REFUSED_FORM)
-    proposer = SandboxedOfflineProposer()
-    try:
-        with pytest.raises(UnsupportedOps) as raised:
-            run_search(task, op_id="alibi_like", backend="triton", proposer=proposer, budget=Budget(candidates=2),
-                       device="cpu", run_dir=tmp_path / "run", evaluator=_NoEvaluator())
-    finally:
-        proposer.close()
-    message = str(raised.value)
+    message = _refused(tmp_path, "alibi_like", REFUSED_FORM)
     assert "aten.unsqueeze at line 10 (return torch.softmax(scores + slopes[:, None, None]" in message, message
     assert "changes the last dimension" in message and "by hand" in message
-    assert not (tmp_path / "run").exists()
 
 
 # It lowers, but every strategy's generator refuses it (a per-head slope broadcast over rows and columns: a
@@ -112,15 +107,6 @@ def get_init_inputs():
 
 
 def test_a_graph_every_strategy_refuses_is_refused_before_the_session(tmp_path):
-    task = tmp_path / "slopes.py"
-    task.write_text(EVERY_STRATEGY_REFUSES)
-    proposer = SandboxedOfflineProposer()
-    try:
-        with pytest.raises(UnsupportedOps) as raised:
-            run_search(task, op_id="slopes", backend="triton", proposer=proposer, budget=Budget(candidates=2),
-                       device="cpu", run_dir=tmp_path / "run", evaluator=_NoEvaluator())
-    finally:
-        proposer.close()
-    message = str(raised.value)
+    message = _refused(tmp_path, "slopes", EVERY_STRATEGY_REFUSES)
     assert "no strategy can write a kernel for it (pointwise-tile2d: a slice used per row;" in message, message
-    assert "by hand" in message and not (tmp_path / "run").exists()
+    assert "by hand" in message

@@ -260,27 +260,33 @@ def scalar_attributes(module: types.ModuleType, init_args: list[Any], inputs: li
 
 def _retrace(model: Any, moved: list[tuple[str, str, float]], inputs: list[Any]) -> Any:
     """The model traced with the given attributes set to new values (restored afterwards)."""
-    import torch
-    from torch.func import functional_call
-    from torch.fx.experimental.proxy_tensor import make_fx
-
     saved = []
     for path, attr, value in moved:
         owner = model.get_submodule(path) if path else model
         saved.append((owner, attr, getattr(owner, attr)))
         setattr(owner, attr, value)
+    try:
+        return _aten_graph(model, inputs)
+    finally:
+        for owner, attr, value in saved:
+            setattr(owner, attr, value)
+
+
+def _aten_graph(model: Any, inputs: list[Any], record_stack_traces: bool = False) -> Any:
+    """``model.forward`` as an ATen graph with symbolic sizes, its parameters and buffers as the first inputs."""
+    import torch
+    from torch.func import functional_call
+    from torch.fx.experimental.proxy_tensor import make_fx
+
     state = dict(model.named_parameters())
     state.update(dict(model.named_buffers()))
 
     def forward(params: dict[str, torch.Tensor], *args: Any) -> Any:
         return functional_call(model, params, args)
 
-    try:
-        with torch.no_grad():
-            return make_fx(forward, tracing_mode="symbolic", decomposition_table=_decompositions())(state, *inputs)
-    finally:
-        for owner, attr, value in saved:
-            setattr(owner, attr, value)
+    with torch.no_grad():
+        return make_fx(forward, tracing_mode="symbolic", decomposition_table=_decompositions(),
+                       record_stack_traces=record_stack_traces)(state, *inputs)
 
 
 def _followed(model: Any, attrs: list[tuple[str, str, float]], accesses: dict[tuple[str, str], str | None],
@@ -305,8 +311,6 @@ def _followed(model: Any, attrs: list[tuple[str, str, float]], accesses: dict[tu
 def trace_task(task_source: str) -> TracedTask:
     """Trace ``Model.forward`` of a task to ATen ops with symbolic sizes."""
     import torch
-    from torch.func import functional_call
-    from torch.fx.experimental.proxy_tensor import make_fx
 
     module = load_task_module(task_source)
     try:
@@ -318,15 +322,10 @@ def trace_task(task_source: str) -> TracedTask:
 
     state = dict(model.named_parameters())
     state.update(dict(model.named_buffers()))
-
-    def forward(params: dict[str, torch.Tensor], *args: Any) -> Any:
-        return functional_call(model, params, args)
-
     try:
         with torch.no_grad():
             result = model(*inputs)
-            graph = make_fx(forward, tracing_mode="symbolic", decomposition_table=_decompositions(),
-                            record_stack_traces=True)(state, *inputs)
+        graph = _aten_graph(model, inputs, record_stack_traces=True)
     except Exception as exc:
         raise TraceError(f"make_fx could not trace Model.forward: {type(exc).__name__}: {exc}") from exc
 
