@@ -179,6 +179,10 @@ def test_model_new_computes_derived_hyperparameters_and_refuses_what_it_baked_in
                        ("ref_scaled", SOFTPLUS_SCALE)):
         (tmp_path / f"{name}.py").write_text(text)
     _interpreted(_DERIVED_CHECK, tmp_path)
+    from evaluator import evaluate
+
+    verdict = evaluate(tmp_path / "ref_scaled.py", tmp_path / "cand_scaled.py", device="cpu")
+    assert verdict.accepted, verdict.detail  # the verifier takes the guard for what it is
 
 
 def test_constructor_copy_refuses_names_the_generated_module_binds():
