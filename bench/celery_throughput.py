@@ -296,6 +296,14 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 PATHS = ("in_process", "celery")
 
 
+def _print_report(report: dict[str, Any]) -> None:
+    """The throughput table, where each path's wall went, and the geomean against the target."""
+    print(table(report["rows"]))
+    print("\n" + phase_table(report["rows"]))
+    ratio = report["geomean_ratio"]
+    print(f"\ngeomean Celery/in-process: {ratio:.3f} (target >= 0.95)" if ratio else "\nno ratio measured")
+
+
 def _shown(path: Path) -> str:
     """A report's name in a combined report: relative to the repository where it lies inside it."""
     try:
@@ -342,10 +350,7 @@ def combine(reports: list[Path], out: Path) -> int:
               **summarise(rows), "log_tails": {n: r.get("log_tails", {}) for n, r in zip(names, loaded)}}
     out.mkdir(parents=True, exist_ok=True)
     (out / "celery_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(table(rows))
-    print("\n" + phase_table(rows))
-    ratio = report["geomean_ratio"]
-    print(f"\ngeomean Celery/in-process: {ratio:.3f} (target >= 0.95)" if ratio else "\nno ratio measured")
+    _print_report(report)
     return 0
 
 
@@ -419,10 +424,7 @@ def main(argv: list[str] | None = None) -> int:
                          for name in ("redis.log", "worker.log") if (work / "celery" / name).is_file()})
             write(partial=True)
     report = write(partial=False)
-    print(table(rows))
-    print("\n" + phase_table(rows))
-    ratio = report["geomean_ratio"]
-    print(f"\ngeomean Celery/in-process: {ratio:.3f} (target >= 0.95)" if ratio else "\nno ratio measured")
+    _print_report(report)
     return 0 if all(r["celery"]["state"] in TERMINAL - {"failed", "cancelled"} for r in rows if "celery" in r) else 1
 
 

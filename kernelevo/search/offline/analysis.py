@@ -114,6 +114,13 @@ class UnsupportedOp(BaseModel):
     def where(self) -> str:
         return f"line {self.line} ({self.code})" if self.line is not None else "(no source line recorded)"
 
+    def describe(self) -> str:
+        """``aten.x at line N (code) xK: why``; for the graph as a whole (no ``aten``), the reason alone."""
+        if not self.aten:
+            return self.why
+        return (f"{self.aten} at {self.where()}" + (f" x{self.count}" if self.count > 1 else "")
+                + (f": {self.why}" if self.why else ""))
+
 
 ADVICE = ("The offline proposer cannot write a kernel for this op. What you can do: write the kernel by hand "
           "(kernels/<op>/ in the repo layout), search with the LLM proposer (--proposer llm with "
@@ -137,7 +144,6 @@ def unsupported_ops(traced: TracedTask) -> list[UnsupportedOp]:
     graph only, so the search can call it right after tracing, before any baseline is measured."""
     import operator
 
-    lines = traced.source.splitlines()
     found: dict[str, UnsupportedOp] = {}
     for node in traced.graph.graph.nodes:
         if node.op != "call_function" or node.target in (operator.add, operator.sub, operator.mul, operator.floordiv,
@@ -151,27 +157,28 @@ def unsupported_ops(traced: TracedTask) -> list[UnsupportedOp]:
         if key in found:
             found[key].count += 1
             continue
-        line = _task_line(node.meta.get("stack_trace"))
-        code = lines[line - 1].strip()[:160] if line is not None and 0 < line <= len(lines) else ""
-        found[key] = UnsupportedOp(aten=key, line=line, code=code, why=why)
+        found[key] = UnsupportedOp(aten=key, **_located(traced, node), why=why)
     return list(found.values())
+
+
+def _located(traced: TracedTask, node: Any) -> dict[str, Any]:
+    """``line`` and ``code``: where in the task's source a graph call was traced from (None and "" if unknown)."""
+    line = _task_line(node.meta.get("stack_trace")) if node is not None else None
+    lines = traced.source.splitlines()
+    return {"line": line, "code": lines[line - 1].strip()[:160] if line is not None and 0 < line <= len(lines) else ""}
 
 
 def unsupported_in_lowering(traced: TracedTask, problem: str, node: Any) -> UnsupportedOp:
     """A known op used in a form the lowering refuses (``lower`` raised ``problem`` on ``node``), located in the
     user's source like :func:`unsupported_ops` locates an unknown op."""
-    lines = traced.source.splitlines()
     name = op_name(node.target) if node is not None else "?"
-    line = _task_line(node.meta.get("stack_trace")) if node is not None else None
-    code = lines[line - 1].strip()[:160] if line is not None and 0 < line <= len(lines) else ""
-    return UnsupportedOp(aten=f"aten.{name}", line=line, code=code, why=problem)
+    return UnsupportedOp(aten=f"aten.{name}", **_located(traced, node), why=problem)
 
 
 def unsupported_message(ops: list[UnsupportedOp], op_id: str = "") -> str:
     """One actionable message for the user: which ATen ops, where in their op, and what they can do."""
     if not ops:
         return ""
-    what = "; ".join(u.why if not u.aten else f"{u.aten} at {u.where()}" + (f" x{u.count}" if u.count > 1 else "")
-                     + (f": {u.why}" if u.why else "") for u in ops)
+    what = "; ".join(u.describe() for u in ops)
     head = f"op {op_id}: " if op_id else ""
     return f"{head}not supported by the offline proposer: {what}. {ADVICE}"

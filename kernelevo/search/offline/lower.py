@@ -156,7 +156,7 @@ class Lowering:
                 try:
                     self.env[node.name] = self.lower(node)
                 except Unsupported as exc:  # the call it failed on, for a message with the user's source line
-                    exc.node = getattr(exc, "node", None) or node
+                    exc.node = exc.node or node
                     raise
             elif node.op == "output":
                 for out in node.args[0]:
