@@ -2,6 +2,7 @@
 
     python bench/ops/_check_offline.py --device cpu                  # Triton interpreter, small cases
     python bench/ops/_check_offline.py --device cuda --out results.json
+    python bench/ops/_check_offline.py --ops-dir ~/held-out --device cpu   # any folder of KernelBench files
 
 Per op: one ``EvaluationSession`` (baselines once), then each applicable strategy's candidate.
 Prints one line per candidate and writes JSON with the verdicts (date, machine, versions).
@@ -27,6 +28,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--ops", default="", help="comma-separated op names (default: all)")
+    parser.add_argument("--ops-dir", default=str(ROOT / "bench" / "ops"),
+                        help="folder of task files (default: the bench suite); files starting with _ are skipped")
     parser.add_argument("--skip", default="", help="comma-separated strategies to skip")
     parser.add_argument("--out", default="", help="write the JSON here")
     parser.add_argument("--baselines", default="eager,compile_default,compile_max_autotune")
@@ -41,7 +44,7 @@ def main() -> int:
 
     wanted = {o for o in args.ops.split(",") if o}
     skip = {s for s in args.skip.split(",") if s}
-    ops = sorted(p for p in (ROOT / "bench" / "ops").glob("*.py") if not p.name.startswith("_"))
+    ops = sorted(p for p in Path(args.ops_dir).expanduser().glob("*.py") if not p.name.startswith("_"))
     ops = [p for p in ops if not wanted or p.stem in wanted]
     proposer = OfflineProposer()
     options = EvalOptions(baselines=tuple(b for b in args.baselines.split(",") if b))

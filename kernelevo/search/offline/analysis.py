@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from kernelevo.search.offline.conv import move_channels_last, node_problem
 from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value
 from kernelevo.search.offline.lower import HANDLED, dead, op_name
-from kernelevo.search.offline.moves import move_reduced_dim_last
+from kernelevo.search.offline.moves import merge_reduced_dims, move_reduced_dim_last
 from kernelevo.search.offline.trace import TracedTask
 
 
@@ -34,8 +34,11 @@ class Analysis:
 
 def analyse(prog: Program) -> Analysis:
     """Find the op's domain (leading dims x last dim), its reductions and the kind of each output."""
+    merge_reduced_dims(prog)
     conv = move_channels_last(prog)
     move_reduced_dim_last(prog)
+    if set(prog.output_perms) & set(prog.output_views):
+        raise Unsupported("an output returned through a view of a tensor computed in a moved layout")
     lane = [v for v in prog.values.values() if v.kind not in ("global", "hostfloat", "const")]
     rank = max((v.rank for v in lane), default=1)
     _split_full_reductions(prog, rank)
@@ -63,6 +66,8 @@ def analyse(prog: Program) -> Analysis:
     if conv is not None and (matmuls or reductions):
         raise Unsupported("a convolution together with a matmul or a reduction (only pointwise epilogues are fused)")
     anchor = reductions[0].tensor_arg() if reductions else (matmuls[0] if matmuls else conv)
+    if anchor is not None and anchor.kind == "matmul" and anchor.rank != rank:
+        anchor = None  # a batched matmul viewed with more leading dims: rows are numbered by the output's
     if anchor is None:
         anchor = next((o for o in prog.outputs if o.rank == rank), None)
     if anchor is None:

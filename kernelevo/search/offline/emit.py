@@ -258,7 +258,8 @@ class Emitter:
             return expr, scope, kind
         if v.kind == "reshape":
             src = v.tensor_arg()
-            if src.rank == v.rank:
+            if src.rank == v.rank or (src.kind == "matmul" and src.shape[-1] == v.shape[-1]):
+                # a batched matmul's [B*H, M, N] viewed as [B, H, M, N]: the same rows, numbered the same way
                 return self.emit(src, col, ctx)
             if v.rank == src.rank + 1 and v.shape[-1] == "1":
                 return self.emit(src, NO_COL, ctx - 1)

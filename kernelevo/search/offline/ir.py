@@ -11,6 +11,9 @@ if TYPE_CHECKING:
     import torch
 
 
+ARG_REDUCTIONS = ("argmax", "argmin")  # reductions whose result is an index (int64) along the row
+
+
 class Unsupported(Exception):
     """The graph holds an op or a layout the offline generator does not handle; ``node``: the graph call it
     failed on, where known (set by the lowering loop)."""
@@ -25,6 +28,7 @@ class ValueAttrs(TypedDict, total=False):
     kwargs: dict[str, Any]  # pw: the ATen op's keyword arguments (alpha, rounding_mode, approximate ...)
     keepdim: bool  # reduce
     dim: int  # reduce over a dimension other than the last, until analysis moves it last
+    merged: int  # reduce over the last ``merged`` dimensions, until analysis merges them into one
     correction: Any  # reduce: the graph's correction argument (an int or a float), kept as traced
     start: str  # shift: host expression of the slice's start; iota: its first value
     widths: list[str]  # cat: host expressions of the parts' widths
@@ -42,7 +46,7 @@ class Value:
     """One IR value. ``shape`` holds host expressions (Python source) per dimension."""
 
     name: str
-    kind: str  # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|matmul|conv|hostfloat|iota|gather|bag
+    kind: str  # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|outview|matmul|conv|hostfloat|iota|gather|bag
     args: tuple[Operand, ...] = ()
     rank: int = 0
     shape: tuple[str, ...] = ()
@@ -72,3 +76,6 @@ class Program:
     inputs: list[Value]  # kernel inputs (tensor views the forward passes to kernels)
     returns_tuple: bool
     output_perms: dict[int, list[int]] = field(default_factory=dict)  # out index -> permute on return
+    # out index -> the shape (host expressions) the forward returns: a view of the contiguous output the kernel
+    # writes (``h.view(b, t, -1)`` after a per-head norm; the merged dims of a reduction over several)
+    output_views: dict[int, tuple[str, ...]] = field(default_factory=dict)

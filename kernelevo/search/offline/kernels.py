@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kernelevo.search.offline.analysis import Analysis, analyse
 from kernelevo.search.offline.emit import NO_COL, Col, Emitter
-from kernelevo.search.offline.ir import Program, Unsupported, Value
+from kernelevo.search.offline.ir import ARG_REDUCTIONS, Program, Unsupported, Value
 
 __all__ = ["Analysis", "KernelWriter", "analyse", "global_kernel_body"]
 
@@ -45,9 +45,13 @@ class KernelWriter:
         self.flushed = len(self.em.row_lines)
 
     def prologue(self, rows_expr: str) -> None:
-        lead = self.an.lead
         self.body.append(f"    rows = {rows_expr}")
         self.body.append("    row_mask = rows < n_rows")
+        self.lead_indices()
+
+    def lead_indices(self) -> None:
+        """``i0, i1, ...``: each row's position in the op's leading dims, from its flat index ``rows``."""
+        lead = self.an.lead
         if lead:
             self.body.append(f"    # where each row sits in the leading dims [{', '.join(lead)}]")
         inner: list[str] = []
@@ -64,6 +68,9 @@ class KernelWriter:
     def reduce_expr(self, r: Value, expr: str, mask: str) -> tuple[str, str]:
         """(masked value to accumulate, identity) for reduction ``r``."""
         op = r.attrs["op"]
+        if op in ARG_REDUCTIONS:  # compared as float32: NaN is greater (smaller) than everything, as in torch
+            bound = 'float("-inf")' if op == "argmax" else 'float("inf")'
+            return f"tl.where({mask}, {expr}.to(tl.float32), {bound})", bound
         if op in ("sum", "mean"):
             return f"tl.where({mask}, {expr}, 0.0)", "0.0"
         if op == "max":
@@ -71,6 +78,25 @@ class KernelWriter:
         if op == "min":
             return f"tl.where({mask}, {expr}, float(\"inf\"))", 'float("inf")'
         raise Unsupported(f"reduction {op}")
+
+    @staticmethod
+    def arg_lines(r: Value, values: str, indices: str, mask: str) -> list[str]:
+        """``{r}_row``: per row, the smallest index among ``indices`` (a tile) whose value in ``values`` is the
+        maximum (argmax) or the minimum (argmin); a NaN wins over any number, the first NaN over later ones."""
+        best = "tl.max" if r.attrs["op"] == "argmax" else "tl.min"
+        v, i = f"{r.name}_vals", f"{r.name}_idx"
+        NONE = 2**62  # noqa: N806 - no index: larger than any column
+        return [
+            f"{v} = {values}",
+            f"{i} = ({indices}).to(tl.int64)",
+            f"{r.name}_nan = {mask} & ({v} != {v})",
+            f"{r.name}_best = {best}(tl.where({r.name}_nan, 0.0, {v}), axis=1, keep_dims=True)",
+            f"{r.name}_first = tl.min(tl.where({mask} & ({v} == {r.name}_best), {i}, {NONE}), axis=1, "
+            "keep_dims=True)",
+            f"{r.name}_first_nan = tl.min(tl.where({r.name}_nan, {i}, {NONE}), axis=1, keep_dims=True)",
+            f"{r.name}_first = tl.where({r.name}_first == {NONE}, 0, {r.name}_first)  # a row of padding only",
+            f"{r.name}_row = tl.where({r.name}_first_nan < {NONE}, {r.name}_first_nan, {r.name}_first)",
+        ]
 
     def finish(self, r: Value, total: str, width: str) -> str:
         if r.attrs["op"] == "mean":
@@ -120,8 +146,11 @@ class KernelWriter:
             expr = self.em.emit(r.args[0], col, self.an.rank)[0]
             masked, _ = self.reduce_expr(r, expr, masks[w])
             var = f"{r.name}_row"
-            total = f"{self.combine(r)}({masked}, axis=1, keep_dims=True)"
-            self.em.row_lines.append(f"{var} = {self.finish(r, total, self.width(w))}")
+            if r.attrs["op"] in ARG_REDUCTIONS:
+                self.em.row_lines += self.arg_lines(r, masked, "cols", masks[w])
+            else:
+                total = f"{self.combine(r)}({masked}, axis=1, keep_dims=True)"
+                self.em.row_lines.append(f"{var} = {self.finish(r, total, self.width(w))}")
             self.em.finished[r.name] = var
         for w in self.an.widths:
             outs = [(i, o) for i, o in self.an.full_outputs if o.shape[-1] == w]
@@ -189,15 +218,25 @@ class KernelWriter:
                     f"{acc} = {r.name}_new",
                 ]
                 continue
-            if r.attrs["op"] in ("max", "min"):
+            if r.attrs["op"] in ARG_REDUCTIONS:  # per lane: the first best value seen and its column
+                better = ">" if r.attrs["op"] == "argmax" else "<"
+                self.em.loop_lines += [
+                    f"{r.name}_x = {masked}",
+                    f"{r.name}_take = ({r.name}_x {better} {acc}) | (({r.name}_x != {r.name}_x) & ({acc} == {acc}))",
+                    f"{acc} = tl.where({r.name}_take, {r.name}_x, {acc})",
+                    f"{acc}_col = tl.where({r.name}_take, cols, {acc}_col)",
+                ]
+            elif r.attrs["op"] in ("max", "min"):
                 fn = "tl.maximum" if r.attrs["op"] == "max" else "tl.minimum"
                 self.em.loop_lines.append(f"{acc} = {fn}({acc}, {masked})")
             else:
                 self.em.loop_lines.append(f"{acc} += {masked}")
         self.store_outputs(col, outs)
         self.flush_row_lines()
-        for _r, acc, identity in accs:
+        for r, acc, identity in accs:
             self.body.append(f"    {acc} = tl.full([BLOCK_ROWS, BLOCK_COLS], {identity}, dtype=tl.float32)")
+            if r.attrs["op"] in ARG_REDUCTIONS:
+                self.body.append(f"    {acc}_col = tl.zeros([BLOCK_ROWS, BLOCK_COLS], dtype=tl.int64)")
         for _m, _s, _acc, s_acc in online:
             self.body.append(f"    {s_acc} = tl.zeros([BLOCK_ROWS, BLOCK_COLS], dtype=tl.float32)")
         self.body.append(f"    for col_start in range({self.loop_range or f'0, {ncols}'}, BLOCK_COLS):")
@@ -206,6 +245,10 @@ class KernelWriter:
         self.body.extend("        " + line for line in self.em.loop_lines)
         for r, acc, _ in accs:
             var = f"{r.name}_row"
+            if r.attrs["op"] in ARG_REDUCTIONS:
+                self.body += ["    " + line for line in self.arg_lines(r, acc, f"{acc}_col", "row_mask")]
+                self.em.finished[r.name] = var
+                continue
             total = f"{self.combine(r)}({acc}, axis=1, keep_dims=True)"
             self.body.append(f"    {var} = {self.finish(r, total, ncols)}")
             self.em.finished[r.name] = var
@@ -235,32 +278,47 @@ class KernelWriter:
 
     def matmul(self) -> None:
         mm = self.an.matmul
-        if mm is None or self.an.rank != 2 or self.an.row_outputs or self.an.globals_:
-            raise Unsupported("matmul-tiled needs one 2-D matmul with a pointwise epilogue")
+        if mm is None or mm.rank not in (2, 3) or self.an.row_outputs or self.an.globals_:
+            raise Unsupported("matmul-tiled needs one 2-D or batched matmul with a pointwise epilogue")
         a, b = mm.tensor_arg(0), mm.tensor_arg(1)
+        batched = mm.rank == 3  # [BATCH, M, K] @ [BATCH, K, N]: one batch per group of programs
+        d = 1 if batched else 0
         em = self.em
-        m, n, k = em.scalar(a.shape[0], "M"), em.scalar(b.shape[1], "N"), em.scalar(a.shape[1], "K")
-        em.scalar(f"{a.name}.stride(0)", "stride_am")
-        em.scalar(f"{a.name}.stride(1)", "stride_ak")
-        em.scalar(f"{b.name}.stride(0)", "stride_bk")
-        em.scalar(f"{b.name}.stride(1)", "stride_bn")
+        m, n, k = em.scalar(a.shape[d], "M"), em.scalar(b.shape[d + 1], "N"), em.scalar(a.shape[d + 1], "K")
+        em.scalar(f"{a.name}.stride({d})", "stride_am")
+        em.scalar(f"{a.name}.stride({d + 1})", "stride_ak")
+        em.scalar(f"{b.name}.stride({d})", "stride_bk")
+        em.scalar(f"{b.name}.stride({d + 1})", "stride_bn")
         a_ptr, b_ptr = em.pointer(a.name), em.pointer(b.name)
+        tiles = f"triton.cdiv({a.shape[d]}, BLOCK_M) * triton.cdiv({b.shape[d + 1]}, BLOCK_N)"
+        self.grid = f"(({a.shape[0]}) * {tiles},)" if batched else f"({tiles},)"
         self.body += [
             "    # grouped ordering: GROUP_M row-blocks share the same column blocks of B in L2",
             "    pid = tl.program_id(0)",
             f"    num_pid_m = tl.cdiv({m}, BLOCK_M)",
             f"    num_pid_n = tl.cdiv({n}, BLOCK_N)",
+        ]
+        if batched:
+            em.scalar(f"{a.name}.stride(0)", "stride_ab")
+            em.scalar(f"{b.name}.stride(0)", "stride_bb")
+            self.body += [
+                "    batch = (pid // (num_pid_m * num_pid_n)).to(tl.int64)",
+                "    pid = pid % (num_pid_m * num_pid_n)",
+                f"    {a_ptr} += batch * stride_ab",
+                f"    {b_ptr} += batch * stride_bb",
+            ]
+        self.body += [
             "    num_pid_in_group = GROUP_M * num_pid_n",
             "    first_pid_m = (pid // num_pid_in_group) * GROUP_M",
             "    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)",
             "    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)",
             "    pid_n = (pid % num_pid_in_group) // group_size_m",
-            "    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]",
+            "    m_rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]",
             "    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]",
             "    ks = tl.arange(0, BLOCK_K)",
-            f"    row_mask = rows < {m}",
+            f"    row_mask = m_rows < {m}",
             f"    mask = row_mask & (cols < {n})",
-            f"    a_tile = {a_ptr} + rows * stride_am + ks[None, :] * stride_ak",
+            f"    a_tile = {a_ptr} + m_rows * stride_am + ks[None, :] * stride_ak",
             f"    b_tile = {b_ptr} + ks[:, None] * stride_bk + cols * stride_bn",
             "    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)",
             f"    for k_start in range(0, {k}, BLOCK_K):",
@@ -269,9 +327,10 @@ class KernelWriter:
             "        acc = tl.dot(a, b, acc)",
             "        a_tile += BLOCK_K * stride_ak",
             "        b_tile += BLOCK_K * stride_bk",
-            "    # epilogue on the fp32 accumulator",
-            "    i0 = rows",
+            "    # epilogue on the fp32 accumulator; rows: the output rows' flat index",
+            f"    rows = batch * {m} + m_rows" if batched else "    rows = m_rows",
         ]
+        self.lead_indices()
         em.acc_var = "acc"
         em.loop_lines = em.row_lines
         self.store_outputs(Col("cols", "base", "mask"), self.an.full_outputs)

@@ -3,9 +3,10 @@
 The IR splits the forward pass in two: *host* work that the candidate's ``forward`` may do itself
 (sizes, views of its inputs, allocation) and *lane* values computed by kernels. Lane values are
 pointwise ops, reductions along the last dimension (or one other dimension, which analysis then
-moves last), gathers along it, concatenation/slicing of the last dimension, a matmul, full
-reductions, iotas (``arange``) and gathers of table rows (``indexing.py``). Anything else raises
-:class:`Unsupported` naming the op, so the proposer can say why it produced nothing.
+moves last, or several trailing ones, which it merges), argmax/argmin along it, gathers along it,
+concatenation/slicing of the last dimension, a matmul (batched or not), full reductions, iotas
+(``arange``) and gathers of table rows (``indexing.py``). Anything else raises :class:`Unsupported`
+naming the op, so the proposer can say why it produced nothing.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ VIEW_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand",
 
 # every ATen op name ``Lowering.lower`` has a branch for (analysis.unsupported_ops reports the others)
 OTHER_OPS = {"sym_size", "sym_float", "scalar_tensor", "full", "_to_copy", "to", "convert_element_type", "gelu",
-             "amax", "amin", "gather", "cat", "addmm", "mm", "getitem"}
+             "amax", "amin", "gather", "cat", "addmm", "mm", "bmm", "getitem", "argmax", "argmin"}
 INPLACE = {f"{n}_": n for n in POINTWISE}  # clamp_min_ on a computed tensor (decompositions use them)
 HANDLED = set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS | INDEX_OPS | CONV_OPS | BATCH_NORM_OPS
 
@@ -151,6 +152,7 @@ class Lowering:
                 raise Unsupported(f"input {host} is not a tensor")
             self.env[node.name] = self._input(local, host, node)
         outputs: list[Value] = []
+        views: dict[int, tuple[str, ...]] = {}
         for node in graph.nodes:
             if node.op == "call_function" and not dead(node):
                 try:
@@ -161,11 +163,14 @@ class Lowering:
             elif node.op == "output":
                 for out in node.args[0]:
                     v = self.env[out.name]
+                    if isinstance(v, Value) and v.kind == "outview":
+                        views[len(outputs)] = v.shape
+                        v = v.tensor_arg()
                     if not isinstance(v, Value) or v.kind in ("input", "const"):
                         raise Unsupported("an output that is an input or a constant")
                     outputs.append(v)
         return Program(self.host_lines, live_values(self.values, outputs), outputs, self.inputs,
-                       traced.returns_tuple)
+                       traced.returns_tuple, output_views=views)
 
     def arg(self, a: Any) -> Any:
         from torch.fx import Node
@@ -224,6 +229,8 @@ class Lowering:
             self.env[node.args[0].name] = result
             return result
         if name in POINTWISE:
+            if name == "clamp":
+                name, args, kwargs = _one_sided(args, kwargs)
             args = self._sizes_as_floats(node, args)
             return self._new(node, "pw", tuple(self._operand(a) for a in args), op=POINTWISE[name],
                              kwargs={k: v for k, v in kwargs.items() if k not in ("dtype",)})
@@ -232,6 +239,8 @@ class Lowering:
                              kwargs={"approximate": kwargs.get("approximate", "none")})
         if name in REDUCTIONS or name in ("sum", "amax", "amin"):
             return self.lower_reduction(node, name, args, kwargs)
+        if name in ("argmax", "argmin"):
+            return self.lower_argmax(node, name, args, kwargs)
         if name == "gather":
             src, dim, index = args
             if dim not in (-1, src.rank - 1) or index.rank != src.rank:
@@ -244,7 +253,7 @@ class Lowering:
                 raise Unsupported("cat along a dimension other than the last")
             parts = [self._lane(p) for p in parts]
             return self._new(node, "cat", tuple(parts), widths=[p.shape[-1] for p in parts])
-        if name in ("addmm", "mm"):
+        if name in ("addmm", "mm", "bmm"):
             if name == "addmm":
                 bias, a, b = args[:3]
                 if kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1:
@@ -290,7 +299,7 @@ class Lowering:
         import torch
 
         if isinstance(a, Value):
-            return a
+            return self._lane(a)
         if isinstance(a, (int, float, bool)):
             return a
         if isinstance(a, torch.SymInt):
@@ -300,6 +309,9 @@ class Lowering:
     def _lane(self, a: Any) -> Value:
         if not isinstance(a, Value):
             raise Unsupported(f"expected a tensor, got {a!r}")
+        if a.kind == "outview":
+            raise Unsupported("a view that changes the last dimension of a computed tensor, read by more than the "
+                              "return")
         return a
 
     def lower_reduction(self, node: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Value:
@@ -323,42 +335,72 @@ class Lowering:
         dims = [d % src.rank for d in dims]
         if src.kind == "gather" and (bagged := bag(self, node, src, kind, dims, keepdim)) is not None:
             return bagged
+        merged = len(dims)
+        if merged > 1 and sorted(dims) == list(range(src.rank - merged, src.rank)):
+            # several trailing dims (x.mean(dim=(2, 3))): analysis merges them into one for the whole op
+            if kind in ("var", "std"):
+                return self._deviation(node, kind, src, keepdim, correction, merged)
+            return self._new(node, "reduce", (src,), op=kind, keepdim=keepdim, correction=correction, merged=merged)
         if len(dims) == 1 and dims[0] != src.rank - 1 and kind in ("sum", "mean", "max", "min"):
             # another single dim: analysis moves it last for the whole op (see moves.py)
             return self._new(node, "reduce", (src,), op=kind, keepdim=keepdim, dim=dims[0])
         if dims != [src.rank - 1]:
             raise Unsupported(f"{name} over dims {dims}: only the last dimension is supported")
-        if kind == "var":
-            return self._variance(node, src, keepdim, correction)
-        if kind == "std":
-            var = self._variance(node, src, keepdim, correction)
-            std = Value(self._fresh(f"{node.name}_sqrt"), "pw", (var,), var.rank, var.shape, var.dtype,
-                        {"op": "sqrt", "kwargs": {}})
-            self.values[std.name] = std
-            return std
+        if kind in ("var", "std"):
+            return self._deviation(node, kind, src, keepdim, correction, 1)
         return self._new(node, "reduce", (src,), op=kind, keepdim=keepdim, correction=correction)
 
-    def _variance(self, node: Any, src: Value, keepdim: bool, correction: Any) -> Value:
-        """var(x) = sum((x - mean)^2) / (n - correction), as two row reductions."""
+    def lower_argmax(self, node: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Value:
+        """The index of the first maximum (minimum) along the last dim; a NaN counts as the maximum (and the
+        minimum), as in PyTorch."""
+        src = self._lane(args[0])
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        keepdim = bool(args[2]) if len(args) > 2 else bool(kwargs.get("keepdim", False))
+        if dim is None:
+            raise Unsupported(f"{name} over the whole tensor (give it a dim)")
+        if src.dtype is not None and not src.dtype.is_floating_point and src.dtype.itemsize > 2:
+            raise Unsupported(f"{name} of {src.dtype} values (compared as float32, large ones would tie)")
+        if dim % max(src.rank, 1) != src.rank - 1:
+            raise Unsupported(f"{name} over dim {dim}: only the last dimension is supported")
+        return self._new(node, "reduce", (src,), op=name, keepdim=keepdim)
+
+    def _deviation(self, node: Any, kind: str, src: Value, keepdim: bool, correction: Any, merged: int) -> Value:
+        """var, or std as the square root of var."""
+        var = self._variance(node, src, keepdim, correction, merged)
+        if kind == "var":
+            return var
+        std = Value(self._fresh(f"{node.name}_sqrt"), "pw", (var,), var.rank, var.shape, var.dtype,
+                    {"op": "sqrt", "kwargs": {}})
+        self.values[std.name] = std
+        return std
+
+    def _variance(self, node: Any, src: Value, keepdim: bool, correction: Any, merged: int) -> Value:
+        """var(x) = sum((x - mean)^2) / (n - correction), as two row reductions over the last ``merged`` dims."""
         import torch
 
         f32 = torch.float32
-        keep = src.shape[:-1] + ("1",)
-        n = src.shape[-1]
+        keep = src.shape[:-merged] + ("1",) * merged
+        n = " * ".join(f"({d})" for d in src.shape[-merged:]) if merged > 1 else src.shape[-1]
 
         def make(kind: str, args: tuple[Operand, ...], shape: tuple[str, ...], **attrs: Unpack[ValueAttrs]) -> Value:
             v = Value(self._fresh(f"{node.name}_{kind}"), kind, args, len(shape), shape, f32, attrs)
             self.values[v.name] = v
             return v
 
+        def total_of(arg: Value, shape: tuple[str, ...], keep_dim: bool) -> Value:
+            attrs: ValueAttrs = {"op": "sum", "keepdim": keep_dim}
+            if merged > 1:
+                attrs["merged"] = merged
+            return make("reduce", (arg,), shape, **attrs)
+
         count = make("hostfloat", (), (), expr=f"float({n})")
         count.rank, count.shape = 0, ()
-        total = make("reduce", (src,), keep, op="sum", keepdim=True)
+        total = total_of(src, keep, True)
         mean = make("pw", (total, count), keep, op="div", kwargs={})
         centred = make("pw", (src, mean), src.shape, op="sub", kwargs={})
         square = make("pw", (centred, centred), src.shape, op="mul", kwargs={})
         out_shape = self.shape_of(node)
-        squares = make("reduce", (square,), out_shape, op="sum", keepdim=keepdim)
+        squares = total_of(square, out_shape, keepdim)
         dof = make("hostfloat", (), (), expr=f"float({n}) - {float(correction)!r}")
         dof.rank, dof.shape = 0, ()
         return make("pw", (squares, dof), out_shape, op="div", kwargs={})
@@ -372,6 +414,10 @@ class Lowering:
             return self._host_view(node, name, src, args)
         if src.kind == "iota" and (view := iota_view(self, node, name, src, args)) is not None:
             return view
+        if src.kind == "outview":  # a view of a returned view: returned only, as one view of the kernel's output
+            if name not in _RESHAPES or not _only_returned(node):
+                raise Unsupported(f"{name} of a view that changes the last dimension of a computed tensor")
+            return self._new(node, "outview", (src.tensor_arg(),))
         if name in ("alias", "detach", "clone", "lift_fresh_copy", "contiguous", "expand"):
             return src if name != "expand" else self._reshape(node, src)
         if name in ("split_with_sizes", "split"):
@@ -385,11 +431,14 @@ class Lowering:
                 raise Unsupported("slicing a computed tensor along a leading dimension")
             return self._new(node, "shift", (src,), start=self.sym(start))
         shape = self.shape_of(node)
-        same_last = shape[-1:] == src.shape[-1:] and len(shape) == src.rank
+        same_last = shape[-1:] == src.shape[-1:] and (len(shape) == src.rank or src.kind == "matmul")
         adds_last = len(shape) == src.rank + 1 and shape[-1] == "1" and shape[:-1] == src.shape
         drops_last = len(shape) == src.rank - 1 and src.shape[-1] == "1" and shape == src.shape[:-1]
         if same_last or adds_last or drops_last or val.dim() == 0:
             return self._reshape(node, src)
+        if name in ("view", "_unsafe_view", "reshape") and _only_returned(node):
+            # the kernel writes the tensor before the view; the forward returns the view of it
+            return self._new(node, "outview", (src,))
         raise Unsupported(f"{name} that changes the last dimension of a computed tensor")
 
     def _reshape(self, node: Any, src: Value) -> Value:
@@ -397,6 +446,30 @@ class Lowering:
 
     def _host_view(self, node: Any, name: str, src: Value, args: list[Any]) -> Value | list[Value]:
         return host_view(self, node, name, src, args)
+
+
+def _only_returned(node: Any) -> bool:
+    """Whether ``node`` is returned and read by nothing else (other than views that are returned only)."""
+    return bool(node.users) and all(
+        user.op == "output" or (user.op == "call_function" and _opname(user.target) in _RESHAPES
+                                and _only_returned(user))
+        for user in node.users)
+
+
+_RESHAPES = ("view", "_unsafe_view", "reshape")
+
+
+def _one_sided(args: list[Any], kwargs: dict[str, Any]) -> tuple[str, list[Any], dict[str, Any]]:
+    """``clamp(x, lo)`` / ``clamp(x, None, hi)`` (decompositions of hardswish, relu6 ...) as ``clamp_min`` /
+    ``clamp_max``, so no operand is ``None``; a clamp with both bounds stays one."""
+    lo = args[1] if len(args) > 1 else kwargs.get("min")
+    hi = args[2] if len(args) > 2 else kwargs.get("max")
+    rest = {k: v for k, v in kwargs.items() if k not in ("min", "max")}
+    if hi is None and lo is not None:
+        return "clamp_min", [args[0], lo], rest
+    if lo is None and hi is not None:
+        return "clamp_max", [args[0], hi], rest
+    return "clamp", [args[0], lo, hi], rest
 
 
 def op_name(target: Any) -> str:

@@ -248,6 +248,16 @@ def _frozen_checks(traced: TracedTask) -> list[str]:
     return lines
 
 
+def _returned(prog: Program, i: int) -> str:
+    """What the forward returns for output ``i``: the tensor the kernel wrote, or a view of it."""
+    if i in prog.output_perms:
+        return f"out{i}.permute({', '.join(map(str, prog.output_perms[i]))})"
+    if i in prog.output_views:
+        shape = prog.output_views[i]
+        return f"out{i}.view({', '.join(shape)}{',' if len(shape) == 1 else ''})"
+    return f"out{i}"
+
+
 def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, strategy: str, name: str,
            global_em: Emitter | None, ctor: Constructor | None = None, global_div: bool = False,
            stage2: tuple[KernelWriter, list[split.Partial]] | None = None) -> str:
@@ -284,8 +294,7 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
                                     + finish_strides, extra(finish)))
         launch, consts = [], []
     elif strategy == "matmul-tiled":
-        m, n = list(w.em.scalars)[:2]  # matmul() registers M then N first
-        body.append(f"        grid = (triton.cdiv({m}, BLOCK_M) * triton.cdiv({n}, BLOCK_N),)")
+        body.append(f"        grid = {w.grid}")
         launch = args + scalars + stride_vals
         consts = ["BLOCK_M=BLOCK_M", "BLOCK_N=BLOCK_N", "BLOCK_K=BLOCK_K", "GROUP_M=GROUP_M",
                   "num_warps=NUM_WARPS", "num_stages=NUM_STAGES"]
@@ -330,8 +339,7 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
         if global_div:
             gargs.append(f"TORCH_CUDA={first}.is_cuda")
         body += _wrap_call(f"        {name}_total_kernel[(1,)](", gargs)
-    outs = [f"out{i}.permute({', '.join(map(str, prog.output_perms[i]))})" if i in prog.output_perms else f"out{i}"
-            for i in range(len(prog.outputs))]
+    outs = [_returned(prog, i) for i in range(len(prog.outputs))]
     if prog.returns_tuple:
         body.append(f"        return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     else:

@@ -1,6 +1,8 @@
-"""Reductions over a dimension other than the last: move that dimension last for the whole op.
+"""Reductions over a dimension other than the last: move that dimension last for the whole op; reductions over
+several trailing dimensions: merge them into one.
 
-``x.sum(dim=1)`` on ``[B, D, L]`` becomes a last-dim reduction of the view ``x.permute(0, 2, 1)``.
+``x.sum(dim=1)`` on ``[B, D, L]`` becomes a last-dim reduction of the view ``x.permute(0, 2, 1)``, and
+``x.mean(dim=(2, 3))`` on ``[N, C, H, W]`` one of the view ``x.reshape(N, C, H * W)``.
 Every full-rank input is viewed the same way (views are free: the forward does them), full-rank
 outputs are written in the moved layout and returned through the inverse ``permute``. Loads along the
 moved dimension are strided (correct everywhere, fastest when that dimension is short). Only graphs of
@@ -12,6 +14,79 @@ from __future__ import annotations
 from kernelevo.search.offline.ir import Program, Unsupported, Value
 
 _ALLOWED = ("input", "const", "hostfloat", "pw", "cast", "reduce", "global")
+
+
+def merge_reduced_dims(prog: Program) -> None:
+    """Rewrite ``prog`` in place so that reductions over the last ``k`` dims reduce one merged last dim.
+
+    Every value that broadcasts against the op's full-rank tensors (aligned right, as PyTorch aligns them) gets
+    those ``k`` dims merged: sizes equal to the reduced ones become their product, all-ones become one ``1``;
+    anything else (a bias over only the last of them) is :class:`Unsupported`. Inputs are reshaped by the forward,
+    full-rank outputs are returned as views in their original shape. Values computed from non-keepdim results
+    live on the rows and keep their shape."""
+    merged = [v for v in prog.values.values() if v.kind == "reduce" and v.attrs.get("merged", 1) > 1]
+    if not merged:
+        return
+    src = merged[0].tensor_arg()
+    rank, k = src.rank, merged[0].attrs["merged"]
+    tail = src.shape[-k:]
+    for r in (v for v in prog.values.values() if v.kind == "reduce"):
+        if r.tensor_arg().rank != rank or r.attrs.get("merged", 1) != k or r.tensor_arg().shape[-k:] != tail:
+            raise Unsupported("reductions over different dimensions in one op")
+    for v in prog.values.values():
+        if v.kind not in _ALLOWED:
+            raise Unsupported(f"{v.kind} together with a reduction over several dimensions")
+    spread = _elementwise(prog, rank)
+    product = " * ".join(f"({d})" for d in tail)
+
+    def merge(shape: tuple[str, ...]) -> tuple[str, ...]:
+        padded = ("1",) * (rank - len(shape)) + shape
+        if padded[-k:] == tail:
+            return padded[:-k] + (product,)
+        if all(d == "1" for d in padded[-k:]):
+            return padded[:-k] + ("1",)
+        raise Unsupported(f"a tensor of shape [{', '.join(shape)}] broadcast against the {k} reduced dimensions")
+
+    for i, o in enumerate(prog.outputs):
+        if o.name in spread and i not in prog.output_views:
+            prog.output_views[i] = o.shape
+    for v in list(prog.values.values()):
+        if v.kind == "reduce":
+            attrs = v.attrs.copy()
+            attrs.pop("merged", None)
+            v.attrs = attrs
+        if v.name not in spread or v.rank == 0:
+            continue
+        shape = merge(v.shape)
+        if v.kind == "input":
+            new = f"{v.name}_merged"
+            prog.host_lines.append(f"{new} = {v.name}.reshape({', '.join(shape)})")
+            prog.values.pop(v.name, None)
+            v.name = new
+            prog.values[new] = v
+        v.rank, v.shape = len(shape), shape
+
+
+def _elementwise(prog: Program, rank: int) -> set[str]:
+    """Names of the values that broadcast against the full-rank ones: full-rank values and, down from them, the
+    operands of their pointwise ops. A lower-rank input read both that way and per row is :class:`Unsupported`."""
+    spread = {v.name for v in prog.values.values() if v.rank == rank}
+    stack = [v for v in prog.values.values() if v.name in spread]
+    while stack:
+        v = stack.pop()
+        if v.kind not in ("pw", "cast"):
+            continue
+        for a in v.args:
+            if isinstance(a, Value) and a.name not in spread and a.rank > 0:
+                spread.add(a.name)
+                stack.append(a)
+    for v in prog.values.values():
+        if v.name in spread or v.kind not in ("pw", "cast"):
+            continue
+        for a in v.args:
+            if isinstance(a, Value) and a.name in spread and a.rank < rank:
+                raise Unsupported(f"{a.name} is used both per element and per row")
+    return spread
 
 
 def move_reduced_dim_last(prog: Program) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernelevo.search.offline.ir import Unsupported, Value
+from kernelevo.search.offline.ir import ARG_REDUCTIONS, Unsupported, Value
 
 if TYPE_CHECKING:
     from kernelevo.search.offline.kernels import KernelWriter
@@ -49,6 +49,8 @@ def split_problem(w: KernelWriter) -> str | None:
     an = w.an
     if not an.reductions:
         return "rowwise-split needs a row reduction"
+    if any(r.attrs["op"] in ARG_REDUCTIONS for r in an.reductions):
+        return "rowwise-split does not combine argmax/argmin (rowwise-looped does)"
     if an.globals_:
         return "rowwise-split does not combine full reductions (rowwise-looped does)"
     if len(an.widths) != 1:

@@ -27,6 +27,7 @@ _DECOMPOSE = (
     "var_mean",
     "hardswish",
     "hardsigmoid",
+    "hardtanh",
     "softplus",
     "mish",
     "leaky_relu",

@@ -1,0 +1,263 @@
+"""Shapes the row IR reaches through rewrites: reductions over several trailing dims (merged into one), views
+that change the last dimension of a result on its way out (returned as a view of what the kernel wrote), and
+clamps with one bound (the decompositions of hardswish and relu6). Each generated kernel is judged by the real
+verifier on the CPU (Triton interpreter); what stays out of reach is refused before anything runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelevo.search.offline import OfflineProposer
+from kernelevo.search.proposer import ProposalRequest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEADER = "import torch\nfrom torch import nn\n\n\n"
+
+INSTANCE_NORM = HEADER + '''class Model(nn.Module):
+    def __init__(self, channels: int = 6, eps: float = 1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(channels))
+        self.bias = nn.Parameter(torch.randn(channels))
+        self.eps = eps
+
+    def forward(self, x):
+        mean = x.mean(dim=(2, 3), keepdim=True)
+        var = x.var(dim=(2, 3), keepdim=True, unbiased=False)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight[:, None, None] + self.bias[:, None, None]
+
+
+def get_init_inputs():
+    return [6]
+
+
+def get_inputs():
+    return [torch.randn(3, 6, 5, 7)]
+'''
+
+PER_SAMPLE = HEADER + '''class Model(nn.Module):
+    def forward(self, x, y):
+        return ((x - y) ** 2).sum(dim=(1, 2, 3))
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(4, 3, 9, 11), torch.randn(4, 3, 9, 11)]
+'''
+
+QK_NORM = HEADER + '''class Model(nn.Module):
+    def __init__(self, heads: int = 4, head_dim: int = 16):
+        super().__init__()
+        self.heads, self.head_dim = heads, head_dim
+        self.weight = nn.Parameter(torch.randn(head_dim))
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        h = x.view(b, t, self.heads, self.head_dim).float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return (self.weight * h).to(x.dtype).view(b, t, -1)
+
+
+def get_init_inputs():
+    return [4, 16]
+
+
+def get_inputs():
+    return [torch.randn(2, 5, 64, dtype=torch.bfloat16)]
+'''
+
+HARDSWISH = HEADER + '''class Model(nn.Module):
+    def forward(self, x):
+        return torch.clamp(torch.nn.functional.hardswish(x), -0.25, 2.0) + torch.nn.functional.relu6(x)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(3, 5, 17) * 4]
+'''
+
+
+ARGMAX = HEADER + '''class Model(nn.Module):
+    def forward(self, logits, labels):
+        pred = logits.argmax(dim=-1)
+        return pred, (pred == labels).float(), logits.argmin(-1, keepdim=True)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(9, 700), torch.randint(0, 700, (9,))]
+'''
+
+
+SCORES = HEADER + '''class Model(nn.Module):
+    def __init__(self, head_dim: int = 32):
+        super().__init__()
+        self.scale = head_dim ** -0.5
+
+    def forward(self, q, k):
+        return torch.matmul(q, k.transpose(-1, -2)) * self.scale
+
+
+def get_init_inputs():
+    return [32]
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 37, 32), torch.randn(2, 3, 45, 32)]
+'''
+
+BMM_BIAS = HEADER + '''class Model(nn.Module):
+    def forward(self, a, b, bias):
+        return torch.relu(torch.bmm(a, b) + bias)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(5, 19, 24), torch.randn(5, 24, 33), torch.randn(33)]
+'''
+
+
+@pytest.mark.parametrize(("op_id", "source", "returned"), [
+    ("instance_norm", INSTANCE_NORM, ".view("),
+    ("per_sample", PER_SAMPLE, ""),
+    ("qk_norm", QK_NORM, ".view("),
+    ("hardswish", HARDSWISH, ""),
+    ("argmax", ARGMAX, ""),
+    ("scores", SCORES, ""),
+    ("bmm_bias", BMM_BIAS, ""),
+])
+def test_rewritten_shapes_are_accepted_by_the_verifier(tmp_path, op_id, source, returned):
+    from evaluator import evaluate
+
+    task = tmp_path / f"{op_id}.py"
+    task.write_text(source)
+    [p] = OfflineProposer().propose(ProposalRequest(op_id, source))
+    assert p.error is None, p.error
+    assert returned in p.source.split("def forward", 1)[1].rsplit("return", 1)[1]
+    candidate = tmp_path / "cand.py"
+    candidate.write_text(p.source)
+    verdict = evaluate(task, candidate, device="cpu")
+    assert verdict.accepted, verdict.detail
+
+
+def test_merged_reductions_flatten_their_inputs_in_the_forward():
+    [p] = OfflineProposer().propose(ProposalRequest("per_sample", PER_SAMPLE))
+    forward = p.source.split("def forward", 1)[1]
+    assert "x_merged = x.reshape(" in forward and "y_merged = y.reshape(" in forward
+
+
+BIAS_OVER_LAST = HEADER + '''class Model(nn.Module):
+    def forward(self, x, bias):
+        return x - x.mean(dim=(2, 3), keepdim=True) + bias
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 4, 5), torch.randn(5)]
+'''
+
+VIEW_READ_TWICE = HEADER + '''class Model(nn.Module):
+    def forward(self, x):
+        h = (x * 2).view(x.shape[0], -1)
+        return h, h + 1
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 4)]
+'''
+
+
+ARGMAX_INT = HEADER + '''class Model(nn.Module):
+    def forward(self, counts):
+        return counts.argmax(dim=-1)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randint(0, 2**30, (4, 33))]
+'''
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    (BIAS_OVER_LAST, "broadcast against the 2 reduced dimensions"),
+    (ARGMAX_INT, "argmax of torch.int64 values"),
+    (VIEW_READ_TWICE, "changes the last dimension of a computed tensor"),
+])
+def test_shapes_out_of_reach_are_refused_with_the_reason(source, why):
+    proposer = OfflineProposer()
+    assert proposer.strategies(source) == []
+    [p] = proposer.propose(ProposalRequest("op", source))
+    assert p.error is not None and why in p.error
+
+
+def test_argmax_picks_the_first_maximum_and_counts_nan_as_the_largest(tmp_path):
+    """Ties, NaNs, a row of -inf and rows wider than the looped strategy's column block, in both strategies:
+    the indices equal PyTorch's exactly (int64)."""
+    (tmp_path / "argmax_task.py").write_text(ARGMAX)
+    script = textwrap.dedent("""
+        import importlib.util
+        import torch
+        from kernelevo.search.offline import OfflineProposer
+        from kernelevo.search.proposer import ProposalRequest
+
+        def load(name, text):
+            with open(f"{name}.py", "w") as f:
+                f.write(text)
+            spec = importlib.util.spec_from_file_location(name, f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+
+        source = open("argmax_task.py").read()
+        x = torch.randn(6, 3000)
+        x[0, 10] = x[0, 2500] = float("nan")
+        x[1, 7] = x[1, 2900] = 100.0
+        x[2] = float("-inf")
+        x[3, 1500] = float("inf")
+        x[3, 1501] = float("nan")
+        x[4, 0] = x[4, 1] = -100.0
+        labels = torch.randint(0, 3000, (6,))
+        want = load("ref", source).Model()(x, labels)
+        proposer = OfflineProposer()
+        strategies = proposer.strategies(source)
+        assert strategies == ["rowwise-1pass", "rowwise-looped"], strategies
+        for i, strategy in enumerate(strategies):
+            [p] = proposer.propose(ProposalRequest("argmax", source, seed=i, count=1))
+            assert p.strategy == strategy
+            got = load(f"cand{i}", p.source).ModelNew()(x, labels)
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and torch.equal(g, w), (strategy, g, w)
+        print("ok")
+    """)
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok"), done.stdout[-2000:]
