@@ -1,6 +1,7 @@
 """Shapes the row IR reaches through rewrites: reductions over several trailing dims (merged into one), views
 that change the last dimension of a result on its way out (returned as a view of what the kernel wrote), and
-clamps with one bound (the decompositions of hardswish and relu6). Each generated kernel is judged by the real
+clamps with one bound (the decompositions of hardswish and relu6), argmax/argmin, cumulative sums and batched
+matmuls. Each generated kernel is judged by the real
 verifier on the CPU (Triton interpreter); what stays out of reach is refused before anything runs."""
 
 from __future__ import annotations
@@ -134,6 +135,21 @@ def get_inputs():
 '''
 
 
+CUMSUM = HEADER + '''class Model(nn.Module):
+    def forward(self, x, mask):
+        counts = mask.cumsum(-1)
+        return torch.cumsum(x, dim=-1) / (counts + 1), counts, torch.cumsum(x * 2, -1).amax(-1)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(7, 300), torch.rand(7, 300) > 0.5]
+'''
+
+
 @pytest.mark.parametrize(("op_id", "source", "returned"), [
     ("instance_norm", INSTANCE_NORM, ".view("),
     ("per_sample", PER_SAMPLE, ""),
@@ -142,6 +158,7 @@ def get_inputs():
     ("argmax", ARGMAX, ""),
     ("scores", SCORES, ""),
     ("bmm_bias", BMM_BIAS, ""),
+    ("cumsum", CUMSUM, ""),
 ])
 def test_rewritten_shapes_are_accepted_by_the_verifier(tmp_path, op_id, source, returned):
     from evaluator import evaluate
@@ -217,24 +234,55 @@ def test_shapes_out_of_reach_are_refused_with_the_reason(source, why):
     assert p.error is not None and why in p.error
 
 
+def _run_interpreted(script: str, tmp_path: Path) -> None:
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok"), done.stdout[-2000:]
+
+
+LOAD = textwrap.dedent("""
+    import importlib.util
+    import torch
+    from kernelevo.search.offline import OfflineProposer
+    from kernelevo.search.proposer import ProposalRequest
+
+    def load(name, text):
+        with open(f"{name}.py", "w") as f:
+            f.write(text)
+        spec = importlib.util.spec_from_file_location(name, f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+""")
+
+
+def test_cumsum_carries_the_row_total_across_column_blocks(tmp_path):
+    """Rows ten times wider than the looped strategy's column block: the counts (int64) equal PyTorch's exactly
+    in both strategies, the float sums agree to float32 rounding."""
+    (tmp_path / "cumsum_task.py").write_text(CUMSUM)
+    _run_interpreted(LOAD + textwrap.dedent("""
+        source = open("cumsum_task.py").read()
+        x, mask = torch.randn(5, 5000), torch.rand(5, 5000) > 0.5
+        want = load("ref", source).Model()(x, mask)
+        proposer = OfflineProposer()
+        assert proposer.strategies(source) == ["rowwise-1pass", "rowwise-looped"]
+        for i in range(2):
+            [p] = proposer.propose(ProposalRequest("cumsum", source, seed=i, count=1))
+            got = load(f"cand{i}", p.source).ModelNew()(x, mask)
+            assert got[1].dtype == torch.int64 and torch.equal(got[1], want[1]), p.strategy
+            for g, w in (got[0], want[0]), (got[2], want[2]):
+                assert g.dtype == w.dtype and torch.allclose(g, w, rtol=1e-4, atol=1e-3), (p.strategy, g, w)
+        print("ok")
+    """), tmp_path)
+
+
 def test_argmax_picks_the_first_maximum_and_counts_nan_as_the_largest(tmp_path):
     """Ties, NaNs, a row of -inf and rows wider than the looped strategy's column block, in both strategies:
     the indices equal PyTorch's exactly (int64)."""
     (tmp_path / "argmax_task.py").write_text(ARGMAX)
-    script = textwrap.dedent("""
-        import importlib.util
-        import torch
-        from kernelevo.search.offline import OfflineProposer
-        from kernelevo.search.proposer import ProposalRequest
-
-        def load(name, text):
-            with open(f"{name}.py", "w") as f:
-                f.write(text)
-            spec = importlib.util.spec_from_file_location(name, f"{name}.py")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return module
-
+    _run_interpreted(LOAD + textwrap.dedent("""
         source = open("argmax_task.py").read()
         x = torch.randn(6, 3000)
         x[0, 10] = x[0, 2500] = float("nan")
@@ -255,9 +303,4 @@ def test_argmax_picks_the_first_maximum_and_counts_nan_as_the_largest(tmp_path):
             for g, w in zip(got, want):
                 assert g.dtype == w.dtype and torch.equal(g, w), (strategy, g, w)
         print("ok")
-    """)
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
-                          cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("ok"), done.stdout[-2000:]
+    """), tmp_path)

@@ -30,6 +30,7 @@ class Analysis:
     matmul: Value | None
     widths: list[str] = field(default_factory=list)
     conv: Value | None = None  # the convolution the kernel computes as an implicit GEMM (conv.py)
+    scans: list[Value] = field(default_factory=list)  # cumulative sums along the row
 
 
 def analyse(prog: Program) -> Analysis:
@@ -87,8 +88,11 @@ def analyse(prog: Program) -> Analysis:
     for w in [r.tensor_arg().shape[-1] for r in reductions] + [o.shape[-1] for _, o in full]:
         if w not in widths:
             widths.append(w)
+    scans = [v for v in prog.values.values() if v.kind == "scan"]
+    if scans and (matmuls or conv is not None):
+        raise Unsupported("a cumulative sum together with a matmul or a convolution")
     return Analysis(rank, list(anchor.shape[:-1]), reductions, levels, full, row, glob, globals_,
-                    matmuls[0] if matmuls else None, widths, conv)
+                    matmuls[0] if matmuls else None, widths, conv, scans)
 
 
 def _split_full_reductions(prog: Program, rank: int) -> None:

@@ -112,6 +112,9 @@ class Emitter:
         # a predicate over the tile where the value being emitted is used at all (the chosen branch of a
         # ``where``): column loads under it are masked by it, so the lanes a mask discards are never read
         self.guard = ""
+        # the columns come in blocks, one loop iteration each (rowwise-looped): a cumulative sum carries the
+        # row's total so far from one block to the next
+        self.blocked = False
         self._n = 0
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -268,6 +271,8 @@ class Emitter:
             if v.rank == 0:
                 return self.emit(src, col, ctx)
             raise Unsupported(f"reshape of a computed tensor from rank {src.rank} to {v.rank}")
+        if v.kind == "scan":
+            return self.scan(v, col, ctx)
         if v.kind == "shift":
             if col.kind == "none":
                 raise Unsupported("a slice used per row")
@@ -337,6 +342,23 @@ class Emitter:
         var = self.fresh("cols_")
         self._put("row" if base.kind == "row" else "loop", f"{var} = {expr}")
         return Col(var, "row" if base.kind == "row" else "shifted", base.mask)
+
+    def scan(self, v: Value, col: Col, ctx: int) -> tuple[str, str, str]:
+        """A cumulative sum along the row: ``tl.cumsum`` over the tile's columns (padding counts as 0), plus, where
+        the columns come in blocks, the sum of the blocks before (the carry, zero before the loop)."""
+        if col.kind != "base":
+            raise Unsupported("a cumulative sum read per row or at shifted columns")
+        expr, _, kind = self.emit(v.tensor_arg(), col, ctx)
+        acc = "tl.int64" if kind_of(v.dtype) != "f" else "tl.float32"  # torch sums integers and bools as int64
+        masked = self.fresh(f"{v.name}_in")
+        self._put("loop", f"{masked} = tl.where({col.mask}, {expr}, 0).to({acc})")
+        if not self.blocked:
+            return f"tl.cumsum({masked}, axis=1)", "loop", kind_of(v.dtype)
+        carry, out = self.fresh(f"{v.name}_carry"), self.fresh(f"{v.name}_scan")
+        self._put("row", f"{carry} = tl.zeros([BLOCK_ROWS, 1], dtype={acc})")
+        self._put("loop", f"{out} = tl.cumsum({masked}, axis=1) + {carry}")
+        self._put("loop", f"{carry} += tl.sum({masked}, axis=1, keep_dims=True)")
+        return out, "loop", kind_of(v.dtype)
 
     def cast(self, v: Value, col: Col, ctx: int) -> tuple[str, str, str]:
         expr, scope, kind = self.emit(v.args[0], col, ctx)

@@ -24,7 +24,7 @@ class Unsupported(Exception):
 class ValueAttrs(TypedDict, total=False):
     """What a value's kind needs beyond its operands (each kind sets the keys it uses)."""
 
-    op: str  # pw: the pointwise op; reduce/global: sum|mean|max|min|var|std
+    op: str  # pw: the pointwise op; reduce/global: sum|mean|max|min|var|std|argmax|argmin; scan: sum
     kwargs: dict[str, Any]  # pw: the ATen op's keyword arguments (alpha, rounding_mode, approximate ...)
     keepdim: bool  # reduce
     dim: int  # reduce over a dimension other than the last, until analysis moves it last
@@ -46,7 +46,8 @@ class Value:
     """One IR value. ``shape`` holds host expressions (Python source) per dimension."""
 
     name: str
-    kind: str  # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|outview|matmul|conv|hostfloat|iota|gather|bag
+    # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|outview|scan|matmul|conv|hostfloat|iota|gather|bag
+    kind: str
     args: tuple[Operand, ...] = ()
     rank: int = 0
     shape: tuple[str, ...] = ()

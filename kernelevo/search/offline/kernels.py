@@ -28,6 +28,7 @@ class KernelWriter:
     def __init__(self, prog: Program, an: Analysis, strategy: str, helpers: set[str]):
         self.prog, self.an, self.strategy = prog, an, strategy
         self.em = Emitter(an.rank, an.lead, helpers)
+        self.em.blocked = strategy == "rowwise-looped"
         self.body: list[str] = []
         self.flushed = 0
         self.partials: list[tuple[str, Value]] = []
@@ -261,6 +262,8 @@ class KernelWriter:
     def tile2d(self) -> None:
         if self.an.reductions or self.an.row_outputs or self.an.globals_:
             raise Unsupported("pointwise-tile2d needs a graph without reductions")
+        if self.an.scans:
+            raise Unsupported("pointwise-tile2d cannot carry a cumulative sum across column tiles")
         widths = {o.shape[-1] for _, o in self.an.full_outputs}
         if len(widths) != 1:
             raise Unsupported("pointwise-tile2d needs outputs of one width")

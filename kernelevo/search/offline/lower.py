@@ -3,7 +3,7 @@
 The IR splits the forward pass in two: *host* work that the candidate's ``forward`` may do itself
 (sizes, views of its inputs, allocation) and *lane* values computed by kernels. Lane values are
 pointwise ops, reductions along the last dimension (or one other dimension, which analysis then
-moves last, or several trailing ones, which it merges), argmax/argmin along it, gathers along it,
+moves last, or several trailing ones, which it merges), argmax/argmin and cumsum along it, gathers along it,
 concatenation/slicing of the last dimension, a matmul (batched or not), full reductions, iotas
 (``arange``) and gathers of table rows (``indexing.py``). Anything else raises :class:`Unsupported`
 naming the op, so the proposer can say why it produced nothing.
@@ -46,7 +46,7 @@ VIEW_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand",
 
 # every ATen op name ``Lowering.lower`` has a branch for (analysis.unsupported_ops reports the others)
 OTHER_OPS = {"sym_size", "sym_float", "scalar_tensor", "full", "_to_copy", "to", "convert_element_type", "gelu",
-             "amax", "amin", "gather", "cat", "addmm", "mm", "bmm", "getitem", "argmax", "argmin"}
+             "amax", "amin", "gather", "cat", "addmm", "mm", "bmm", "getitem", "argmax", "argmin", "cumsum"}
 INPLACE = {f"{n}_": n for n in POINTWISE}  # clamp_min_ on a computed tensor (decompositions use them)
 HANDLED = set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS | INDEX_OPS | CONV_OPS | BATCH_NORM_OPS
 
@@ -241,6 +241,12 @@ class Lowering:
             return self.lower_reduction(node, name, args, kwargs)
         if name in ("argmax", "argmin"):
             return self.lower_argmax(node, name, args, kwargs)
+        if name == "cumsum":
+            src = self._lane(args[0])
+            dim = args[1] if len(args) > 1 else kwargs.get("dim")
+            if not isinstance(dim, int) or dim % max(src.rank, 1) != src.rank - 1:
+                raise Unsupported(f"cumsum over dim {dim}: only the last dimension is supported")
+            return self._new(node, "scan", (src,), op="sum")
         if name == "gather":
             src, dim, index = args
             if dim not in (-1, src.rank - 1) or index.rank != src.rank:

@@ -47,6 +47,8 @@ def applicable(an: Analysis, widest: int | None = None) -> list[str]:
     if an.matmul is not None:
         return ["matmul-tiled"]
     wide = widest is not None and widest > DEFAULTS["rowwise-1pass"]["MAX_ROW_COLS"]
+    if an.scans:  # a cumulative sum needs whole rows: in one tile, or in blocks with a carry
+        return ["rowwise-looped", "rowwise-1pass"] if wide else ["rowwise-1pass", "rowwise-looped"]
     if an.reductions or an.row_outputs or an.globals_:  # very wide rows may also be split (split.py)
         return ["rowwise-looped", "rowwise-split", "rowwise-1pass"] if wide else ["rowwise-1pass", "rowwise-looped"]
     if wide:

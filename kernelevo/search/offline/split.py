@@ -49,6 +49,8 @@ def split_problem(w: KernelWriter) -> str | None:
     an = w.an
     if not an.reductions:
         return "rowwise-split needs a row reduction"
+    if an.scans:
+        return "rowwise-split does not carry a cumulative sum across chunks (rowwise-looped does)"
     if any(r.attrs["op"] in ARG_REDUCTIONS for r in an.reductions):
         return "rowwise-split does not combine argmax/argmin (rowwise-looped does)"
     if an.globals_:
