@@ -64,22 +64,14 @@ class BoundsChecker:
     bf16_arithmetic = False  # the interpreter computed on bfloat16 values (it does that on raw bits: wrong)
 
     def _watch_bf16(self, builder: Any) -> None:
-        """Note when a kernel does arithmetic on bfloat16 values: the interpreter (not a GPU) gets that wrong,
-        so an ``incorrect`` result then says "needs a GPU" rather than blaming the kernel."""
-        cls = type(builder)
-        original, checker = getattr(cls, "binary_op", None), self
-        if original is None:
-            return
-
-        def binary_op(self_: Any, lhs: Any, rhs: Any, op: Any) -> Any:
-            try:
-                if "bf16" in str(lhs.dtype.scalar) or "bfloat16" in str(lhs.dtype.scalar):
-                    checker.bf16_arithmetic = True
-            except AttributeError:
-                pass
-            return original(self_, lhs, rhs, op)
-
-        cls.binary_op = binary_op
+        """Note when a kernel does arithmetic on bfloat16 values (an operator, ``tl.fma`` or ``tl.dot`` of bf16
+        tiles): the interpreter (not a GPU) gets that wrong, so an ``incorrect`` result then says "needs a GPU"
+        rather than blaming the kernel."""
+        cls, checker = type(builder), self
+        for name in ("binary_op", "create_fma", "create_dot"):
+            original = getattr(cls, name, None)
+            if original is not None:
+                setattr(cls, name, _noting_bf16(original, checker))
 
     def _wrap_executor(self, executor: type) -> None:
         original, checker = executor.__call__, self
@@ -168,6 +160,22 @@ class BoundsChecker:
                    f"({_where(int(outside[0]), self._extents)})")
         if not any(v.startswith(f"kernel {self._kernel} {verb} ") for v in self.violations):
             self.violations.append(message)
+
+
+def _noting_bf16(original: Any, checker: BoundsChecker) -> Any:
+    """``original`` (an interpreter builder method whose first operand is a tensor handle), setting
+    ``checker.bf16_arithmetic`` when that operand holds bfloat16 values."""
+
+    def call(self_: Any, first: Any, *rest: Any, **kwargs: Any) -> Any:
+        try:
+            scalar = str(first.dtype.scalar)
+            if "bf16" in scalar or "bfloat16" in scalar:
+                checker.bf16_arithmetic = True
+        except AttributeError:
+            pass
+        return original(self_, first, *rest, **kwargs)
+
+    return call
 
 
 def f32_to_bf16_bits(values: Any) -> Any:

@@ -346,3 +346,62 @@ def test_host_tensor_descriptors_are_bounded_by_their_base_tensor():
     assert "tile_copy read 64 element(s) outside every tensor argument" in out[1], out
     assert "past the end of x_desc.base" in out[1], out
     assert out[2] == "tuple [] True", out
+
+
+BF16_MATMUL_TASK = '''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(32, 48, dtype=torch.bfloat16), torch.randn(48, 16, dtype=torch.bfloat16)]
+'''
+
+BF16_DOT = '''import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)[:, None]
+    cols = tl.arange(0, BN)[None, :]
+    ks = tl.arange(0, BK)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rows * K + k + ks[None, :], mask=(rows < M) & (k + ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k + ks[:, None]) * N + cols, mask=(k + ks[:, None] < K) & (cols < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rows * N + cols, acc.to(tl.bfloat16), mask=(rows < M) & (cols < N))
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        a, b = a.contiguous(), b.contiguous()
+        m, k = a.shape
+        n = b.shape[1]
+        c = torch.empty(m, n, device=a.device, dtype=a.dtype)
+        matmul_kernel[(triton.cdiv(m, 16),)](a, b, c, m, n, k, BM=16, BN=triton.next_power_of_2(n), BK=16)
+        return c
+'''
+
+
+def test_a_bf16_dot_kernel_needs_a_gpu_on_cpu(tmp_path):
+    """The interpreter multiplies bf16 tiles in ``tl.dot`` as raw bits (results off by orders of magnitude): an
+    honest bf16 matmul is "needs --device cuda" on a CPU, never ``incorrect``."""
+    from evaluator import NeedsGPU, evaluate
+
+    task, cand = tmp_path / "bf16_matmul.py", tmp_path / "bf16_dot.py"
+    task.write_text(BF16_MATMUL_TASK)
+    cand.write_text(BF16_DOT)
+    with pytest.raises(NeedsGPU, match="bfloat16 values.*--device cuda"):
+        evaluate(str(task), str(cand), device="cpu")

@@ -1,8 +1,9 @@
 """Shapes the row IR reaches through rewrites: reductions over several trailing dims (merged into one), views
 that change the last dimension of a result on its way out (returned as a view of what the kernel wrote), and
-clamps with one bound (the decompositions of hardswish and relu6), argmax/argmin, cumulative sums and batched
-matmuls. Each generated kernel is judged by the real
-verifier on the CPU (Triton interpreter); what stays out of reach is refused before anything runs."""
+clamps with one bound (the decompositions of hardswish and relu6), argmax/argmin, cumulative sums, batched
+matmuls and group norms (rows of one group, per-channel operands read at a coarser column). Each generated
+kernel is judged by the real verifier on the CPU (Triton interpreter); what stays out of reach is refused before
+anything runs."""
 
 from __future__ import annotations
 
@@ -150,6 +151,141 @@ def get_inputs():
 '''
 
 
+LINEAR_3D = HEADER + '''class Model(nn.Module):
+    def __init__(self, dim: int = 48, hidden: int = 40):
+        super().__init__()
+        self.proj = nn.Linear(dim, hidden, dtype=torch.bfloat16)
+
+    def forward(self, x, residual):
+        return torch.nn.functional.silu(self.proj(x)) + residual
+
+
+def get_init_inputs():
+    return [48, 40]
+
+
+def get_inputs():
+    return [torch.randn(3, 11, 48, dtype=torch.bfloat16), torch.randn(3, 11, 40, dtype=torch.bfloat16)]
+'''
+
+MAX_DIM = HEADER + '''class Model(nn.Module):
+    def forward(self, logits):
+        probs = torch.softmax(logits.float(), dim=-1)
+        top, index = probs.max(dim=-1)
+        low, _ = torch.min(logits, -1, keepdim=True)
+        return top, index, low
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(13, 64)]
+'''
+
+
+GROUP_NORM_SILU = HEADER + '''class Model(nn.Module):
+    def __init__(self, groups: int = 4, channels: int = 12):
+        super().__init__()
+        self.norm = nn.GroupNorm(groups, channels, eps=1e-6)
+        with torch.no_grad():  # weights other than ones and zeros, so that a misplaced channel shows
+            self.norm.weight.uniform_(0.5, 1.5)
+            self.norm.bias.uniform_(-1.0, 1.0)
+
+    def forward(self, x):
+        return torch.nn.functional.silu(self.norm(x))
+
+
+def get_init_inputs():
+    return [4, 12]
+
+
+def get_inputs():
+    return [torch.randn(2, 12, 5, 7, dtype=torch.float16)]
+'''
+
+GROUP_NORM_PLAIN = HEADER + '''class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.GroupNorm(3, 6, affine=False)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(3, 6, 33)]
+'''
+
+
+LEARNED_SCALAR = HEADER + '''class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.beta = nn.Parameter(torch.tensor(1.5))  # a 0-d parameter: one element for every row
+
+    def forward(self, x, scale):
+        return x * torch.sigmoid(self.beta * x) * scale
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(6, 33), torch.rand(1) + 0.5]
+'''
+
+INTERLEAVED_ROTARY = HEADER + '''class Model(nn.Module):
+    def forward(self, x, cos, sin):
+        x1, x2 = x[..., 0::2], x[..., 1::2]  # strided views of the input, passed on as they are
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(2, 5, 3, 16), torch.randn(5, 1, 8), torch.randn(5, 1, 8)]
+'''
+
+LAYER_NORM_2D = HEADER + '''class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm((5, 7))
+
+    def forward(self, x):  # statistics broadcast back through trailing ones and through an index with None
+        return self.norm(x) + x.mean((-2, -1))[:, :, None, None]
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 5, 7)]
+'''
+
+
+SHIFT_COLUMN = HEADER + '''class Model(nn.Module):
+    def forward(self, x):
+        return x * (x * 2)[..., 1:2]  # one column of a computed tensor, the same along its row
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(4, 8, 16)]
+'''
+
+
 @pytest.mark.parametrize(("op_id", "source", "returned"), [
     ("instance_norm", INSTANCE_NORM, ".view("),
     ("per_sample", PER_SAMPLE, ""),
@@ -159,6 +295,14 @@ def get_inputs():
     ("scores", SCORES, ""),
     ("bmm_bias", BMM_BIAS, ""),
     ("cumsum", CUMSUM, ""),
+    ("linear_3d", LINEAR_3D, ""),  # bf16 tiles: the interpreter's dot gets them widened to fp32
+    ("max_dim", MAX_DIM, ""),
+    ("group_norm_silu", GROUP_NORM_SILU, ".view("),
+    ("group_norm_plain", GROUP_NORM_PLAIN, ".view("),
+    ("learned_scalar", LEARNED_SCALAR, ""),
+    ("interleaved_rotary", INTERLEAVED_ROTARY, ""),
+    ("layer_norm_2d", LAYER_NORM_2D, ""),
+    ("shift_column", SHIFT_COLUMN, ""),
 ])
 def test_rewritten_shapes_are_accepted_by_the_verifier(tmp_path, op_id, source, returned):
     from evaluator import evaluate
@@ -222,14 +366,53 @@ def get_inputs():
 '''
 
 
+ROUTER = HEADER + '''class Model(nn.Module):
+    def __init__(self, dim: int = 32, experts: int = 8):
+        super().__init__()
+        self.gate = nn.Linear(dim, experts, bias=False)
+
+    def forward(self, x):
+        return torch.softmax(self.gate(x), dim=-1)
+
+
+def get_init_inputs():
+    return [32, 8]
+
+
+def get_inputs():
+    return [torch.randn(5, 32)]
+'''
+
+
+GROUP_NORM_RESIDUAL = HEADER + '''class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.GroupNorm(2, 4)
+
+    def forward(self, x):
+        return self.norm(x) + x
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 3, 3)]
+'''
+
+
 @pytest.mark.parametrize(("source", "why"), [
+    (GROUP_NORM_RESIDUAL, "used together with other tensors"),
     (BIAS_OVER_LAST, "broadcast against the 2 reduced dimensions"),
+    (ROUTER, "no strategy can write a kernel for it (a matmul followed by a reduction)"),
     (ARGMAX_INT, "argmax of torch.int64 values"),
     (VIEW_READ_TWICE, "changes the last dimension of a computed tensor"),
 ])
 def test_shapes_out_of_reach_are_refused_with_the_reason(source, why):
     proposer = OfflineProposer()
     assert proposer.strategies(source) == []
+    assert any(why in u.describe() for u in proposer.unsupported(source))  # said before any session starts
     [p] = proposer.propose(ProposalRequest("op", source))
     assert p.error is not None and why in p.error
 

@@ -38,16 +38,16 @@ def _refused(tmp_path, op_id: str, source: str) -> str:
 
 
 def test_unsupported_ops_are_refused_before_the_session_with_where_and_what_to_do(tmp_path):
-    message = _refused(tmp_path, "conv_cumsum", UNSUPPORTED)
-    assert message.startswith("op conv_cumsum: not supported by the offline proposer")
+    message = _refused(tmp_path, "conv_pool", UNSUPPORTED)
+    assert message.startswith("op conv_pool: not supported by the offline proposer")
     assert "aten.convolution at line 12 (y = torch.relu(self.conv(x)))" in message
-    assert "aten.cumsum at line 13" in message
+    assert "aten.avg_pool2d at line 13" in message
     assert "by hand" in message and "LLM proposer" in message
 
 
 def test_the_command_line_says_so_with_exit_status_2(tmp_path):
-    task = tmp_path / "conv_cumsum.py"
-    task.write_text(UNSUPPORTED)  # a convolution and a cumsum: neither is lowered
+    task = tmp_path / "conv_pool.py"
+    task.write_text(UNSUPPORTED)  # a dilated convolution and an average pool: neither is lowered
     done = subprocess.run([sys.executable, "-m", "kernelevo.cli", "optimize", str(task), "--device", "cpu"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     output = done.stdout + done.stderr
@@ -91,14 +91,12 @@ from torch import nn
 
 
 class Model(nn.Module):
-    def forward(self, scores):
-        h = scores.shape[1]
-        slopes = torch.exp2(-torch.arange(1, h + 1, device=scores.device) / h)
-        return scores * slopes[:, None, None]
+    def forward(self, x):
+        return x * torch.cumsum(x, -1)[..., 3:4]  # one column of a cumulative sum, broadcast along the row
 
 
 def get_inputs():
-    return [torch.randn(2, 4, 8, 16)]
+    return [torch.randn(2, 4, 16)]
 
 
 def get_init_inputs():
@@ -107,6 +105,7 @@ def get_init_inputs():
 
 
 def test_a_graph_every_strategy_refuses_is_refused_before_the_session(tmp_path):
-    message = _refused(tmp_path, "slopes", EVERY_STRATEGY_REFUSES)
-    assert "no strategy can write a kernel for it (pointwise-tile2d: a slice used per row;" in message, message
+    message = _refused(tmp_path, "cumsum_column", EVERY_STRATEGY_REFUSES)
+    assert ("no strategy can write a kernel for it (rowwise-1pass: a cumulative sum read per row or at shifted "
+            "columns;") in message, message
     assert "by hand" in message

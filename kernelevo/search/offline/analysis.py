@@ -180,8 +180,9 @@ def _located(traced: TracedTask, node: Any) -> dict[str, Any]:
 def unsupported_in_lowering(traced: TracedTask, problem: str, node: Any) -> UnsupportedOp:
     """A known op used in a form the lowering refuses (``lower`` raised ``problem`` on ``node``), located in the
     user's source like :func:`unsupported_ops` locates an unknown op."""
-    name = op_name(node.target) if node is not None else "?"
-    return UnsupportedOp(aten=f"aten.{name}", **_located(traced, node), why=problem)
+    if node is None:  # the graph as a whole, not one call of it
+        return UnsupportedOp(aten="", why=problem)
+    return UnsupportedOp(aten=f"aten.{op_name(node.target)}", **_located(traced, node), why=problem)
 
 
 def unsupported_message(ops: list[UnsupportedOp], op_id: str = "") -> str:

@@ -208,9 +208,9 @@ def move_channels_last(prog: Program) -> Value | None:
 def conv_body(writer: KernelWriter) -> None:
     """The implicit-GEMM kernel: grouped tile order, im2col loads with padding masks, fp32 ``tl.dot``, then the
     epilogue on the accumulator and the store."""
-    import torch
 
     from kernelevo.search.offline.emit import Col
+    from kernelevo.search.offline.kernels import dot_lines
 
     an, em = writer.an, writer.em
     conv = an.conv
@@ -261,9 +261,7 @@ def conv_body(writer: KernelWriter) -> None:
         f"        b = tl.load(w_at + ch[:, None] * {ws[1]} + tap_r * {ws[2]} + tap_s * {ws[3]},",
         "                    mask=ch_ok[:, None] & col_mask, other=0.0)",
     ]
-    if x.dtype == torch.bfloat16:  # the CPU interpreter multiplies bf16 tiles as raw bits; fp32 products are exact
-        writer.body += ["        if DOT_F32:", "            a = a.to(tl.float32)", "            b = b.to(tl.float32)"]
-    writer.body += ["        acc = tl.dot(a, b, acc)", "    # epilogue on the fp32 accumulator"]
+    writer.body += [*dot_lines(x.dtype), "    # epilogue on the fp32 accumulator"]
     em.acc_var, em.col_mask = "acc", "col_mask"
     em.loop_lines = em.row_lines
     writer.store_outputs(Col("cols", "base", "mask"), an.full_outputs)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernelevo.search.offline.ir import Operand
+from kernelevo.search.offline.ir import Operand, rows_free
 from kernelevo.search.offline.lower import Unsupported, Value
 
 if TYPE_CHECKING:
@@ -115,6 +115,7 @@ class Emitter:
         # the columns come in blocks, one loop iteration each (rowwise-looped): a cumulative sum carries the
         # row's total so far from one block to the next
         self.blocked = False
+        self.scalar_rows: set[str] = set()  # row pointers with no per-row offset (see row_pointer)
         self._n = 0
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -166,6 +167,8 @@ class Emitter:
             if d < n_lead:
                 terms.append(f"i{d} * {arg}")
         self.strides[key] = used
+        if not terms:  # one element for every row (a 0-d tensor, a learnable scalar): a scalar pointer
+            self.scalar_rows.add(var)
         offset = " + ".join(terms) if terms else "0"
         self.row_lines.append(f"{var} = {self.pointer(inp.name)} + {offset}")
         return var
@@ -180,7 +183,10 @@ class Emitter:
             raise Unsupported(f"{inp.name} is read per column where the op is per row")
         if col_dep:
             stride = dict(self.strides[(inp.name, ctx)])[ctx - 1]
-            addr = f"{row} + {col.var} * {stride}"
+            at = col.var
+            if inp.attrs.get("col_div"):  # sized like the first of several merged dims (moves.merge_reduced_dims)
+                at = f"({col.var} // {self.scalar(inp.attrs['col_div'], f'{inp.name}_div')})"
+            addr = f"{row} + {at} * {stride}"
             if col.kind == "base":
                 per_column = all(d == ctx - 1 for d, _ in self.strides[(inp.name, ctx)])
                 mask = self.col_mask if self.col_mask and per_column else col.mask
@@ -192,7 +198,10 @@ class Emitter:
                 mask = f"{mask} & {self.guard}"
         else:
             addr, mask, scope = row, "row_mask", "row"
-        expr = f"tl.load({addr}, mask={mask}, other=0)"
+        if not col_dep and row in self.scalar_rows:  # the tensor's one element, broadcast (it always exists)
+            expr = f"tl.load({addr})"
+        else:
+            expr = f"tl.load({addr}, mask={mask}, other=0)"
         if kind == "f":
             expr += ".to(tl.float32)"
         elif kind == "b":
@@ -261,11 +270,12 @@ class Emitter:
             return expr, scope, kind
         if v.kind == "reshape":
             src = v.tensor_arg()
-            if src.rank == v.rank or (src.kind == "matmul" and src.shape[-1] == v.shape[-1]):
-                # a batched matmul's [B*H, M, N] viewed as [B, H, M, N]: the same rows, numbered the same way
+            if src.rank == v.rank or (rows_free(src) and src.shape[-1] == v.shape[-1]):
+                # a matmul's [B*H, M, N] (or its epilogue) viewed as [B, H, M, N]: the same rows, numbered alike
                 return self.emit(src, col, ctx)
-            if v.rank == src.rank + 1 and v.shape[-1] == "1":
-                return self.emit(src, NO_COL, ctx - 1)
+            added = v.rank - src.rank
+            if added > 0 and v.shape[:src.rank] == src.shape and all(d == "1" for d in v.shape[src.rank:]):
+                return self.emit(src, NO_COL, ctx - added)  # [N, C] as [N, C, 1, 1]: a value per row
             if v.rank == src.rank - 1 and src.shape[-1] == "1":
                 return self.emit(src, NO_COL, ctx + 1)
             if v.rank == 0:
@@ -274,9 +284,11 @@ class Emitter:
         if v.kind == "scan":
             return self.scan(v, col, ctx)
         if v.kind == "shift":
+            start = self.scalar(v.attrs["start"], f"{v.name}_start")
+            if v.shape[-1] == "1":  # one column of the source (``y[..., 1:2]``), the same for the whole row
+                return self.emit(v.args[0], self.new_col(f"rows * 0 + {start}", Col("", "row")), ctx)
             if col.kind == "none":
                 raise Unsupported("a slice used per row")
-            start = self.scalar(v.attrs["start"], f"{v.name}_start")
             shifted = self.new_col(f"{col.var} + {start}", col)
             return self.emit(v.args[0], shifted, ctx)
         if v.kind == "cat":

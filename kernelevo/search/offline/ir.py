@@ -29,6 +29,7 @@ class ValueAttrs(TypedDict, total=False):
     keepdim: bool  # reduce
     dim: int  # reduce over a dimension other than the last, until analysis moves it last
     merged: int  # reduce over the last ``merged`` dimensions, until analysis merges them into one
+    col_div: str  # input: column j of the (merged) row reads element j // col_div (host expression)
     correction: Any  # reduce: the graph's correction argument (an int or a float), kept as traced
     start: str  # shift: host expression of the slice's start; iota: its first value
     widths: list[str]  # cat: host expressions of the parts' widths
@@ -61,6 +62,19 @@ class Value:
         if not isinstance(arg, Value):
             raise Unsupported(f"{self.name}: operand {index} of a {self.kind} value is {arg!r}, not a tensor")
         return arg
+
+
+def rows_free(v: Value) -> bool:
+    """Whether ``v`` depends on the op's leading dims only through a matmul's accumulator: the kernel computes it
+    per output row of the matmul, so a view that keeps its last dim (``[B * T, N]`` as ``[B, T, N]``, the 3-D
+    ``nn.Linear``) numbers the same rows the same way. Its other operands are scalars or per-column vectors."""
+    if v.kind == "matmul":
+        return True
+    if v.kind not in ("pw", "cast"):
+        return False
+    tensors = [a for a in v.args if isinstance(a, Value)]
+    return any(rows_free(a) for a in tensors) and all(
+        rows_free(a) or a.kind in ("const", "hostfloat") or (a.kind == "input" and a.rank <= 1) for a in tensors)
 
 
 # An operand of a lane value: another value, or a Python scalar from the graph (bool is an int).

@@ -15,9 +15,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kernelevo.search.offline.analysis import Analysis, analyse
 from kernelevo.search.offline.emit import NO_COL, Col, Emitter
 from kernelevo.search.offline.ir import ARG_REDUCTIONS, Program, Unsupported, Value
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["Analysis", "KernelWriter", "analyse", "global_kernel_body"]
 
@@ -327,7 +332,7 @@ class KernelWriter:
             f"    for k_start in range(0, {k}, BLOCK_K):",
             f"        a = tl.load(a_tile, mask=row_mask & (ks[None, :] + k_start < {k}), other=0.0)",
             f"        b = tl.load(b_tile, mask=(ks[:, None] + k_start < {k}) & (cols < {n}), other=0.0)",
-            "        acc = tl.dot(a, b, acc)",
+            *dot_lines(a.dtype, b.dtype),
             "        a_tile += BLOCK_K * stride_ak",
             "        b_tile += BLOCK_K * stride_bk",
             "    # epilogue on the fp32 accumulator; rows: the output rows' flat index",
@@ -344,6 +349,15 @@ class KernelWriter:
         from kernelevo.search.offline.conv import conv_body
 
         conv_body(self)
+
+
+def dot_lines(*dtypes: torch.dtype | None) -> list[str]:
+    """``acc = tl.dot(a, b, acc)`` in the K loop; with bf16 tiles, widened to fp32 first on the CPU interpreter only
+    (``DOT_F32``): it multiplies bf16 tiles as raw bits. fp32 products of bf16 values are exact."""
+    import torch
+
+    widen = ["        if DOT_F32:", "            a = a.to(tl.float32)", "            b = b.to(tl.float32)"]
+    return (widen if torch.bfloat16 in dtypes else []) + ["        acc = tl.dot(a, b, acc)"]
 
 
 def global_kernel_body(writer: KernelWriter, helpers: set[str]) -> tuple[list[str], Emitter]:

@@ -15,8 +15,9 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from kernelevo.search.offline.conv import BATCH_NORM_OPS, CONV_OPS, lower_batch_norm, lower_convolution
+from kernelevo.search.offline.group_norm import GROUP_NORM_OPS, lower_group_norm
 from kernelevo.search.offline.indexing import INDEX_OPS, bag, iota_view, live_values, lower_arange, lower_gather
-from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value, ValueAttrs
+from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value, ValueAttrs, rows_free
 from kernelevo.search.offline.trace import TracedTask
 from kernelevo.search.offline.views import host_view
 
@@ -46,9 +47,11 @@ VIEW_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand",
 
 # every ATen op name ``Lowering.lower`` has a branch for (analysis.unsupported_ops reports the others)
 OTHER_OPS = {"sym_size", "sym_float", "scalar_tensor", "full", "_to_copy", "to", "convert_element_type", "gelu",
-             "amax", "amin", "gather", "cat", "addmm", "mm", "bmm", "getitem", "argmax", "argmin", "cumsum"}
+             "amax", "amin", "gather", "cat", "addmm", "mm", "bmm", "getitem", "argmax", "argmin", "cumsum", "max",
+             "min"}
 INPLACE = {f"{n}_": n for n in POINTWISE}  # clamp_min_ on a computed tensor (decompositions use them)
-HANDLED = set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS | INDEX_OPS | CONV_OPS | BATCH_NORM_OPS
+HANDLED = (set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS | INDEX_OPS | CONV_OPS
+           | BATCH_NORM_OPS | GROUP_NORM_OPS)
 
 
 def _opname(target: Any) -> str:
@@ -209,6 +212,8 @@ class Lowering:
             return lower_convolution(self, node, args)
         if name in BATCH_NORM_OPS:
             return lower_batch_norm(self, node, name, args)
+        if name in GROUP_NORM_OPS:
+            return lower_group_norm(self, node, args)
         if name in ("scalar_tensor", "full"):
             value = args[0] if name == "scalar_tensor" else args[1]
             if isinstance(value, Value) and val.dim() == 0:  # a model attribute (self.eps): a runtime scalar
@@ -216,7 +221,9 @@ class Lowering:
             return Value(node.name, "const", (value,), val.dim(), self.shape_of(node), val.dtype)
         if name in ("_to_copy", "to", "convert_element_type"):
             dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
-            src = self._lane(args[0])
+            if isinstance(args[0], Value) and args[0].kind == "outview" and dtype not in (None, args[0].dtype):
+                return self._through_view(node, "cast", args[:1], {})
+            src = args[0] if isinstance(args[0], Value) and args[0].kind == "outview" else self._lane(args[0])
             if dtype is None or dtype == src.dtype:
                 return src
             return self._new(node, "cast", (src,))
@@ -232,15 +239,19 @@ class Lowering:
             if name == "clamp":
                 name, args, kwargs = _one_sided(args, kwargs)
             args = self._sizes_as_floats(node, args)
-            return self._new(node, "pw", tuple(self._operand(a) for a in args), op=POINTWISE[name],
-                             kwargs={k: v for k, v in kwargs.items() if k not in ("dtype",)})
+            attrs: ValueAttrs = {"op": POINTWISE[name], "kwargs": {k: v for k, v in kwargs.items() if k != "dtype"}}
+            return self._through_view(node, "pw", args, attrs) or self._new(
+                node, "pw", tuple(self._operand(a) for a in args), **attrs)
         if name in ("gelu",):
-            return self._new(node, "pw", (self._lane(args[0]),), op="gelu",
-                             kwargs={"approximate": kwargs.get("approximate", "none")})
+            attrs = {"op": "gelu", "kwargs": {"approximate": kwargs.get("approximate", "none")}}
+            return self._through_view(node, "pw", args[:1], attrs) or self._new(node, "pw", (self._lane(args[0]),),
+                                                                                **attrs)
         if name in REDUCTIONS or name in ("sum", "amax", "amin"):
             return self.lower_reduction(node, name, args, kwargs)
         if name in ("argmax", "argmin"):
             return self.lower_argmax(node, name, args, kwargs)
+        if name in ("max", "min"):
+            return self.lower_max(node, name, args, kwargs)
         if name == "cumsum":
             src = self._lane(args[0])
             dim = args[1] if len(args) > 1 else kwargs.get("dim")
@@ -277,6 +288,26 @@ class Lowering:
             bias_v = self._operand(bias)
             return self._new(node, "pw", (bias_v, mm), op="add", kwargs={})
         raise Unsupported(f"op aten.{name} is not handled by the offline generator")
+
+    def _through_view(self, node: Any, kind: str, args: list[Any], attrs: ValueAttrs) -> Value | None:
+        """A pointwise op (or cast) of tensors held in another layout (``outview``: a group norm's grouped result)
+        and scalars, computed in that layout and viewed the same way; None where no operand is such a view.
+        Views of different layouts, or next to other tensors, stay unsupported."""
+        tensors = [a for a in args if isinstance(a, Value) and a.rank > 0]
+        views = [a for a in tensors if a.kind == "outview"]
+        if not views:
+            return None
+        base = views[0].tensor_arg()
+        if len(views) != len(tensors) or any(v.shape != views[0].shape or v.tensor_arg().shape != base.shape
+                                             for v in views):
+            raise Unsupported("a view that changes the last dimension of a computed tensor, used together with "
+                              "other tensors")
+        operands = tuple(a.tensor_arg() if isinstance(a, Value) and a.kind == "outview" else self._operand(a)
+                         for a in args)
+        val = node.meta["val"]
+        inner = Value(self._fresh(f"{node.name}_grouped"), kind, operands, base.rank, base.shape, val.dtype, attrs)
+        self.values[inner.name] = inner
+        return self._new(node, "outview", (inner,))
 
     def _attribute(self, node: Any, index: int, a: Any) -> Any:
         expr = self.traced.scalar_attrs.get(f"{node.name}:{index}")
@@ -356,6 +387,29 @@ class Lowering:
             return self._deviation(node, kind, src, keepdim, correction, 1)
         return self._new(node, "reduce", (src,), op=kind, keepdim=keepdim, correction=correction)
 
+    def lower_max(self, node: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Value | list[Value]:
+        """``x.max()`` (the whole tensor), ``torch.max(a, b)`` (elementwise) or ``x.max(dim)``: the values and
+        their indices, a reduction and an argmax along the row."""
+        src = self._lane(args[0])
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        if isinstance(dim, Value):
+            return self._new(node, "pw", (src, self._operand(dim)), op="maximum" if name == "max" else "minimum",
+                             kwargs={})
+        if dim is None:
+            return self.lower_reduction(node, "amax" if name == "max" else "amin", [src], {})
+        keepdim = bool(args[2]) if len(args) > 2 else bool(kwargs.get("keepdim", False))
+        if dim % max(src.rank, 1) != src.rank - 1:
+            raise Unsupported(f"{name} over dim {dim}: only the last dimension is supported")
+        values, indices = node.meta["val"]
+        kind = "max" if name == "max" else "min"
+        pair = []
+        for suffix, fake, op in (("", values, kind), ("_idx", indices, f"arg{kind}")):
+            v = Value(node.name + suffix, "reduce", (src,), fake.dim(), tuple(self.sym(d) for d in fake.shape),
+                      fake.dtype, {"op": op, "keepdim": keepdim})
+            self.values[v.name] = v
+            pair.append(v)
+        return pair
+
     def lower_argmax(self, node: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Value:
         """The index of the first maximum (minimum) along the last dim; a NaN counts as the maximum (and the
         minimum), as in PyTorch."""
@@ -431,14 +485,18 @@ class Lowering:
         if name == "slice":
             dim, start = args[1] % src.rank, args[2] if len(args) > 2 else 0
             end = args[3] if len(args) > 3 else None
+            if start == 0 and (end is None or (isinstance(end, int) and end >= 2**62)) and (
+                    len(args) < 5 or args[4] == 1):
+                return src  # the whole dim (``x.mean(-1)[:, :, None]`` slices every dim whole first)
             if dim != src.rank - 1:
-                if start == 0 and (end is None or (isinstance(end, int) and end >= 2**62)):
-                    return src
                 raise Unsupported("slicing a computed tensor along a leading dimension")
+            if len(args) > 4 and args[4] != 1:
+                raise Unsupported("a strided slice of a computed tensor")
             return self._new(node, "shift", (src,), start=self.sym(start))
         shape = self.shape_of(node)
-        same_last = shape[-1:] == src.shape[-1:] and (len(shape) == src.rank or src.kind == "matmul")
-        adds_last = len(shape) == src.rank + 1 and shape[-1] == "1" and shape[:-1] == src.shape
+        same_last = shape[-1:] == src.shape[-1:] and (len(shape) == src.rank or rows_free(src))
+        adds_last = len(shape) > src.rank and shape[:src.rank] == src.shape and all(d == "1" for d in
+                                                                                     shape[src.rank:])
         drops_last = len(shape) == src.rank - 1 and src.shape[-1] == "1" and shape == src.shape[:-1]
         if same_last or adds_last or drops_last or val.dim() == 0:
             return self._reshape(node, src)

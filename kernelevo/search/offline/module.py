@@ -295,17 +295,12 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
                                    (list(finish.em.pointers) + ["n_rows", "n_splits"] + list(finish.em.scalars)
                                     + finish_strides, extra(finish)))
         launch, consts = [], []
-    elif strategy == "matmul-tiled":
+    elif strategy in ("matmul-tiled", "conv-implicit-gemm"):
         body.append(f"        grid = {w.grid}")
-        launch = args + scalars + stride_vals
+        launch = args + (["n_rows"] if strategy == "conv-implicit-gemm" else []) + scalars + stride_vals
         consts = ["BLOCK_M=BLOCK_M", "BLOCK_N=BLOCK_N", "BLOCK_K=BLOCK_K", "GROUP_M=GROUP_M",
                   "num_warps=NUM_WARPS", "num_stages=NUM_STAGES"]
-    elif strategy == "conv-implicit-gemm":
-        body.append(f"        grid = {w.grid}")
-        launch = args + ["n_rows"] + scalars + stride_vals
-        consts = ["BLOCK_M=BLOCK_M", "BLOCK_N=BLOCK_N", "BLOCK_K=BLOCK_K", "GROUP_M=GROUP_M",
-                  "num_warps=NUM_WARPS", "num_stages=NUM_STAGES"]
-        if any("if DOT_F32:" in line for line in w.body):  # on the CPU interpreter only: see conv.py
+        if any("if DOT_F32:" in line for line in w.body):  # on the CPU interpreter only: see kernels.dot_lines
             consts.append(f"DOT_F32=not {first}.is_cuda")
     else:
         launch = args + ["n_rows"] + scalars + stride_vals

@@ -34,17 +34,28 @@ def merge_reduced_dims(prog: Program) -> None:
         if r.tensor_arg().rank != rank or r.attrs.get("merged", 1) != k or r.tensor_arg().shape[-k:] != tail:
             raise Unsupported("reductions over different dimensions in one op")
     for v in prog.values.values():
-        if v.kind not in _ALLOWED:
+        if v.kind not in _ALLOWED + ("reshape",):
             raise Unsupported(f"{v.kind} together with a reduction over several dimensions")
+        if v.kind == "reshape" and not _appends_ones(v):
+            raise Unsupported("a reshape other than adding trailing ones, together with a reduction over several "
+                              "dimensions")
+    for v in list(prog.values.values()):  # inputs the kernels read only through a view of them (a group norm's x)
+        if v.kind == "input" and v.rank == rank and not _read(prog, v):
+            prog.values.pop(v.name)
     spread = _elementwise(prog, rank)
     product = " * ".join(f"({d})" for d in tail)
 
-    def merge(shape: tuple[str, ...]) -> tuple[str, ...]:
+    def merge(shape: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+        """The merged shape, and for a tensor sized like only the first reduced dims (a group norm's per-channel
+        weight ``[1, G, C / G, 1]``) the product of the others: column ``j`` reads its element ``j // that``."""
         padded = ("1",) * (rank - len(shape)) + shape
         if padded[-k:] == tail:
-            return padded[:-k] + (product,)
+            return padded[:-k] + (product,), ""
         if all(d == "1" for d in padded[-k:]):
-            return padded[:-k] + ("1",)
+            return padded[:-k] + ("1",), ""
+        for j in range(1, k):
+            if padded[-k:-k + j] == tail[:j] and all(d == "1" for d in padded[-k + j:]):
+                return padded[:-k] + (" * ".join(f"({d})" for d in tail[:j]),), " * ".join(f"({d})" for d in tail[j:])
         raise Unsupported(f"a tensor of shape [{', '.join(shape)}] broadcast against the {k} reduced dimensions")
 
     for i, o in enumerate(prog.outputs):
@@ -57,7 +68,11 @@ def merge_reduced_dims(prog: Program) -> None:
             v.attrs = attrs
         if v.name not in spread or v.rank == 0:
             continue
-        shape = merge(v.shape)
+        shape, coarse = merge(v.shape)
+        if coarse and v in prog.outputs:
+            raise Unsupported(f"an output sized like only some of the {k} reduced dimensions")
+        if coarse and v.kind == "input":  # computed ones are emitted from such inputs, column by column
+            v.attrs = {**v.attrs, "col_div": coarse}
         if v.kind == "input":
             new = f"{v.name}_merged"
             prog.host_lines.append(f"{new} = {v.name}.reshape({', '.join(shape)})")
@@ -65,6 +80,16 @@ def merge_reduced_dims(prog: Program) -> None:
             v.name = new
             prog.values[new] = v
         v.rank, v.shape = len(shape), shape
+
+
+def _appends_ones(v: Value) -> bool:
+    """``[N, C]`` viewed as ``[N, C, 1, 1]`` (a statistic broadcast back over the dims it reduced)."""
+    src = v.tensor_arg()
+    return v.rank > src.rank and v.shape[:src.rank] == src.shape and all(d == "1" for d in v.shape[src.rank:])
+
+
+def _read(prog: Program, v: Value) -> bool:
+    return v in prog.outputs or any(a is v for u in prog.values.values() for a in u.args)
 
 
 def _elementwise(prog: Program, rank: int) -> set[str]:

@@ -95,7 +95,10 @@ class OfflineProposer:
         device's limits is the search's to drop (``_cells``), on the device it runs on."""
         from kernelevo.search.offline.kernels import analyse
 
-        strategies = applicable(analyse(program), traced.widest_case_dim)
+        try:
+            strategies = applicable(analyse(program), traced.widest_case_dim)
+        except Unsupported as exc:  # the graph as a whole (no output of the op's full rank ...)
+            return [UnsupportedOp(aten="", why=f"no strategy can write a kernel for it ({exc})")]
         refused = []
         for strategy in strategies:
             try:
@@ -159,7 +162,7 @@ class OfflineProposer:
         return self._fresh(request)
 
     def _unsupported_error(self, request: ProposalRequest, traced: TracedTask, exc: Unsupported) -> list[Proposal]:
-        ops = unsupported_ops(traced) or [unsupported_in_lowering(traced, str(exc), exc.node)]
+        ops = self.unsupported(request.task_source) or [unsupported_in_lowering(traced, str(exc), exc.node)]
         return self._error(request, unsupported_message(ops))
 
     def _fresh(self, request: ProposalRequest) -> list[Proposal]:

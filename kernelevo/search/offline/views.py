@@ -55,9 +55,17 @@ def host_view(lowering: Lowering, node: Any, name: str, src: Value, args: list[A
         dim = args[1] if len(args) > 1 else 0
         start = args[2] if len(args) > 2 else 0
         end = args[3] if len(args) > 3 else None
-        if len(args) > 4 and args[4] != 1:
-            raise Unsupported("strided slices")
-        if start == 0 and (end is None or (isinstance(end, int) and end >= 2**62)):
+        step = args[4] if len(args) > 4 else 1
+        whole = end is None or (isinstance(end, int) and end >= 2**62)
+        if step != 1:  # x[..., 0::2]: a strided view, passed to the kernel with its strides
+            if not isinstance(step, int) or step < 1:
+                raise Unsupported(f"a slice with step {step!r}")
+            index = [":"] * (dim % src.rank) + [f"{lowering.sym(start)}:{'' if whole else lowering.sym(end)}:{step}"]
+            expr = f"{s}[{', '.join(index)}]"
+            view = lowering._input(lowering._fresh(f"{root}_view"), expr, node)
+            view.attrs["root"] = root
+            return view
+        if start == 0 and whole:
             return src
         end_s = f"{s}.shape[{dim}]" if end is None or (isinstance(end, int) and end >= 2**62) else \
             f"min({lowering.sym(end)}, {s}.shape[{dim}])"
