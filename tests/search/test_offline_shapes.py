@@ -7,18 +7,14 @@ anything runs."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from test_offline_dropin import LOADER, _interpreted
 
 from kernelevo.search.offline import OfflineProposer
 from kernelevo.search.proposer import ProposalRequest
 
-ROOT = Path(__file__).resolve().parents[2]
 HEADER = "import torch\nfrom torch import nn\n\n\n"
 
 INSTANCE_NORM = HEADER + '''class Model(nn.Module):
@@ -417,27 +413,15 @@ def test_shapes_out_of_reach_are_refused_with_the_reason(source, why):
     assert p.error is not None and why in p.error
 
 
-def _run_interpreted(script: str, tmp_path: Path) -> None:
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
-                          cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("ok"), done.stdout[-2000:]
-
-
-LOAD = textwrap.dedent("""
-    import importlib.util
-    import torch
+# The start of each check script: write a module to the test's folder and load it by name.
+LOAD = LOADER + textwrap.dedent("""
     from kernelevo.search.offline import OfflineProposer
     from kernelevo.search.proposer import ProposalRequest
 
-    def load(name, text):
+    def build(name, text):
         with open(f"{name}.py", "w") as f:
             f.write(text)
-        spec = importlib.util.spec_from_file_location(name, f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        return load(name)
 """)
 
 
@@ -445,15 +429,15 @@ def test_cumsum_carries_the_row_total_across_column_blocks(tmp_path):
     """Rows ten times wider than the looped strategy's column block: the counts (int64) equal PyTorch's exactly
     in both strategies, the float sums agree to float32 rounding."""
     (tmp_path / "cumsum_task.py").write_text(CUMSUM)
-    _run_interpreted(LOAD + textwrap.dedent("""
+    _interpreted(LOAD + textwrap.dedent("""
         source = open("cumsum_task.py").read()
         x, mask = torch.randn(5, 5000), torch.rand(5, 5000) > 0.5
-        want = load("ref", source).Model()(x, mask)
+        want = build("ref", source).Model()(x, mask)
         proposer = OfflineProposer()
         assert proposer.strategies(source) == ["rowwise-1pass", "rowwise-looped"]
         for i in range(2):
             [p] = proposer.propose(ProposalRequest("cumsum", source, seed=i, count=1))
-            got = load(f"cand{i}", p.source).ModelNew()(x, mask)
+            got = build(f"cand{i}", p.source).ModelNew()(x, mask)
             assert got[1].dtype == torch.int64 and torch.equal(got[1], want[1]), p.strategy
             for g, w in (got[0], want[0]), (got[2], want[2]):
                 assert g.dtype == w.dtype and torch.allclose(g, w, rtol=1e-4, atol=1e-3), (p.strategy, g, w)
@@ -465,7 +449,7 @@ def test_argmax_picks_the_first_maximum_and_counts_nan_as_the_largest(tmp_path):
     """Ties, NaNs, a row of -inf and rows wider than the looped strategy's column block, in both strategies:
     the indices equal PyTorch's exactly (int64)."""
     (tmp_path / "argmax_task.py").write_text(ARGMAX)
-    _run_interpreted(LOAD + textwrap.dedent("""
+    _interpreted(LOAD + textwrap.dedent("""
         source = open("argmax_task.py").read()
         x = torch.randn(6, 3000)
         x[0, 10] = x[0, 2500] = float("nan")
@@ -475,14 +459,14 @@ def test_argmax_picks_the_first_maximum_and_counts_nan_as_the_largest(tmp_path):
         x[3, 1501] = float("nan")
         x[4, 0] = x[4, 1] = -100.0
         labels = torch.randint(0, 3000, (6,))
-        want = load("ref", source).Model()(x, labels)
+        want = build("ref", source).Model()(x, labels)
         proposer = OfflineProposer()
         strategies = proposer.strategies(source)
         assert strategies == ["rowwise-1pass", "rowwise-looped"], strategies
         for i, strategy in enumerate(strategies):
             [p] = proposer.propose(ProposalRequest("argmax", source, seed=i, count=1))
             assert p.strategy == strategy
-            got = load(f"cand{i}", p.source).ModelNew()(x, labels)
+            got = build(f"cand{i}", p.source).ModelNew()(x, labels)
             for g, w in zip(got, want):
                 assert g.dtype == w.dtype and torch.equal(g, w), (strategy, g, w)
         print("ok")
