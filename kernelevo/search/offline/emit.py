@@ -361,14 +361,25 @@ class Emitter:
         if col.kind != "base":
             raise Unsupported("a cumulative sum read per row or at shifted columns")
         expr, _, kind = self.emit(v.tensor_arg(), col, ctx)
-        acc = "tl.int64" if kind_of(v.dtype) != "f" else "tl.float32"  # torch sums integers and bools as int64
         masked = self.fresh(f"{v.name}_in")
-        self._put("loop", f"{masked} = tl.where({col.mask}, {expr}, 0).to({acc})")
+        # torch sums integers and bools as int64, floats in float32 on CUDA and in float64 on the CPU
+        types = ["tl.int64"] if kind_of(v.dtype) != "f" else ["tl.float32", "tl.float64"]
+
+        def per_device(scope: str, line: str) -> None:  # ``line`` with {t}: the accumulator type on this device
+            if len(types) == 1:
+                self._put(scope, line.format(t=types[0]))
+                return
+            for head, t in (("if TORCH_CUDA:", types[0]), ("else:", types[1])):
+                self._put(scope, head)
+                self._put(scope, "    " + line.format(t=t))
+
+        per_device("loop", f"{masked} = tl.where({col.mask}, {expr}, 0).to({{t}})")
+        as_lane = ".to(tl.float32)" if len(types) > 1 else ""  # float lanes are float32 from here on
         if not self.blocked:
-            return f"tl.cumsum({masked}, axis=1)", "loop", kind_of(v.dtype)
+            return f"tl.cumsum({masked}, axis=1){as_lane}", "loop", kind_of(v.dtype)
         carry, out = self.fresh(f"{v.name}_carry"), self.fresh(f"{v.name}_scan")
-        self._put("row", f"{carry} = tl.zeros([BLOCK_ROWS, 1], dtype={acc})")
-        self._put("loop", f"{out} = tl.cumsum({masked}, axis=1) + {carry}")
+        per_device("row", f"{carry} = tl.zeros([BLOCK_ROWS, 1], dtype={{t}})")
+        self._put("loop", f"{out} = (tl.cumsum({masked}, axis=1) + {carry}){as_lane}")
         self._put("loop", f"{carry} += tl.sum({masked}, axis=1, keep_dims=True)")
         return out, "loop", kind_of(v.dtype)
 

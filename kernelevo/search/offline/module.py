@@ -152,7 +152,7 @@ def _kernel_text(kernel_name: str, w: KernelWriter, strategy: str, doc: str) -> 
     else:
         constexprs = ["BLOCK_ROWS", "BLOCK_COLS"]
         head_args = ptr_args + ["n_rows"] + scalar_args + stride_args
-    if any("div_by_scalar(" in line for line in w.body):
+    if any("div_by_scalar(" in line or "if TORCH_CUDA:" in line for line in w.body):
         constexprs.append("TORCH_CUDA")
     if any("if DOT_F32:" in line for line in w.body):
         constexprs.append("DOT_F32")
@@ -326,7 +326,8 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
             consts.append("num_stages=NUM_STAGES")
     if stage2 is None:
         # divisions by Python numbers round as PyTorch rounds them on this device
-        if SCALAR_DIV in w.em.helpers and any("div_by_scalar(" in line for line in w.body):
+        if (SCALAR_DIV in w.em.helpers and any("div_by_scalar(" in line for line in w.body)) or any(
+                "if TORCH_CUDA:" in line for line in w.body):  # or sums accumulated like PyTorch's (emit.scan)
             consts.append(f"TORCH_CUDA={first}.is_cuda")
         if int_out:  # integer outputs compare exactly: no fused multiply-adds where PyTorch rounds each operation
             consts.append("enable_fp_fusion=False")
