@@ -282,6 +282,25 @@ def get_inputs():
 '''
 
 
+ROUTER_TOP1 = HEADER + '''class Model(nn.Module):
+    def __init__(self, dim: int = 32, experts: int = 8):
+        super().__init__()
+        self.gate = nn.Linear(dim, experts, bias=False, dtype=torch.bfloat16)
+
+    def forward(self, x):
+        probs = torch.softmax(self.gate(x).float(), dim=-1)  # the matmul's whole rows are in one tile
+        return probs.max(dim=-1)
+
+
+def get_init_inputs():
+    return [32, 8]
+
+
+def get_inputs():
+    return [torch.randn(37, 32, dtype=torch.bfloat16)]
+'''
+
+
 @pytest.mark.parametrize(("op_id", "source", "returned"), [
     ("instance_norm", INSTANCE_NORM, ".view("),
     ("per_sample", PER_SAMPLE, ""),
@@ -299,6 +318,7 @@ def get_inputs():
     ("interleaved_rotary", INTERLEAVED_ROTARY, ""),
     ("layer_norm_2d", LAYER_NORM_2D, ""),
     ("shift_column", SHIFT_COLUMN, ""),
+    ("router_top1", ROUTER_TOP1, ""),
 ])
 def test_rewritten_shapes_are_accepted_by_the_verifier(tmp_path, op_id, source, returned):
     from evaluator import evaluate
@@ -362,22 +382,6 @@ def get_inputs():
 '''
 
 
-ROUTER = HEADER + '''class Model(nn.Module):
-    def __init__(self, dim: int = 32, experts: int = 8):
-        super().__init__()
-        self.gate = nn.Linear(dim, experts, bias=False)
-
-    def forward(self, x):
-        return torch.softmax(self.gate(x), dim=-1)
-
-
-def get_init_inputs():
-    return [32, 8]
-
-
-def get_inputs():
-    return [torch.randn(5, 32)]
-'''
 
 
 GROUP_NORM_RESIDUAL = HEADER + '''class Model(nn.Module):
@@ -401,7 +405,6 @@ def get_inputs():
 @pytest.mark.parametrize(("source", "why"), [
     (GROUP_NORM_RESIDUAL, "used together with other tensors"),
     (BIAS_OVER_LAST, "broadcast against the 2 reduced dimensions"),
-    (ROUTER, "no strategy can write a kernel for it (a matmul followed by a reduction)"),
     (ARGMAX_INT, "argmax of torch.int64 values"),
     (VIEW_READ_TWICE, "changes the last dimension of a computed tensor"),
 ])
@@ -471,3 +474,11 @@ def test_argmax_picks_the_first_maximum_and_counts_nan_as_the_largest(tmp_path):
                 assert g.dtype == w.dtype and torch.equal(g, w), (strategy, g, w)
         print("ok")
     """), tmp_path)
+
+
+def test_a_row_epilogue_wider_than_a_column_tile_is_not_proposed():
+    """A softmax over 300 columns of a matmul needs them in one tile, wider than the tile's 128: the launch check
+    drops the candidate before it is proposed, and says why (a tuned BLOCK_N of 512 would make it fit)."""
+    wide = ROUTER_TOP1.replace("experts: int = 8", "experts: int = 300").replace("return [32, 8]", "return [32, 300]")
+    [p] = OfflineProposer().propose(ProposalRequest("router_wide", wide))
+    assert p.source == "" and "rows of 512 columns are wider than BLOCK_N=128" in p.error, p.error

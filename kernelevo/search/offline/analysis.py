@@ -62,8 +62,8 @@ def analyse(prog: Program) -> Analysis:
     matmuls = [v for v in prog.values.values() if v.kind == "matmul"]
     if len(matmuls) > 1:
         raise Unsupported("more than one matmul")
-    if matmuls and reductions:
-        raise Unsupported("a matmul followed by a reduction")
+    if matmuls and any(r.tensor_arg().shape[-1] != matmuls[0].shape[-1] for r in reductions):
+        raise Unsupported("a matmul followed by a reduction over another width than its columns")
     if conv is not None and (matmuls or reductions):
         raise Unsupported("a convolution together with a matmul or a reduction (only pointwise epilogues are fused)")
     anchor = reductions[0].tensor_arg() if reductions else (matmuls[0] if matmuls else conv)

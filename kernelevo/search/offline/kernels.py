@@ -38,6 +38,7 @@ class KernelWriter:
         self.flushed = 0
         self.partials: list[tuple[str, Value]] = []
         self.grid = ""  # the launch grid as host source, where the strategy sets it (conv-implicit-gemm)
+        self.whole_row_width = ""  # matmul-tiled with a row epilogue: N, which one column tile must cover
         self.loop_range = ""  # the column loops' start and end (rowwise-split: its chunk), default the whole row
         self.online: dict[str, Value] = {}
 
@@ -146,6 +147,15 @@ class KernelWriter:
         for w in self.an.widths:
             masks[w] = f"mask_{len(masks)}" if len(self.an.widths) > 1 else "mask"
             self.em.row_lines.append(f"{masks[w]} = row_mask & (cols < {self.width(w)})")
+        self.whole_row_reductions(masks)
+        for w in self.an.widths:
+            outs = [(i, o) for i, o in self.an.full_outputs if o.shape[-1] == w]
+            self.store_outputs(Col("cols", "base", masks[w]), outs)
+        self.store_row_values()
+
+    def whole_row_reductions(self, masks: dict[str, str]) -> None:
+        """Every reduction over a row that lies whole in the tile (``masks``: column width -> its mask), in the
+        order they read each other: each becomes ``<name>_row``."""
         for r in sorted(self.an.reductions, key=lambda r: self.an.levels[r.name]):
             w = r.tensor_arg().shape[-1]
             col = Col("cols", "base", masks[w])
@@ -158,10 +168,6 @@ class KernelWriter:
                 total = f"{self.combine(r)}({masked}, axis=1, keep_dims=True)"
                 self.em.row_lines.append(f"{var} = {self.finish(r, total, self.width(w))}")
             self.em.finished[r.name] = var
-        for w in self.an.widths:
-            outs = [(i, o) for i, o in self.an.full_outputs if o.shape[-1] == w]
-            self.store_outputs(Col("cols", "base", masks[w]), outs)
-        self.store_row_values()
 
     def online_pairs(self) -> dict[str, Value]:
         """max-name -> the sum(exp(x - max(x))) reduction over the same x (softmax's two passes,
@@ -286,8 +292,10 @@ class KernelWriter:
 
     def matmul(self) -> None:
         mm = self.an.matmul
-        if mm is None or mm.rank not in (2, 3) or self.an.row_outputs or self.an.globals_:
-            raise Unsupported("matmul-tiled needs one 2-D or batched matmul with a pointwise epilogue")
+        # with row reductions in the epilogue (a router's softmax), one program holds whole rows of the product
+        whole_rows = bool(self.an.reductions)
+        if mm is None or mm.rank not in (2, 3) or self.an.globals_ or (self.an.row_outputs and not whole_rows):
+            raise Unsupported("matmul-tiled needs one 2-D or batched matmul with a pointwise or row epilogue")
         a, b = mm.tensor_arg(0), mm.tensor_arg(1)
         batched = mm.rank == 3  # [BATCH, M, K] @ [BATCH, K, N]: one batch per group of programs
         d = 1 if batched else 0
@@ -298,7 +306,9 @@ class KernelWriter:
         em.scalar(f"{b.name}.stride({d})", "stride_bk")
         em.scalar(f"{b.name}.stride({d + 1})", "stride_bn")
         a_ptr, b_ptr = em.pointer(a.name), em.pointer(b.name)
-        tiles = f"triton.cdiv({a.shape[d]}, BLOCK_M) * triton.cdiv({b.shape[d + 1]}, BLOCK_N)"
+        tiles = f"triton.cdiv({a.shape[d]}, BLOCK_M)" + ("" if whole_rows else
+                                                           f" * triton.cdiv({b.shape[d + 1]}, BLOCK_N)")
+        self.whole_row_width = b.shape[d + 1] if whole_rows else ""
         self.grid = f"(({a.shape[0]}) * {tiles},)" if batched else f"({tiles},)"
         self.body += [
             "    # grouped ordering: GROUP_M row-blocks share the same column blocks of B in L2",
@@ -341,7 +351,13 @@ class KernelWriter:
         self.lead_indices()
         em.acc_var = "acc"
         em.loop_lines = em.row_lines
+        if whole_rows:
+            if len(self.an.widths) != 1:
+                raise Unsupported("a matmul whose epilogue reduces rows of another width")
+            self.whole_row_reductions({self.an.widths[0]: "mask"})
         self.store_outputs(Col("cols", "base", "mask"), self.an.full_outputs)
+        if whole_rows:
+            self.store_row_values()
         self.flush_row_lines()
 
 

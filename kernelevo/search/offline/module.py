@@ -296,9 +296,16 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
                                     + finish_strides, extra(finish)))
         launch, consts = [], []
     elif strategy in ("matmul-tiled", "conv-implicit-gemm"):
+        block_n = "BLOCK_N"
+        if w.whole_row_width:  # the epilogue reduces rows: one column tile covers all of them
+            block_n = "block_n"
+            body.append(f"        block_n = max(16, triton.next_power_of_2({w.whole_row_width}))")
+            body.append("        if block_n > BLOCK_N:  # the row epilogue needs whole rows of the product in one tile")
+            body.append('            raise ValueError(f"rows of {block_n} columns are wider than BLOCK_N={BLOCK_N}"')
+            body.append('                             " for a matmul whose epilogue reduces its rows")')
         body.append(f"        grid = {w.grid}")
         launch = args + (["n_rows"] if strategy == "conv-implicit-gemm" else []) + scalars + stride_vals
-        consts = ["BLOCK_M=BLOCK_M", "BLOCK_N=BLOCK_N", "BLOCK_K=BLOCK_K", "GROUP_M=GROUP_M",
+        consts = ["BLOCK_M=BLOCK_M", f"BLOCK_N={block_n}", "BLOCK_K=BLOCK_K", "GROUP_M=GROUP_M",
                   "num_warps=NUM_WARPS", "num_stages=NUM_STAGES"]
         if any("if DOT_F32:" in line for line in w.body):  # on the CPU interpreter only: see kernels.dot_lines
             consts.append(f"DOT_F32=not {first}.is_cuda")
