@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernelevo.search.offline.ir import Operand, rows_free
+from kernelevo.search.offline.ir import Operand, appends_ones, rows_free
 from kernelevo.search.offline.lower import Unsupported, Value
 
 if TYPE_CHECKING:
@@ -273,9 +273,8 @@ class Emitter:
             if src.rank == v.rank or (rows_free(src) and src.shape[-1] == v.shape[-1]):
                 # a matmul's [B*H, M, N] (or its epilogue) viewed as [B, H, M, N]: the same rows, numbered alike
                 return self.emit(src, col, ctx)
-            added = v.rank - src.rank
-            if added > 0 and v.shape[:src.rank] == src.shape and all(d == "1" for d in v.shape[src.rank:]):
-                return self.emit(src, NO_COL, ctx - added)  # [N, C] as [N, C, 1, 1]: a value per row
+            if appends_ones(v.shape, src.shape):  # [N, C] as [N, C, 1, 1]: a value per row
+                return self.emit(src, NO_COL, ctx - (v.rank - src.rank))
             if v.rank == src.rank - 1 and src.shape[-1] == "1":
                 return self.emit(src, NO_COL, ctx + 1)
             if v.rank == 0:

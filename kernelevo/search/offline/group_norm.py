@@ -57,13 +57,7 @@ def lower_group_norm(lowering: Lowering, node: Any, args: list[Any]) -> list[Any
         lowering.values[v.name] = v
         return v
 
-    count = make("hostfloat", (), (), expr=f"float(({per_group}) * ({lowering.sym(hw)}))")
-    mean = make("pw", (make("reduce", (xg,), keep, op="sum", keepdim=True, merged=2), count), keep, op="div",
-                kwargs={})
-    centred = make("pw", (xg, mean), shape, op="sub", kwargs={})
-    square = make("pw", (centred, centred), shape, op="mul", kwargs={})
-    var = make("pw", (make("reduce", (square,), keep, op="sum", keepdim=True, merged=2), count), keep, op="div",
-               kwargs={})
+    _mean, centred, var = lowering.moments(node, xg, 2, 0, keep)
     rstd = make("pw", (make("pw", (var, eps), keep, op="add", kwargs={}),), keep, op="rsqrt", kwargs={})
     out = make("pw", (centred, rstd), shape, op="mul", kwargs={})
     channel = ("1", str(groups), per_group, "1")

@@ -64,6 +64,17 @@ class Value:
         return arg
 
 
+def size_product(dims: tuple[str, ...]) -> str:
+    """The number of elements of ``dims`` (host expressions) as one host expression: ``(H) * (W)``."""
+    return " * ".join(f"({d})" for d in dims)
+
+
+def appends_ones(shape: tuple[str, ...], base: tuple[str, ...]) -> bool:
+    """Whether ``shape`` is ``base`` with trailing ones added (``[N, C]`` as ``[N, C, 1, 1]``): the same value per
+    row, a statistic broadcast back over the dims it reduced."""
+    return len(shape) > len(base) and shape[:len(base)] == base and all(d == "1" for d in shape[len(base):])
+
+
 def rows_free(v: Value) -> bool:
     """Whether ``v`` depends on the op's leading dims only through a matmul's accumulator: the kernel computes it
     per output row of the matmul, so a view that keeps its last dim (``[B * T, N]`` as ``[B, T, N]``, the 3-D

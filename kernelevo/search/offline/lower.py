@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 from kernelevo.search.offline.conv import BATCH_NORM_OPS, CONV_OPS, lower_batch_norm, lower_convolution
 from kernelevo.search.offline.group_norm import GROUP_NORM_OPS, lower_group_norm
 from kernelevo.search.offline.indexing import INDEX_OPS, bag, iota_view, live_values, lower_arange, lower_gather
-from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value, ValueAttrs, rows_free
+from kernelevo.search.offline.ir import (
+    Operand,
+    Program,
+    Unsupported,
+    Value,
+    ValueAttrs,
+    appends_ones,
+    rows_free,
+    size_product,
+)
 from kernelevo.search.offline.trace import TracedTask
 from kernelevo.search.offline.views import host_view
 
@@ -254,9 +263,7 @@ class Lowering:
             return self.lower_max(node, name, args, kwargs)
         if name == "cumsum":
             src = self._lane(args[0])
-            dim = args[1] if len(args) > 1 else kwargs.get("dim")
-            if not isinstance(dim, int) or dim % max(src.rank, 1) != src.rank - 1:
-                raise Unsupported(f"cumsum over dim {dim}: only the last dimension is supported")
+            _along_rows(name, src, args, kwargs)
             return self._new(node, "scan", (src,), op="sum")
         if name == "gather":
             src, dim, index = args
@@ -397,9 +404,7 @@ class Lowering:
                              kwargs={})
         if dim is None:
             return self.lower_reduction(node, "amax" if name == "max" else "amin", [src], {})
-        keepdim = bool(args[2]) if len(args) > 2 else bool(kwargs.get("keepdim", False))
-        if dim % max(src.rank, 1) != src.rank - 1:
-            raise Unsupported(f"{name} over dim {dim}: only the last dimension is supported")
+        keepdim = _along_rows(name, src, args, kwargs)
         values, indices = node.meta["val"]
         kind = "max" if name == "max" else "min"
         pair = []
@@ -414,19 +419,15 @@ class Lowering:
         """The index of the first maximum (minimum) along the last dim; a NaN counts as the maximum (and the
         minimum), as in PyTorch."""
         src = self._lane(args[0])
-        dim = args[1] if len(args) > 1 else kwargs.get("dim")
-        keepdim = bool(args[2]) if len(args) > 2 else bool(kwargs.get("keepdim", False))
-        if dim is None:
+        if (args[1] if len(args) > 1 else kwargs.get("dim")) is None:
             raise Unsupported(f"{name} over the whole tensor (give it a dim)")
         if src.dtype is not None and not src.dtype.is_floating_point and src.dtype.itemsize > 2:
             raise Unsupported(f"{name} of {src.dtype} values (compared as float32, large ones would tie)")
-        if dim % max(src.rank, 1) != src.rank - 1:
-            raise Unsupported(f"{name} over dim {dim}: only the last dimension is supported")
-        return self._new(node, "reduce", (src,), op=name, keepdim=keepdim)
+        return self._new(node, "reduce", (src,), op=name, keepdim=_along_rows(name, src, args, kwargs))
 
     def _deviation(self, node: Any, kind: str, src: Value, keepdim: bool, correction: Any, merged: int) -> Value:
         """var, or std as the square root of var."""
-        var = self._variance(node, src, keepdim, correction, merged)
+        var = self.moments(node, src, merged, correction, self.shape_of(node))[2]
         if kind == "var":
             return var
         std = Value(self._fresh(f"{node.name}_sqrt"), "pw", (var,), var.rank, var.shape, var.dtype,
@@ -434,36 +435,35 @@ class Lowering:
         self.values[std.name] = std
         return std
 
-    def _variance(self, node: Any, src: Value, keepdim: bool, correction: Any, merged: int) -> Value:
-        """var(x) = sum((x - mean)^2) / (n - correction), as two row reductions over the last ``merged`` dims."""
+    def moments(self, node: Any, src: Value, merged: int, correction: Any,
+                var_shape: tuple[str, ...]) -> tuple[Value, Value, Value]:
+        """(mean with the reduced dims kept, ``src - mean``, var of shape ``var_shape``) over the last ``merged``
+        dims of ``src``: var = sum((x - mean)^2) / (n - correction), as two row reductions."""
         import torch
 
         f32 = torch.float32
         keep = src.shape[:-merged] + ("1",) * merged
-        n = " * ".join(f"({d})" for d in src.shape[-merged:]) if merged > 1 else src.shape[-1]
+        n = size_product(src.shape[-merged:]) if merged > 1 else src.shape[-1]
 
         def make(kind: str, args: tuple[Operand, ...], shape: tuple[str, ...], **attrs: Unpack[ValueAttrs]) -> Value:
             v = Value(self._fresh(f"{node.name}_{kind}"), kind, args, len(shape), shape, f32, attrs)
             self.values[v.name] = v
             return v
 
-        def total_of(arg: Value, shape: tuple[str, ...], keep_dim: bool) -> Value:
-            attrs: ValueAttrs = {"op": "sum", "keepdim": keep_dim}
+        def total_of(arg: Value, shape: tuple[str, ...]) -> Value:
+            attrs: ValueAttrs = {"op": "sum", "keepdim": len(shape) == arg.rank}
             if merged > 1:
                 attrs["merged"] = merged
             return make("reduce", (arg,), shape, **attrs)
 
         count = make("hostfloat", (), (), expr=f"float({n})")
         count.rank, count.shape = 0, ()
-        total = total_of(src, keep, True)
-        mean = make("pw", (total, count), keep, op="div", kwargs={})
+        mean = make("pw", (total_of(src, keep), count), keep, op="div", kwargs={})
         centred = make("pw", (src, mean), src.shape, op="sub", kwargs={})
         square = make("pw", (centred, centred), src.shape, op="mul", kwargs={})
-        out_shape = self.shape_of(node)
-        squares = total_of(square, out_shape, keepdim)
         dof = make("hostfloat", (), (), expr=f"float({n}) - {float(correction)!r}")
         dof.rank, dof.shape = 0, ()
-        return make("pw", (squares, dof), out_shape, op="div", kwargs={})
+        return mean, centred, make("pw", (total_of(square, var_shape), dof), var_shape, op="div", kwargs={})
 
     def lower_view(self, node: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Value | list[Value]:
         src = args[0]
@@ -495,8 +495,7 @@ class Lowering:
             return self._new(node, "shift", (src,), start=self.sym(start))
         shape = self.shape_of(node)
         same_last = shape[-1:] == src.shape[-1:] and (len(shape) == src.rank or rows_free(src))
-        adds_last = len(shape) > src.rank and shape[:src.rank] == src.shape and all(d == "1" for d in
-                                                                                     shape[src.rank:])
+        adds_last = appends_ones(shape, src.shape)
         drops_last = len(shape) == src.rank - 1 and src.shape[-1] == "1" and shape == src.shape[:-1]
         if same_last or adds_last or drops_last or val.dim() == 0:
             return self._reshape(node, src)
@@ -510,6 +509,14 @@ class Lowering:
 
     def _host_view(self, node: Any, name: str, src: Value, args: list[Any]) -> Value | list[Value]:
         return host_view(self, node, name, src, args)
+
+
+def _along_rows(name: str, src: Value, args: list[Any], kwargs: dict[str, Any]) -> bool:
+    """``keepdim`` of ``op(src, dim, keepdim)`` (argmax, max(dim), cumsum ...); refuses a dim other than the last."""
+    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+    if not isinstance(dim, int) or dim % max(src.rank, 1) != src.rank - 1:
+        raise Unsupported(f"{name} over dim {dim}: only the last dimension is supported")
+    return bool(args[2]) if len(args) > 2 else bool(kwargs.get("keepdim", False))
 
 
 def _only_returned(node: Any) -> bool:

@@ -11,7 +11,7 @@ pointwise ops and reductions over that one dimension qualify; the rest stays :cl
 
 from __future__ import annotations
 
-from kernelevo.search.offline.ir import Program, Unsupported, Value
+from kernelevo.search.offline.ir import Program, Unsupported, Value, appends_ones, size_product
 
 _ALLOWED = ("input", "const", "hostfloat", "pw", "cast", "reduce", "global")
 
@@ -36,14 +36,14 @@ def merge_reduced_dims(prog: Program) -> None:
     for v in prog.values.values():
         if v.kind not in _ALLOWED + ("reshape",):
             raise Unsupported(f"{v.kind} together with a reduction over several dimensions")
-        if v.kind == "reshape" and not _appends_ones(v):
+        if v.kind == "reshape" and not appends_ones(v.shape, v.tensor_arg().shape):
             raise Unsupported("a reshape other than adding trailing ones, together with a reduction over several "
                               "dimensions")
     for v in list(prog.values.values()):  # inputs the kernels read only through a view of them (a group norm's x)
         if v.kind == "input" and v.rank == rank and not _read(prog, v):
             prog.values.pop(v.name)
     spread = _elementwise(prog, rank)
-    product = " * ".join(f"({d})" for d in tail)
+    product = size_product(tail)
 
     def merge(shape: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
         """The merged shape, and for a tensor sized like only the first reduced dims (a group norm's per-channel
@@ -55,7 +55,7 @@ def merge_reduced_dims(prog: Program) -> None:
             return padded[:-k] + ("1",), ""
         for j in range(1, k):
             if padded[-k:-k + j] == tail[:j] and all(d == "1" for d in padded[-k + j:]):
-                return padded[:-k] + (" * ".join(f"({d})" for d in tail[:j]),), " * ".join(f"({d})" for d in tail[j:])
+                return padded[:-k] + (size_product(tail[:j]),), size_product(tail[j:])
         raise Unsupported(f"a tensor of shape [{', '.join(shape)}] broadcast against the {k} reduced dimensions")
 
     for i, o in enumerate(prog.outputs):
@@ -80,12 +80,6 @@ def merge_reduced_dims(prog: Program) -> None:
             v.name = new
             prog.values[new] = v
         v.rank, v.shape = len(shape), shape
-
-
-def _appends_ones(v: Value) -> bool:
-    """``[N, C]`` viewed as ``[N, C, 1, 1]`` (a statistic broadcast back over the dims it reduced)."""
-    src = v.tensor_arg()
-    return v.rank > src.rank and v.shape[:src.rank] == src.shape and all(d == "1" for d in v.shape[src.rank:])
 
 
 def _read(prog: Program, v: Value) -> bool:
