@@ -232,6 +232,7 @@ class Worker:
         if not isinstance(reply, dict) or reply.get("nonce") != self.nonce:
             self.kill()
             raise WorkerForgery("a reply without the session nonce (forged output?)", self.process.returncode)
+        del reply["nonce"]  # the channel's own proof; nothing past the channel keeps it (run records, reports)
         self._close_fds()
         declared = reply.pop("nfds", 0)
         if declared != 0:

@@ -77,6 +77,7 @@ class EvaluationSession:
         # before any candidate exists; a candidate's failure changes only how its own outputs travel).
         self.handoff_mode = "file"
         self.baselines: dict[str, Any] | None = None
+        self.timing_files: list[list[str]] | None = None  # per case, the input files of the timed calls (reference)
         self.start_phases: dict[str, float] = {}
         try:
             report = sandbox.require_isolation("candidate kernels and the task's code")
@@ -121,6 +122,8 @@ class EvaluationSession:
             self.baselines = self._ref({"op": "baselines", "seeds": self.timing_seeds,
                                         "trials": self.options.timing_trials, "warmup_ms": self.options.warmup_ms,
                                         "modes": list(self.options.baselines)}, timeout=1800)
+            # the reference's private input files for timed calls: the session's own, never in run records
+            self.timing_files = self.baselines.pop("timing_inputs", None)
         # where the session's start went (the search's summary reports it beside the search's own time)
         self.start_phases = {"reference_start_s": round(loaded - began, 3), "load_s": round(planned - loaded, 3),
                              "baselines_s": round(clock() - planned, 3)}

@@ -49,7 +49,7 @@ def time_candidate(session: EvaluationSession, channel: OutputChannel, evidence:
     ``checked_elements``: the input elements of each correctness call already made (their windows come first)."""
     options = session.options
     rng = random.Random(secrets.randbits(64))
-    timing_files = session.baselines.get("timing_inputs") if session.baselines else None
+    timing_files = session.timing_files
     if not timing_files:
         raise StopEvaluation(Verdict.reject(Reason.CRASHED, "no timing inputs: the baselines did not run", **evidence))
     sample = plan_sample(options.timing_trials, len(timing_files), rng)

@@ -269,3 +269,22 @@ def test_concatenated_parts_are_loaded_within_their_own_width(proposer):
         for line in part_loads:
             pointer = line.split("tl.load(")[1].split("_row")[0]
             assert f"< {pointer}_ncols)" in line, f"{strategy}: {line.strip()}"
+
+
+def test_division_is_ieee_only_where_a_decision_follows(proposer):
+    """A division whose result is rounded, compared or cast to an integer (int8 quantisation) is correctly rounded,
+    as PyTorch computes it; a division that only meets the tolerance (cosine similarity normalises each element by
+    its row's norm) uses Triton's fast division, since the IEEE form costs a long instruction sequence per element."""
+    from kernelevo.search.offline.module import generate
+    from kernelevo.search.offline.trace import trace_task
+
+    def kernel_body(op: str) -> str:
+        source = (ROOT / "bench" / "ops" / f"{op}.py").read_text()
+        generated = generate(trace_task(source), proposer.strategies(source)[0], op)
+        return generated.split("@triton.jit", 2)[-1].split("class ModelNew")[0]
+
+    quant = kernel_body("int8_row_quant")
+    assert "tl.math.div_rn(x_" in quant  # q = round(x / scale): the row's division before the rounding
+    cosine = kernel_body("cosine_similarity")
+    assert "div_rn" not in cosine and "sqrt_rn" not in cosine
+    assert cosine.count(" / ") == 2 and cosine.count("tl.sqrt(") == 2

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kernelevo.search.offline.conv import move_channels_last, node_problem
-from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value
+from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value, mark_exact
 from kernelevo.search.offline.lower import HANDLED, dead, op_name
 from kernelevo.search.offline.moves import merge_reduced_dims, move_reduced_dim_last
 from kernelevo.search.offline.trace import TracedTask
@@ -91,6 +91,7 @@ def analyse(prog: Program) -> Analysis:
     scans = [v for v in prog.values.values() if v.kind == "scan"]
     if scans and (matmuls or conv is not None):
         raise Unsupported("a cumulative sum together with a matmul or a convolution")
+    mark_exact(prog)
     return Analysis(rank, list(anchor.shape[:-1]), reductions, levels, full, row, glob, globals_,
                     matmuls[0] if matmuls else None, widths, conv, scans)
 

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 
 ARG_REDUCTIONS = ("argmax", "argmin")  # reductions whose result is an index (int64) along the row
+# pointwise ops whose result is discrete (a rounded number, a sign, a truth value): one ulp in an operand can flip it
+DECISIONS = frozenset({"round", "floor", "ceil", "trunc", "sign", "ne", "eq", "lt", "gt", "le", "ge"})
 
 
 class Unsupported(Exception):
@@ -40,6 +42,7 @@ class ValueAttrs(TypedDict, total=False):
     wrap: bool  # gather/bag: negative indices count from the end (``weight[idx]``; embedding does not)
     stride: list[int]  # conv: (stride_h, stride_w)
     padding: list[int]  # conv: (pad_h, pad_w)
+    exact: bool  # pw: the result reaches a decision (see mark_exact): divide and take roots with IEEE rounding
 
 
 @dataclass
@@ -86,6 +89,43 @@ def rows_free(v: Value) -> bool:
     tensors = [a for a in v.args if isinstance(a, Value)]
     return any(rows_free(a) for a in tensors) and all(
         rows_free(a) or a.kind in ("const", "hostfloat") or (a.kind == "input" and a.rank <= 1) for a in tensors)
+
+
+def _decides(v: Value) -> bool:
+    """Whether ``v`` turns floats into a discrete result: a rounding, a comparison, a cast to an integer or bool
+    dtype, an arg-reduction."""
+    if v.kind == "pw":
+        return v.attrs.get("op") in DECISIONS
+    if v.kind == "cast":
+        return v.dtype is not None and not v.dtype.is_floating_point
+    if v.kind in ("reduce", "global"):
+        return v.attrs.get("op") in ARG_REDUCTIONS
+    return False
+
+
+def mark_exact(prog: Program) -> None:
+    """Set ``attrs["exact"]`` on every value whose result reaches a decision (int8 quantisation: ``x / scale``
+    before ``round``). Those are computed as PyTorch computes them (IEEE division and square root), since a result
+    one ulp off can round or compare the other way and integers compare exactly. Every other float value only meets
+    the verifier's tolerance, so it divides with Triton's fast full-range division (2 ulp at most): correctly
+    rounded division is a long instruction sequence, and a row-normalising op (cosine similarity) does two per
+    element it loads."""
+    exact: set[str] = set()
+    changed = True
+    while changed:  # a fixed point: the lowering and the layout moves do not keep the values in graph order
+        changed = False
+        for v in prog.values.values():
+            if not (_decides(v) or v.name in exact):
+                continue
+            for a in v.args:
+                if isinstance(a, Value) and a.name not in exact:
+                    exact.add(a.name)
+                    changed = True
+    for v in prog.values.values():
+        if v.name in exact:
+            v.attrs["exact"] = True
+        else:
+            v.attrs.pop("exact", None)
 
 
 # An operand of a lane value: another value, or a Python scalar from the graph (bool is an int).

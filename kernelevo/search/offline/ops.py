@@ -2,9 +2,11 @@
 
 Functions that need libdevice on the GPU and do not exist in the Triton interpreter are written
 from primitives that both have: tanh via sigmoid, round-half-even via floor, tanh-GELU via tanh.
-Division and square root use the IEEE-rounded forms so results match PyTorch bit for bit where it
-matters (quantisation boundaries); a division by a Python number is rounded as PyTorch rounds it on
-each device (``div_by_scalar``: CUDA multiplies by the reciprocal, the CPU divides).
+Division and square root use the IEEE-rounded forms where a value reaches a decision (``attrs["exact"]``,
+set by ``ir.mark_exact``: a rounding, a comparison, a cast to an integer), so results match PyTorch bit
+for bit where it matters (quantisation boundaries), and Triton's fast forms elsewhere; a division by a
+Python number is rounded as PyTorch rounds it on each device (``div_by_scalar``: CUDA multiplies by the
+reciprocal, the CPU divides).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ def pointwise(v: Value, ops: list[tuple[str, str, str]], helpers: set[str]) -> t
     kinds = [o[2] for o in ops]
     f = [_as_float(e, k) for e, k in zip(x, kinds)]
     a = f if out == "f" else x
+    exact = bool(v.attrs.get("exact"))
+    divide = "tl.math.div_rn({}, {})" if exact else "({} / {})"
+    root = "tl.math.sqrt_rn({})" if exact else "tl.sqrt({})"
     if op in ("add", "sub", "mul"):
         sym = {"add": "+", "sub": "-", "mul": "*"}[op]
         alpha = kw.get("alpha", 1)
@@ -50,12 +55,14 @@ def pointwise(v: Value, ops: list[tuple[str, str, str]], helpers: set[str]) -> t
         if not isinstance(divisor, Value) or divisor.kind == "hostfloat":  # a Python number
             helpers.add(SCALAR_DIV)
             return f"div_by_scalar({f[0]}, {f[1]}, TORCH_CUDA)", "f"
-        return f"tl.math.div_rn({f[0]}, {f[1]})", "f"
+        return divide.format(f[0], f[1]), "f"
     if op == "reciprocal":
-        return f"tl.math.div_rn(1.0, {f[0]})", "f"
+        return divide.format("1.0", f[0]), "f"
     if op == "neg":
         return f"(-{a[0]})", out
-    unary = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.math.sqrt_rn",
+    if op == "sqrt":
+        return root.format(f[0]), "f"
+    unary = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2",
              "rsqrt": "tl.math.rsqrt", "sigmoid": "tl.sigmoid", "erf": "tl.math.erf", "floor": "tl.floor",
              "ceil": "tl.ceil", "sin": "tl.sin", "cos": "tl.cos"}
     if op in unary:
@@ -86,9 +93,9 @@ def pointwise(v: Value, ops: list[tuple[str, str, str]], helpers: set[str]) -> t
         if exponent == 3:
             return f"({f[0]} * {f[0]} * {f[0]})", "f"
         if exponent == 0.5:
-            return f"tl.math.sqrt_rn({f[0]})", "f"
+            return root.format(f[0]), "f"
         if exponent == -1:
-            return f"tl.math.div_rn(1.0, {f[0]})", "f"
+            return divide.format("1.0", f[0]), "f"
         if exponent == 1:
             return f[0], "f"
         return f"tl.exp2(tl.log2({f[0]}) * {float(exponent)!r})", "f"
