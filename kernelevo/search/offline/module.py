@@ -20,10 +20,10 @@ STRATEGIES = ("rowwise-1pass", "rowwise-looped", "rowwise-split", "pointwise-til
 
 # Launch parameters per strategy: module-level constants that the "tune" operator rewrites.
 DEFAULTS = {
-    "rowwise-1pass": {"ROW_TILE": 4096, "NUM_WARPS": 8, "MAX_ROW_COLS": 16384},
+    "rowwise-1pass": {"ROW_TILE": 4096, "MIN_PROGRAMS": 256, "NUM_WARPS": 8, "MAX_ROW_COLS": 16384},
     "rowwise-looped": {"BLOCK_COLS": 2048, "ROW_BLOCK": 1, "NUM_WARPS": 8, "NUM_STAGES": 2},
     "rowwise-split": {"BLOCK_COLS": 2048, "SPLIT_TILE": 16384, "NUM_WARPS": 8, "NUM_STAGES": 2},
-    "pointwise-tile2d": {"ROW_TILE": 4096, "MAX_BLOCK_COLS": 1024, "NUM_WARPS": 4},
+    "pointwise-tile2d": {"ROW_TILE": 4096, "MIN_PROGRAMS": 256, "MAX_BLOCK_COLS": 1024, "NUM_WARPS": 4},
     "matmul-tiled": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "NUM_WARPS": 8,
                      "NUM_STAGES": 3},
     "conv-implicit-gemm": {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "NUM_WARPS": 4,
@@ -81,6 +81,15 @@ def _safe(name: str) -> str:
 def _signature(names: list[str], constexprs: list[str]) -> str:
     params = names + [f"{c}: tl.constexpr" for c in constexprs]
     return ",\n    ".join(params)
+
+
+def _rows_per_program(col_blocks: str) -> list[str]:
+    """Launcher lines choosing ``block_rows``: up to ``ROW_TILE`` elements per program, but few enough rows that a
+    small (decode) shape still launches about ``MIN_PROGRAMS`` programs, where one tile per program would leave
+    most of the GPU's multiprocessors idle; both are tunable. A power of two (``tl.arange``)."""
+    tiles = "n_rows" if col_blocks == "1" else f"n_rows * {col_blocks}"
+    return ["        block_rows = max(1, min(ROW_TILE // block_cols, triton.next_power_of_2(n_rows),",
+            f"                                triton.next_power_of_2(triton.cdiv({tiles}, MIN_PROGRAMS))))"]
 
 
 def generate(traced: TracedTask, strategy: str, op_name: str, params: dict[str, int] | None = None) -> str:
@@ -318,16 +327,17 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
             body.append("        if block_cols > MAX_ROW_COLS:  # a whole row must fit in registers")
             body.append('            raise ValueError(f"rows of {block_cols} columns are too wide for rowwise-1pass; "')
             body.append('                             "the rowwise-looped strategy handles them")')
-            body.append("        block_rows = max(1, min(ROW_TILE // block_cols, triton.next_power_of_2(n_rows)))")
+            body += _rows_per_program("1")
             body.append("        grid = (triton.cdiv(n_rows, block_rows),)")
         elif strategy == "rowwise-looped":
             body.append("        block_cols, block_rows = BLOCK_COLS, ROW_BLOCK")
             body.append("        grid = (triton.cdiv(n_rows, block_rows),)")
         else:
             body.append(f"        block_cols = min(MAX_BLOCK_COLS, triton.next_power_of_2({widest}))")
-            body.append("        block_rows = max(1, min(ROW_TILE // block_cols, triton.next_power_of_2(n_rows)))")
+            body.append(f"        col_blocks = triton.cdiv({widest}, block_cols)")
+            body += _rows_per_program("col_blocks")
             body.append("        # one grid axis: x allows 2**31 - 1 programs where y and z allow 65535")
-            body.append(f"        grid = (triton.cdiv(n_rows, block_rows) * triton.cdiv({widest}, block_cols),)")
+            body.append("        grid = (triton.cdiv(n_rows, block_rows) * col_blocks,)")
         consts = ["BLOCK_ROWS=block_rows", "BLOCK_COLS=block_cols", "num_warps=NUM_WARPS"]
         if strategy == "rowwise-looped":  # the column loop is software-pipelined
             consts.append("num_stages=NUM_STAGES")

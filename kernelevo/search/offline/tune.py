@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from kernelevo import pyast
 
 _KNOB = re.compile(r"^(BLOCK\w*|\w*_BLOCK\w*|TILE\w*|\w*_TILE|ROW_TILE|GROUP\w*|NUM_WARPS|NUM_STAGES|"
-                   r"num_warps|num_stages|\w*BLOCK_SIZE\w*|MAX_BLOCK\w*)$")
+                   r"num_warps|num_stages|\w*BLOCK_SIZE\w*|MAX_BLOCK\w*|MIN_PROGRAMS)$")
 
 
 def is_knob_name(name: str) -> bool:
@@ -48,6 +48,8 @@ def _bounds(name: str) -> tuple[int, int]:
         return 1, 6
     if lname == "row_block":  # rows per program of the looped reduction
         return 1, 64
+    if lname == "min_programs":  # programs a small shape should still launch (one or two per multiprocessor)
+        return 16, 4096
     if lname.startswith("group"):
         return 1, 64
     if lname in ("block_m", "block_n", "block_k"):
