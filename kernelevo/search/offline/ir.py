@@ -111,18 +111,14 @@ def mark_exact(prog: Program) -> None:
     rounded division is a long instruction sequence, and a row-normalising op (cosine similarity) does two per
     element it loads."""
     exact: set[str] = set()
-    changed = True
-    while changed:  # a fixed point: the lowering and the layout moves do not keep the values in graph order
-        changed = False
-        for v in prog.values.values():
-            if not (_decides(v) or v.name in exact):
-                continue
-            for a in v.args:
-                if isinstance(a, Value) and a.name not in exact:
-                    exact.add(a.name)
-                    changed = True
+    pending = [a for v in prog.values.values() if _decides(v) for a in v.args if isinstance(a, Value)]
+    while pending:  # walk back from every decision through everything it depends on
+        v = pending.pop()
+        if v.name not in exact:
+            exact.add(v.name)
+            pending.extend(a for a in v.args if isinstance(a, Value))
     for v in prog.values.values():
-        if v.name in exact:
+        if v.kind == "pw" and v.name in exact:
             v.attrs["exact"] = True
         else:
             v.attrs.pop("exact", None)

@@ -83,11 +83,11 @@ def _signature(names: list[str], constexprs: list[str]) -> str:
     return ",\n    ".join(params)
 
 
-def _rows_per_program(col_blocks: str) -> list[str]:
+def _rows_per_program(tiles: str) -> list[str]:
     """Launcher lines choosing ``block_rows``: up to ``ROW_TILE`` elements per program, but few enough rows that a
     small (decode) shape still launches about ``MIN_PROGRAMS`` programs, where one tile per program would leave
-    most of the GPU's multiprocessors idle; both are tunable. A power of two (``tl.arange``)."""
-    tiles = "n_rows" if col_blocks == "1" else f"n_rows * {col_blocks}"
+    most of the GPU's multiprocessors idle; both are tunable. ``tiles``: the programs one row per program would
+    launch. A power of two (``tl.arange``)."""
     return ["        block_rows = max(1, min(ROW_TILE // block_cols, triton.next_power_of_2(n_rows),",
             f"                                triton.next_power_of_2(triton.cdiv({tiles}, MIN_PROGRAMS))))"]
 
@@ -327,7 +327,7 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
             body.append("        if block_cols > MAX_ROW_COLS:  # a whole row must fit in registers")
             body.append('            raise ValueError(f"rows of {block_cols} columns are too wide for rowwise-1pass; "')
             body.append('                             "the rowwise-looped strategy handles them")')
-            body += _rows_per_program("1")
+            body += _rows_per_program("n_rows")
             body.append("        grid = (triton.cdiv(n_rows, block_rows),)")
         elif strategy == "rowwise-looped":
             body.append("        block_cols, block_rows = BLOCK_COLS, ROW_BLOCK")
@@ -335,7 +335,7 @@ def _model(traced: TracedTask, prog: Program, an: Analysis, w: KernelWriter, str
         else:
             body.append(f"        block_cols = min(MAX_BLOCK_COLS, triton.next_power_of_2({widest}))")
             body.append(f"        col_blocks = triton.cdiv({widest}, block_cols)")
-            body += _rows_per_program("col_blocks")
+            body += _rows_per_program("n_rows * col_blocks")
             body.append("        # one grid axis: x allows 2**31 - 1 programs where y and z allow 65535")
             body.append("        grid = (triton.cdiv(n_rows, block_rows) * col_blocks,)")
         consts = ["BLOCK_ROWS=block_rows", "BLOCK_COLS=block_cols", "num_warps=NUM_WARPS"]
