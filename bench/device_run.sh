@@ -3,8 +3,10 @@
 # Usage (device tool): carry [".whl", ".sysdeb"], command "bash bench/device_run.sh MODE [MODE...]" (run in order)
 #   sandbox   sandbox probe (PROBE_S seconds: bubblewrap, GPU inside it, CUDA IPC and VMM hand-off between
 #             sandboxes, compute-sanitizer), the GPU tests of the trace and the sanitizer (TESTS_S seconds),
-#             then the candidate suite (SUITE_S seconds; SUITE_ONLY substrings)
+#             then the candidate suite (SUITE_S seconds; SUITE_ONLY substrings; RESUME: an earlier run's results,
+#             whose entries are kept and not run again)
 #   check     the GPU tests in TESTS, then the candidate suite on the tasks' small cases (SUITE_S seconds)
+#   suite     the candidate suite alone (SUITE_S, SUITE_ONLY, RESUME as above)
 #   verifier  bench/verifier_bench.py (BENCH_S; READY processes started ahead) then the candidate suite (SUITE_S)
 #   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
@@ -55,7 +57,7 @@ command -v bwrap >/dev/null || echo "no bwrap: untrusted code is refused (KERNEL
 suite() {  # the candidate suite on the tasks' small cases, time-boxed; prints passes and failures
   [ "${SUITE:-1}" = 0 ] && return 0
   timeout "${SUITE_S:-290}" python3 bench/gpu_suite.py --small --skip-slow --only "${SUITE_ONLY:-}" \
-    --out "$OUT/gpu_suite-$tag.json" > "$OUT/suite-$tag.log" 2>&1
+    ${RESUME:+--resume "$RESUME"} --out "$OUT/gpu_suite-$tag.json" > "$OUT/suite-$tag.log" 2>&1
   grep -c "^PASS" "$OUT/suite-$tag.log"; grep "^FAIL" "$OUT/suite-$tag.log" | cut -c1-230 | head -20
   tail -2 "$OUT/suite-$tag.log"
 }
@@ -84,6 +86,9 @@ print("sanitizer:", {k: (v.get("returncode") if isinstance(v, dict) else v) for 
 PY
     timeout "${TESTS_S:-60}" python3 -m pytest -q -m gpu tests/evaluator/test_sanitize.py \
       tests/evaluator/test_tracing_gpu.py > "$OUT/pytest_gpu-$tag.txt" 2>&1; tail -4 "$OUT/pytest_gpu-$tag.txt"
+    suite
+    ;;
+  suite)
     suite
     ;;
   check)
@@ -133,6 +138,6 @@ PY
     python3 -m kernelevo.cli eval --task tests/tasks/axpy.py --candidate tests/candidates/honest/axpy_launcher.py \
       --device cuda --json > "$OUT/smoke_axpy-$tag.json"; echo "exit=$?"
     ;;
-  *) echo "unknown mode $mode (sandbox, check, verifier, search, celery, offline, corpus, vmm, startup, smoke)"; exit 2 ;;
+  *) echo "unknown mode $mode (sandbox, check, suite, verifier, search, celery, offline, corpus, vmm, startup, smoke)"; exit 2 ;;
 esac
 done

@@ -5,6 +5,10 @@ on a time-limited GPU lease this script evaluates the same entries grouped by ta
 baselines are computed once per task. Verdicts are checked against the manifest exactly as the test does.
 
     python bench/gpu_suite.py --out results.json [--skip-slow] [--only substring]
+    python bench/gpu_suite.py --out rest.json --resume first.json   # the entries a time-boxed run did not reach
+
+With ``--resume``, the entries already judged in an earlier run's results (partial or whole) are kept as they were
+and not evaluated again; the output holds both, and says which run each came from.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ def main() -> int:
                              "not share the GPU lock, so one group's timing and baselines overlap another's work: "
                              "above 1, timing-based verdicts (the physical floor, too_slow, the trace's time share) "
                              "can flip; use it only for a quick scan of false rejects")
+    parser.add_argument("--resume", type=Path, action="append", default=[],
+                        help="results of earlier (time-boxed) runs: their entries are kept, not evaluated again")
     args = parser.parse_args()
 
     os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths
@@ -45,6 +51,7 @@ def main() -> int:
     from suite_manifest import load_entries
 
     entries = load_entries()
+    earlier = _earlier_results(args.resume)
     groups: dict[tuple[str, bool, bool, bool], list[dict]] = defaultdict(list)
     for entry in entries:
         if "cuda" not in entry["devices"]:
@@ -56,8 +63,11 @@ def main() -> int:
             continue
         # full_cases: entries whose exploit lives only at the scored sizes ignore --small
         small = args.small and not entry.get("full_cases", False)
+        if (entry["file"], entry.get("static_checks", True)) in earlier:
+            continue
         groups[(entry["task"], entry.get("static_checks", True), small, bool(entry.get("sanitize")))].append(entry)
-    results, failures = [], 0
+    results = [dict(r, run=r.get("run") or path.name) for path, r in earlier.values()]
+    failures = sum(not r["pass"] for r in results)
     started = time.perf_counter()
     from evaluator.session import _static_rejection
 
@@ -113,6 +123,15 @@ def main() -> int:
     args.out.write_text(json.dumps(summary, indent=2, default=str))
     print(f"{len(results) - failures} passed, {failures} failed")
     return 1 if failures else 0
+
+
+def _earlier_results(paths: list[Path]) -> dict[tuple[str, bool], tuple[Path, dict]]:
+    """Entries judged by earlier runs, by (file, static checks); a later file's entry replaces an earlier one's."""
+    kept: dict[tuple[str, bool], tuple[Path, dict]] = {}
+    for path in paths:
+        for result in json.loads(path.read_text())["results"]:
+            kept[(result["file"], result["static_checks"])] = (path, result)
+    return kept
 
 
 if __name__ == "__main__":

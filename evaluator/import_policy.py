@@ -73,6 +73,18 @@ POLICIES: dict[str, ModulePolicy] = {
     "einops": ModulePolicy(members=frozenset({"rearrange", "repeat"}), why_limited="only einops.rearrange and "
                            "einops.repeat (permutes, reshapes and expansions, which PyTorch runs as views and copies) "
                            "are allowed; einops.reduce/einsum compute"),
+    # Parameter names, registry keys and type tests (fla: ``"cache_results" in
+    # inspect.signature(triton.autotune).parameters``, a decorator mapping arguments to names, ``registry[unwrap(f)]``);
+    # evaluator.static_inspect allows nothing more of signature's and unwrap's results, and the harness keeps nothing
+    # in default arguments (tests/test_architecture.py). The rest of inspect hands out frames (currentframe, stack,
+    # trace), closures (getclosurevars), every attribute (getmembers) or sources; the candidate process's audit hook
+    # lets inspect read frames for a library only where the library's own code names the function it called.
+    "inspect": ModulePolicy(members=frozenset({"signature", "unwrap", "isclass", "isfunction", "ismethod",
+                                              "isroutine", "isbuiltin", "iscoroutinefunction", "isgeneratorfunction",
+                                              "isabstract"}),
+                            why_limited="inspect's other members hand out frames (currentframe, stack), closures "
+                            "(getclosurevars), every attribute of an object (getmembers) or source code; only "
+                            "signature() (parameter names), unwrap() and the is*() type tests are allowed"),
     "packaging": ModulePolicy(members=frozenset({"version"}), why_limited="only packaging.version is needed "
                               "for version checks"),
     "packaging.version": ModulePolicy(),
@@ -139,7 +151,8 @@ RUNTIME_IMPORT_ROOTS = frozenset(name.split(".")[0] for name in POLICIES)
 ALLOWED_SUMMARY = (
     "torch (nn, nn.functional, cuda/xpu/mps probes, library.custom_op/triton_op, utils.cpp_extension.load_inline), "
     "triton, triton.language (incl. extra.libdevice), triton.tools.tensor_descriptor, math, typing, dataclasses, "
-    "functools, itertools, collections, enum, operator, contextlib, packaging.version, "
+    "functools, itertools, collections, enum, operator, contextlib, packaging.version, inspect.signature / "
+    "unwrap / is*(), "
     "importlib.util.find_spec / importlib.metadata.version (literal names), kernelevo.cuda, and for flags and "
     "messages only os.environ.get / os.getenv, sys.version_info / sys.platform, platform.machine, warnings.warn, "
     "logging.getLogger, einops.rearrange / repeat"
@@ -159,9 +172,6 @@ REFUSED_WHY: dict[str, str] = {
     "platform": "runs shell commands and reads the host",
     "sys": "introspects the interpreter (sys.modules, frames)",
     "gc": "introspects the heap (gc.get_objects can find the reference outputs)",
-    # inspect stays refused as a whole: signature() reads default arguments and unwrap() follows __wrapped__, so
-    # both hand over what the harness bound into its guards, and stack()/currentframe() reach its frames.
-    "inspect": "introspects the call stack and the harness (frames, wrapped originals, default arguments)",
     "traceback": "introspects the call stack",
     "linecache": "reads source files",
     "builtins": "can patch builtins",

@@ -142,6 +142,7 @@ from dataclasses import dataclass, field
 from evaluator.static_cuda import expand_template, scan_source, source_pieces
 from evaluator.static_fold import fold_strings
 from evaluator.static_grids import empty_launch
+from evaluator.static_inspect import check_inspect
 from evaluator.static_library import check_registrations
 from evaluator.static_loggers import check_loggers
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model, device_functions
@@ -342,6 +343,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     RuleVisitor(model, set(path), entry, allow, out.report, tree).visit(tree)
     check_registrations(tree, resolve_here, model.custom_ops, out.report)
     check_loggers(tree, resolve_here, model.parents, out.report)
+    check_inspect(tree, resolve_here, model.parents, out.report)
     _check_jit_bodies(tree, model, out)
     _check_cuda_sources(tree, model, allow, out)
     first = launched[0] if launched else kernels[0] if kernels else None

@@ -96,3 +96,58 @@ def test_a_deferred_model_fails_the_build_check(tmp_path):
         "class Deferred(BaseModel):\n    model_config = ConfigDict(defer_build=True)\n    x: int\n\n\n"
         "class Built(BaseModel):\n    x: int\n", encoding="utf-8")
     assert _unbuilt_models(tmp_path, ["probe"]) == (2, ["probe.Deferred"])
+
+
+# The harness code that runs inside a candidate's process (evaluator/sandboxed, the trace client). A default argument
+# is readable by anyone holding the function (``inspect.signature(f).parameters[...].default``, which candidates may
+# call): a secret (which timed calls are sampled) or a bound reference there would be handed out. Closures bind.
+HARNESS_IN_CANDIDATE = [*sorted((ROOT / "evaluator" / "sandboxed").glob("*.py")),
+                        ROOT / "evaluator" / "tracing" / "client.py", ROOT / "evaluator" / "tracing" / "tags.py"]
+
+
+def _non_constant_defaults(path: Path) -> list[str]:
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    constants = {target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                 for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                 if isinstance(target, ast.Name) and node.value is not None and _constant(node.value, set())}
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+                if not _constant(default, constants):
+                    found.append(f"{path.name}:{default.lineno} {getattr(node, 'name', 'lambda')}: "
+                                 f"{ast.unparse(default)}")
+    return found
+
+
+def _constant(node, names: set[str]) -> bool:
+    """A literal, a literal empty container, arithmetic on literals, or a module-level name bound to one."""
+    import ast
+
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.UnaryOp):
+        return _constant(node.operand, names)
+    if isinstance(node, ast.BinOp):
+        return _constant(node.left, names) and _constant(node.right, names)
+    if isinstance(node, ast.Tuple):
+        return all(_constant(e, names) for e in node.elts)
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "frozenset"
+            and not node.args and not node.keywords)
+
+
+def test_the_harness_in_a_candidate_process_keeps_nothing_in_default_arguments():
+    found = [line for path in HARNESS_IN_CANDIDATE for line in _non_constant_defaults(path)]
+    assert found == []
+
+
+def test_a_reference_kept_in_a_default_argument_fails_the_check(tmp_path):
+    probe = tmp_path / "harness.py"
+    probe.write_text("LIMIT = 4\n\ndef ok(x, n=LIMIT, k=-1, t=(), s=frozenset()):\n    pass\n\n"
+                     "def leaky(trial, chosen=samples.get(0, {})):\n    pass\n", encoding="utf-8")
+    assert _non_constant_defaults(probe) == ["harness.py:6 leaky: samples.get(0, {})"]

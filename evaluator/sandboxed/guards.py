@@ -10,7 +10,9 @@ so they are installed before the candidate is imported and checked after every c
 from __future__ import annotations
 
 import _signal as _signal_module
+import copyreg
 import functools
+import inspect
 import io
 import os
 import shutil
@@ -18,6 +20,7 @@ import signal
 import sys
 import sysconfig
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import CodeType, FrameType, MappingProxyType, ModuleType
 from typing import Any
@@ -90,8 +93,11 @@ MAX_DISPATCHES_PER_CALL = 4096  # allocations and views of an honest launcher; e
 # Tensor elements a forward may read on the host (``.item()``, ``float(t)``: a launcher reads a size or a flag); a
 # host loop over the data reads every one, wherever it runs (a grid callable Triton evaluates included).
 MAX_HOST_READS_PER_CALL = 256
-# Triton's autotune benchmarking (the only torch work Triton does for itself during a launch) is off the count.
-_BENCHMARK_FILES = frozenset(str(Path(_TRITON_DIR) / name) for name in ("testing.py", "runtime/autotuner.py"))
+# Triton's autotune benchmarking (the only torch work Triton does for itself during a launch) is off the count: its
+# benchmark loop, and the driver's cache flush between repetitions (``clear_cache``: a ``zero_`` per repetition, 5,497
+# calls for one multi-config autotune on the H200 with Triton 3.6). The ops themselves are still judged.
+_BENCHMARK_FILES = frozenset(str(Path(_TRITON_DIR) / name) for name in (
+    "testing.py", "runtime/autotuner.py", "backends/nvidia/driver.py", "backends/amd/driver.py"))
 
 
 # Torch compute on tensors at most 1/SMALL_FRACTION of the call's input elements is bookkeeping (a final mean over
@@ -264,7 +270,7 @@ class LaunchCounter:
             counter.note_resources(self_, result)
             return result
 
-        setattr(cls, name, counted)
+        setattr(cls, name, _disguised(counted, original))
 
     def _count_interpreted_programs(self) -> None:
         """Under the interpreter, count the programs each launch really runs (``set_grid_dim`` receives the
@@ -437,8 +443,13 @@ _NAME_READERS = frozenset(str(Path(stdlib) / name) for stdlib in _STDLIB
 # attributes of what they generated: not the candidate evaluating a string or patching a function.
 _CLASS_BUILDERS = frozenset(str(Path(stdlib) / name) for stdlib in _STDLIB
                             for name in ("collections/__init__.py", "dataclasses.py", "typing.py"))
-_FRAME_USERS = ("/warnings.py", "/typing.py", "/typing_extensions.py", "/logging/__init__.py", "/inspect.py",
-                "/traceback.py", "/linecache.py")
+_FRAME_USERS = ("/warnings.py", "/typing.py", "/typing_extensions.py", "/logging/__init__.py", "/traceback.py",
+                "/linecache.py")
+# inspect hands frames to whoever asks (currentframe, stack, trace): a library may have it read frames only where the
+# library's own code names the function it entered (torch's ``inspect.currentframe()``), never through a callable
+# the candidate handed over (``inspect.currentframe`` as a grid: Triton calls ``grid(meta)``, which names nothing).
+_NAMED_FRAME_USERS = ("/inspect.py",)
+_SIGNATURE = inspect.signature
 # Never needed by a library while the candidate's code runs, whoever raises them.
 _NEVER_FOR_CANDIDATES = ("socket.", "ctypes.", "gc.", "sys.settrace", "sys.setprofile", "sys.addaudithook",
                          "os.system", "os.kill", "os.fork", "os.forkpty", "pty.", "signal.", "resource.setrlimit",
@@ -555,8 +566,7 @@ class AuditGuard:
                         raise PermissionError(f"kernelevo verifier: candidates may not use signal.{name}")
                 return original(*args, **kwargs)
 
-            wrapper.__name__ = name
-            return wrapper
+            return _disguised(wrapper, original)
 
         for name in _SIGNAL_SETTERS:
             original = getattr(_signal, name, None)
@@ -586,7 +596,7 @@ class AuditGuard:
                     raise PermissionError("kernelevo verifier: candidates may not start threads")
             return original(function, args) if kwargs is None else original(function, args, kwargs)
 
-        start_new_thread.__name__ = "start_new_thread"
+        _disguised(start_new_thread, original)
         for module, name in ((_thread, "start_new_thread"), (_thread, "start_new"), (threading, "_start_new_thread")):
             if getattr(module, name, None) is original:
                 setattr(module, name, start_new_thread)
@@ -688,7 +698,13 @@ class AuditGuard:
             return None
         if event in _FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES):
             caller = self._immediate_caller()
-            trusted = caller == _THIS_FILE or caller.endswith(_FRAME_USERS) or caller.startswith(_TORCH_DIR)
+            # The standard library reads frames in its own code (``sys._getframe(1)``, ``frame.f_back``), never
+            # through a callable the candidate planted on an object it reads (a ``__signature__`` property that
+            # is a ``functools.partial(sys._getframe)``, called from inspect.py's frame for torch).
+            if caller.endswith(_NAMED_FRAME_USERS):
+                return None if self._names_itself(event, args) and self._called_by_name() else line
+            trusted = caller == _THIS_FILE or (caller.endswith(_FRAME_USERS) and self._names_itself(event, args)) \
+                or caller.startswith(_TORCH_DIR)
             # Triton reading frames itself (``filter_traceback`` walks ``tb.tb_frame`` of a compile error): its own
             # code names what it reads; a callable the candidate handed it (attrgetter, partial) does not.
             trusted = trusted or (caller.startswith(self._library_dirs) and self._names_itself(event, args))
@@ -889,6 +905,35 @@ class AuditGuard:
             frame = frame.f_back
         return None
 
+    def _called_by_name(self) -> bool:
+        """Whether every Python frame from the one that raised the event up to the first library frame was called by
+        name from the frame above it (called from :meth:`_called_back`). A callable the candidate planted where the
+        standard library calls it implicitly (a ``__signature__`` property that is ``functools.partial(list.extend,
+        map(inspect.stack, [0]))``, read by inspect.py for torch) makes a hop no frame names: ``stack`` is then
+        called from inspect's ``_signature_from_callable``, whose code never says ``stack``."""
+        frame: FrameType | None = self._getframe(3)  # 0: here, 1: _called_back, 2: the hook, 3: the event's frame
+        while frame is not None:
+            caller = frame.f_back
+            if caller is None or self._candidates_frame(caller):
+                return False
+            name = frame.f_code.co_name
+            if name.startswith("<") and name.endswith("comp>") or name == "<genexpr>":
+                named = caller.f_code.co_filename == frame.f_code.co_filename  # a comprehension of its own code
+            elif name in _IMPLICIT_ENTRIES:
+                owner = frame.f_locals.get("self", frame.f_locals.get("cls"))
+                kind = owner if issubclass(type(owner), type) else type(owner)  # no isinstance: it reads __class__
+                named = self._type_name(kind) in caller.f_code.co_names
+            else:
+                named = name in caller.f_code.co_names
+            if not named:
+                return False
+            filename = caller.f_code.co_filename
+            if not (filename.startswith("<frozen") or (filename.startswith(self._stdlib)
+                                                       and "-packages" not in filename)):
+                return True  # the library that asked, by name
+            frame = caller
+        return False
+
     def _names_itself(self, event: str, args: tuple) -> bool:
         """Whether the Python frame that raised a frame event names the attribute or function in its own code
         (called from :meth:`_called_back`, like :meth:`_immediate_caller`)."""
@@ -1042,8 +1087,7 @@ class OwnOpBodies:
                 kwargs["fn"] = entering(kwargs["fn"])
             return original(lib, *args, **kwargs)
 
-        register.__name__ = getattr(original, "__name__", "register")
-        return register
+        return _disguised(register, original)
 
     def _registering(self, original: Any) -> Any:
         entering = self._entering
@@ -1060,13 +1104,17 @@ class OwnOpBodies:
             decorator = original(*args, **kwargs)
             return lambda fn: decorator(wrap(fn))
 
-        return register
+        return _disguised(register, original)
 
 
 # Host-side conversions a candidate could use to do the math in Python instead of a kernel. None of them reaches
 # the dispatcher with the data (``_local_scalar_dense``, which the host-read cap counts): ``__dlpack__`` hands numpy a
 # view of the memory (``np.from_dlpack``), ``__reduce_ex__`` is what ``pickle.dumps`` and ``copy.copy`` call.
-HOST_CONVERSIONS = ("numpy", "tolist", "apply_", "map_", "map2_", "__array__", "__dlpack__", "__reduce_ex__")
+# ``__repr__``/``__str__``/``__format__`` too: printing runs under torch's ``_disable_current_modes()``, so the op
+# recorder and its host-read cap never see the values a candidate parses back out of ``str(x)`` (with
+# ``torch.set_printoptions(precision=10)`` the text is exact).
+HOST_CONVERSIONS = ("numpy", "tolist", "apply_", "map_", "map2_", "__array__", "__dlpack__", "__reduce_ex__",
+                    "__repr__", "__str__", "__format__")
 # Functions and storage methods that hand out a tensor's bytes the same way (module or class, attribute): DLPack
 # capsules, ``torch.save`` into an in-memory buffer, a storage pickled or written to a file object.
 HOST_EXPORTS = (("torch", "to_dlpack"), ("torch.utils.dlpack", "to_dlpack"), ("torch", "save"),
@@ -1113,8 +1161,7 @@ class HostConversionGuard:
                                           "the kernels must do the math")
             return original(*args, **kwargs)
 
-        method.__name__ = what.rsplit(".", 1)[-1].rstrip("()")
-        return method
+        return _disguised(method, original)
 
 
 def _resolve(dotted: str) -> Any:
@@ -1167,8 +1214,34 @@ _POP_FUNCTION_MODE, _POP_DISPATCH_MODE = torch._C._pop_torch_function_stack, tor
 _PUSH_DISPATCH_MODE, _DISPATCH_MODE_AT = torch._C._push_on_torch_dispatch_stack, torch._C._get_dispatch_stack_at
 
 
-def _on_dispatch_stack(mode: Any, depth: Any = _MODE_STACK_DEPTHS[0], at: Any = _DISPATCH_MODE_AT) -> bool:
-    return any(at(i) is mode for i in range(depth()))
+def _disguised(wrapper: Any, original: Any) -> Any:
+    """``wrapper`` (put in place of a library's ``original``) answering as the original does to what a candidate may
+    read of a function: its name, qualified name, module and docstring, and the parameters ``inspect.signature``
+    gives. A wrapper named ``counted`` from ``evaluator.sandboxed.guards`` would tell a verified process from a user's
+    program. No ``__wrapped__``: ``inspect.unwrap`` would hand the original over, past the wrapper."""
+    for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, name, getattr(original, name))
+        except (AttributeError, TypeError):
+            continue
+    try:
+        wrapper.__signature__ = _SIGNATURE(original)
+    except (TypeError, ValueError):  # a builtin without a text signature (see docs/verifier.md, Known limits)
+        pass
+    return wrapper
+
+
+def _dispatch_stack_test() -> Callable[[Any], bool]:
+    """Whether a mode is on the dispatch stack, through torch's C getters bound now (in the closure: a default
+    argument would be handed out by ``inspect.signature``)."""
+    depth, at = _MODE_STACK_DEPTHS[0], _DISPATCH_MODE_AT
+
+    def on_stack(mode: Any) -> bool:
+        return any(at(i) is mode for i in range(depth()))
+    return on_stack
+
+
+_on_dispatch_stack = _dispatch_stack_test()
 
 
 # The numerics switches, read through torch's C getters (bound at import) like the mode stacks.
@@ -1201,6 +1274,13 @@ def _environment_state() -> str:
     return repr(sorted(items))
 
 
+# The registries C pickle bound when it was imported (replacing ``copyreg.dispatch_table`` changes nothing; adding to
+# the dict does): bound here, before any candidate runs.
+_PICKLE_REGISTRIES = (("copyreg.dispatch_table", copyreg.dispatch_table),
+                      ("copyreg._extension_registry", copyreg._extension_registry),  # type: ignore[attr-defined]
+                      ("copyreg._inverted_registry", copyreg._inverted_registry))  # type: ignore[attr-defined]
+
+
 def snapshot_attributes() -> dict[str, Any]:
     """Identities of the attributes a cheat would patch (timers, torch functions, tensor methods), the numerics
     switches, the torch mode stacks and the environment. Reads only (see :class:`_Watched`)."""
@@ -1221,6 +1301,10 @@ def snapshot_attributes() -> dict[str, Any]:
     for key, read in _NUMERICS:  # numerics switches a candidate could flip to buy speed with precision
         snap[key] = repr(read())
     snap["os.environ"] = _environment_state()
+    # Pickle's registries: the outputs are pickled after forward with every guard off, and a reducer registered for
+    # torch.Tensor would run the real kernel there, on the copy handed over (forward returning anything).
+    for key, registry in _PICKLE_REGISTRIES:
+        snap[key] = repr(sorted((id(k), id(v)) for k, v in list(registry.items())))
     snap["signal.handlers"] = repr([id(_GETSIGNAL(n)) for n in _SIGNALS])
     snap["signal.timers"] = repr([_GETITIMER(t) for t in _TIMERS])
     return snap

@@ -237,6 +237,68 @@ def test_a_library_may_read_frames_itself_but_not_through_a_callable_the_candida
         "filtered": "allowed", "handed": "refused", "own": "refused"}
 
 
+_INSPECT_DRIVER = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
+    import inspect
+    guard._library_dirs = (str(lib) + "/",)
+    guard.install()
+    source = ("import functools, inspect\\n"
+              "class Planted:\\n"
+              "    def __call__(self, x):\\n        return x\\n"
+              "    __signature__ = property(functools.partial(dict.fromkeys, map(inspect.stack, [0])))\\n"
+              "def named():\\n    return library.where_am_i()\\n"
+              "def handed():\\n    return library.call(inspect.currentframe)\\n"
+              "def handed_stack():\\n    got = []\\n"
+              "    library.call(functools.partial(got.extend, map(inspect.stack, [0])))\\n    return got\\n"
+              "def planted():\\n    return list(library.parameter_names(Planted()))\\n"
+              "def own():\\n    return inspect.currentframe()\\n")
+    namespace = {"library": library}
+    exec(compile(source, str(private / "candidate.py"), "exec"), namespace)
+    results = {}
+    for name in ("named", "handed", "handed_stack", "planted", "own"):
+        guard.active = True
+        try:
+            namespace[name]()
+            results[name] = "allowed"
+        except PermissionError:
+            results[name] = "refused"
+        except TypeError:  # stack() ran for the planted property (its frames are unhashable keys)
+            results[name] = "allowed"
+        finally:
+            guard.active = False
+    print(json.dumps(results))
+""")
+
+_INSPECT_LIBRARY = '''
+import inspect
+
+
+def where_am_i():
+    return inspect.currentframe().f_back.f_code.co_name
+
+
+def call(callback):
+    return callback()
+
+
+def parameter_names(fn):
+    return inspect.signature(fn).parameters
+'''
+
+
+def test_a_library_may_ask_inspect_for_frames_by_name_but_no_callable_may_hop_into_it(tmp_path):
+    """inspect.py reads frames for a library only when every frame from the read up to the library was called by name
+    (torch's ``inspect.currentframe()``): not ``inspect.currentframe`` handed over as a callback, not
+    ``map(inspect.stack, ...)`` under a ``partial``, not a ``__signature__`` property that inspect reads for a library
+    and that runs ``inspect.stack`` through C callables (a hop no frame names)."""
+    private, lib = tmp_path / "private", tmp_path / "lib"
+    private.mkdir()
+    lib.mkdir()
+    (private / "candidate.py").write_text("# the candidate's file\n")
+    (lib / "library.py").write_text(_INSPECT_LIBRARY)
+    assert guard_report(_INSPECT_DRIVER, private, lib) == {
+        "named": "allowed", "handed": "refused", "handed_stack": "refused", "planted": "refused", "own": "refused"}
+
+
 _PROBE_DRIVER = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
     guard.install()
     source = ("import functools\\n"
@@ -279,3 +341,75 @@ def test_a_library_may_have_platform_describe_the_host_but_the_candidate_may_not
     assert report["results"] == {"through_platform": "allowed", "own_spawn": "refused", "handed_spawn": "refused",
                                  "other_program": "refused"}
     assert len(report["violations"]) == 3  # platform swallows a refusal (OSError): the count proves none was its
+
+
+_IDENTITY_DRIVER = textwrap.dedent("""
+    import _signal, _thread, inspect, json, signal, sys, threading
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    import torch
+    import triton
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+    from evaluator.sandboxed import guards
+
+    guards.warm_up_guards()
+    owners = {"torch.Tensor": torch.Tensor, "torch.library": torch.library, "torch.library.Library":
+              torch.library.Library, "JITFunction": JITFunction, "Autotuner": Autotuner, "_thread": _thread,
+              "threading": threading, "signal": signal, "_signal": _signal, "torch": torch}
+
+    def table():
+        found = {}
+        for o, owner in owners.items():
+            for n in dir(owner):
+                v = inspect.getattr_static(owner, n, None)
+                if callable(v):
+                    found[f"{o}.{n}"] = v
+        return found
+
+    def identity(fn):
+        try:
+            sig = str(inspect.signature(fn))
+        except (TypeError, ValueError) as exc:
+            sig = type(exc).__name__
+        return [getattr(fn, a, None) for a in ("__module__", "__name__", "__qualname__", "__doc__")] + [sig]
+
+    before = table()
+    private = Path(sys.argv[2])
+    launches = guards.LaunchCounter()
+    launches.install(None, interpreted=True)
+    audit = guards.AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+    audit.install()
+    guards.HostConversionGuard(audit).install()
+    guards.OwnOpBodies().install()
+    after = table()
+    replaced = sorted(k for k in before if after.get(k) is not before[k])
+    differ = [k for k in replaced if identity(before[k]) != identity(after[k])]
+    print(json.dumps({"replaced": replaced,
+                      "python": {k: repr([identity(before[k]), identity(after[k])])[:300] for k in differ
+                                 if inspect.isfunction(before[k])},
+                      "builtin": sorted(k for k in differ if not inspect.isfunction(before[k]))}))
+""")
+
+
+def test_the_guards_wrappers_answer_as_the_functions_they_replace(tmp_path):
+    """What a candidate can read of a library function (name, qualified name, module, docstring, the parameters
+    inspect.signature gives) is the same whether or not the guards wrapped it: a wrapper named after the guards
+    would tell a verified process from a user's program (red team s8: ``torch.library.custom_op.__module__`` and
+    ``kernel.run.__qualname__``). Builtins without a text signature are a known limit (docs/verifier.md)."""
+    (tmp_path / "candidate.py").write_text("# the candidate's file\n")
+    report = guard_report(_IDENTITY_DRIVER, tmp_path)
+    assert "JITFunction.run" in report["replaced"] and "torch.library.custom_op" in report["replaced"]
+    assert "torch.Tensor.tolist" in report["replaced"]
+    assert report["python"] == {}
+    # Functions written in C (a tensor's host conversions, the thread and signal primitives) cannot be worn by a
+    # Python wrapper: no __module__ or text signature to copy. The known limit; a new one shows up here.
+    assert set(report["builtin"]) <= BUILTIN_WRAPPER_TELLS, set(report["builtin"]) - BUILTIN_WRAPPER_TELLS
+
+
+BUILTIN_WRAPPER_TELLS = {
+    "torch.Tensor.__str__", "torch.Tensor.apply_", "torch.Tensor.map2_", "torch.Tensor.map_", "torch.Tensor.numpy",
+    "torch.Tensor.tolist", "torch.Tensor.__dlpack__", "torch.Tensor.__reduce_ex__", "torch.to_dlpack",
+    "_thread.start_new_thread", "_thread.start_new", "threading._start_new_thread", "signal.set_wakeup_fd",
+    "_signal.set_wakeup_fd", "signal.signal", "_signal.signal", "signal.alarm", "_signal.alarm", "signal.setitimer",
+    "_signal.setitimer", "signal.siginterrupt", "_signal.siginterrupt"}

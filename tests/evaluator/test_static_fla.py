@@ -15,9 +15,74 @@ def _rules(source: str) -> list[tuple[str, str]]:
     return [(v.rule, v.message) for v in check_source(source, "cand.py").violations]
 
 
-# -- inspect stays refused (statically and by the candidate process's import guard): every way into it ----------------
-# (A closed set of inspect uses was tried and dropped: the audit hook trusts frame events raised by inspect.py itself,
-# so at run time the static layer would have been the only barrier, and a red team got past its first version.)
+# -- inspect for names only (evaluator/static_inspect.py): signature() read for parameter names, unwrap() as a key ----
+# The candidate process's audit hook lets inspect.py read frames for a library only where the library's code names the
+# inspect function and inspect's own frame names the read (tests/evaluator/test_audit_guard.py), and the harness keeps
+# nothing in default arguments (tests/test_architecture.py). Every attack below must stay refused.
+
+_DECORATOR = ("import functools\nimport inspect\n\n"
+              "def guard(fn):\n    sig = inspect.signature(fn)\n    names = list(sig.parameters.keys())\n\n"
+              "    @functools.wraps(fn)\n    def wrapper(*args):\n        return fn(*args)\n    wrapper.names = names\n"
+              "    return wrapper\n")
+INSPECT_HONEST = {
+    "a feature probe of a library function": ("import inspect\nimport triton\n"
+                                              "CACHE = 'cache_results' in "
+                                              "inspect.signature(triton.autotune).parameters\n"),
+    "a decorator mapping arguments to names": _DECORATOR,
+    "names as a set, a count, a loop": ("import inspect\n\ndef helper(x, y):\n    return x\n\n"
+                                        "SIG = inspect.signature(helper)\nNAMES = set(SIG.parameters.keys())\n"
+                                        "COUNT = len(SIG.parameters)\nORDER = [n for n in SIG.parameters]\n"),
+    "a registry keyed by the unwrapped function": ("from inspect import unwrap\n\nREGISTRY: dict = {}\n\n"
+                                                   "def register(fn, impl):\n    REGISTRY[unwrap(fn)] = impl\n\n"
+                                                   "def lookup(fn):\n    return REGISTRY[unwrap(fn)]\n"),
+    "type tests": "import inspect\nIS_CLASS = inspect.isclass(int) and not inspect.isfunction(len)\n",
+}
+
+
+@pytest.mark.parametrize("module", list(INSPECT_HONEST.values()), ids=list(INSPECT_HONEST))
+def test_inspect_for_names_is_accepted(module):
+    assert _rules(make(module=module)) == []
+
+
+INSPECT_NAMES_ATTACKS = {
+    # against the names-only reading
+    "names handed to a function that is not a builtin reader": "import inspect\n\ndef helper(x):\n    return x\n\n"
+                                                               "P = map(str, inspect.signature(helper).parameters)\n",
+    "keys() with an argument": "import inspect\n\ndef helper(x):\n    return x\n\n"
+                               "P = list(inspect.signature(helper).parameters.keys(1))\n",
+    "the signature kept by a walrus": "import inspect\n\ndef helper(x):\n    return x\n\n"
+                                      "if (sig := inspect.signature(helper)):\n    P = sig.parameters['x']\n",
+    "the signature kept in a class body": "import inspect\n\ndef helper(x):\n    return x\n\n"
+                                          "class C:\n    sig = inspect.signature(helper)\n\nP = C.sig.parameters\n",
+    "the name rebound by a nested global": ("import inspect\n\ndef helper(x, _k=1):\n    return x\n\n"
+                                            "sig = inspect.signature(helper)\n\ndef swap():\n    global sig\n"
+                                            "    sig = None\n\nN = list(sig.parameters)\n"),
+    "an object made on the spot (its __signature__ is read)": ("import inspect\n\nclass S:\n    pass\n\n"
+                                                               "N = list(inspect.signature(S()).parameters)\n"),
+    "a subscripted argument": "import inspect\nFNS = [len]\nN = list(inspect.signature(FNS[0]).parameters)\n",
+    # against unwrap as a key
+    "unwrap's result subscripting another object": ("from inspect import unwrap\n\nclass R:\n"
+                                                     "    def __getitem__(self, k):\n        return k\n\n"
+                                                     "ORIG = R()[unwrap(len)]\n"),
+    "a registry whose keys are read back": ("from inspect import unwrap\n\nREGISTRY: dict = {}\n"
+                                            "REGISTRY[unwrap(len)] = 1\nORIGINALS = list(REGISTRY)\n"),
+    "a registry handed on": ("from inspect import unwrap\n\nREGISTRY = {}\nREGISTRY[unwrap(len)] = 1\n"
+                             "KEEP = [REGISTRY]\n"),
+    "a registry bound twice": ("from inspect import unwrap\n\nREGISTRY = {}\nREGISTRY = {0: 1}\n"
+                               "X = REGISTRY[unwrap(len)]\n"),
+    "a registry that is not a dict": ("from inspect import unwrap\n\nclass D(dict):\n    pass\n\nREGISTRY = D()\n"
+                                      "X = REGISTRY[unwrap(len)]\n"),
+    "unwrap compared by equality (__eq__ receives it)": ("from inspect import unwrap\n\nclass Q:\n    pass\n\n"
+                                                         "SAME = Q() == unwrap(len)\n"),
+    "unwrap with a stop callback": "from inspect import unwrap\nT = {}\nX = T[unwrap(len, stop=print)]\n",
+}
+
+
+@pytest.mark.parametrize("module", list(INSPECT_NAMES_ATTACKS.values()), ids=list(INSPECT_NAMES_ATTACKS))
+def test_inspect_beyond_names_and_keys_is_refused(module):
+    found = _rules(make(module=module))
+    assert any(rule in ("banned-import", "dangerous-builtin", "introspection") for rule, _ in found), found
+
 
 INSPECT_ATTACKS = {
     # the values behind the names: a default argument is how a harness function keeps its references
