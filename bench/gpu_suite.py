@@ -63,7 +63,7 @@ def main() -> int:
             continue
         # full_cases: entries whose exploit lives only at the scored sizes ignore --small
         small = args.small and not entry.get("full_cases", False)
-        if (entry["file"], entry.get("static_checks", True)) in earlier:
+        if (entry["file"], entry["task"], entry.get("static_checks", True)) in earlier:
             continue
         groups[(entry["task"], entry.get("static_checks", True), small, bool(entry.get("sanitize")))].append(entry)
     results = [dict(r, run=r.get("run") or path.name) for path, r in earlier.values()]
@@ -125,12 +125,13 @@ def main() -> int:
     return 1 if failures else 0
 
 
-def _earlier_results(paths: list[Path]) -> dict[tuple[str, bool], tuple[Path, dict]]:
-    """Entries judged by earlier runs, by (file, static checks); a later file's entry replaces an earlier one's."""
-    kept: dict[tuple[str, bool], tuple[Path, dict]] = {}
+def _earlier_results(paths: list[Path]) -> dict[tuple[str, str, bool], tuple[Path, dict]]:
+    """Entries judged by earlier runs, by (file, task, static checks); a later file's entry replaces an earlier
+    one's."""
+    kept: dict[tuple[str, str, bool], tuple[Path, dict]] = {}
     for path in paths:
         for result in json.loads(path.read_text())["results"]:
-            kept[(result["file"], result["static_checks"])] = (path, result)
+            kept[(result["file"], result["task"], result["static_checks"])] = (path, result)
     return kept
 
 

@@ -113,6 +113,7 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         "reference_precision": session.plan.get("reference_precision"),
         "checks": list(_checks(session)),
         "cases": _case_skeleton(session),
+        "init_inputs": session.plan.get("init_inputs", []),
     }
     t0 = time.perf_counter()
     keep = False

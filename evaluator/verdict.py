@@ -135,6 +135,7 @@ class TensorSpec(_Evidence):
 
     shape: list[int]
     dtype: str
+    contiguous: bool | None = None  # as the task laid it out (None: recorded before layouts were)
 
     @property
     def short_dtype(self) -> str:
@@ -225,6 +226,7 @@ class Correctness(_Evidence):
     reference_precision: str | None = None
     checks: list[str] = []
     cases: list[CaseEvidence] = []
+    init_inputs: list[ValueSpec] = []  # the constructor arguments ModelNew was built and checked with
 
     @field_validator("seeds", mode="before")
     @classmethod

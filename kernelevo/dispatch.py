@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.dispatch_where import runtime_facts, unavailable_reason
-from kernelevo.envelope import EnvelopeCheck, clear_capabilities
+from kernelevo.envelope import EnvelopeCheck, InitCheck, clear_capabilities
 from kernelevo.kernel_store import KERNEL_MODULE, KERNELS_DIR, StoredKernel, find_kernels, kernel_module_name
 from kernelevo.op import op_id, source_hash
 from kernelevo.settings import SettingsError, get_settings
@@ -229,6 +229,7 @@ class _Resolved:
     def __init__(self, target: object, qualname: str, warn: Callable[[str, str], None]):
         self.kernel_class: type | None = None  # set only together with ``check``
         self.check: EnvelopeCheck | None = None
+        self.init: InitCheck | None = None  # a module's constructor arguments, as verified
         self.lookup = found = look_up(target, qualname)
         stored = found.stored
         if found.status is Status.STALE:
@@ -240,6 +241,7 @@ class _Resolved:
             return
         try:
             self.check = EnvelopeCheck(stored.envelope)
+            self.init = InitCheck(stored.envelope["init"]) if stored.envelope.get("init") is not None else None
             self.kernel_class = _load_kernel_class(stored)
         except Exception as exc:  # a broken kernel module must not break the user's program
             self.kernel_class = None
@@ -460,8 +462,15 @@ class ModuleDispatcher(_Dispatcher):
             reason = "autograd is recording (parameters require grad) and the kernel is forward-only"
         if reason is None:
             kernel = module.__dict__.get("_kernelevo_kernel")
+            if kernel is _BUILT_OTHERWISE:
+                return self.original(module, *args, **kwargs)
             if kernel is None:
                 init_args, init_kwargs = module.__dict__.get("_kernelevo_init", ((), {}))
+                why = resolved.init.check(self.target.__init__, init_args, init_kwargs) if resolved.init else None
+                if why is not None:  # verified for another construction: this module keeps its own forward
+                    module.__dict__["_kernelevo_kernel"] = _BUILT_OTHERWISE
+                    self.warn(_reason_key(why), f"{self.qualname}: {why}; running the original")
+                    return self.original(module, *args, **kwargs)
                 kernel = self.instantiate(resolved, kernel_class, init_args, init_kwargs)
                 if kernel is None:
                     return self.original(module, *args, **kwargs)
@@ -471,6 +480,10 @@ class ModuleDispatcher(_Dispatcher):
             return kernel.forward(*args, **kwargs)
         self.warn(_reason_key(reason), f"{self.qualname}: {reason}; running the original")
         return self.original(module, *args, **kwargs)
+
+
+# A module whose constructor arguments differ from the verified ones: its calls run the original, decided once.
+_BUILT_OTHERWISE = object()
 
 
 def dispatcher_for_module(cls) -> ModuleDispatcher:

@@ -41,6 +41,7 @@ class TensorSpec:
     dtypes: frozenset[torch.dtype]
     rank: int
     dims: tuple[tuple[int, int | None], ...]
+    contiguous: bool = False  # only contiguous tensors (every checked one was)
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class EnvelopeCheck:
                     raise ValueError(f"envelope argument {i}: unknown dtype in {arg['dtypes']}")
                 dims = tuple((int(d.get("min", 0)), None if d.get("max") is None else int(d["max"]))
                              for d in arg["dims"])
-                self.specs.append(TensorSpec(i, dtypes, int(arg["rank"]), dims))
+                self.specs.append(TensorSpec(i, dtypes, int(arg["rank"]), dims, bool(arg.get("contiguous", False))))
             else:
                 values = arg.get("values")
                 self.specs.append(ValueSpec(i, arg["type"], None if values is None else list(values)))
@@ -98,6 +99,8 @@ class EnvelopeCheck:
                     test = f"s[{d}] != {lo}" if lo == hi else (
                         f"s[{d}] < {lo}" if hi is None else f"not {lo} <= s[{d}] <= {hi}")
                     lines += [f"    if {test}:", "        return False"]
+                if spec.contiguous:
+                    lines += [f"    if not a{i}.is_contiguous():", "        return False"]
                 if self.device_type in ("cuda", "cpu"):
                     lines += [f"    if not a{i}.is_{self.device_type}:", "        return False"]
                 else:
@@ -148,6 +151,8 @@ class EnvelopeCheck:
                     n = shape[d]
                     if n < lo or (hi is not None and n > hi):
                         return f"argument {i} dim {d} is {n}, verified {lo}..{hi}"
+                if spec.contiguous and not x.is_contiguous():
+                    return f"argument {i} is not contiguous (strides {tuple(x.stride())}), verified contiguous only"
                 if device_type == "cuda":
                     if not x.is_cuda:
                         return f"argument {i} is on {x.device.type}, verified on cuda"
@@ -166,6 +171,48 @@ class EnvelopeCheck:
                 if spec.values is not None and x not in spec.values:
                     return f"argument {i} = {x!r}, verified only {spec.values}"
         return None
+
+
+class InitCheck:
+    """The constructor arguments a module's kernel was verified with (the envelope's ``init``): ``check(values)``
+    returns None when a module was built with the same non-tensor values, else why not. Runs once per module, when
+    its kernel would be built, so a plain comparison is fast enough."""
+
+    def __init__(self, init: list[dict[str, Any]]):
+        self.values: list[Any] = []  # per position: the verified value, or TENSOR (not pinned)
+        for i, arg in enumerate(init):
+            if arg["kind"] == "tensor":
+                self.values.append(TENSOR)
+            elif arg.get("values") is None or len(arg["values"]) != 1:
+                raise ValueError(f"envelope init argument {i}: expected the one value it was verified with")
+            else:
+                self.values.append(arg["values"][0])
+
+    def check(self, init: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+        """None when a module built by ``init(self, *args, **kwargs)`` got the values it was verified with, each
+        parameter compared after defaults are applied on both sides (``Norm(64)`` and ``Norm(64, eps=1e-5)`` are the
+        same module when the default is 1e-5)."""
+        import inspect
+
+        try:
+            signature = inspect.signature(init)
+            given = signature.bind(None, *args, **kwargs)
+            verified = signature.bind(None, *(None if v is TENSOR else v for v in self.values))
+        except (TypeError, ValueError):
+            return "the module's constructor arguments could not be matched with the verified ones"
+        given.apply_defaults()
+        verified.apply_defaults()
+        tensors = {name for name, value in zip(list(signature.parameters)[1:], self.values) if value is TENSOR}
+        for name in list(signature.parameters)[1:]:
+            if name in tensors:
+                continue
+            value, expected = given.arguments.get(name), verified.arguments.get(name)
+            if type(value) is not type(expected) or value != expected:
+                return f"constructor argument {name} = {value!r}, verified only {expected!r}"
+        return None
+
+
+TENSOR = object()  # a tensor constructor argument: not pinned (its values are the module's own state)
 
 
 # ------------------------------------------------------------------------------------- locating

@@ -12,7 +12,11 @@ The envelope says where the kernel was verified and so where dispatch may use it
      "args": [{"kind": "tensor", "dtypes": ["bfloat16"], "rank": 2,
                "dims": [{"min": 8, "max": 16384}, {"min": 4096, "max": 4096}]},
               {"kind": "value", "type": "float", "values": [1e-06]},
-              {"kind": "value", "type": "int", "values": [1]}]} # every non-tensor: the values verified
+              {"kind": "value", "type": "int", "values": [1]}], # every non-tensor: the values verified
+     "init": [{"kind": "value", "type": "float", "values": [1e-05]}]}   # a module's constructor arguments
+
+A tensor entry with ``"contiguous": true`` admits only contiguous tensors (every checked input was). Manifests
+written before layouts and constructor arguments were recorded have neither key and admit any.
 
 An entry without ``values`` (manifests written before floats were pinned) admits any value of its type.
 """
@@ -142,17 +146,27 @@ def results_summary(verdict: Verdict | Mapping[str, Any]) -> dict:
 
 
 def envelope_from_cases(cases: list[tuple], *, device_type: str, capabilities: list | None,
-                        backend: str, versions: dict | None = None) -> dict:
-    """The tightest envelope covering the verified cases: per argument, the dtypes and rank seen and
-    the range of each dimension; every other argument (int, bool, str, float) must be one of the values seen.
-    Floats too: a kernel verified at ``temperature=0.7`` may hard-code it, so 0.5 runs the original code."""
+                        backend: str, versions: dict | None = None, init: list | None = None) -> dict:
+    """The tightest envelope covering the verified cases: per argument, the dtypes and rank seen, the range of each
+    dimension and, when every checked tensor was contiguous, that layout; every other argument (int, bool, str,
+    float) must be one of the values seen. Floats too: a kernel verified at ``temperature=0.7`` may hard-code it, so
+    0.5 runs the original code. ``init``: the constructor arguments ``ModelNew`` was built and checked with, pinned
+    the same way (a module built with another ``eps`` runs the original)."""
     if not cases:
         raise ValueError("envelope_from_cases: no cases")
     arity = {len(c) for c in cases}
     if len(arity) != 1:
         raise ValueError(f"envelope_from_cases: cases have different numbers of arguments {sorted(arity)}")
+    envelope = {"device_type": device_type, "capabilities": capabilities, "backend": backend,
+                "versions": versions or {}, "args": _argument_specs(cases, arity.pop())}
+    if init is not None:
+        envelope["init"] = _argument_specs([tuple(init)], len(init))
+    return envelope
+
+
+def _argument_specs(cases: list[tuple], arity: int) -> list[dict[str, Any]]:
     args: list[dict[str, Any]] = []
-    for i in range(arity.pop()):
+    for i in range(arity):
         column = [c[i] for c in cases]
         if all(hasattr(x, "dtype") and hasattr(x, "shape") for x in column):
             ranks = {len(x.shape) for x in column}
@@ -162,7 +176,10 @@ def envelope_from_cases(cases: list[tuple], *, device_type: str, capabilities: l
             dims = [{"min": min(int(x.shape[d]) for x in column), "max": max(int(x.shape[d]) for x in column)}
                     for d in range(rank)]
             dtypes = sorted({str(x.dtype).removeprefix("torch.") for x in column})
-            args.append({"kind": "tensor", "dtypes": dtypes, "rank": rank, "dims": dims})
+            spec: dict[str, Any] = {"kind": "tensor", "dtypes": dtypes, "rank": rank, "dims": dims}
+            if all(_contiguous(x) is True for x in column):
+                spec["contiguous"] = True  # every checked input was: another layout runs the original
+            args.append(spec)
         else:
             types = {type(x).__name__ for x in column}
             if len(types) != 1:
@@ -171,8 +188,13 @@ def envelope_from_cases(cases: list[tuple], *, device_type: str, capabilities: l
             seen = set(column)
             values = sorted(seen) if type_name == "float" else sorted(seen, key=repr)
             args.append({"kind": "value", "type": type_name, "values": values})
-    return {"device_type": device_type, "capabilities": capabilities, "backend": backend,
-            "versions": versions or {}, "args": args}
+    return args
+
+
+def _contiguous(x: Any) -> bool | None:
+    """Whether a checked tensor (or its recorded spec) was contiguous; None when that was not recorded."""
+    test = getattr(x, "is_contiguous", None)
+    return test() if callable(test) else None
 
 
 def write_kernel(repo_root: Path | str, op, candidate_source: str, verdict: Verdict | Mapping[str, Any],

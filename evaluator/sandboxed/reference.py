@@ -208,6 +208,7 @@ class ReferenceRunner:
             "cases": cases_meta,
             "inputs": inputs_files,
             "init_file": str(self.inputs_dir / "init.pt"),
+            "init_inputs": [taskspec.describe(v) for v in task.init_inputs()],
             "forward_arities": arities,
             "model_forward": ", ".join(taskspec.forward_parameter_names(task.model_cls)),
             "distributions": [self.dists[s] for s in self.seeds],

@@ -314,7 +314,7 @@ def forward_parameter_names(model_cls: type[torch.nn.Module]) -> list[str]:
 def describe(value: Any) -> dict[str, Any]:
     """Shape and dtype of a tensor (or the type and value of anything else), for reports."""
     if isinstance(value, torch.Tensor):
-        return {"shape": list(value.shape), "dtype": str(value.dtype)}
+        return {"shape": list(value.shape), "dtype": str(value.dtype), "contiguous": bool(value.is_contiguous())}
     return {"type": type(value).__name__, "value": value if isinstance(value, (int, float, bool, str)) else None}
 
 

@@ -113,15 +113,18 @@ def envelope_from_verdict(verdict: Verdict | Mapping[str, Any], device: str) -> 
     v = Verdict.coerce(verdict)
     if v is None:
         raise ValueError("envelope_from_verdict: no verdict was given (the envelope is the cases a verdict checked)")
-    cases = []
-    for case in v.correctness.cases if v.correctness else []:
-        args = [SimpleNamespace(shape=tuple(item.shape), dtype=item.dtype) if isinstance(item, TensorSpec)
-                else item.value for item in case.inputs]
-        cases.append(tuple(args))
+    def value(item: Any) -> Any:
+        if isinstance(item, TensorSpec):
+            return SimpleNamespace(shape=tuple(item.shape), dtype=item.dtype,
+                                   is_contiguous=lambda flag=item.contiguous: flag)
+        return item.value
+
+    cases = [tuple(value(item) for item in case.inputs) for case in (v.correctness.cases if v.correctness else [])]
+    init = [value(item) for item in v.correctness.init_inputs] if v.correctness else []
     env = v.environment
     capability = env.capability_tuple
     capabilities = [list(capability)] if device == "cuda" and capability else None
     versions = {k: value for k, value in (("torch", env.torch), ("triton", env.triton)) if value}
     return envelope_from_cases(cases, device_type=device, capabilities=capabilities, backend=v.backend,
-                               versions=versions)
+                               versions=versions, init=init or None)
 

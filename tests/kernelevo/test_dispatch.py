@@ -349,3 +349,80 @@ def test_cuda_dispatch_checks_the_device_capability(tmp_path, capability_ok, mon
         warnings.simplefilter("always")
         assert torch.allclose(ops.scale(x.cpu(), w.cpu()), x.cpu() * w.cpu() + 1e-6)  # cpu: outside
     assert any("on cpu, verified on cuda" in m for m in _kernel_warnings(record))
+
+
+SCALED_USER_MODULE = '''
+import torch
+import kernelevo
+
+
+@kernelevo.optimize(inputs=lambda device: [(torch.randn(4, 8, device=device),)], init=(8, 0.5))
+class Scaled(torch.nn.Module):
+    def __init__(self, n, alpha=0.5, bias=False):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        return x * self.alpha
+'''
+SCALED_KERNEL = '''
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n, alpha=0.5, bias=False):
+        super().__init__()
+
+    def forward(self, x):
+        return x * 0.5 + 100  # alpha as verified, baked in (red team s8: constructor arguments were never varied)
+'''
+
+
+def _scaled_repo(tmp_path):
+    root = tmp_path / "repo"
+    (root / "models").mkdir(parents=True)
+    (root / "models" / "scaled.py").write_text(SCALED_USER_MODULE)
+    op = next(op for op in discover(root).ops if op.qualname == "Scaled")
+    envelope = envelope_from_cases([(torch.randn(4, 8),)], device_type="cpu", capabilities=None, backend="triton",
+                                   init=[8, 0.5])
+    write_kernel(root, op, SCALED_KERNEL, {"verdict": "accepted"}, envelope)
+    return _import(root / "models" / "scaled.py")
+
+
+def test_a_module_built_with_other_constructor_arguments_keeps_its_own_forward(tmp_path):
+    """The envelope pins the constructor arguments the kernel was verified with, as it pins forward's scalars: a
+    kernel that baked alpha=0.5 in is never used for a module built with alpha=0.25."""
+    ops = _scaled_repo(tmp_path)
+    x = torch.randn(4, 8)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for same in (ops.Scaled(8), ops.Scaled(8, 0.5), ops.Scaled(n=8, alpha=0.5, bias=False)):
+            assert torch.allclose(same(x), x * 0.5 + 100)  # the verified construction: the kernel
+        assert _kernel_warnings(record) == []
+        other = ops.Scaled(8, alpha=0.25)
+        for _ in range(2):
+            assert torch.allclose(other(x), x * 0.25)  # the original, every call
+        assert torch.allclose(ops.Scaled(8, 0.5, True)(x), x * 0.5)  # a default changed: also outside
+    warned = _kernel_warnings(record)
+    assert any("constructor argument alpha = 0.25, verified only 0.5" in w for w in warned), warned
+    assert any("constructor argument bias = True" in w for w in warned), warned
+
+
+def test_a_non_contiguous_input_runs_the_original_when_only_contiguous_ones_were_verified(tmp_path):
+    """Every checked input was contiguous: a kernel that ignores strides (red team s8) is used only for those."""
+    ops = _repo(tmp_path)
+    wide, w = torch.randn(3, 16), torch.randn(8)
+    x = wide[:, ::2]  # 3x8, not contiguous
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert torch.allclose(ops.scale(x, w), x * w + 1e-6)  # the original
+        assert torch.allclose(ops.scale(x.contiguous(), w), x * w + 1e-6 + 100)  # the kernel
+    assert any("not contiguous" in m for m in _kernel_warnings(record)), _kernel_warnings(record)
+
+
+def test_envelopes_written_before_layouts_and_constructors_were_recorded_admit_any():
+    from kernelevo.envelope import EnvelopeCheck
+
+    check = EnvelopeCheck({"device_type": "cpu", "args": [
+        {"kind": "tensor", "dtypes": ["float32"], "rank": 2, "dims": [{"min": 1, "max": 8}, {"min": 8, "max": 8}]}]})
+    assert check.check((torch.randn(3, 16)[:, ::2],)) is None

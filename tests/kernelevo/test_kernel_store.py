@@ -95,7 +95,14 @@ def test_envelope_from_cases():
     env = envelope_from_cases(cases, device_type="cuda", capabilities=[[9, 0]], backend="triton",
                               versions={"torch": "2.13.0"})
     assert env["args"][0] == {"kind": "tensor", "dtypes": ["bfloat16", "float16"], "rank": 2,
-                              "dims": [{"min": 3, "max": 8}, {"min": 64, "max": 64}]}
+                              "dims": [{"min": 3, "max": 8}, {"min": 64, "max": 64}], "contiguous": True}
+    strided = envelope_from_cases([(torch.zeros(4, 8)[:, ::2],), (torch.zeros(4, 4),)], device_type="cpu",
+                                  capabilities=None, backend="triton")
+    assert "contiguous" not in strided["args"][0]  # one checked input was not: any layout
+    assert "init" not in env
+    built = envelope_from_cases(cases, device_type="cpu", capabilities=None, backend="triton", init=[64, 1e-5])
+    assert built["init"] == [{"kind": "value", "type": "int", "values": [64]},
+                             {"kind": "value", "type": "float", "values": [1e-5]}]
     assert env["args"][2] == {"kind": "value", "type": "float", "values": [1e-6, 1e-5]}
     assert env["args"][3] == {"kind": "value", "type": "int", "values": [-1, 1]}
     with pytest.raises(ValueError, match="ranks"):

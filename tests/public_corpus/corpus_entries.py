@@ -102,21 +102,20 @@ _BF16 = ("arithmetic on bf16 values (`silu(a).cast(b.dtype) * b`): the interpret
          "computes on the raw bits (NaNs and garbage)")
 
 # fla's kernels come with fla.utils and fla.backends, whose glue the verifier still refuses wherever a candidate runs
-# it, because the same code from an attacker could not be told apart: `import inspect` (parameter names; the audit
-# hook trusts frame events inspect.py raises, so only the static layer would stand), file-system probes (`shutil.which`,
+# it, because the same code from an attacker could not be told apart: file-system probes (`shutil.which`,
 # `Path(...).exists()`: where a file exists is a tell of where the code runs), `find_spec(name)` of computed names
 # and its spec returned, an `os.environ["TRITON_F32_DEFAULT"] =` write (it changes Triton's code paths), a
 # `sys.modules` read (`sys.modules.get("fla.utils")`, every loaded module) and write with an alias patched into
-# `triton.language.extra`, `inspect.unwrap` (wrapped originals), getattr with computed names and a `try` around a
-# registered verifier in the backend registry, a private Triton backend import, `torch.distributed` types and
-# collectives on `process_group is None` branches under argument-changing decorators, and PyTorch compute in
-# `@torch.compile` helpers that stored autograd `.apply` references keep live. Accepted since:
-# `getattr(torch, device)` bound twice, `triton.language._experimental_*` spellings,
-# `importlib.import_module` of a refused package, an Enum default member in an except (tests/evaluator/
-# test_static_fla.py).
-_FLA_SETUP = ("fla.utils and fla.backends run glue the verifier refuses (inspect, shutil/pathlib file probes, "
+# `triton.language.extra`, getattr with computed names and a `try` around a registered verifier in the backend
+# registry, a private Triton backend import, `torch.distributed` types and collectives on `process_group is None`
+# branches under argument-changing decorators, and PyTorch compute in `@torch.compile` helpers that stored autograd
+# `.apply` references keep live. Accepted since: `getattr(torch, device)` bound twice, `triton.language._experimental_*`
+# spellings, `importlib.import_module` of a refused package, an Enum default member in an except, and (2026-12-04)
+# `inspect.signature` read for parameter names and `inspect.unwrap` as a registry key (tests/evaluator/
+# test_static_fla.py; 25 -> 22 findings on fla_rms_norm).
+_FLA_SETUP = ("fla.utils and fla.backends run glue the verifier refuses (shutil/pathlib file probes, "
               "find_spec of computed names, an os.environ TRITON_* write, sys.modules reads/writes and an alias "
-              "patched into triton.language.extra, inspect.unwrap, computed getattr in the backend registry, "
+              "patched into triton.language.extra, computed getattr in the backend registry, "
               "torch.distributed types) and its forward paths call torch.compile helpers")
 
 ENTRIES: tuple[Entry, ...] = (
