@@ -301,6 +301,36 @@ def get_inputs():
 '''
 
 
+SMOOTHED_CE = HEADER + '''class Model(nn.Module):
+    def __init__(self, smoothing: float = 0.1):
+        super().__init__()
+        self.smoothing = smoothing
+
+    def forward(self, logits, target):
+        v = logits.shape[-1]
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, v), target.reshape(-1),
+                                                 label_smoothing=self.smoothing)
+
+
+def get_init_inputs():
+    return [0.2]
+
+
+def _case(b, t, v):
+    target = torch.randint(0, v, (b, t))
+    target[:, -1] = -100
+    return [torch.randn(b, t, v) * 3, target]
+
+
+def get_inputs():
+    return _case(3, 7, 301)
+
+
+def get_small_cases():
+    return [get_inputs(), _case(1, 2, 301)]
+'''
+
+
 @pytest.mark.parametrize(("op_id", "source", "returned"), [
     ("instance_norm", INSTANCE_NORM, ".view("),
     ("per_sample", PER_SAMPLE, ""),
@@ -319,6 +349,7 @@ def get_inputs():
     ("layer_norm_2d", LAYER_NORM_2D, ""),
     ("shift_column", SHIFT_COLUMN, ""),
     ("router_top1", ROUTER_TOP1, ""),
+    ("smoothed_ce", SMOOTHED_CE, ""),  # copy_ in its decomposition, smoothing / classes computed by the forward
 ])
 def test_rewritten_shapes_are_accepted_by_the_verifier(tmp_path, op_id, source, returned):
     from evaluator import evaluate
@@ -402,7 +433,36 @@ def get_inputs():
 '''
 
 
+CHANNEL_MEAN = HEADER + '''class Model(nn.Module):
+    def forward(self, x):
+        return x.mean(dim=(0, 2, 3))
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(4, 3, 5, 6)]
+'''
+
+AVG_POOL = HEADER + '''class Model(nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.avg_pool2d(x, 2)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 8, 8)]
+'''
+
+
 @pytest.mark.parametrize(("source", "why"), [
+    (CHANNEL_MEAN, "permute them last in the op (x.permute(1, 0, 2, 3).mean(dim=(1, 2, 3))"),
+    (AVG_POOL, "aten.avg_pool2d at line 7 (return torch.nn.functional.avg_pool2d(x, 2)): a sliding-window op"),
     (GROUP_NORM_RESIDUAL, "used together with other tensors"),
     (BIAS_OVER_LAST, "broadcast against the 2 reduced dimensions"),
     (ARGMAX_INT, "argmax of torch.int64 values"),
@@ -482,3 +542,32 @@ def test_a_row_epilogue_wider_than_a_column_tile_is_not_proposed():
     wide = ROUTER_TOP1.replace("experts: int = 8", "experts: int = 300").replace("return [32, 8]", "return [32, 300]")
     [p] = OfflineProposer().propose(ProposalRequest("router_wide", wide))
     assert p.source == "" and "rows of 512 columns are wider than BLOCK_N=128" in p.error, p.error
+
+
+def test_host_arithmetic_keeps_model_attributes_as_runtime_values():
+    """The label-smoothed loss's ``smoothing / classes`` is Python arithmetic in the graph: the forward computes it
+    from ``self.smoothing`` and the logits' width, so another smoothing needs no new kernel."""
+    [p] = OfflineProposer().propose(ProposalRequest("smoothed_ce", SMOOTHED_CE))
+    assert p.error is None, p.error
+    forward = p.source.split("def forward", 1)[1]
+    assert "float(self.smoothing)" in forward and "/ (float(logits_size2))" in forward, forward
+
+
+COPY_INTO_INPUT = HEADER + '''class Model(nn.Module):
+    def forward(self, x, y):
+        x.copy_(y * 2)
+        return x + 1
+
+
+def get_init_inputs():
+    return []
+
+
+def get_inputs():
+    return [torch.randn(4, 5), torch.randn(4, 5)]
+'''
+
+
+def test_a_copy_into_an_input_is_refused_with_its_line():
+    [why] = OfflineProposer().unsupported(COPY_INTO_INPUT)
+    assert why.aten == "aten.copy_" and why.code == "x.copy_(y * 2)" and "writes into an input" in why.why, why

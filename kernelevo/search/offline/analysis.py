@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from kernelevo.search.offline.conv import move_channels_last, node_problem
 from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value, mark_exact
-from kernelevo.search.offline.lower import HANDLED, dead, op_name
+from kernelevo.search.offline.lower import HANDLED, HOST_ARITHMETIC, dead, op_name
 from kernelevo.search.offline.moves import merge_reduced_dims, move_reduced_dim_last
 from kernelevo.search.offline.trace import TracedTask
 
@@ -40,7 +40,11 @@ def analyse(prog: Program) -> Analysis:
     move_reduced_dim_last(prog)
     if set(prog.output_perms) & set(prog.output_views):
         raise Unsupported("an output returned through a view of a tensor computed in a moved layout")
-    lane = [v for v in prog.values.values() if v.kind not in ("global", "hostfloat", "const")]
+    read = {a.name for v in prog.values.values() for a in v.args if isinstance(a, Value)} | {
+        o.name for o in prog.outputs}
+    # inputs no kernel reads (views the forward takes on the way to others, a GQA key's 5-D expand) set no rank
+    lane = [v for v in prog.values.values() if v.kind not in ("global", "hostfloat", "const")
+            and (v.kind != "input" or v.name in read)]
     rank = max((v.rank for v in lane), default=1)
     _split_full_reductions(prog, rank)
     levels: dict[str, int] = {}
@@ -132,6 +136,13 @@ class UnsupportedOp(BaseModel):
                 + (f": {self.why}" if self.why else ""))
 
 
+# why ops of a kind the generator has no mechanism for are not lowered (said with the op)
+_WINDOW = ("a sliding-window op (pooling): the offline proposer writes row, matmul and convolution kernels, "
+           "not windows")
+NOT_LOWERED = {"avg_pool2d": _WINDOW, "max_pool2d_with_indices": _WINDOW, "avg_pool1d": _WINDOW,
+               "avg_pool3d": _WINDOW, "max_pool3d_with_indices": _WINDOW, "_adaptive_avg_pool2d": _WINDOW,
+               "adaptive_max_pool2d": _WINDOW}
+
 ADVICE = ("The offline proposer cannot write a kernel for this op. What you can do: write the kernel by hand "
           "(kernels/<op>/ in the repo layout), search with the LLM proposer (--proposer llm with "
           "KERNELEVO_LLM_BASE_URL set), or split the op so that the unsupported call stays in PyTorch and the "
@@ -156,8 +167,7 @@ def unsupported_ops(traced: TracedTask) -> list[UnsupportedOp]:
 
     found: dict[str, UnsupportedOp] = {}
     for node in traced.graph.graph.nodes:
-        if node.op != "call_function" or node.target in (operator.add, operator.sub, operator.mul, operator.floordiv,
-                                                         operator.mod, operator.neg, operator.getitem):
+        if node.op != "call_function" or node.target in HOST_ARITHMETIC or node.target is operator.getitem:
             continue
         name = op_name(node.target)
         why = node_problem(node) if name in HANDLED else ""
@@ -167,7 +177,7 @@ def unsupported_ops(traced: TracedTask) -> list[UnsupportedOp]:
         if key in found:
             found[key].count += 1
             continue
-        found[key] = UnsupportedOp(aten=key, **_located(traced, node), why=why)
+        found[key] = UnsupportedOp(aten=key, **_located(traced, node), why=why or NOT_LOWERED.get(name, ""))
     return list(found.values())
 
 

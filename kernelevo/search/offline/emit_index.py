@@ -87,9 +87,31 @@ def gather(em: Emitter, v: Value, col: Col, ctx: int) -> tuple[str, str, str]:
     weight, index = v.tensor_arg(0), v.tensor_arg(1)
     if ctx != em.rank or col.kind == "none":
         raise Unsupported(f"{v.name}: a gathered table row used per row")
+    if "table_dim" in v.attrs:
+        return _gather_across(em, v, col, ctx)
     raw, _, _ = em.emit(index, NO_COL, ctx - 1)
     idx, ok = _checked_index(em, raw, weight, v.attrs.get("wrap", False), "row")
     return _table_load(em, weight, idx, ok, col), "row" if col.kind == "row" else "loop", "f"
+
+
+def _gather_across(em: Emitter, v: Value, col: Col, ctx: int) -> tuple[str, str, str]:
+    """A gather whose table columns run along leading dim ``table_dim`` (a permuted ``table[idx]``): each element
+    loads its own index (the index is viewed to the gather's shape, one along ``table_dim``) and reads the table
+    at that row and at the column given by the row's position in ``table_dim``."""
+    weight, index = v.tensor_arg(0), v.tensor_arg(1)
+    d = v.attrs["table_dim"] + ctx - v.rank
+    if not 0 <= d < ctx - 1:
+        raise Unsupported(f"{v.name}: a gather whose table columns run along a dimension the kernel does not index")
+    raw, scope, _ = em.emit(index, col, ctx)
+    idx, ok = _checked_index(em, raw, weight, v.attrs.get("wrap", False), scope)
+    ptr = em.pointer(weight.name)
+    s0 = em.scalar(f"{weight.name}.stride(0)", f"{weight.name}_stride0")
+    s1 = em.scalar(f"{weight.name}.stride(1)", f"{weight.name}_stride1")
+    if col.kind == "base":
+        mask = f"{col.mask} & {ok}"
+    else:
+        mask = f"row_mask & {ok}"
+    return f"tl.load({ptr} + {idx} * {s0} + i{d} * {s1}, mask={mask}, other=0).to(tl.float32)", scope, "f"
 
 
 def bag(em: Emitter, v: Value, col: Col, ctx: int) -> tuple[str, str, str]:

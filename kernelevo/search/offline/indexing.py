@@ -83,10 +83,56 @@ def lower_gather(lowering: Lowering, node: Any, name: str, args: list[Any]) -> V
     return lowering._new(node, "gather", (weight, idx), wrap=name == "index")
 
 
+def gather_view(lowering: Lowering, node: Any, name: str, src: Value, args: list[Any]) -> Value | None:
+    """A view of a gather ``table[idx]`` as a gather by a view of ``idx`` the forward takes (None: not such a view).
+
+    Swin's relative-position bias ``table[index].view(n, n, heads).permute(2, 0, 1)``: the element at ``(h, i, j)``
+    is ``table[index[i, j], h]``. The index is kept viewed to the gather's full shape with a one where the table's
+    columns run (``table_dim``, the last dim for a plain gather); a reshape that keeps the table's columns last, a
+    permute and an unsqueeze are the same views of that index. The kernel reads the table's column from the row's
+    position in ``table_dim`` (``emit_index.gather``)."""
+    weight, idx = src.tensor_arg(0), src.tensor_arg(1)
+    t = src.attrs.get("table_dim", src.rank - 1)
+    if idx.kind != "input":
+        return None
+    full = idx.name if "table_dim" in src.attrs else f"{idx.name}.unsqueeze(-1)"
+    shape = lowering.shape_of(node)
+    if name in ("view", "_unsafe_view", "reshape") and t == src.rank - 1 and shape[-1:] == src.shape[-1:]:
+        expr, t = f"{idx.name}.reshape([{', '.join(shape[:-1])}, 1])", len(shape) - 1
+    elif name == "permute":
+        order = [d % src.rank for d in args[1]]
+        expr, t = f"{full}.permute({', '.join(map(str, order))})", order.index(t)
+    elif name == "unsqueeze":
+        d = args[1] % (src.rank + 1)
+        expr, t = f"{full}.unsqueeze({d})", t + (d <= t)
+    else:
+        return None
+    if t == len(shape) - 1:  # the columns are last again: a plain gather, by an index without the trailing one
+        expr += ".squeeze(-1)"
+    view = lowering._input(lowering._fresh(f"{idx.attrs.get('root', idx.name)}_view"), expr, node,
+                           _fake_index(node, t, idx))
+    view.attrs["root"] = idx.attrs.get("root", idx.name)
+    attrs: dict[str, Any] = {"wrap": src.attrs.get("wrap", False)}
+    if t != len(shape) - 1:
+        attrs["table_dim"] = t
+    return lowering._new(node, "gather", (weight, view), **attrs)
+
+
+def _fake_index(node: Any, t: int, idx: Value) -> Any:
+    """A fake tensor of the viewed index's shape and dtype: the gather's shape with a one at ``table_dim`` (dropped
+    where that is the last dim)."""
+    import torch
+
+    val = node.meta["val"]
+    if t == val.dim() - 1:
+        return torch.empty(val.shape[:-1], dtype=idx.dtype, device="meta")
+    return torch.empty(val.shape[:t] + (1,) + val.shape[t + 1:], dtype=idx.dtype, device="meta")
+
+
 def bag(lowering: Lowering, node: Any, gather: Value, kind: str, dims: list[int], keepdim: bool) -> Value | None:
     """A reduction of a gather over its index tensor's last dimension (an embedding bag), else None."""
     idx = gather.tensor_arg(1)
-    if dims != [idx.rank - 1] or kind not in BAG_OPS:
+    if dims != [idx.rank - 1] or kind not in BAG_OPS or "table_dim" in gather.attrs:
         return None
     if idx.kind != "input":
         raise Unsupported("an embedding bag over computed indices (only an input index tensor is supported)")

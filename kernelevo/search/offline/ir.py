@@ -40,6 +40,7 @@ class ValueAttrs(TypedDict, total=False):
     is_bool: bool  # input: a bool tensor, passed to the kernel as uint8
     step: str  # iota: host expression of the step (``start`` is its first value)
     wrap: bool  # gather/bag: negative indices count from the end (``weight[idx]``; embedding does not)
+    table_dim: int  # gather: the dim the table's columns run along, where a view moved them off the last one
     stride: list[int]  # conv: (stride_h, stride_w)
     padding: list[int]  # conv: (pad_h, pad_w)
     exact: bool  # pw: the result reaches a decision (see mark_exact): divide and take roots with IEEE rounding
@@ -50,7 +51,7 @@ class Value:
     """One IR value. ``shape`` holds host expressions (Python source) per dimension."""
 
     name: str
-    # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|outview|scan|matmul|conv|hostfloat|iota|gather|bag
+    # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|outview|chain|scan|matmul|conv|hostfloat|iota|gather|bag
     kind: str
     args: tuple[Operand, ...] = ()
     rank: int = 0

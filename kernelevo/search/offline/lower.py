@@ -5,7 +5,10 @@ The IR splits the forward pass in two: *host* work that the candidate's ``forwar
 pointwise ops, reductions along the last dimension (or one other dimension, which analysis then
 moves last, or several trailing ones, which it merges), argmax/argmin and cumsum along it, gathers along it,
 concatenation/slicing of the last dimension, a matmul (batched or not), full reductions, iotas
-(``arange``) and gathers of table rows (``indexing.py``). Anything else raises :class:`Unsupported`
+(``arange``) and gathers of table rows (``indexing.py``; views and permutes of a gather are gathers by a view
+of its index). A matmul with a vector side (M or N is 1) is a broadcast product and a sum over K. Views of a
+computed tensor that keep its elements in order but not in a layout a kernel reads (einsum's permute of unit
+dims) stay pending (``chain``) and are judged where the chain ends. Anything else raises :class:`Unsupported`
 naming the op, so the proposer can say why it produced nothing.
 """
 
@@ -16,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from kernelevo.search.offline.conv import BATCH_NORM_OPS, CONV_OPS, lower_batch_norm, lower_convolution
 from kernelevo.search.offline.group_norm import GROUP_NORM_OPS, lower_group_norm
-from kernelevo.search.offline.indexing import INDEX_OPS, bag, iota_view, live_values, lower_arange, lower_gather
+from kernelevo.search.offline.indexing import (
+    INDEX_OPS,
+    bag,
+    gather_view,
+    iota_view,
+    live_values,
+    lower_arange,
+    lower_gather,
+)
 from kernelevo.search.offline.ir import (
     Operand,
     Program,
@@ -57,10 +68,15 @@ VIEW_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand",
 # every ATen op name ``Lowering.lower`` has a branch for (analysis.unsupported_ops reports the others)
 OTHER_OPS = {"sym_size", "sym_float", "scalar_tensor", "full", "_to_copy", "to", "convert_element_type", "gelu",
              "amax", "amin", "gather", "cat", "addmm", "mm", "bmm", "getitem", "argmax", "argmin", "cumsum", "max",
-             "min"}
+             "min", "copy_"}
 INPLACE = {f"{n}_": n for n in POINTWISE}  # clamp_min_ on a computed tensor (decompositions use them)
 HANDLED = (set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS | INDEX_OPS | CONV_OPS
            | BATCH_NORM_OPS | GROUP_NORM_OPS)
+
+
+# Python arithmetic in the graph (sizes, and floats computed from them and the model's attributes)
+HOST_ARITHMETIC = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+                   operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.neg: "-"}
 
 
 def _opname(target: Any) -> str:
@@ -82,6 +98,7 @@ class Lowering:
         self.values: dict[str, Value] = {}
         self.inputs: list[Value] = []
         self._seen: dict[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], Value] = {}
+        self._pending: dict[str, Any] = {}  # chain value name -> the graph call of that view (for messages)
         self._n = 0
 
     # -- host expressions -------------------------------------------------------------------
@@ -147,21 +164,23 @@ class Lowering:
         n_params = len(traced.param_names)
         if len(placeholders) != n_params + len(traced.input_names):
             raise Unsupported("inputs that are not tensors (or nested containers) are not supported")
-        for i, node in enumerate(placeholders):
-            if i < n_params:
-                pname = traced.param_names[i]
-                host, local = f"self.{pname}", pname.replace(".", "_")
-            else:
-                host = local = traced.input_names[i - n_params]
+        names = [(f"self.{traced.param_names[i]}", traced.param_names[i].replace(".", "_")) if i < n_params
+                 else (traced.input_names[i - n_params],) * 2 for i in range(len(placeholders))]
+        sizes: list[list[str]] = []  # per input, the host lines naming its sizes
+        for node, (host, local) in zip(placeholders, names):
+            if not hasattr(node.meta.get("val"), "shape"):
+                raise Unsupported(f"input {host} is not a tensor")
+            sizes.append([])
             for d, size in enumerate(node.meta["val"].shape):
                 import torch
 
                 if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
                     if size.node.expr not in self.symbols:
                         self.symbols[size.node.expr] = f"{local}_size{d}"
-                        self.host_lines.append(f"{local}_size{d} = {host}.shape[{d}]")
-            if not hasattr(node.meta.get("val"), "shape"):
-                raise Unsupported(f"input {host} is not a tensor")
+                        sizes[-1].append(f"{local}_size{d} = {host}.shape[{d}]")
+        # every input's sizes are named before any input's shape is rendered (q's 4 * k.shape[1] heads)
+        for node, (host, local), lines in zip(placeholders, names, sizes):
+            self.host_lines.extend(lines)
             self.env[node.name] = self._input(local, host, node)
         outputs: list[Value] = []
         views: dict[int, tuple[str, ...]] = {}
@@ -175,7 +194,7 @@ class Lowering:
             elif node.op == "output":
                 for out in node.args[0]:
                     v = self.env[out.name]
-                    if isinstance(v, Value) and v.kind == "outview":
+                    if isinstance(v, Value) and v.kind in ("outview", "chain"):
                         views[len(outputs)] = v.shape
                         v = v.tensor_arg()
                     if not isinstance(v, Value) or v.kind in ("input", "const"):
@@ -201,8 +220,9 @@ class Lowering:
         if self.traced.scalar_attrs:  # constants that are the model's attributes (self.eps) stay runtime values
             args = [self._attribute(node, i, a) for i, a in enumerate(args)]
         val = node.meta.get("val")
-        if target in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
-                      operator.neg) or name == "sym_size":
+        if target in HOST_ARITHMETIC:
+            return self.host_arithmetic(node, args)
+        if name == "sym_size":
             return val  # a SymInt: rendered from its expression where used
         if name in ("sym_float",):
             return self._new_host_float(node, f"float({self.sym(node.args[0].meta['val'])})")
@@ -236,6 +256,8 @@ class Lowering:
             if dtype is None or dtype == src.dtype:
                 return src
             return self._new(node, "cast", (src,))
+        if name == "copy_":
+            return self.lower_copy(node, args)
         if name in INPLACE:  # the mutated tensor is a computed one: later reads of it see the new value
             target_arg = args[0] if args else None
             if not isinstance(target_arg, Value) or target_arg.kind == "input":
@@ -287,6 +309,8 @@ class Lowering:
             for operand in (a, b):
                 if not isinstance(operand, Value) or operand.kind != "input":
                     raise Unsupported("a matmul operand that is computed (only input views are supported)")
+            if bias is None and (product := self.vector_product(node, a, b)) is not None:
+                return product
             mm = self._new(node, "matmul", (a, b))
             if bias is None:
                 return mm
@@ -295,6 +319,76 @@ class Lowering:
             bias_v = self._operand(bias)
             return self._new(node, "pw", (bias_v, mm), op="add", kwargs={})
         raise Unsupported(f"op aten.{name} is not handled by the offline generator")
+
+    def vector_product(self, node: Any, a: Value, b: Value) -> Value | None:
+        """``mm``/``bmm`` where one side is a vector (M or N is 1: ``einsum('bk,bkd->bd')``, attention pooling's
+        scores): a broadcast product and a sum over K, with no ``tl.dot`` tile mostly empty. N = 1 is a row
+        reduction; M = 1 a reduction over the leading dim K, which analysis moves last; its result is the sum
+        without the unit dim, viewed with it (a pending view: ``_keepdim_twin``). None for any other matmul."""
+        m, n = a.shape[-2], b.shape[-1]
+        if "1" not in (m, n):
+            return None
+        fa, fb = node.args[0].meta["val"], node.args[1].meta["val"]
+        if n == "1":  # [.., M, K] * [.., 1, K], summed over the row
+            lhs, rhs = a, self._input(self._fresh(f"{b.attrs.get('root', b.name)}_t"),
+                                      f"{b.name}.transpose(-1, -2)", node, fb.transpose(-1, -2))
+            rhs.attrs["root"] = b.attrs.get("root", b.name)
+        else:  # [.., K, 1] * [.., K, N], summed over K
+            lhs, rhs = self._input(self._fresh(f"{a.attrs.get('root', a.name)}_t"), f"{a.name}.transpose(-1, -2)",
+                                   node, fa.transpose(-1, -2)), b
+            lhs.attrs["root"] = a.attrs.get("root", a.name)
+        shape = a.shape if n == "1" else b.shape
+        dtype = node.meta["val"].dtype
+        prod = Value(self._fresh(f"{node.name}_prod"), "pw", (lhs, rhs), len(shape), shape, dtype,
+                     {"op": "mul", "kwargs": {}})
+        self.values[prod.name] = prod
+        if n == "1":
+            return self._new(node, "reduce", (prod,), op="sum", keepdim=True, correction=1)
+        dim = prod.rank - 2
+        total = Value(f"{node.name}_sum", "reduce", (prod,), prod.rank - 1, shape[:dim] + shape[dim + 1:], dtype,
+                      {"op": "sum", "keepdim": False, "dim": dim})
+        self.values[total.name] = total
+        self._pending[node.name] = node
+        return self._new(node, "chain", (total,))
+
+    def host_arithmetic(self, node: Any, args: list[Any]) -> Any:
+        """Python arithmetic on sizes and numbers in the graph: an integer result is a SymInt (rendered from its
+        expression where used); a float one (``smoothing / n_classes`` in a label-smoothed loss) is a host float
+        computed by the forward from its operands' host expressions."""
+        import torch
+
+        val = node.meta.get("val")
+        if isinstance(val, (int, torch.SymInt)) and not any(isinstance(a, Value) for a in args):
+            return val
+        terms = [f"({self._host_term(a)})" for a in args]
+        expr = f"-{terms[0]}" if node.target is operator.neg else f" {HOST_ARITHMETIC[node.target]} ".join(terms)
+        return self._new_host_float(node, f"float({expr})")
+
+    def _host_term(self, a: Any) -> str:
+        import torch
+
+        if isinstance(a, Value):
+            if a.kind != "hostfloat":
+                raise Unsupported("Python arithmetic on a tensor")
+            return a.attrs["expr"]
+        if isinstance(a, (torch.SymInt, int)) and not isinstance(a, bool):
+            return self.sym(a)
+        if isinstance(a, float):
+            return repr(a)
+        raise Unsupported(f"Python arithmetic on {type(a).__name__} {a!r}")
+
+    def lower_copy(self, node: Any, args: list[Any]) -> Value:
+        """``dst.copy_(src)`` into a computed tensor (a loss decomposition's ``copy_(neg, where(...))``): later
+        reads of ``dst`` see ``src`` in ``dst``'s dtype. A copy into an input, or one that broadcasts, is refused."""
+        dst, src = args[0], args[1]
+        if not isinstance(dst, Value) or dst.kind in ("input", "const"):
+            raise Unsupported("aten.copy_ writes into an input of the op (copy into a new tensor instead)")
+        src = self._lane(src)
+        if src.shape != dst.shape:
+            raise Unsupported("aten.copy_ that broadcasts its source")
+        result = src if src.dtype == dst.dtype else self._new(node, "cast", (src,))
+        self.env[node.args[0].name] = result
+        return result
 
     def _through_view(self, node: Any, kind: str, args: list[Any], attrs: ValueAttrs) -> Value | None:
         """A pointwise op (or cast) of tensors held in another layout (``outview``: a group norm's grouped result)
@@ -356,7 +450,29 @@ class Lowering:
         if a.kind == "outview":
             raise Unsupported("a view that changes the last dimension of a computed tensor, read by more than the "
                               "return")
+        if a.kind == "chain":
+            twin = self._keepdim_twin(a)
+            if twin is not None:
+                return twin
+            exc = Unsupported("a view that changes the last dimension of a computed tensor, read by an op")
+            exc.node = self._pending.get(a.name)
+            raise exc
         return a
+
+    def _keepdim_twin(self, view: Value) -> Value | None:
+        """A pending view that puts back the dim a reduction removed (``bmm`` of a row vector, lowered as a sum
+        over K without keepdim) is that reduction with keepdim (None for any other view)."""
+        root = view.tensor_arg()
+        dim = root.attrs.get("dim")
+        if root.kind != "reduce" or root.attrs.get("keepdim") or dim is None:
+            return None
+        if view.shape != root.shape[:dim] + ("1",) + root.shape[dim:]:
+            return None
+        name = f"{root.name}_keepdim"
+        if name not in self.values:
+            self.values[name] = Value(name, "reduce", root.args, view.rank, view.shape, root.dtype,
+                                      {**root.attrs, "keepdim": True})
+        return self.values[name]
 
     def lower_reduction(self, node: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Value:
         src = self._lane(args[0])
@@ -388,6 +504,12 @@ class Lowering:
         if len(dims) == 1 and dims[0] != src.rank - 1 and kind in ("sum", "mean", "max", "min"):
             # another single dim: analysis moves it last for the whole op (see moves.py)
             return self._new(node, "reduce", (src,), op=kind, keepdim=keepdim, dim=dims[0])
+        if len(dims) > 1:
+            order = [d for d in range(src.rank) if d not in dims] + sorted(dims)
+            raise Unsupported(f"{name} over dims {sorted(dims)}: several dims are reduced only where they are the "
+                              f"trailing ones; permute them last in the op (x.permute({', '.join(map(str, order))})"
+                              f".{name}(dim={tuple(range(src.rank - len(dims), src.rank))}), which the forward "
+                              "copies once)")
         if dims != [src.rank - 1]:
             raise Unsupported(f"{name} over dims {dims}: only the last dimension is supported")
         if kind in ("var", "std"):
@@ -482,6 +604,9 @@ class Lowering:
             return src if name != "expand" else self._reshape(node, src)
         if name in ("split_with_sizes", "split"):
             raise Unsupported("split of a computed tensor")
+        step = src  # the view's own operand; a pending chain is judged from the tensor it started at
+        if src.kind == "chain":
+            src = src.tensor_arg() if name != "slice" else self._lane(src)
         if name == "slice":
             dim, start = args[1] % src.rank, args[2] if len(args) > 2 else 0
             end = args[3] if len(args) > 3 else None
@@ -494,6 +619,13 @@ class Lowering:
                 raise Unsupported("a strided slice of a computed tensor")
             return self._new(node, "shift", (src,), start=self.sym(start))
         shape = self.shape_of(node)
+        if name in ("permute", "transpose", "t", "select") and not keeps_order(name, args, step.shape):
+            if step.kind == "gather" and (gathered := gather_view(self, node, name, step, args)) is not None:
+                return gathered
+            raise Unsupported(f"{name} that reorders the elements of a computed tensor (only its inputs are viewed "
+                              "that way)")
+        if keeps_order(name, args, step.shape) and (root := _order_root(step)) is not step and shape == root.shape:
+            return root  # the views end where they started (einsum's view, permute of unit dims, view back)
         same_last = shape[-1:] == src.shape[-1:] and (len(shape) == src.rank or rows_free(src))
         adds_last = appends_ones(shape, src.shape)
         drops_last = len(shape) == src.rank - 1 and src.shape[-1] == "1" and shape == src.shape[:-1]
@@ -502,6 +634,13 @@ class Lowering:
         if name in ("view", "_unsafe_view", "reshape") and _only_returned(node):
             # the kernel writes the tensor before the view; the forward returns the view of it
             return self._new(node, "outview", (src,))
+        if step.kind == "gather" and (gathered := gather_view(self, node, name, step, args)) is not None:
+            return gathered
+        if keeps_order(name, args, step.shape):
+            # a view that keeps the elements in order (a reshape, a permute of unit dims) but not in a layout a
+            # kernel reads: pending until the chain ends (more views, the return) or is read (``_lane``)
+            self._pending[node.name] = node
+            return self._new(node, "chain", (src,))
         raise Unsupported(f"{name} that changes the last dimension of a computed tensor")
 
     def _reshape(self, node: Any, src: Value) -> Value:
@@ -517,6 +656,38 @@ def _along_rows(name: str, src: Value, args: list[Any], kwargs: dict[str, Any]) 
     if not isinstance(dim, int) or dim % max(src.rank, 1) != src.rank - 1:
         raise Unsupported(f"{name} over dim {dim}: only the last dimension is supported")
     return bool(args[2]) if len(args) > 2 else bool(kwargs.get("keepdim", False))
+
+
+def keeps_order(name: str, args: list[Any], shape: tuple[str, ...]) -> bool:
+    """Whether view op ``name`` of a tensor of ``shape`` keeps its elements in memory order: reshapes do, and a
+    permute (transpose) that moves only dims of size one."""
+    if name in ("view", "_unsafe_view", "reshape", "unsqueeze", "squeeze"):
+        return True
+    if name == "select":
+        return bool(shape[args[1] % len(shape)] == "1")
+    if name in ("permute", "transpose", "t"):
+        rank = len(shape)
+        if name == "permute":
+            order = [d % rank for d in args[1]]
+        else:
+            i, j = (args[1] % rank, args[2] % rank) if name == "transpose" else (0, 1)
+            order = list(range(rank))
+            order[i], order[j] = order[j], order[i]
+        moved = [d for d in order if shape[d] != "1"]
+        return moved == sorted(moved)
+    return False
+
+
+def _order_root(v: Value) -> Value:
+    """The computed tensor that ``v`` views with its elements in the same order: back through pending views and
+    reshapes that keep the non-unit dims (not an ``expand``, which repeats elements)."""
+    while v.kind in ("chain", "reshape") and _non_unit(v.shape) == _non_unit(v.tensor_arg().shape):
+        v = v.tensor_arg()
+    return v
+
+
+def _non_unit(shape: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(d for d in shape if d != "1")
 
 
 def _only_returned(node: Any) -> bool:

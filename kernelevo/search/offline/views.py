@@ -23,9 +23,13 @@ def host_view(lowering: Lowering, node: Any, name: str, src: Value, args: list[A
 
     s = src.name
     root = src.attrs.get("root", s)  # names stay short: x_view_3, not x_unsqueeze_1_unsqueeze_2
-    if name in ("alias", "detach", "clone", "lift_fresh_copy", "contiguous", "expand"):
-        return src
-    if name in ("split_with_sizes", "split"):
+    if name == "expand" and _reshaped(node) and lowering.shape_of(node) != src.shape:
+        # regrouped after it (grouped-query attention's k[:, :, None].expand(...).reshape(b, h, s, d)): the view
+        # must have the expanded sizes (stride 0), which the reshape then copies as PyTorch's does
+        expr = f"{s}.expand({sizes(args[1])})"
+    elif name in ("alias", "detach", "clone", "lift_fresh_copy", "contiguous", "expand"):
+        return src  # an expand elsewhere is the broadcast the kernel does anyway
+    elif name in ("split_with_sizes", "split"):
         split = sizes(args[1]) if isinstance(args[1], (list, tuple)) else lowering.sym(args[1])
         dim = args[2] if len(args) > 2 else 0
         pieces = []
@@ -35,7 +39,7 @@ def host_view(lowering: Lowering, node: Any, name: str, src: Value, args: list[A
             piece.attrs["root"] = root
             pieces.append(piece)
         return pieces
-    if name == "unsqueeze":
+    elif name == "unsqueeze":
         expr = f"{s}.unsqueeze({args[1]})"
     elif name == "squeeze":
         dims = args[1] if len(args) > 1 else None
@@ -83,3 +87,15 @@ def host_view(lowering: Lowering, node: Any, name: str, src: Value, args: list[A
     view = lowering._input(lowering._fresh(f"{root}_view"), expr, node)
     view.attrs["root"] = root
     return view
+
+
+def _reshaped(node: Any) -> bool:
+    """Whether a view's result is reshaped (through clones and other no-op views) before anything else reads it."""
+    return any(user.op == "call_function" and _name(user.target) in ("view", "_unsafe_view", "reshape")
+               or (_name(user.target) in ("clone", "alias", "contiguous", "detach") and _reshaped(user))
+               for user in node.users)
+
+
+def _name(target: Any) -> str:
+    overload = getattr(target, "_overloadpacket", None)
+    return (overload.__name__ if overload is not None else getattr(target, "__name__", str(target))).split(".")[0]
