@@ -68,10 +68,14 @@ def _checked_index(em: Emitter, raw: str, weight: Value, wrap: bool, scope: str)
     return idx, ok
 
 
+def _table_pointer(em: Emitter, weight: Value) -> tuple[str, str, str]:
+    """The gathered table's pointer and its row and column strides, as kernel arguments."""
+    return (em.pointer(weight.name), em.scalar(f"{weight.name}.stride(0)", f"{weight.name}_stride0"),
+            em.scalar(f"{weight.name}.stride(1)", f"{weight.name}_stride1"))
+
+
 def _table_load(em: Emitter, weight: Value, idx: str, ok: str, col: Col, other: str = "0") -> str:
-    ptr = em.pointer(weight.name)
-    s0 = em.scalar(f"{weight.name}.stride(0)", f"{weight.name}_stride0")
-    s1 = em.scalar(f"{weight.name}.stride(1)", f"{weight.name}_stride1")
+    ptr, s0, s1 = _table_pointer(em, weight)
     if col.kind == "base":
         mask = f"{col.mask} & {ok}"
     else:
@@ -104,9 +108,7 @@ def _gather_across(em: Emitter, v: Value, col: Col, ctx: int) -> tuple[str, str,
         raise Unsupported(f"{v.name}: a gather whose table columns run along a dimension the kernel does not index")
     raw, scope, _ = em.emit(index, col, ctx)
     idx, ok = _checked_index(em, raw, weight, v.attrs.get("wrap", False), scope)
-    ptr = em.pointer(weight.name)
-    s0 = em.scalar(f"{weight.name}.stride(0)", f"{weight.name}_stride0")
-    s1 = em.scalar(f"{weight.name}.stride(1)", f"{weight.name}_stride1")
+    ptr, s0, s1 = _table_pointer(em, weight)
     if col.kind == "base":
         mask = f"{col.mask} & {ok}"
     else:
