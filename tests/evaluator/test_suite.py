@@ -53,9 +53,12 @@ def load_manifest() -> list[dict]:
 
 def entry_id(entry: dict, device: str) -> str:
     """Test id: folder-candidate-device (the folder says honest, honest_static, adversarial or redteam), tagged so
-    that -k can pick groups (``-k honest``, ``-k redteam``, ``-k static_reject``, ``-k runtime_only``)."""
+    that -k can pick groups (``-k honest``, ``-k redteam``, ``-k static_reject``, ``-k runtime_only``); a candidate
+    judged against a second task names it (``-on_<task>``)."""
     path = Path(entry["file"])
     name = f"{path.parent.name}-{path.stem}-{device}"
+    if entry.get("other_task"):
+        name += f"-on_{Path(entry['task']).stem}"
     if not entry["static_checks"]:
         return name + "-runtime_only"
     return name + ("-static_reject" if entry["reasons"] == ["static_violation"] else "")
@@ -103,9 +106,12 @@ def test_manifest_is_well_formed():
         assert (entry["expect"] == "accepted") == (entry["reasons"] == ["ok"]), where
         assert (entry["category"] == "honest") == (entry["expect"] == "accepted"), where
         assert entry["category"] == "honest" or entry["category"] in CATEGORIES, f"{where}: unknown category"
-        key = (entry["file"], entry["static_checks"])
-        assert key not in seen, f"{where}: duplicate entry"
-        seen.add(key)
+        for device in entry["devices"]:  # one expectation per candidate, task, layer and device
+            key = (entry["file"], entry["task"], entry["static_checks"], device)
+            assert key not in seen, f"{where}: duplicate entry"
+            seen.add(key)
+    ids = [entry_id(e, d) for e in entries for d in e["devices"]]
+    assert len(ids) == len(set(ids)), "two entries share a test id: mark the second task's entry other_task: true"
     covered = {e["category"] for e in entries}
     assert CATEGORIES <= covered, f"categories without a candidate: {sorted(CATEGORIES - covered)}"
     on_disk = {p.relative_to(CANDIDATES).as_posix() for p in CANDIDATES.glob("*/**/*.py")}
