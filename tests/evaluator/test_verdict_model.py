@@ -85,7 +85,7 @@ def test_nested_evidence_dumps_as_given_so_the_json_keeps_its_shape(cpu_run):
     data = verdict.to_dict()
     assert "capability" not in data["environment"] and data["environment"]["gpu"] is None  # CPU: given as null
     assert set(data["static"]) == {"violations", "kernels", "launched", "enforced"}
-    assert {"shape", "dtype"} == set(data["correctness"]["cases"][0]["inputs"][0])
+    assert {"shape", "dtype", "contiguous"} == set(data["correctness"]["cases"][0]["inputs"][0])
     assert None not in data["overhead"].values()
     timed = Verdict.accept("d", timing={"cases": [{"case": 0, "candidate": {"median_ms": 1.0}}]}).to_dict()
     assert timed["timing"] == {"cases": [{"case": 0, "candidate": {"median_ms": 1.0}}]}
