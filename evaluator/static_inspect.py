@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from evaluator.static_model import bound_names
 from evaluator.static_uses import assigned_once, enclosing_scope, name_loads
 
 SIGNATURE = "inspect.signature"
@@ -89,7 +90,7 @@ def _module_dict(tree: ast.Module, name: str, parents: dict[int, ast.AST]) -> bo
     values = [node.value for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
               for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
               if isinstance(target, ast.Name) and target.id == name]
-    empty = values[:1] == values and len(values) == 1 and (
+    empty = len(values) == 1 and (
         (isinstance(values[0], ast.Dict) and not values[0].keys) or (
             isinstance(values[0], ast.Call) and isinstance(values[0].func, ast.Name) and values[0].func.id == "dict"
             and not values[0].args and not values[0].keywords))
@@ -144,15 +145,10 @@ def _names_consumed(node: ast.AST, parents: dict[int, ast.AST], rebound: set[str
 
 
 def _bound_names(tree: ast.Module) -> set[str]:
-    """Every name the module binds anywhere (a candidate's own ``list`` is not the builtin)."""
-    bound: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-    return bound
+    """Every name the module binds in any of its scopes (a candidate's own ``list`` is not the builtin)."""
+    scopes = (node for node in ast.walk(tree) if isinstance(node, _SCOPES))
+    return set().union(*(bound_names(scope) for scope in scopes))
+
+
+_SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
+           ast.DictComp, ast.GeneratorExp)

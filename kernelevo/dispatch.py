@@ -454,16 +454,14 @@ class ModuleDispatcher(_Dispatcher):
             return self.original(module, *args, **kwargs)
         resolved = self.resolved or self.resolve()
         kernel_class, check = resolved.kernel_class, resolved.check
-        if kernel_class is None or check is None:
+        kernel = module.__dict__.get("_kernelevo_kernel")
+        if kernel_class is None or check is None or kernel is _BUILT_OTHERWISE:
             return self.original(module, *args, **kwargs)
         reason = self.outside(check, args, kwargs, module)
         if reason is None and check._torch.is_grad_enabled() and any(
                 p.requires_grad for p in module._parameters.values()):
             reason = "autograd is recording (parameters require grad) and the kernel is forward-only"
         if reason is None:
-            kernel = module.__dict__.get("_kernelevo_kernel")
-            if kernel is _BUILT_OTHERWISE:
-                return self.original(module, *args, **kwargs)
             if kernel is None:
                 init_args, init_kwargs = module.__dict__.get("_kernelevo_init", ((), {}))
                 why = resolved.init.check(self.target.__init__, init_args, init_kwargs) if resolved.init else None

@@ -832,12 +832,7 @@ class AuditGuard:
                 continue
             if entered is None:
                 return any(name in frame.f_code.co_names for name in names)
-            name = entered.f_code.co_name
-            if name in _IMPLICIT_ENTRIES:
-                owner = entered.f_locals.get("self", entered.f_locals.get("cls"))
-                kind = owner if issubclass(type(owner), type) else type(owner)  # no isinstance: it reads __class__
-                name = self._type_name(kind)
-            return name in frame.f_code.co_names
+            return self._entry_name(entered) in frame.f_code.co_names
         return False
 
     def _harness_path(self, path: str) -> bool:
@@ -905,6 +900,16 @@ class AuditGuard:
             frame = frame.f_back
         return None
 
+    def _entry_name(self, frame: FrameType) -> str:
+        """The name a caller's code uses to enter ``frame``'s function: its own name, or for a class call or a ``with``
+        block (``__init__``, ``__enter__``...) the class's."""
+        name = frame.f_code.co_name
+        if name not in _IMPLICIT_ENTRIES:
+            return name
+        owner = frame.f_locals.get("self", frame.f_locals.get("cls"))
+        kind = owner if issubclass(type(owner), type) else type(owner)  # no isinstance: it reads __class__
+        return self._type_name(kind)
+
     def _called_by_name(self) -> bool:
         """Whether every Python frame from the one that raised the event up to the first library frame was called by
         name from the frame above it (called from :meth:`_called_back`). A callable the candidate planted where the
@@ -919,12 +924,8 @@ class AuditGuard:
             name = frame.f_code.co_name
             if name.startswith("<") and name.endswith("comp>") or name == "<genexpr>":
                 named = caller.f_code.co_filename == frame.f_code.co_filename  # a comprehension of its own code
-            elif name in _IMPLICIT_ENTRIES:
-                owner = frame.f_locals.get("self", frame.f_locals.get("cls"))
-                kind = owner if issubclass(type(owner), type) else type(owner)  # no isinstance: it reads __class__
-                named = self._type_name(kind) in caller.f_code.co_names
             else:
-                named = name in caller.f_code.co_names
+                named = self._entry_name(frame) in caller.f_code.co_names
             if not named:
                 return False
             filename = caller.f_code.co_filename
