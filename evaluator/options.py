@@ -24,6 +24,9 @@ class EvalOptions:
     ready_workers: int = 1  # candidate processes started ahead (see ready_workers_for)
     output_handoff: str = "auto"  # "auto": CUDA VMM file descriptors on a GPU, files on CPU; "file": always files
     sanitize: bool = False  # GPU: an accepted candidate is also run under compute-sanitizer racecheck + memcheck
+    # An accepted candidate is run once more in a plain process (no instrumentation) and judged again
+    # (evaluator.plain_run); a search turns it off for its candidates and confirms its winner instead.
+    plain_run: bool = True
 
 
 # A candidate process on a GPU host starts in 8-10 s (torch and its CUDA libraries, torch._dynamo for the op

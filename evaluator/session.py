@@ -220,12 +220,28 @@ class EvaluationSession:
 
         with self._lock:
             worker = self._prefetched.pop(_source_key(source), None)
-        verdict = run_candidate(self, source, evidence, report, prefetched=worker)
-        verdict.overhead["static_s"] = static_s
+        from evaluator.plain_run import spawn_plain
+
+        plain = spawn_plain(self) if self.options.plain_run else None  # it starts while the guarded run goes on
+        try:
+            verdict = run_candidate(self, source, evidence, report, prefetched=worker)
+            verdict.overhead["static_s"] = static_s
+            if plain is not None and verdict.accepted:
+                verdict = self.confirm_plain(source, verdict, plain)
+        finally:
+            if plain is not None:
+                plain.kill()
         if self.options.sanitize and verdict.accepted and self.device == "cuda":
             verdict = self._sanitized(source, verdict)
         verdict.overhead["total_s"] = round(time.perf_counter() - started, 3)
         return verdict
+
+    def confirm_plain(self, source: str, verdict: Verdict, worker: processes.Worker | None = None) -> Verdict:
+        """An accepted verdict kept only if the candidate computes the same in a plain process, as a user's program
+        runs it (:mod:`evaluator.plain_run`; ``worker``: a plain process started earlier)."""
+        from evaluator.plain_run import confirm
+
+        return confirm(self, source, verdict, worker)
 
     def _sanitized(self, source: str, verdict: Verdict) -> Verdict:
         """An accepted verdict checked once more under compute-sanitizer: errors reject it as incorrect."""

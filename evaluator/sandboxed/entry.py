@@ -168,6 +168,10 @@ def _runner(role: str, private: Path, device: str, scratch: Path | None) -> Any:
 
         warm_up_guards()
         return CandidateRunner(private, device, scratch)
+    if role == "plain":  # the accepted candidate once more, uninstrumented (nothing warmed up for it either)
+        from evaluator.sandboxed.plain import PlainRunner
+
+        return PlainRunner(private, device)
     if role == "proposer":
         from evaluator.sandboxed.proposer import ProposerRunner
 

@@ -14,6 +14,8 @@ Two ways, one interface (:meth:`Outbox.send` in the candidate process, :func:`re
   the parent and never written anywhere the candidate's code can read except the runner's own request.
 - ``file`` (CPU, and the fallback): ``torch.save`` into the evaluation folder, loaded with ``weights_only=True``
   so a candidate cannot smuggle code into the reference process.
+- ``raw`` (the plain process, :mod:`evaluator.sandboxed.plain`): the outputs' bytes back to back in one file, with
+  each output's dtype and shape in the reply (validated here, the file's size included).
 
 Descriptors are plain JSON (the reference never unpickles anything the candidate produced) and are validated
 before use: dtype from a fixed list, the view inside the declared allocation size, that size a multiple of the
@@ -289,6 +291,8 @@ def open_candidate_file(path: str) -> Any:
 def receive(item: dict[str, Any], device: str, key: int | None, fds: Sequence[int] = ()) -> list[Any]:
     """The outputs a candidate process sent (see :meth:`Outbox.send`), ``fds``: the compare request's descriptors
     (the caller closes them); raises :class:`HandoffError`."""
+    if "raw" in item:
+        return _receive_raw(item, device)
     if "file" in item:
         with open_candidate_file(str(item["file"])) as handle:
             try:
@@ -317,6 +321,57 @@ def receive(item: dict[str, Any], device: str, key: int | None, fds: Sequence[in
         if fingerprint(tensor, key) != d.fingerprint:
             raise HandoffError("tampered", f"output {k} changed after forward returned it (a kernel kept writing "
                                            "into an output it had already handed back)")
+    return outputs
+
+
+class RawOutput(BaseModel):
+    """One output of the plain process as its reply described it (hostile until validated here)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    dtype: str
+    shape: list[int]
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, value: str) -> str:
+        if value not in _DTYPES:
+            raise ValueError(f"dtype {value!r} is not one a kernel output may have")
+        return value
+
+    @field_validator("shape")
+    @classmethod
+    def _sizes(cls, value: list[int]) -> list[int]:
+        if len(value) > 16 or any(n < 0 for n in value):
+            raise ValueError("not a tensor's shape")
+        return value
+
+    def nbytes(self) -> int:
+        count = 1
+        for n in self.shape:
+            count *= n
+        return count * _DTYPES[self.dtype].itemsize
+
+
+def _receive_raw(item: dict[str, Any], device: str) -> list[torch.Tensor]:
+    """The outputs in ``item["file"]``, described by ``item["raw"]``: the file holds exactly their bytes."""
+    try:
+        described = [RawOutput.model_validate(d) for d in item["raw"]]
+    except (ValidationError, TypeError) as exc:
+        raise HandoffError("invalid", "malformed description of the plain process's outputs") from exc
+    with open_candidate_file(str(item["file"])) as handle:
+        size, expected = os.fstat(handle.fileno()).st_size, sum(d.nbytes() for d in described)
+        if size != expected:
+            raise HandoffError("invalid", f"the outputs file holds {size} bytes, not the {expected} its description "
+                                          "says")
+        data = bytearray(handle.read())
+    outputs, start = [], 0
+    for d in described:
+        end = start + d.nbytes()
+        flat = torch.frombuffer(data, dtype=torch.uint8, offset=start, count=end - start) if end > start \
+            else torch.empty(0, dtype=torch.uint8)
+        outputs.append(flat.view(_DTYPES[d.dtype]).reshape(d.shape).clone().to(device))
+        start = end
     return outputs
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evaluator.verdict import Environment, EvalSetupError
+from evaluator.verdict import Environment, EvalSetupError, Verdict
 from kernelevo.search.budget import Budget
 from kernelevo.search.config import Evaluator, SearchConfig
 from kernelevo.search.engine import SearchLoop
@@ -126,8 +126,9 @@ def run_search(
         from evaluator import EvalOptions
         from evaluator.options import ready_workers_for
 
+        # the winner alone is confirmed in a plain process (_confirm_best), not every accepted candidate
         eval_options = dataclasses.replace(eval_options or EvalOptions(),
-                                           ready_workers=ready_workers_for(device, in_flight))
+                                           ready_workers=ready_workers_for(device, in_flight), plain_run=False)
     context = contextlib.nullcontext(evaluator) if evaluator is not None else _evaluation_session(
         given_task, device, eval_options
     )
@@ -146,11 +147,22 @@ def run_search(
         searched = clock()
         baselines = getattr(session, "baselines", None)
         environment = dict(getattr(session, "environment", None) or {})
-        sanitized = _sanitize_best(session, loop, device) if reason != "cancelled" else None
+        confirmed = _confirm_best(session, loop) if reason != "cancelled" else None
+        checked = clock()
+        sanitized = _sanitize_best(session, loop, device) if reason != "cancelled" and (
+            confirmed is None or confirmed.accepted) else None
         phases = {"session_start_s": round(opened - began, 3), **(getattr(session, "start_phases", None) or {}),
-                  "search_s": round(searched - opened, 3), "sanitize_s": round(clock() - searched, 3)}
+                  "search_s": round(searched - opened, 3), "plain_run_s": round(checked - searched, 3),
+                  "sanitize_s": round(clock() - checked, 3)}
     result = _result(loop, run, op_id, device, reason, baselines, started, previous)
     result.environment, result.phases = environment, phases
+    if confirmed is not None and result.best is not None:
+        if confirmed.accepted:  # the winner's verdict, with the plain run's checks in its evidence
+            result.best["verdict"] = confirmed.to_dict()
+        else:  # right under the verifier's eyes only: not published
+            why = f"The best kernel ({result.best['id']}) failed its plain-process run: {confirmed.detail[:600]}"
+            result.note = f"{result.note} {why}".strip()
+            result.best = None
     if sanitized is not None:
         result.sanitizer, failed = sanitized
         if failed and result.best is not None:  # a race or a bad access the correctness calls missed: not published
@@ -186,6 +198,19 @@ def _refuse_unusable_budget(budget: Budget) -> None:
     bad = [f"{name}={value!r}" for name, value in limits.items() if value is not None and not value > 0]
     if bad:
         raise ValueError(f"run_search: budget limits must be positive (None: unlimited), not {', '.join(bad)}")
+
+
+def _confirm_best(session: Any, loop: SearchLoop) -> Verdict | None:
+    """The winner once more in a plain process, as a user's program runs it (evaluator.plain_run): its verdict
+    with that run's evidence, or the rejection; None where the evaluator has no such step or ran it on every
+    accepted candidate already."""
+    best = loop.population.best
+    confirm = getattr(session, "confirm_plain", None)
+    if best is None or best.verdict is None or not callable(confirm) or \
+            getattr(getattr(session, "options", None), "plain_run", False):
+        return None
+    verdict: Verdict = confirm(best.source, best.verdict)
+    return verdict
 
 
 def _sanitize_best(session: Any, loop: SearchLoop, device: str) -> tuple[list[dict[str, Any]], str] | None:

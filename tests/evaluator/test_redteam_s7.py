@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from evaluator.sandboxed.candidate import seed_construction
+from evaluator.sandboxed.loading import seed_construction
 
 
 @pytest.mark.parametrize("seed", [0, 1, 12345, 2**31 - 1])
@@ -123,7 +123,7 @@ def _handed(model: torch.nn.Module, reference: torch.nn.Module) -> torch.nn.Modu
     """The reference's tables through a file loaded as the candidate process loads it, then handed over."""
     import io
 
-    from evaluator.sandboxed.candidate import hand_over_state
+    from evaluator.sandboxed.loading import hand_over_state
     from evaluator.sandboxed.reference import module_tables
 
     buffer = io.BytesIO()

@@ -1,0 +1,123 @@
+"""The plain run (evaluator/plain_run.py, evaluator/sandboxed/plain.py): an accepted candidate once more with no
+instrumentation, in a process that has loaded what a user's program with KernelEvo's dispatcher loads."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from evaluator import processes
+from evaluator.callplan import InputSet
+from evaluator.plain_run import AUTOGRAD_STATES, plan_plain_calls
+from evaluator.sandboxed import handoff
+from evaluator.sandboxed.plain import VISIBLE_PACKAGES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _sets(n: int) -> list[InputSet]:
+    return [InputSet(case=k % 3, seed=100 + k, file=f"/inputs/{k}.pt") for k in range(n)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 15])
+def test_every_input_set_is_called_and_repeats_are_grouped(n):
+    sets = _sets(n)
+    calls = plan_plain_calls(sets, random.Random(n))
+    files = [c.inputs.file for c in calls]
+    assert set(files) == {s.file for s in sets}
+    assert len({c.name for c in calls}) == len(calls)
+    assert all(c.autograd in AUTOGRAD_STATES for c in calls)
+    repeated = {f for f in files if files.count(f) > 1}
+    assert repeated, "at least one input set is called twice (its outputs must agree bitwise)"
+    for call in calls:
+        assert (call.group is not None) == (call.inputs.file in repeated)
+    assert all(files.count(f) <= 2 for f in files)
+
+
+def test_the_order_is_not_the_plans():
+    sets = _sets(12)
+    orders = {tuple(c.inputs.seed for c in plan_plain_calls(sets, random.Random(seed))) for seed in range(8)}
+    assert len(orders) > 1
+
+
+def test_no_input_sets_no_calls():
+    assert plan_plain_calls([], random.Random(0)) == []
+
+
+def _program_modules() -> set[str]:
+    """The modules of the visible packages a program that imports torch, triton and the dispatcher has loaded."""
+    code = ("import sys, json, torch, triton, kernelevo.dispatch\n"
+            f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {VISIBLE_PACKAGES!r})))")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": ROOT}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, cwd=ROOT)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_the_plain_process_has_loaded_what_a_users_program_has(tmp_path):
+    worker = processes.spawn_worker("plain", "cpu", tmp_path, 4096)
+    try:
+        worker.wait_ready(120)
+        reply = worker.request({"op": "loaded_modules"}, 60)
+    finally:
+        worker.kill()
+    assert reply["ok"], reply
+    loaded, program = set(reply["modules"]), _program_modules()
+    assert loaded == program, {"only the plain process": sorted(loaded - program)[:20],
+                               "only the program": sorted(program - loaded)[:20]}
+    assert "torch.utils.cpp_extension" not in loaded and "torch._dynamo" not in loaded
+
+
+# -- the raw hand-off the reference reads ----------------------------------------------------------------------------
+def _raw_file(tmp_path, tensors):
+    outbox = tmp_path / "outbox"
+    outbox.mkdir(exist_ok=True)
+    path = outbox / "p0.raw"
+    with open(path, "wb") as handle:
+        for t in tensors:
+            if t.numel():
+                handle.write(t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    described = [{"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)} for t in tensors]
+    return {"file": str(path), "raw": described}
+
+
+def test_raw_outputs_come_back_bit_for_bit(tmp_path):
+    tensors = [torch.randn(3, 5), torch.randn(4).to(torch.bfloat16), torch.tensor(2.5), torch.zeros(0, 3),
+               torch.tensor([True, False, True]), torch.arange(6, dtype=torch.int8).reshape(2, 3)]
+    received = handoff.receive(_raw_file(tmp_path, tensors), "cpu", None)
+    assert len(received) == len(tensors)
+    for got, want in zip(received, tensors):
+        assert type(got) is torch.Tensor and got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda item: item["raw"][0].update(shape=[3, 6]), "holds"),  # more bytes described than written
+    (lambda item: item["raw"][0].update(shape=[3, 4]), "holds"),  # fewer
+    (lambda item: item["raw"][0].update(dtype="object"), "malformed"),
+    (lambda item: item["raw"][0].update(shape=[-3, -5]), "malformed"),
+    (lambda item: item["raw"][0].update(extra=1), "malformed"),
+    (lambda item: item.update(raw="3x5 float32"), "malformed"),
+    (lambda item: item.update(raw=None), "malformed"),
+])
+def test_raw_outputs_must_be_exactly_what_they_say(tmp_path, change, message):
+    item = _raw_file(tmp_path, [torch.randn(3, 5)])
+    change(item)
+    with pytest.raises(handoff.HandoffError) as caught:
+        handoff.receive(item, "cpu", None)
+    assert caught.value.kind == "invalid" and message in str(caught.value)
+
+
+def test_a_link_in_place_of_the_raw_file_is_refused(tmp_path):
+    item = _raw_file(tmp_path, [torch.randn(3, 5)])
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(b"\0" * 60)
+    os.unlink(item["file"])
+    os.symlink(secret, item["file"])
+    with pytest.raises(handoff.HandoffError):
+        handoff.receive(item, "cpu", None)
