@@ -103,10 +103,12 @@ class Judged:
     sent: dict[str, Any]
     scale: float | None = None
     group: str | None = None
+    varied_init: bool = False  # the model built with other constructor arguments (evaluator.plain_run)
 
     def request(self) -> dict[str, Any]:
-        return {"name": self.name, "case": self.case, "seed": self.seed, "scale": self.scale, "group": self.group,
-                "sent": self.sent}
+        request = {"name": self.name, "case": self.case, "seed": self.seed, "scale": self.scale, "group": self.group,
+                   "sent": self.sent}
+        return {**request, "varied_init": True} if self.varied_init else request
 
 
 def reported_phases(reply: dict[str, Any], key: str = "phases") -> dict[str, float]:

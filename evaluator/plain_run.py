@@ -26,8 +26,11 @@ if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
 
 PHASE = "plain process"
+VARIED_PHASE = "plain process, other constructor arguments"
 CHECK = ("accepted candidates run once more in a plain process (no instrumentation, modules as a user's program "
          "loads them), every output judged")
+VARIED_CHECK = ("and, in that process, a second ModelNew built with the task's float constructor arguments scaled by "
+                "secret factors, judged against the reference built the same way")
 AUTOGRAD_STATES = ("no_grad", "inference", "grad")
 REPEATED_SHARE = 3  # about one input set in REPEATED_SHARE is called a second time
 
@@ -41,22 +44,35 @@ class PlainCall:
     inputs: InputSet
     autograd: str
     group: str | None = None
+    varied_init: bool = False  # made by the ModelNew built with other constructor arguments
 
     def request(self, index: int) -> dict[str, Any]:
-        return {"name": self.name, "input": index, "autograd": self.autograd}
+        return {"name": self.name, "input": index, "autograd": self.autograd, "varied_init": self.varied_init}
 
 
-def plan_plain_calls(sets: list[InputSet], rng: random.Random) -> list[PlainCall]:
-    """Every input set once in a random order, about a third of them once more at a random later position (pure)."""
+def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool = False) -> list[PlainCall]:
+    """Every input set once in a random order, about a third of them once more at a random later position; with
+    ``varied_init``, one input set of each case (a random seed) also through the model built with other
+    constructor arguments, at a random position (pure)."""
     if not sets:
         return []
     repeated = set(rng.sample(range(len(sets)), max(1, len(sets) // REPEATED_SHARE)))
-    order = [*range(len(sets)), *repeated]
+    varied = []
+    if varied_init:
+        by_case: dict[int, list[int]] = {}
+        for index, inputs in enumerate(sets):
+            by_case.setdefault(inputs.case, []).append(index)
+        varied = [-1 - rng.choice(indices) for _case, indices in sorted(by_case.items())]  # negative: varied
+    order = [*range(len(sets)), *repeated, *varied]
     rng.shuffle(order)
     calls = []
     for k, index in enumerate(order):
+        name = f"p{k}-{rng.getrandbits(32):08x}"
+        if index < 0:
+            calls.append(PlainCall(name, sets[-1 - index], rng.choice(AUTOGRAD_STATES), varied_init=True))
+            continue
         group = f"plain-{index}" if index in repeated else None
-        calls.append(PlainCall(f"p{k}-{rng.getrandbits(32):08x}", sets[index], rng.choice(AUTOGRAD_STATES), group))
+        calls.append(PlainCall(name, sets[index], rng.choice(AUTOGRAD_STATES), group))
     return calls
 
 
@@ -82,37 +98,46 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     rng = random.Random(secrets.randbits(64))
     sets = [InputSet(int(i["case"]), int(i["seed"]), i["file"], session.distribution_of(int(i["seed"])))
             for i in session.plan["inputs"]]
-    calls = plan_plain_calls(sets, rng)
+    varied_file = session.plan.get("varied_init_file")
+    calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file))
     files = sorted({c.inputs.file for c in calls})
     index = {f: k for k, f in enumerate(files)}
     worker = worker or spawn_plain(session)
+    phase = PHASE
     try:
         write_candidate(session, worker, source)
         session.stage_builds(worker, source)
         call_worker(worker, None, timeout, evidence)
-        fd = os.open(session.plan["init_file"], os.O_RDONLY | os.O_CLOEXEC)
+        inits = [session.plan["init_file"], *([varied_file] if varied_file else [])]
+        fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in inits]
         try:
-            worker.send({"op": "load", "module": session.placement.request(), "init_seed": session.init_seed}, [fd])
+            worker.send({"op": "load", "module": session.placement.request(), "init_seed": session.init_seed}, fds)
         finally:
-            os.close(fd)
+            for fd in fds:
+                os.close(fd)
         call_worker(worker, {"op": "load"}, timeout, evidence, already_sent=True)
         ran = call_worker(worker, {"op": "run", "calls": [c.request(index[c.inputs.file]) for c in calls]}, timeout,
                           evidence, files=files)
         reply_sent = ran.get("sent")
         sent: dict[str, Any] = reply_sent if isinstance(reply_sent, dict) else {}
-        judged = [Judged(c.name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
-                         {"file": str(worker.outbox / f"{c.name}.raw"), "raw": _described(sent, c.name)},
-                         group=c.group) for c in calls]
-        judge_outputs(session, OutputChannel(worker, secrets.randbits(62)), judged, evidence, PHASE)
+        channel = OutputChannel(worker, secrets.randbits(62))
+        for phase, varied in ((PHASE, False), (VARIED_PHASE, True)):
+            judged = [Judged(c.name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
+                             {"file": str(worker.outbox / f"{c.name}.raw"), "raw": _described(sent, c.name)},
+                             group=c.group, varied_init=c.varied_init) for c in calls if c.varied_init == varied]
+            if judged:
+                judge_outputs(session, channel, judged, evidence, phase)
     except StopEvaluation as stop:
-        return _unobserved_failure(stop.verdict)
+        return _unobserved_failure(stop.verdict, session.plan.get("varied_init_inputs") if phase == VARIED_PHASE
+                                   else None)
     finally:
         worker.kill()
         worker.remove_private()
         evidence["overhead"]["output_handoff"] = handoff
     evidence["overhead"]["plain_run_s"] = round(time.perf_counter() - started, 3)
     evidence["overhead"]["plain_calls"] = len(calls)
-    evidence["correctness"]["checks"] = [*evidence["correctness"]["checks"], CHECK]
+    checks = [CHECK, *([VARIED_CHECK] if varied_file else [])]
+    evidence["correctness"]["checks"] = [*evidence["correctness"]["checks"], *checks]
     return Verdict.accept(verdict.detail + f"; the same outputs in a plain process ({len(calls)} calls)", **evidence)
 
 
@@ -121,14 +146,21 @@ def _described(sent: dict[str, Any], name: str) -> Any:
     return item.get("raw") if isinstance(item, dict) else None
 
 
-def _unobserved_failure(rejected: Verdict) -> Verdict:
-    """The plain run's rejection, saying what it means: the guarded run accepted the same inputs."""
+def _unobserved_failure(rejected: Verdict, varied_init: list[dict[str, Any]] | None = None) -> Verdict:
+    """The plain run's rejection, saying what it means: the guarded run accepted the same inputs (``varied_init``:
+    the constructor arguments of the failing model, where it was the one built with other arguments)."""
     data = rejected.to_dict()
     reason, detail = Reason(data.pop("reason")), data.pop("detail")
     data.pop("verdict")
-    why = ("[plain process] the candidate passed every call under the verifier's instrumentation but not when run as "
-           "a user's program runs it (no instrumentation): a kernel that behaves differently when it is observed, "
-           f"or one that is not repeatable: {detail}")
+    if varied_init is not None:
+        given = ", ".join(repr(v.get("value")) if "value" in v else "a tensor" for v in varied_init)
+        why = (f"[plain process, other constructor arguments] ModelNew({given}) is wrong where Model({given}) is "
+               "right: the kernel ignores a constructor argument (a baked-in constant?); use the arguments "
+               f"__init__ receives: {detail}")
+    else:
+        why = ("[plain process] the candidate passed every call under the verifier's instrumentation but not when "
+               "run as a user's program runs it (no instrumentation): a kernel that behaves differently when it is "
+               f"observed, or one that is not repeatable: {detail}")
     if reason is Reason.OK:  # never: a stop carries a rejection
         reason = Reason.INCORRECT
     return Verdict.reject(reason, why, **data)

@@ -193,6 +193,19 @@ def bf16_bits_to_f32(bits: Any) -> Any:
     return (data.astype(np.uint32) << 16).view(np.float32).reshape(np.shape(bits))
 
 
+def correct_interpreter() -> None:
+    """The interpreter's bfloat16 casts corrected as :meth:`BoundsChecker.install` corrects them, without any check
+    (the plain process, :mod:`evaluator.sandboxed.plain`: its kernels get the arithmetic the guarded process gave
+    them, and nothing watches them)."""
+    try:
+        from triton.runtime import interpreter
+    except Exception:  # noqa: BLE001 - no Triton: nothing to correct
+        return
+    builder = getattr(interpreter, "interpreter_builder", None)
+    if builder is not None:
+        _round_bf16_casts(interpreter, builder)
+
+
 def _round_bf16_casts(interpreter: Any, builder: Any) -> None:
     """The interpreter's casts between float32 and bfloat16 (``cast_impl``: ``.to()``, stores into bf16 memory,
     bf16 constants) computed as a GPU does. Only those two: every other cast is the interpreter's own."""

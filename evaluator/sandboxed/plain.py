@@ -7,8 +7,9 @@ driver up before the candidate existed. A kernel that computes correctly only wh
 guarded call. So the candidate that passed is imported once more here, in a fresh sandboxed process that has loaded
 what a program using KernelEvo's dispatcher loads (``torch``, ``triton``, ``kernelevo.dispatch``) and nothing of the
 verifier's instrumentation: no audit hook, no op recorder, no wrappers, no guard regions, no poisoned allocations,
-no kernel-trace shim, no bounds checks. Its inputs are plain tensors made the way a program makes them; its outputs
-go to the reference process, which judges them as it judged the guarded calls.
+no kernel-trace shim, no bounds checks (on CPU the Triton interpreter's bfloat16 casts round as a GPU's do, as in
+the guarded process: the emulator's fidelity, not a check). Its inputs are plain tensors made the way a program
+makes them; its outputs go to the reference process, which judges them as it judged the guarded calls.
 
 What the outputs travel through is built so that no candidate code runs while they travel: every function the
 hand-over calls is a C function bound before the candidate is imported, applied only to a ``torch.Tensor`` of that
@@ -51,7 +52,7 @@ class PlainRunner:
         self.private, self.device = Path(private), device
         self.outbox = self.private / "outbox"
         self.home = Path(os.environ.get("HOME") or self.private / "home")
-        self.model: torch.nn.Module | None = None
+        self.models: list[torch.nn.Module] = []  # built with the task's constructor arguments, then other ones
         self._candidate_seen = False
         # Bound before the candidate exists: C functions the hand-over calls (never looked up again).
         self._tensor, base = torch.Tensor, torch._C.TensorBase  # base: torch's C tensor type
@@ -65,6 +66,10 @@ class PlainRunner:
         self._write, self._open, self._close = os.write, os.open, os.close
         self._synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
         self._modes = {"no_grad": torch.no_grad, "inference": torch.inference_mode, "grad": torch.enable_grad}
+        if device == "cpu":  # the interpreter's bf16 casts as a GPU rounds them, as in the guarded process
+            from evaluator.sandboxed.bounds import correct_interpreter
+
+            correct_interpreter()
 
     def loaded_modules(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         if self._candidate_seen:
@@ -73,40 +78,44 @@ class PlainRunner:
 
     def load(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Import the candidate where the user's repository has it and build ``ModelNew`` with the reference's
-        weights, as the guarded process did (``fds[0]``: the reference's constructor arguments and tables)."""
-        if len(fds) != 1:
-            raise taskspec.TaskError("load: expected one file descriptor (the reference model's state)")
+        weights, as the guarded process did (``fds[0]``: the reference's constructor arguments and tables); with
+        ``fds[1]``, a second ``ModelNew`` built as the reference was with other constructor arguments."""
+        if len(fds) not in (1, 2):
+            raise taskspec.TaskError("load: expected one or two file descriptors (the reference models' states)")
         self._candidate_seen = True
         try:
             place = placement.from_request(req.get("module"))
         except ValueError as exc:
             raise taskspec.TaskError(f"load: {exc}") from None
-        init = load_fd(fds[0])
-        init_inputs, tables = list(init["init_inputs"]), dict(init["tables"])
+        inits = [load_fd(fd) for fd in fds]
         path = self.home / place.relative
         try:
             module = taskspec.import_file(path, "candidate", name=place.module_name(self.home))
             cls = getattr(module, "ModelNew", None)
             if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
                 raise Rejection("compile_error", "the candidate defines no `class ModelNew(nn.Module)`")
-            seed_construction(int(req.get("init_seed", 0)))
-            model = cls(*init_inputs)
-            with torch.no_grad():
-                hand_over_state(model, tables)
-            self.model = model.to(self.device)
+            self.models = [self._build(cls, init, int(req.get("init_seed", 0))) for init in inits]
         except Rejection:
             raise
         except Exception as exc:
             raise Rejection("crashed", f"loading the candidate in a plain process raised {type(exc).__name__}: "
                                        f"{str(exc)[:300]} (the guarded process loaded it: a kernel that behaves "
-                                       "differently when it is not observed)") from exc
-        return {"ok": True}
+                                       "differently when it is not observed, or one that ignores or refuses "
+                                       "other constructor arguments)") from exc
+        return {"ok": True, "models": len(self.models)}
+
+    def _build(self, cls: type, init: dict[str, Any], seed: int) -> torch.nn.Module:
+        seed_construction(seed)
+        model = cls(*list(init["init_inputs"]))
+        with torch.no_grad():
+            hand_over_state(model, dict(init["tables"]))
+        return model.to(self.device)
 
     def run(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        """The parent's calls in its order (``req["calls"]``: ``{"name", "input", "autograd"}``, ``input`` indexing
-        ``fds``); each call's outputs written raw to ``outbox/<name>.raw``, described in the reply."""
-        model = self.model
-        if model is None:
+        """The parent's calls in its order (``req["calls"]``: ``{"name", "input", "autograd", "varied_init"}``,
+        ``input`` indexing ``fds``; ``varied_init``: the second model's call); each call's outputs written raw to
+        ``outbox/<name>.raw``, described in the reply."""
+        if not self.models:
             raise taskspec.TaskError("run before load")
         inputs = [load_fd(fd) for fd in fds]
         sent: dict[str, Any] = {}
@@ -116,6 +125,7 @@ class PlainRunner:
             values = [v.to(self.device).contiguous().clone() if isinstance(v, torch.Tensor) else v
                       for v in inputs[int(call["input"])]]
             mode = self._modes.get(str(call.get("autograd", "no_grad")), torch.no_grad)
+            model = self.models[-1] if call.get("varied_init") else self.models[0]
             try:
                 with mode():
                     raw = model(*values)

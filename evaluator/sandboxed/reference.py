@@ -146,6 +146,11 @@ class ReferenceRunner:
         # (case, timing seed) -> the file this process wrote that input set to for candidates, and the generator's
         # state after drawing it: a re-validated timed call maps the file instead of drawing its seed again
         self.timing_inputs: dict[tuple[int, int], tuple[str, torch.Tensor]] = {}
+        # Other constructor arguments (evaluator.plain_run): the task's float arguments scaled by secret factors,
+        # with their own native and float64 models and, per seed, their answers and tolerances.
+        self.varied_init: list[Any] | None = None
+        self.varied_models: tuple[torch.nn.Module, torch.nn.Module | None] | None = None
+        self.varied_refs: dict[tuple[int, int], tuple[list[torch.Tensor], list[cmp.Tolerance]]] = {}
 
     def load(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         self.small = req["small"]
@@ -202,6 +207,7 @@ class ReferenceRunner:
         for meta in cases_meta:
             meta["widen_max"] = max((t.widen for (c, _s, _sc), ts in self.tolerances.items() if c == meta["case"]
                                      for t in ts), default=1.0)
+        varied = self._prepare_varied_init(first)
         arities = sorted({len(case) for case in taskspec.generate_cases(task, self.small, self.seeds[0], "task")})
         return {
             "ok": True,
@@ -209,6 +215,8 @@ class ReferenceRunner:
             "inputs": inputs_files,
             "init_file": str(self.inputs_dir / "init.pt"),
             "init_inputs": [taskspec.describe(v) for v in task.init_inputs()],
+            "varied_init_file": str(self.inputs_dir / "init-varied.pt") if varied else None,
+            "varied_init_inputs": [taskspec.describe(v) for v in varied] if varied else [],
             "forward_arities": arities,
             "model_forward": ", ".join(taskspec.forward_parameter_names(task.model_cls)),
             "distributions": [self.dists[s] for s in self.seeds],
@@ -311,15 +319,16 @@ class ReferenceRunner:
             return self.refs.pop(key), self.tolerances.pop(key)
         return self.refs[key], self.tolerances[key]
 
-    def _build_model(self) -> torch.nn.Module:
-        return self._construct_model().to(self.device).eval()
+    def _build_model(self, init_inputs: list[Any] | None = None) -> torch.nn.Module:
+        return self._construct_model(init_inputs).to(self.device).eval()
 
-    def _construct_model(self) -> torch.nn.Module:
-        """The task's model as every build of it in this session is: under the init seed, perturbed, on the CPU."""
+    def _construct_model(self, init_inputs: list[Any] | None = None) -> torch.nn.Module:
+        """The task's model as every build of it in this session is: under the init seed, perturbed, on the CPU
+        (``init_inputs``: other constructor arguments than the task's)."""
         assert self.task is not None
         torch.manual_seed(self.init_seed)
         try:
-            model = self.task.model_cls(*self.task.init_inputs())
+            model = self.task.model_cls(*(self.task.init_inputs() if init_inputs is None else init_inputs))
         except taskspec.TaskError:
             raise
         except Exception as exc:
@@ -327,6 +336,54 @@ class ReferenceRunner:
                                      f"{type(exc).__name__}: {exc}") from exc
         perturb_parameters(model, self.perturb_seed)
         return model
+
+    def _prepare_varied_init(self, first: list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]
+                             ) -> list[Any] | None:
+        """Other constructor arguments for the plain run, written with their model's tables to ``init-varied.pt``:
+        each float argument scaled by a secret factor (0.5-0.8 or 1.25-2). None where the task has no float
+        argument, or where the model cannot be built with them or its outputs stop being well defined or change
+        dtype or shape on the first seed's inputs (a probability pushed past 1, say)."""
+        assert self.task is not None and self.inputs_dir is not None
+        given = list(self.task.init_inputs())
+        draw = secrets.SystemRandom()
+        varied = [v * draw.choice((draw.uniform(0.5, 0.8), draw.uniform(1.25, 2.0))) if type(v) is float and v
+                  else v for v in given]
+        if varied == given:
+            return None
+        try:
+            native_model = self._build_model(varied)
+            for inputs, native, _ref in first:
+                out = self._forward(native_model, inputs, "")
+                if [(o.shape, o.dtype) for o in out] != [(n.shape, n.dtype) for n in native] or \
+                        not all(bool(torch.isfinite(o).all()) for o in out if o.is_floating_point()):
+                    return None
+            try:
+                ref_model: torch.nn.Module | None = self._build_model(varied).to(torch.float64)
+            except Exception:  # noqa: BLE001 - the native model's answers then, as for the task's own arguments
+                ref_model = None
+            torch.save({"init_inputs": varied, "tables": module_tables(self._construct_model(varied))},
+                       self.inputs_dir / "init-varied.pt")
+        except Exception:  # noqa: BLE001 - the task does not work with other arguments: it is checked as given
+            return None
+        self.varied_init, self.varied_models = varied, (native_model, ref_model)
+        return varied
+
+    def varied_reference(self, ci: int, seed: int) -> tuple[list[torch.Tensor], list[cmp.Tolerance]]:
+        """Case ``ci``'s answers under ``seed`` for the model built with the varied constructor arguments, with
+        tolerances widened from that model's own eager error (computed on first use, for every case of the seed)."""
+        assert self.task is not None and self.varied_models is not None
+        if (ci, seed) not in self.varied_refs:
+            native_model, ref_model = self.varied_models
+            cases = taskspec.generate_cases(self.task, self.small, seed, self.dists.get(seed, "task"))
+            for k, case in enumerate(cases):
+                inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in case]
+                native = self._forward(native_model, inputs, f"case {k}, seed {seed}, other constructor arguments")
+                ref = native if ref_model is None else \
+                    self._forward(ref_model, [_to_precision(v, torch.float64) for v in inputs], "")
+                base = self.base_tolerance.get(k) or []
+                self.varied_refs[(k, seed)] = ([r.detach() for r in ref],
+                                               [cmp.widened(t, n, r) for t, n, r in zip(base, native, ref)])
+        return self.varied_refs[(ci, seed)]
 
     def _forward(self, model: torch.nn.Module, inputs: list[Any], where: str) -> list[torch.Tensor]:
         assert self.task is not None
@@ -384,7 +441,10 @@ class ReferenceRunner:
         for item in req["outputs"]:
             ci, seed = int(item["case"]), int(item["seed"])
             scale = item.get("scale")
-            refs, tolerances = self.reference(ci, seed, None if scale is None else float(scale))
+            if item.get("varied_init") and self.varied_models is not None:
+                refs, tolerances = self.varied_reference(ci, seed)
+            else:
+                refs, tolerances = self.reference(ci, seed, None if scale is None else float(scale))
             try:
                 outs = handoff.receive(item["sent"], self.device, req.get("key"), fds)
             except handoff.HandoffError as exc:

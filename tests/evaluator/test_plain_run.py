@@ -40,6 +40,16 @@ def test_every_input_set_is_called_and_repeats_are_grouped(n):
     assert all(files.count(f) <= 2 for f in files)
 
 
+def test_other_constructor_arguments_get_one_call_per_case():
+    sets = _sets(9)
+    calls = plan_plain_calls(sets, random.Random(4), varied_init=True)
+    varied = [c for c in calls if c.varied_init]
+    assert sorted(c.inputs.case for c in varied) == [0, 1, 2]
+    assert all(c.group is None for c in varied)  # never judged bitwise against the task's own model
+    assert {c.inputs.file for c in calls if not c.varied_init} == {s.file for s in sets}
+    assert not any(c.varied_init for c in plan_plain_calls(sets, random.Random(4)))
+
+
 def test_the_order_is_not_the_plans():
     sets = _sets(12)
     orders = {tuple(c.inputs.seed for c in plan_plain_calls(sets, random.Random(seed))) for seed in range(8)}
