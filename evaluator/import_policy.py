@@ -144,7 +144,18 @@ POLICIES: dict[str, ModulePolicy] = {
 # Every submodule of these is allowed as far as the parent's policy goes (triton.language.extra.libdevice).
 OPEN_PACKAGES = ("triton.language", "collections", "torch.backends")
 
-# The roots a candidate's own ``import`` statements may name at run time (the runtime guard's list).
+# Standard-library modules a candidate may import at run time but use nowhere that runs: a library imports them at
+# module level for code paths that never run in the verifier (fla's ``has_usable_nvcc``, ``shutil.which("nvcc")`` and
+# ``Path(...).exists()``, only its TileLang backend calls), and the static checks accept such an import only where
+# every read of its names is in code that never runs (evaluator.static_dormant). At run time they reach nothing
+# ``os`` (importable for ``os.environ.get``) does not: every write, copy, move, link, chmod or removal they make
+# raises an audit event the hook judges (``open``, ``os.rename``, ``shutil.rmtree``...), and reads are harmless.
+# The candidate process's audit guard adds them to the roots it is given (evaluator/sandboxed/guards.py); they are no
+# policy module, so every use the static checks can see is refused.
+RUNTIME_ONLY_IMPORTS = frozenset({"shutil", "pathlib"})
+
+# The roots a candidate's own ``import`` statements may name at run time (the runtime guard's list; the guard adds
+# RUNTIME_ONLY_IMPORTS).
 RUNTIME_IMPORT_ROOTS = frozenset(name.split(".")[0] for name in POLICIES)
 
 # Short list for messages (what a refused import is told to use instead).

@@ -113,12 +113,16 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
 =====================  ==========================================================================
 
 Code that never runs in the verifier (``evaluator.static_liveness``) is exempt from ``banned-import``,
-``torch-compute`` and ``try-fallback`` (every other rule still applies there): functions no running code
-refers to (an ``autograd.Function.backward`` whose class is only used as ``Cls.apply``), the body of ``if
-isinstance(x, DTensor)``, branches on a parameter every caller passes as None (``if weight is not None``), a
-function under ``@torch.compile`` (a lazy wrapper) that nothing running refers to, with its decorators when their
-arguments are constants (they run at definition), and a
-module-level ``if __name__ == "__main__":`` block in a file that never binds ``__name__``.
+``torch-compute``, ``try-fallback``, ``private-api``, the assignment of a module attribute (``patching``) and a
+``getattr`` call with a computed or private name (every other rule still applies there): functions no running code
+refers to (an ``autograd.Function.backward`` whose class is only used as ``Cls.apply``; methods of a class named
+only in annotations and base lists), the body of ``if isinstance(x, DTensor)``, branches on a parameter every
+caller passes as None (``if weight is not None``), branches that need ``hasattr(<torch/triton module>, "name")``
+of a name the installed module lacks (``evaluator.static_absent``), a function under ``@torch.compile`` (a lazy
+wrapper) that nothing running refers to, with its decorators when their arguments are constants (they run at
+definition), and a module-level ``if __name__ == "__main__":`` block in a file that never binds ``__name__``. A
+module-level import whose names only such code reads is not refused (``evaluator.static_dormant``), nor is the
+module-level pin ``os.environ["TRITON_F32_DEFAULT"] = "ieee"`` (``evaluator.static_environ``).
 
 The forward path is the entry's ``forward`` (and ``__call__``) plus every function, method and
 ``autograd.Function.forward`` reachable from it (``torch.ops.ns.op`` reaches the function registered

@@ -8,10 +8,18 @@ so three kinds of code can never run there, and the checker knows which:
   module's own top-level code (class bodies, decorators, default values, annotations, Triton kernel bodies, which
   the interpreter runs as Python), the entry point, and whatever those refer to, transitively; any reference
   counts (a name handed on, stored or decorated may be called from anywhere), a class that is referred to makes
-  all its methods live, a function under a decorator that is not known to be inert is live (the decorator may
-  call or keep it). The ``backward`` of an ``autograd.Function`` is dead when the class is only used as
-  ``Cls.apply(...)`` (or in ``isinstance``): the forward runs without autograd, and ``.backward()`` /
-  ``torch.autograd.grad`` are refused on the forward path;
+  all its methods live, and those it inherits from the module's own classes, a function under a decorator that is
+  not known to be inert is live (the decorator may call or keep it). Two places name a class without making an
+  instance or reaching a method: a type annotation (never called; kept at most in ``__annotations__``, which only
+  refused dunder access and ``typing.get_type_hints`` read back) and the base list of a module-level class
+  statement (deriving from a class runs none of its methods: ``__init_subclass__``, ``__class_getitem__`` and
+  metaclass hooks are special methods a candidate may not define; a subclass that is live makes its bases live).
+  fla's backend registry names its backend classes only so (``backend: type[BaseBackend]``, ``class
+  TileLangBackend(BaseBackend)``) and instantiates one only in ``register``, which nothing running calls: their
+  methods (a ``getattr(self, computed_name)``, a ``try`` around a registered verifier) never run. The
+  ``backward`` of an ``autograd.Function`` is dead when the class is only used as ``Cls.apply(...)`` (or in
+  ``isinstance``): the forward runs without autograd, and ``.backward()`` / ``torch.autograd.grad`` are refused on
+  the forward path;
 * **DTensor branches**: the body of ``if isinstance(x, DTensor)`` (and the ``else`` of ``if not isinstance``):
   no DTensor exists, since its constructors (``distribute_tensor``, ``DTensor.from_local``) are refused
   everywhere else and the verifier's inputs are plain tensors;
@@ -38,8 +46,9 @@ from collections.abc import Callable, Iterator
 
 from evaluator.static_library import custom_op_key
 from evaluator.static_model import ModuleModel, resolve
+from evaluator.static_paths import module_bases
 from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
-from evaluator.static_uses import Use, use_of
+from evaluator.static_uses import Use, in_annotation, use_of
 
 Resolve = Callable[[ast.AST], "str | None"]
 DTENSOR = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tensor._api.DTensor"})
@@ -123,10 +132,11 @@ class _Liveness:
             self.todo.append(key)
 
     def mark_class(self, cls: str) -> None:
-        for key in [k for k in self.model.functions if k.startswith(cls + ".")]:
-            if cls in self.model.autograd_functions and key == f"{cls}.backward" and self.backward_dead(cls):
-                continue
-            self.mark(key)
+        for owner in module_bases(self.model, cls):  # an instance runs the methods it inherits too
+            for key in [k for k in self.model.functions if k.startswith(owner + ".")]:
+                if owner in self.model.autograd_functions and key == f"{owner}.backward" and self.backward_dead(owner):
+                    continue
+                self.mark(key)
 
     def backward_dead(self, cls: str) -> bool:
         """Every use of the autograd Function ``cls`` is ``cls.apply`` or an isinstance check."""
@@ -152,7 +162,7 @@ class _Liveness:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 if n.id in model.functions:
                     self.mark(n.id)
-                elif n.id in model.classes:
+                elif n.id in model.classes and not in_annotation(n, model.parents):
                     self.mark_class(n.id)
                 instance = model.instances.get(n.id, "")
                 if instance.startswith("class:"):
@@ -177,8 +187,11 @@ class _Liveness:
                 elif not inert_decorators(stmt, model) or stmt.name == entry:
                     self.mark(stmt.name)
             elif isinstance(stmt, ast.ClassDef) and model.classes.get(stmt.name) is stmt:
-                for part in [*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)]:
+                for part in [*stmt.decorator_list, *(k.value for k in stmt.keywords)]:
                     self.refs(part)
+                for base in stmt.bases:  # a base's methods are live with a live subclass (mark_class)
+                    if not (isinstance(base, ast.Name) and base.id in model.classes):
+                        self.refs(base)
                 for item in stmt.body:
                     key = f"{stmt.name}.{getattr(item, 'name', '')}"
                     if isinstance(item, _FUNCTION) and model.functions.get(key) is item:
@@ -344,10 +357,13 @@ def none_parameters(tree: ast.Module, model: ModuleModel, entry: str) -> dict[st
 # -- tests that are never (or always) true in the verifier ---------------------------------------------------
 
 class Branches:
-    """Which side of an ``if`` never runs, given the names that are always None where it stands."""
+    """Which side of an ``if`` never runs, given the names that are always None where it stands (and, from the
+    visitor, ``absent``: a test that is false wherever the candidate runs, evaluator.static_absent)."""
 
-    def __init__(self, resolve: Resolve, none_names: frozenset[str] = frozenset()) -> None:
+    def __init__(self, resolve: Resolve, none_names: frozenset[str] = frozenset(),
+                 absent: Callable[[ast.AST], bool] | None = None) -> None:  # fmt: skip
         self.resolve, self.none = resolve, none_names
+        self.absent = absent or (lambda _test: False)
 
     def _dtensor_type(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Tuple):
@@ -360,7 +376,7 @@ class Branches:
     def never_true(self, test: ast.AST) -> bool:
         if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance":
             return len(test.args) == 2 and not test.keywords and self._dtensor_type(test.args[1])
-        if self._none_name(test):
+        if self._none_name(test) or self.absent(test):
             return True
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and self._none_name(test.left):
             right = test.comparators[0]

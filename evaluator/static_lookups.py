@@ -15,6 +15,7 @@ import ast
 from collections.abc import Callable
 
 from evaluator.static_chains import is_module, policy_for
+from evaluator.static_environ import precision_pin
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, binding_key, const_getattr
 from evaluator.static_rules import DEVICE_QUERIES, method_computes, tensor_properties, type_only_policy
 from evaluator.static_uses import Use, assigned_once, enclosing_scope, name_loads
@@ -42,6 +43,7 @@ class LookupRules:
     cls: str | None  # enclosing module-level class
     _inner: set[int]  # ids of nodes inside an attribute chain already checked
     _own_ops: set[str]  # functions registered as the candidate's own torch.library ops
+    never_runs: int  # > 0 inside code that never runs in the verifier (evaluator.static_liveness)
     report: Callable[[str, ast.AST, str], None]
     _use: Callable[[ast.AST], Use]
     _resolve: Callable[[ast.AST], str | None]
@@ -91,6 +93,8 @@ class LookupRules:
             return False  # "FLAG" in os.environ
         if len(rest) == 2 and rest[1] in allowed and use is Use.CALLED:
             return False
+        if precision_pin(node, self._resolve, self.parents):
+            return False  # os.environ["TRITON_F32_DEFAULT"] = "ieee" at module level (evaluator.static_environ)
         methods = ", ".join(f"`{module}.{rest[0]}.{m}(...)`" for m in sorted(allowed))
         self.report("banned-import", node, f"`{dotted}` used this way could change or hand on "
                     f"`{module}.{rest[0]}`; use only {methods} or an `in` test ({policy.why_limited})")
@@ -161,9 +165,19 @@ class LookupRules:
         if self._device_module_lookup(node):
             self._inner.add(id(node.args[0]))
             return
+        if self.never_runs and self._plain_lookup_call(node):
+            return  # in code that never runs (evaluator.static_liveness): the lookup is never made
         self.report("dangerous-builtin", node, "getattr with a computed or private attribute name hides what "
                     "the code touches; use plain attribute access (getattr(torch, device.type) may only be "
                     "used for device queries such as .is_available())")
+
+    @staticmethod
+    def _plain_lookup_call(node: ast.Call) -> bool:
+        """``getattr(obj, name[, default])`` called where it stands, with no ``*``/``**`` (never ``getattr`` handed on
+        as a value: that is judged where the value goes). In a function no running code refers to, such a call is
+        never made; liveness itself rests on running code having no computed lookups, which stay refused there."""
+        return (isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and not node.keywords
+                and len(node.args) in (2, 3) and not any(isinstance(a, ast.Starred) for a in node.args))
 
     def _device_lookup_shape(self, node: ast.AST) -> bool:
         """``getattr(torch, <device name>[, default])``: the name a device's ``.type``, a variable, ``str(...)`` or

@@ -1,8 +1,13 @@
 """The forward path of a candidate: which functions the entry point can run, and where kernels launch.
 
 Conservative on purpose: a reference to a function (not only a call) is an edge, every method of a
-helper class instantiated on the path is reachable, and the hooks in a Triton kernel's decorators
-(autotune ``pre_hook``, ``heuristics`` lambdas) run at every launch, so they are roots.
+helper class instantiated on the path is reachable (with the methods it inherits from the module's own
+classes), and the hooks in a Triton kernel's decorators (autotune ``pre_hook``, ``heuristics`` lambdas)
+run at every launch, so they are roots. A class named only in a type annotation is no edge: an
+annotation is never called (``from __future__ import annotations`` leaves it a string; evaluated, it
+is kept in ``__annotations__``, which only dunder access and ``typing.get_type_hints`` read back, both
+refused), so fla's backend registry, whose annotations name a backend class that nothing running
+instantiates, does not make that class's methods reachable.
 """
 
 from __future__ import annotations
@@ -12,14 +17,28 @@ from collections.abc import Iterator
 
 from evaluator.static_library import WRAP_TRITON, custom_op_key
 from evaluator.static_model import FunctionNode, ModuleModel, binding_key, const_getattr, resolve
+from evaluator.static_uses import in_annotation
+
+
+def module_bases(model: ModuleModel, cls: str) -> list[str]:
+    """``cls`` and the module's own classes it derives from, transitively (an instance runs their methods)."""
+    out, todo = [], [cls]
+    while todo:
+        name = todo.pop()
+        node = model.classes.get(name)
+        if name in out or node is None:
+            continue
+        out.append(name)
+        todo.extend(b.id for b in node.bases if isinstance(b, ast.Name))
+    return out or [cls]
 
 
 def _class_methods(model: ModuleModel, cls: str) -> list[str]:
     if cls in model.autograd_functions:
         wanted = ("forward",)  # backward is not on the forward path
         return [f"{cls}.{m}" for m in wanted if f"{cls}.{m}" in model.functions]
-    prefix = f"{cls}."
-    return [k for k in model.functions if k.startswith(prefix)]
+    prefixes = tuple(f"{name}." for name in module_bases(model, cls))
+    return [k for k in model.functions if k.startswith(prefixes)]
 
 
 def callees(model: ModuleModel, key: str) -> set[str]:
@@ -31,7 +50,7 @@ def callees(model: ModuleModel, key: str) -> set[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in model.functions:
                 out.add(node.id)
-            elif node.id in model.classes:
+            elif node.id in model.classes and not in_annotation(node, model.parents):
                 out.update(_class_methods(model, node.id))
             instance = model.instances.get(node.id, "")
             if instance.startswith("class:"):
@@ -111,10 +130,14 @@ def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
 
     ``self.fn = launch`` in ``__init__``, ``OPS = {"a": helper}`` or ``partial(helper)`` can run from
     the forward path through names the checker cannot follow. Base classes, decorators, arguments of
-    ``super``/``isinstance``/``type`` and ``self.apply(init_fn)`` (nn.Module.apply, run once while
-    building) are not stored references.
+    ``super``/``isinstance``/``type``, ``self.apply(init_fn)`` (nn.Module.apply, run once while
+    building), classes named in annotations and a class whose method is called where it stands inside a
+    function (``Cls.apply(...)``: the call runs when that function runs, which :func:`callees` follows; fla's
+    ``layer_norm_linear``, which nothing calls, does not make ``LayerNormLinearFunction.forward`` a root) are
+    not stored references.
     """
     skip: set[int] = set()
+    functions = {id(f) for f in model.functions.values() if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             skip.add(id(node.func))
@@ -126,6 +149,9 @@ def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
             backward = _backward_argument(model, node)
             if backward is not None:
                 skip.add(id(backward))
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in model.classes \
+                    and _inside_function(node, model, functions):
+                skip.add(id(func.value))  # Cls.apply(...) in a function: runs when it runs (callees follows it)
         elif isinstance(node, ast.ClassDef):
             skip.update(id(b) for b in node.bases)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -135,9 +161,22 @@ def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in skip:
             if node.id in model.functions:
                 roots.append(node.id)
-            elif node.id in model.classes:  # a stored class runs its methods, not (again) its __init__
+            elif node.id in model.classes and not in_annotation(node, model.parents):
+                # a stored class runs its methods, not (again) its __init__
                 roots.extend(m for m in _class_methods(model, node.id) if not m.endswith(".__init__"))
     return roots
+
+
+def _inside_function(node: ast.AST, model: ModuleModel, functions: set[int]) -> bool:
+    """``node`` stands inside one of the module's ``def`` functions or methods (nested defs and lambdas included: they
+    exist only once it runs), not at module level, in a class body or in a lambda bound there, which a stored
+    reference may run from anywhere."""
+    parent = model.parents.get(id(node))
+    while parent is not None:
+        if id(parent) in functions:
+            return True
+        parent = model.parents.get(id(parent))
+    return False
 
 
 def reachable(model: ModuleModel, roots: list[str]) -> list[str]:

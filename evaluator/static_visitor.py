@@ -17,9 +17,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
+from evaluator.static_absent import absent_attribute
 from evaluator.static_annotations import check_annotation
 from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functions
 from evaluator.static_compute import ComputeRules
+from evaluator.static_dormant import bound_anywhere, dormant_imports
 from evaluator.static_library import custom_op_key
 from evaluator.static_liveness import Branches, inert_decorators, live_functions, none_parameters
 from evaluator.static_lookups import COMPUTE_HINT, KERNEL_BUILDERS, LITERAL_CALLS, LOOKUP_ATTRS, LookupRules
@@ -63,8 +65,14 @@ from kernelevo import pyast
 
 Report = Callable[[str, ast.AST, str], None]
 # Rules about what code does when it runs: not applied to code that never runs in the verifier
-# (evaluator.static_liveness). Patching, introspection, dangerous builtins, private APIs... apply everywhere.
-NEVER_RUN_EXEMPT = frozenset({"banned-import", "torch-compute", "try-fallback"})
+# (evaluator.static_liveness). A private API reached in a function nothing running refers to is never reached
+# (fla's ``ascend_compile_kwargs`` imports ``triton.backends.ascend.compiler`` for NPUs), and a module attribute
+# assigned there is never assigned (fla aliases ``tl.extra.cann`` under a ``hasattr`` test that is false here,
+# evaluator.static_absent); liveness itself rests on what running code does, where every rule applies. The other
+# patching rules (rebinding an import, decorating the entry class, overriding nn.Module methods, hooks:
+# evaluator.static_structure), introspection and dangerous builtins (but a computed ``getattr`` call,
+# evaluator.static_lookups) apply everywhere: they change what the checker sees of the rest, or act at definition.
+NEVER_RUN_EXEMPT = frozenset({"banned-import", "torch-compute", "try-fallback", "private-api", "patching"})
 # Reads of the candidate's own objects that only give a name: ``self.__class__.__name__``, ``fn.__module__``.
 _NAME_DUNDERS = frozenset({"__name__", "__qualname__"})
 
@@ -157,6 +165,9 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.tree = tree or ast.Module(body=[], type_ignores=[])
         self.live = live_functions(self.tree, model, entry) | forward_path
         self.none_params = none_parameters(self.tree, model, entry)
+        # module-level imports only code that never runs reads (evaluator.static_dormant)
+        self._dormant_imports, self._dormant_names = dormant_imports(self.tree, model, self.live)
+        self._file_bindings = bound_anywhere(self.tree)
         self._loaded = _read_names(self.tree)
         self.never_runs = 0  # > 0 inside code that never runs in the verifier
         self._none: frozenset[str] = frozenset()  # parameters of the current function that are always None
@@ -430,7 +441,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         return optional_import(node, self.parents, self._loaded.__contains__)
 
     def visit_Import(self, node: ast.Import) -> None:
-        if self._optional(node):
+        if self._optional(node) or id(node) in self._dormant_imports:
             return
         for alias in node.names:
             self._check_module(node, alias.name)
@@ -440,7 +451,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             self.report("banned-import", node, "relative import: a candidate is a single file; import only "
                         f"{ALLOWED_SUMMARY}")
             return
-        if self._optional(node):
+        if self._optional(node) or id(node) in self._dormant_imports:
             return
         for alias in node.names:
             full = f"{node.module}.{alias.name}"
@@ -464,6 +475,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
                             "`__version__` and `__doc__` may be bound")
             return
         name = node.id
+        if name in self._dormant_names:
+            return  # read only where nothing runs: a dead body, its annotations, an unnamed class's bases
         builtin = not self._bound(name) and name not in self.model.aliases
         if name in DANGEROUS_BUILTINS and builtin:
             self.report("dangerous-builtin", node, f"uses builtin `{name}`, which {DANGEROUS_BUILTINS[name]}; "
@@ -594,7 +607,9 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     # -- control flow ----------------------------------------------------------------------------
     def _never(self, test: ast.AST) -> tuple[bool, bool]:
         """(the branch taken when ``test`` is true never runs, the other one never runs) in the verifier."""
-        branches = Branches(self._resolve, self._none)
+        hasattr_builtin = "hasattr" not in self._file_bindings
+        branches = Branches(self._resolve, self._none,
+                            lambda t: absent_attribute(t, self._resolve, hasattr_builtin))
         return branches.never_true(test), branches.always_true(test)
 
     def _main_guard(self, node: ast.If) -> bool:

@@ -29,6 +29,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import kernelevo
+from evaluator.import_policy import RUNTIME_ONLY_IMPORTS
 
 # Torch ops a candidate may run itself: allocation, views, copies and dtype casts. Everything else is
 # math that the candidate's own kernels must do (unless the task's ALLOW_TORCH_OPS lists it).
@@ -511,7 +512,9 @@ class AuditGuard:
         roots = [str(Path(home).resolve()) + os.sep] if home.startswith(os.sep) else []
         roots += [str(Path(scratch).resolve()) + os.sep] if scratch is not None else []
         self._private_roots = (self._private_root, *(root for root in roots if root != os.sep))
-        self.allowed_imports = frozenset(allowed_imports)
+        # shutil and pathlib import for library code paths that never run here (fla's nvcc probe; the static checks
+        # accept the import only so): importing them reaches nothing os does not (evaluator.import_policy)
+        self.allowed_imports = frozenset(allowed_imports) | RUNTIME_ONLY_IMPORTS
         self.violations: list[str] = []
         self.active = False
         self._busy = threading.local()

@@ -413,3 +413,61 @@ BUILTIN_WRAPPER_TELLS = {
     "_thread.start_new_thread", "_thread.start_new", "threading._start_new_thread", "signal.set_wakeup_fd",
     "_signal.set_wakeup_fd", "signal.signal", "_signal.signal", "signal.alarm", "_signal.alarm", "signal.setitimer",
     "_signal.setitimer", "signal.siginterrupt", "_signal.siginterrupt"}
+
+
+_IMPORT_ONLY_DRIVER = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from evaluator.sandboxed.guards import AuditGuard
+
+    private, outside = Path(sys.argv[2]), Path(sys.argv[3])
+    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton"}))
+    guard.install()
+    source = ("def imports():\\n    import shutil\\n    from pathlib import Path\\n    return shutil, Path\\n"
+              "def refused_import():\\n    import gc\\n"
+              "def attempts(shutil, Path, outside):\\n"
+              "    return {'rmtree': lambda: shutil.rmtree(outside.parent / 'tree'),\\n"
+              "            'copyfile': lambda: shutil.copyfile(outside, outside.parent / 'copy.txt'),\\n"
+              "            'move': lambda: shutil.move(str(outside), str(outside.parent / 'moved.txt')),\\n"
+              "            'write_text': lambda: Path(outside).write_text('changed'),\\n"
+              "            'unlink': lambda: Path(outside).unlink()}\\n")
+    namespace = {}
+    exec(compile(source, str(private / "candidate.py"), "exec"), namespace)
+    guard.active = True
+    results = {}
+    shutil, path_type = namespace["imports"]()
+    results["import shutil, pathlib"] = "allowed"
+    try:
+        namespace["refused_import"]()
+        results["import gc"] = "allowed"
+    except ModuleNotFoundError:
+        results["import gc"] = "refused"
+    for name, attempt in namespace["attempts"](shutil, path_type, outside).items():
+        try:
+            attempt()
+            results[name] = "allowed"
+        except PermissionError:
+            results[name] = "refused"
+    guard.active = False
+    print(json.dumps(results))
+""")
+
+
+def test_shutil_and_pathlib_import_for_code_that_never_runs_but_do_nothing(tmp_path):
+    """fla imports ``shutil`` and ``pathlib`` at module level for its nvcc probe, which never runs in the verifier
+    (the static checks accept the import only so: evaluator/static_dormant.py). The import must not fail the
+    candidate; anything either module would change is still refused by the audit hook, and other refused modules
+    stay refused."""
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "candidate.py").write_text("# the candidate's file\n")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("kept")
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "leaf.txt").write_text("kept")
+    report = guard_report(_IMPORT_ONLY_DRIVER, private, outside)
+    assert report == {"import shutil, pathlib": "allowed", "import gc": "refused", "rmtree": "refused",
+                      "copyfile": "refused", "move": "refused", "write_text": "refused", "unlink": "refused"}
+    assert outside.read_text() == "kept" and (tmp_path / "tree" / "leaf.txt").read_text() == "kept"
+    assert not (tmp_path / "copy.txt").exists() and not (tmp_path / "moved.txt").exists()

@@ -550,3 +550,260 @@ def test_redteam_enum_name_shadowed_in_the_function_is_refused():
                 "    except KeyError:\n        return Table.DEFAULT.value\n")
     found = _rules(make(module=module, body="limit = pick('ada')"))
     assert any(rule == "try-fallback" for rule, _ in found), found
+
+
+# -- a backend registry whose backend classes nothing running instantiates (evaluator/static_liveness.py) -----------
+# fla's registry names its backend classes only in annotations and base lists, and makes one only in `register`,
+# which nothing calls: their methods (a getattr with a computed name, a try around a registered verifier, find_spec of
+# a computed package) never run. The same methods on a class that running code can instantiate stay refused.
+
+_REGISTRY = ("import importlib.util\nimport os\n\n"
+             "def probe(name):\n    try:\n        return importlib.util.find_spec(name)\n"
+             "    except ModuleNotFoundError:\n        return None\n\n"
+             "class Plan:\n    package = None\n    checker = None\n\n"
+             "    def pick(self, op: str):\n        return getattr(self, op, None)\n\n"
+             "    def check(self, op: str, *args):\n        fn = self.checker or getattr(self, f'{op}_check', None)\n"
+             "        if fn is None:\n            return True, None\n        try:\n            return fn(*args)\n"
+             "        except Exception as err:\n            return False, str(err)\n\n"
+             "    @classmethod\n    def ready(cls) -> bool:\n"
+             "        return cls.package is None or probe(cls.package) is not None\n\n"
+             "class TilePlan(Plan):\n    package = 'tilelib'\n\n"
+             "class Table:\n    def __init__(self):\n        self.plans: dict[str, Plan] = {}\n\n"
+             "    def add(self, plan: Plan) -> None:\n        self.plans[type(plan).__name__] = plan\n\n"
+             "    def route(self, fn):\n        def wrapper(*args):\n"
+             "            for plan in self.plans.values():\n                if plan.ready():\n"
+             "                    return plan.pick(fn.__name__)(*args)\n            return fn(*args)\n"
+             "        return wrapper\n\n"
+             "def add_plan(op, plan: type[Plan] | None = None):\n    def deco(impl):\n"
+             "        made = plan() if plan is not None else Plan()\n        TABLE.add(made)\n        return impl\n"
+             "    return deco\n\n"
+             "TABLE = Table()\n\n@TABLE.route\ndef norm(x):\n    return x\n")
+
+REGISTRY_HONEST = {
+    "backend classes named only in annotations and bases": _REGISTRY,
+}
+
+
+@pytest.mark.parametrize("module", list(REGISTRY_HONEST.values()), ids=list(REGISTRY_HONEST))
+def test_backend_classes_nothing_running_makes_are_accepted(module):
+    assert _rules(make(module=module, body="y = norm(x)")) == []
+
+
+REGISTRY_ATTACKS = {
+    # the relaxation is "no running code can make an instance": each attack makes one some way the checker must see
+    "the registration called at module level": _REGISTRY + "\n@add_plan('norm')\ndef other(x):\n    return x\n",
+    "a backend instantiated at module level": _REGISTRY + "\nTABLE.add(TilePlan())\n",
+    "a backend class stored in a table": _REGISTRY + "\nPLANS = [TilePlan]\n",
+    "a backend class called in forward": dict(body="p = Plan().pick('norm')"),
+    "a subclass instantiated (its base's methods run)": _REGISTRY + "\nONE = TilePlan()\n",
+    "the class handed to a function as a value": _REGISTRY + "\nprint(Plan)\n",
+}
+
+
+@pytest.mark.parametrize("case", list(REGISTRY_ATTACKS.values()), ids=list(REGISTRY_ATTACKS))
+def test_backend_methods_that_can_run_are_still_refused(case):
+    parts = case if isinstance(case, dict) else dict(module=case)
+    if "module" not in parts:
+        parts = dict(parts, module=_REGISTRY)
+    found = _rules(make(**parts))
+    assert any(rule in ("dangerous-builtin", "try-fallback", "banned-import") for rule, _ in found), found
+
+
+REGISTRY_DEAD_CODE_ATTACKS = {
+    # a computed lookup in code that never runs is lifted only as a plain call: getattr handed on stays refused
+    "getattr handed on as a value": "def unused(obj, name):\n    g = getattr\n    return g(obj, name)\n",
+    "getattr in a dead function's default (runs at definition)": "def unused(obj, v=getattr(torch, 'x' + 'y')):\n"
+                                                                 "    return v\n",
+    "getattr in a dead function's decorator (runs at definition)": "import functools\n\n"
+                                                                  "@functools.lru_cache(getattr(torch, 'a' + 'b'))\n"
+                                                                  "def unused(x):\n    return x\n",
+}
+
+
+@pytest.mark.parametrize("module", list(REGISTRY_DEAD_CODE_ATTACKS.values()), ids=list(REGISTRY_DEAD_CODE_ATTACKS))
+def test_redteam_lookups_around_dead_code_are_refused(module):
+    found = _rules(make(module=module))
+    assert any(rule == "dangerous-builtin" for rule, _ in found), found
+
+
+def test_redteam_an_inherited_method_runs_on_the_forward_path():
+    """A method inherited from one of the module's classes is on the forward path of a subclass's instance (the
+    forward path once followed the subclass's own methods only)."""
+    module = "class Base:\n    def m(self, x):\n        return torch.tanh(x)\n\nclass Helper(Base):\n    pass\n"
+    found = _rules(make(module=module, body="y = Helper().m(x)"))
+    assert any(rule == "torch-compute" and "tanh" in message for rule, message in found), found
+
+
+def test_redteam_an_autograd_apply_in_a_function_that_runs_is_followed():
+    """``Cls.apply(...)`` inside a function is a call, followed when that function runs (a module-level or a
+    lambda's is still a stored reference)."""
+    module = ("class Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+              "        return torch.tanh(x)\n\ndef run(x):\n    return Fn.apply(x)\n")
+    for body, extra in (("y = run(x)", ""), ("", "\nRUN = lambda t: Fn.apply(t)\n"), ("", "\nAPPLY = Fn.apply\n")):
+        found = _rules(make(module=module + extra, body=body))
+        assert any(rule == "torch-compute" and "tanh" in message for rule, message in found), (body, extra, found)
+
+
+# -- a private API in a function nothing running calls (evaluator/static_visitor.py NEVER_RUN_EXEMPT) ----------------
+
+_NPU_KWARGS = ("IS_NPU = False\n\n"
+               "def npu_kwargs() -> dict:\n    if not IS_NPU:\n        return {}\n    kwargs = {'multibuffer': False}\n"
+               "    try:\n        from triton.backends.ascend.compiler import NPUOptions\n"
+               "        fields = getattr(NPUOptions, '__dataclass_fields__', {})\n"
+               "    except ImportError:\n        return kwargs\n"
+               "    if 'workspace' in fields:\n        kwargs['workspace'] = 1\n    return kwargs\n")
+
+
+def test_private_backend_options_nothing_calls_are_accepted():
+    assert _rules(make(module=_NPU_KWARGS)) == []
+
+
+PRIVATE_ATTACKS = {
+    "called from forward": dict(module=_NPU_KWARGS, body="k = npu_kwargs()"),
+    "called at module level": dict(module=_NPU_KWARGS + "K = npu_kwargs()\n"),
+    "stored in a table": dict(module=_NPU_KWARGS + "HOOKS = [npu_kwargs]\n"),
+    "a private API at module level": dict(module="from triton.backends.nvidia.compiler import CUDAOptions\n"
+                                                 "FIELDS = CUDAOptions.__dataclass_fields__\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(PRIVATE_ATTACKS.values()), ids=list(PRIVATE_ATTACKS))
+def test_redteam_private_api_that_runs_is_refused(case):
+    found = _rules(make(**case))
+    assert any(rule in ("private-api", "dangerous-builtin") for rule, _ in found), found
+
+
+# -- module-level imports only code that never runs reads (evaluator/static_dormant.py) ------------------------------
+# fla imports shutil and pathlib for a toolchain probe only its (dead) TileLang backend calls, and torch.distributed
+# for a tensor-parallel plan class nobody builds. The run time lets shutil and pathlib be imported (guards.py; what
+# they would change is refused by the audit hook: tests/evaluator/test_audit_guard.py).
+
+_NVCC = ("import shutil\nfrom pathlib import Path\n\n"
+         "def has_nvcc() -> bool:\n    if shutil.which('nvcc') is not None:\n        return True\n"
+         "    return (Path('/usr/local/cuda') / 'bin' / 'nvcc').exists()\n\n"
+         "class TileBackend:\n    def available(self) -> bool:\n        return has_nvcc()\n\n"
+         "def backend_for(kind: TileBackend | None = None):\n    return None\n")
+_PARALLEL = ("from torch.distributed import DeviceMesh\n"
+             "from torch.distributed.tensor import Replicate, Shard, distribute_module\n"
+             "from torch.distributed.tensor.parallel import ParallelStyle\n\n"
+             "class NormPlan(ParallelStyle):\n    def __init__(self, dim: int = 1):\n        super().__init__()\n"
+             "        self.layout = (Shard(dim),)\n\n"
+             "    def _apply(self, module: nn.Module, mesh: DeviceMesh) -> nn.Module:\n"
+             "        return distribute_module(module, mesh, None, None, None)\n\n"
+             "    def keep(self, mesh: DeviceMesh):\n        return [Replicate()]\n")
+
+DORMANT_HONEST = {
+    "shutil and pathlib for a probe only a dead backend calls": _NVCC,
+    "torch.distributed for a plan class nobody builds": _PARALLEL,
+    "both, with the future import": "from __future__ import annotations\n" + _NVCC + _PARALLEL,
+}
+
+
+@pytest.mark.parametrize("module", list(DORMANT_HONEST.values()), ids=list(DORMANT_HONEST))
+def test_imports_only_dead_code_reads_are_accepted(module):
+    source = make(module=module)
+    if module.startswith("from __future__"):
+        source = "from __future__ import annotations\n" + make(module=module[len("from __future__ import "
+                                                                              "annotations\n"):])
+    assert _rules(source) == []
+
+
+DORMANT_ATTACKS = {
+    # the relaxation is "every read is where nothing runs": each attack reads a name where code runs
+    "read at module level": _NVCC + "WHERE = shutil.which('python3')\n",
+    "read in forward": dict(module=_NVCC, body="ok = Path('/etc/hosts').exists()"),
+    "the probe called from forward": dict(module=_NVCC, body="ok = has_nvcc()"),
+    "the dead backend instantiated": _NVCC + "BACKENDS = [TileBackend()]\n",
+    "read in a dead function's default (runs at definition)": "import shutil\n\n"
+                                                              "def unused(p=shutil.which('gcc')):\n    return p\n",
+    "read in a dead function's decorator (runs at definition)": "import shutil\nimport functools\n\n"
+                                                                "@functools.lru_cache(shutil.disk_usage('/')[0])\n"
+                                                                "def unused(x):\n    return shutil.which(x)\n",
+    "read in a class body (runs at definition)": "import shutil\n\nclass Probe:\n    WHERE = shutil.which('gcc')\n",
+    "the name rebound": _NVCC + "def swap():\n    global shutil\n    shutil = None\n",
+    "named in a string annotation": _NVCC + "def op(x: 'shutil') -> None:\n    return None\n\nOPS = [op]\n",
+    "imported and never read": "import shutil\n",
+    "a module that acts when imported": "import antigravity\n\ndef unused():\n    return antigravity\n",
+    "a third-party module": "import numpy\n\ndef unused():\n    return numpy.ones(3)\n",
+    "a plan class that is built": _PARALLEL + "PLAN = NormPlan()\n",
+    "a plan class with a metaclass keyword": _PARALLEL.replace("class NormPlan(ParallelStyle):",
+                                                              "class NormPlan(ParallelStyle, metaclass=type):"),
+    "a plan class under a decorator": _PARALLEL.replace("class NormPlan(", "@print\nclass NormPlan("),
+    "a collective in running code": "import torch.distributed as dist\n\ndef sync(t):\n    dist.all_reduce(t)\n"
+                                    "    return t\n\nSYNC = [sync]\n",
+}
+
+
+@pytest.mark.parametrize("case", list(DORMANT_ATTACKS.values()), ids=list(DORMANT_ATTACKS))
+def test_redteam_imports_read_where_code_runs_are_refused(case):
+    found = _rules(make(**(case if isinstance(case, dict) else dict(module=case))))
+    assert any(rule in ("banned-import", "dangerous-builtin") for rule, _ in found), found
+
+
+# -- os.environ["TRITON_F32_DEFAULT"] = "ieee" at module level (evaluator/static_environ.py) -------------------------
+
+_PIN = "import os\n\nOLD_GPU = False\nif OLD_GPU:\n    os.environ[{key}] = {value}\n"
+ENVIRON_HONEST = {
+    "pinned under a flag": _PIN.format(key="'TRITON_F32_DEFAULT'", value="'ieee'"),
+    "pinned unconditionally": "import os\nos.environ['TRITON_F32_DEFAULT'] = 'ieee'\n",
+}
+
+
+@pytest.mark.parametrize("module", list(ENVIRON_HONEST.values()), ids=list(ENVIRON_HONEST))
+def test_fp32_dot_pinned_to_ieee_is_accepted(module):
+    assert _rules(make(module=module)) == []
+
+
+ENVIRON_ATTACKS = {
+    "a lower precision": _PIN.format(key="'TRITON_F32_DEFAULT'", value="'tf32'"),
+    "another Triton variable": _PIN.format(key="'TRITON_INTERPRET'", value="'ieee'"),
+    "the compiler": _PIN.format(key="'CC'", value="'ieee'"),
+    "a computed key": _PIN.format(key="'TRITON_F32_' + 'DEFAULT'", value="'ieee'"),
+    "a key held in a name": "import os\nKEY = 'TRITON_F32_DEFAULT'\nos.environ[KEY] = 'ieee'\n",
+    "a computed value": _PIN.format(key="'TRITON_F32_DEFAULT'", value="'ie' + 'ee'"),
+    "a value read back": _PIN.format(key="'TRITON_F32_DEFAULT'", value="os.environ.get('X', 'ieee')"),
+    "inside a function": "import os\n\ndef pin():\n    os.environ['TRITON_F32_DEFAULT'] = 'ieee'\n\nPINS = [pin]\n",
+    "chained with another target": "import os\nKEEP = os.environ['TRITON_F32_DEFAULT'] = 'ieee'\n",
+    "an augmented write": "import os\nos.environ['TRITON_F32_DEFAULT'] += 'ieee'\n",
+    "a deletion": "import os\ndel os.environ['TRITON_F32_DEFAULT']\n",
+    "update": "import os\nos.environ.update(TRITON_F32_DEFAULT='ieee')\n",
+    "setdefault": "import os\nos.environ.setdefault('TRITON_F32_DEFAULT', 'ieee')\n",
+    "the environment through an alias": "import os\nENV = os.environ\nENV['TRITON_F32_DEFAULT'] = 'ieee'\n",
+}
+
+
+@pytest.mark.parametrize("module", list(ENVIRON_ATTACKS.values()), ids=list(ENVIRON_ATTACKS))
+def test_redteam_other_environment_writes_are_refused(module):
+    found = _rules(make(module=module))
+    assert any(rule == "banned-import" for rule, _ in found), found
+
+
+# -- a branch that needs an attribute the installed Triton lacks (evaluator/static_absent.py) -------------------------
+
+_ALIAS = ("import sys\n\ntry:\n    import triton.language as tl\n"
+          "    if not hasattr(tl.extra, 'ascend') and hasattr(tl.extra, {name}):\n"
+          "        tl.extra.ascend = sys.modules['triton.language.extra.ascend'] = tl.extra.{attr}\n"
+          "except (ImportError, AttributeError):\n    pass\n")
+
+
+def test_alias_for_a_fork_the_installation_lacks_is_accepted():
+    assert _rules(make(module=_ALIAS.format(name="'cann'", attr="cann"))) == []
+
+
+ABSENT_ATTACKS = {
+    "an attribute the installation has": _ALIAS.format(name="'cuda'", attr="cuda"),
+    "a test joined by or": _ALIAS.format(name="'cann'", attr="cann").replace(") and hasattr", ") or hasattr"),
+    "the patch in the else branch": ("import sys\nimport triton.language as tl\n\nif hasattr(tl.extra, 'cann'):\n"
+                                     "    pass\nelse:\n    tl.extra.ascend = sys.modules['x'] = tl.extra.cuda\n"),
+    "a negated test": "import triton.language as tl\n\nif not hasattr(tl.extra, 'cann'):\n    tl.extra.cann = tl\n",
+    "a computed name": _ALIAS.format(name="'ca' + 'nn'", attr="cuda"),
+    "hasattr rebound": "def hasattr(o, n):\n    return True\n\n" + _ALIAS.format(name="'cann'", attr="cuda"),
+    "a module outside torch and triton": "import sys\nimport os\n\nif hasattr(os, 'no_such_thing'):\n"
+                                         "    sys.modules['x'] = os\n",
+}
+
+
+@pytest.mark.parametrize("module", list(ABSENT_ATTACKS.values()), ids=list(ABSENT_ATTACKS))
+def test_redteam_patches_that_can_run_are_refused(module):
+    found = _rules(make(module=module))
+    assert any(rule in ("patching", "banned-import") for rule, _ in found), found

@@ -101,22 +101,35 @@ _AUTOTUNE = "@triton.autotune with several configs: the interpreter cannot bench
 _BF16 = ("arithmetic on bf16 values (`silu(a).cast(b.dtype) * b`): the interpreter stores bf16 as uint16 and "
          "computes on the raw bits (NaNs and garbage)")
 
-# fla's kernels come with fla.utils and fla.backends, whose glue the verifier still refuses wherever a candidate runs
-# it, because the same code from an attacker could not be told apart: file-system probes (`shutil.which`,
-# `Path(...).exists()`: where a file exists is a tell of where the code runs), `find_spec(name)` of computed names
-# and its spec returned, an `os.environ["TRITON_F32_DEFAULT"] =` write (it changes Triton's code paths), a
-# `sys.modules` read (`sys.modules.get("fla.utils")`, every loaded module) and write with an alias patched into
-# `triton.language.extra`, getattr with computed names and a `try` around a registered verifier in the backend
-# registry, a private Triton backend import, `torch.distributed` types and collectives on `process_group is None`
-# branches under argument-changing decorators, and PyTorch compute in `@torch.compile` helpers that stored autograd
-# `.apply` references keep live. Accepted since: `getattr(torch, device)` bound twice, `triton.language._experimental_*`
-# spellings, `importlib.import_module` of a refused package, an Enum default member in an except, and (2026-12-04)
-# `inspect.signature` read for parameter names and `inspect.unwrap` as a registry key (tests/evaluator/
-# test_static_fla.py; 25 -> 22 findings on fla_rms_norm).
-_FLA_SETUP = ("fla.utils and fla.backends run glue the verifier refuses (shutil/pathlib file probes, "
-              "find_spec of computed names, an os.environ TRITON_* write, sys.modules reads/writes and an alias "
-              "patched into triton.language.extra, computed getattr in the backend registry, "
-              "torch.distributed types) and its forward paths call torch.compile helpers")
+# fla's kernels come with fla.utils and fla.backends, whose glue the verifier accepts where it can tell it never runs or
+# cannot be misused (tests/evaluator/test_static_fla.py, each relaxation with the attacks against it): `getattr(torch,
+# device)` bound twice, `triton.language._experimental_*` spellings, `importlib.import_module` of a refused package, an
+# Enum default member in an except, `inspect.signature` read for parameter names and `inspect.unwrap` as a registry key
+# (2026-12-04: 25 -> 22 findings on fla_rms_norm); and since (2026-12-04, issue 17: 22 -> 0 on fla_rms_norm and
+# fla_layer_norm) the backend registry's classes, named only in annotations and base lists and made only in a
+# `register` nothing calls (their computed getattr, try around a verifier and find_spec of a computed package never
+# run), the `shutil`/`pathlib` and `torch.distributed` imports only such dead code reads (static_dormant; the run time
+# lets shutil and pathlib be imported), a private Triton backend import in a function nothing calls, the
+# `os.environ["TRITON_F32_DEFAULT"] = "ieee"` pin (static_environ), the `tl.extra.cann` alias and `sys.modules` write
+# under a `hasattr` the installed Triton answers False (static_absent), and `Cls.apply(...)` in a function nothing
+# calls (fla's `layer_norm_linear`, whose `F.linear` never runs).
+# Still refused, with no rule that tells them from an attack: fla's activation table `ACT2FN = {'relu': F.relu,
+# 'gelu': fast_gelu_impl, ...}` keeps references to a torch op and to autograd Functions whose forwards call
+# `@torch.compile` helpers (a stored reference may run from anywhere: the suite's `ACT = F.relu` and `TABLE = {'g':
+# helper}` attacks are that shape; and at run time the `@torch.compile` decoration itself sets TORCHINDUCTOR_CACHE_DIR,
+# which the environment guard refuses), and `torch.distributed` collectives and `isinstance(seqlen_offsets, Tensor)`
+# / varlen branches on arguments that are always None or ints, but reach them through argument-changing decorators
+# (`@dispatch`, `@input_guard`, `@autocast_custom_fwd`) the checker cannot see through; rotary's `sys.modules.get(
+# "fla.utils")` and a `try` whose handler nests another probe and logs.
+_FLA_ACTIVATIONS = ("fla's activation table ACT2FN keeps references to torch.nn.functional.relu and to autograd "
+                    "Functions whose forwards call @torch.compile helpers (torch.tanh, F.relu) and F.linear: a stored "
+                    "reference may run from anywhere (at run time @torch.compile also sets TORCHINDUCTOR_CACHE_DIR)")
+_FLA_DECORATED_BRANCHES = ("branches on arguments that are always None or ints (process_group, cu_seqlens, "
+                           "seqlen_offsets) reached through argument-changing decorators (@dispatch, @input_guard, "
+                           "@autocast_custom_fwd) the checker cannot see through: torch.distributed collectives and "
+                           "types, varlen index helpers computed with torch, torch._assert_async")
+_FLA_ROTARY = (_FLA_DECORATED_BRANCHES + "; also sys.modules.get('fla.utils') in tensor_cache and a try whose "
+               "handler nests another device probe and logs (get_multiprocessor_count)")
 
 ENTRIES: tuple[Entry, ...] = (
     Entry(library=LIGER, module="liger_kernel.ops.rms_norm", kernel="LigerRMSNormFunction",
@@ -140,20 +153,18 @@ ENTRIES: tuple[Entry, ...] = (
           task="tests/public_corpus/tasks/cross_entropy_rows.py", adapter="liger_cross_entropy_rows.py",
           cpu=CpuExpectation.ACCEPTED),
     Entry(library=FLA, module="fla.modules.norm.layernorm", kernel="rms_norm (LayerNormFunction)",
-          task="bench/ops/rms_norm.py", adapter="fla_rms_norm.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE,
-          known_false_reject=_FLA_SETUP),
+          task="bench/ops/rms_norm.py", adapter="fla_rms_norm.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE),
     Entry(library=FLA, module="fla.modules.norm.layernorm", kernel="layer_norm (LayerNormFunction)",
           task="bench/ops/layer_norm.py", adapter="fla_layer_norm.py", cpu=CpuExpectation.NEEDS_GPU,
-          why_cpu=_AUTOTUNE,
-          known_false_reject=_FLA_SETUP),
+          why_cpu=_AUTOTUNE),
     Entry(library=FLA, module="fla.modules.activations.ops", kernel="swiglu (SwiGLUFunction)",
           task="bench/ops/swiglu.py", adapter="fla_swiglu.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE,
-          known_false_reject=_FLA_SETUP),
+          known_false_reject=_FLA_ACTIVATIONS),
     Entry(library=FLA, module="fla.modules.rotary.ops", kernel="rotary_embedding (RotaryEmbeddingFunction)",
           task="bench/ops/rotary.py", adapter="fla_rotary.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE,
-          known_false_reject=_FLA_SETUP),
+          known_false_reject=_FLA_ROTARY),
     Entry(library=FLA, module="fla.modules.fused_cross_entropy.ops", kernel="cross_entropy_loss",
           task="tests/public_corpus/tasks/cross_entropy_rows.py", adapter="fla_cross_entropy_rows.py",
           cpu=CpuExpectation.ACCEPTED,
-          known_false_reject=_FLA_SETUP),
+          known_false_reject=_FLA_DECORATED_BRANCHES),
 )

@@ -1,0 +1,68 @@
+"""Feature tests that are false wherever the candidate runs: ``hasattr(<torch/triton module>, "name")`` of a name the
+installed module does not have.
+
+Libraries adapt to forks of Triton and torch by testing for what those forks add, and patch the stock module when
+they find it. fla aliases Ascend's extra library for torch_npu's inductor::
+
+    if not hasattr(tl.extra, 'ascend') and hasattr(tl.extra, 'cann'):
+        tl.extra.ascend = sys.modules['triton.language.extra.ascend'] = tl.extra.cann
+
+The branch would patch Triton and write ``sys.modules``, both refused anywhere they can run; but it runs only on an
+installation that ships ``triton.language.extra.cann``. The checker shares the Python installation of the candidate
+process (as ``evaluator.static_optional`` does for optional imports), so it can ask the module itself: when the
+installed module has no attribute ``name``, no submodule of that name can be found (an import would add it), and the
+module defines no ``__getattr__`` (PEP 562: attributes made on demand), the test is false in the candidate process
+too -- the candidate cannot add the attribute first, since assigning an attribute of an imported module is refused
+where it runs (patching) and so are file writes that would install a package. The body of an ``if`` whose test
+needs that ``hasattr`` to be true (the test itself or a conjunct of an ``and``) is then code that never runs
+(``evaluator.static_liveness.Branches``; the rules lifted there are the visitor's ``NEVER_RUN_EXEMPT``).
+
+Only torch and triton modules are asked (packages the checker imports anyway); the name must be a string literal and
+``hasattr`` the builtin (bound nowhere in the file). What is installed where the verifier runs decides the verdict,
+as for optional imports (docs/verifier.md, Known limits): on an Ascend installation the branch is live and refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import importlib.util
+from collections.abc import Callable
+from types import ModuleType
+
+_ASKED = ("torch", "triton")
+
+
+@functools.lru_cache(maxsize=128)
+def module_lacks(module: str, name: str) -> bool:
+    """The installed ``module`` (torch/triton) has no attribute ``name``, makes none on demand and has no submodule so
+    named. False whenever it cannot tell."""
+    if module.split(".")[0] not in _ASKED or name.startswith("__"):
+        return False
+    try:
+        loaded = importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - not a module that imports here: cannot tell
+        return False
+    if not isinstance(loaded, ModuleType):
+        return False
+    namespace = vars(loaded)
+    if name in namespace or "__getattr__" in namespace:
+        return False
+    try:
+        return importlib.util.find_spec(f"{module}.{name}") is None
+    except (ImportError, ValueError):
+        return False
+
+
+def absent_attribute(test: ast.AST, resolve: Callable[[ast.AST], str | None], hasattr_builtin: bool) -> bool:
+    """``test`` is ``hasattr(<torch/triton module>, "name")`` and false wherever the candidate runs (module docstring);
+    ``hasattr_builtin`` says the file binds no other ``hasattr``."""
+    if not (hasattr_builtin and isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+            and test.func.id == "hasattr" and len(test.args) == 2 and not test.keywords):  # fmt: skip
+        return False
+    owner, name = test.args
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return False
+    dotted = resolve(owner)
+    return dotted is not None and module_lacks(dotted, name.value)

@@ -1,0 +1,163 @@
+"""Dormant imports: a module-level import whose names only code that never runs in the verifier reads.
+
+Kernel libraries import for the code paths they carry for other setups: fla's ``fla.utils`` imports ``shutil`` and
+``pathlib`` for ``has_usable_nvcc`` (is a TileLang toolchain on this host?), which only its TileLang backend's
+``is_available`` calls, and its norm module imports ``torch.distributed`` (``DeviceMesh``, ``distribute_module``,
+``ParallelStyle``) for ``NormParallel``, a tensor-parallel plan nobody builds. Neither is ever used in the verifier:
+the names are read only where nothing runs. Refusing the import would refuse the library; accepting every import of
+those modules would hand a candidate the file system and collectives. The rule learns the difference from where the
+names are read, never from what the module is called.
+
+An import is dormant when it stands at module level (``import m`` / ``from m import a``, every name it binds) and:
+
+* the module is one whose import does nothing but define names: the standard library (but the few modules that act
+  when imported: ``antigravity``, ``this``, ``turtle``...) or a submodule of torch or triton, packages the candidate
+  imports anyway. Whether the import may happen at all is the run time's question (its import wrappers refuse what
+  is not listed: ``evaluator.import_policy.RUNTIME_IMPORT_ROOTS``, and ``RUNTIME_ONLY_IMPORTS``, shutil and pathlib);
+* each name it binds is bound nowhere else in the file (no assignment, ``del``, ``global``, ``def``/``class`` or
+  second import of that name: the name the checker sees is the module's) and is never named in a string annotation
+  (``torch.library`` and ``typing`` evaluate those in the module);
+* each name is read (an import nothing reads serves nothing: remove it), and every read is in code that never
+  runs (``evaluator.static_liveness``): the body or the annotations of a module-level function or method nothing
+  running refers to (annotations are never called, and are kept only in ``__annotations__``, which refused dunder
+  access reads back), or the base list of a module-level class that no code names at all (outside annotations),
+  that has no decorator or keyword (no metaclass): deriving from a class runs none of its methods, and no instance
+  of the new class is ever made. Decorators and default values of such a function run at definition, so a read
+  there is a read by running code.
+
+A name read by running code anywhere keeps the import refused, with the rest of that code's findings.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+
+from evaluator.static_model import ModuleModel
+from evaluator.static_uses import in_annotation
+
+# Standard-library modules that do something when imported (open a browser, print, start a GUI or a shell).
+_ACTING_ON_IMPORT = frozenset({"antigravity", "this", "__hello__", "__phello__", "idlelib", "turtle", "turtledemo",
+                               "tkinter", "pydoc", "webbrowser", "site", "sitecustomize", "usercustomize", "pdb"})
+_QUIET_PACKAGES = ("torch", "triton")
+_FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def quiet_module(module: str) -> bool:
+    """Importing ``module`` only defines names (the standard library but its acting modules; torch's and triton's
+    submodules)."""
+    root = module.split(".")[0]
+    if root in _QUIET_PACKAGES:
+        return True
+    return root in sys.stdlib_module_names and root not in _ACTING_ON_IMPORT and not root.startswith("_")
+
+
+def _bound_names(node: ast.Import | ast.ImportFrom) -> list[str]:
+    return [(a.asname or a.name).split(".")[0] for a in node.names]
+
+
+def bound_anywhere(tree: ast.Module) -> set[str]:
+    """Every name the file binds, in any scope and any way."""
+    return _other_bindings(tree, set())
+
+
+def _other_bindings(tree: ast.Module, imports: set[int]) -> set[str]:
+    """Names bound anywhere other than by the given import statements (ids of their alias nodes)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        elif isinstance(node, ast.alias) and id(node) not in imports:
+            out.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (*_FUNCTION, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            out.update(node.names)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            out.add(node.name)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+    return out
+
+
+def _named_in_strings(tree: ast.Module, parents: dict[int, ast.AST]) -> set[str]:
+    """Every identifier-like word of a string inside an annotation (``torch.library`` and ``typing`` evaluate
+    string annotations in the module's namespace)."""
+    words: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and in_annotation(node, parents):
+            text = "".join(c if c.isalnum() or c == "_" else " " for c in node.value)
+            words.update(text.split())
+    return words
+
+
+def _dead_body_reads(tree: ast.Module, model: ModuleModel, live: set[str]) -> set[int]:
+    """ids of the Name nodes in the bodies and annotations of module-level functions and methods that never run."""
+    out: set[int] = set()
+
+    def take(fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str) -> None:
+        if model.functions.get(key) is not fn or key in live:
+            return
+        running = {id(n) for part in [*fn.decorator_list, *fn.args.defaults,
+                                      *(d for d in fn.args.kw_defaults if d is not None)]
+                   for n in ast.walk(part)}  # fmt: skip
+        out.update(id(n) for n in ast.walk(fn) if isinstance(n, ast.Name) and id(n) not in running)
+
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCTION):
+            take(stmt, stmt.name)
+        elif isinstance(stmt, ast.ClassDef):
+            for item in stmt.body:
+                if isinstance(item, _FUNCTION):
+                    take(item, f"{stmt.name}.{item.name}")
+    return out
+
+
+def _unnamed_class_bases(tree: ast.Module, model: ModuleModel, live: set[str]) -> set[int]:
+    """ids of the base expressions' Name nodes of module-level classes no code names (annotations aside), without
+    decorators or keywords, none of whose methods runs."""
+    named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+             and not in_annotation(n, model.parents)}  # fmt: skip
+    out: set[int] = set()
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.ClassDef) or model.classes.get(stmt.name) is not stmt:
+            continue
+        if stmt.name in named or stmt.decorator_list or stmt.keywords:
+            continue
+        if any(k.startswith(stmt.name + ".") for k in live):
+            continue
+        out.update(id(n) for base in stmt.bases for n in ast.walk(base) if isinstance(n, ast.Name))
+    return out
+
+
+def dormant_imports(tree: ast.Module, model: ModuleModel, live: set[str]) -> tuple[set[int], set[str]]:
+    """(ids of the dormant module-level import statements, the names they bind) (module docstring)."""
+    candidates = [s for s in tree.body if isinstance(s, ast.Import | ast.ImportFrom)
+                  and not (isinstance(s, ast.ImportFrom) and (s.level or not s.module))]  # fmt: skip
+    if not candidates:
+        return set(), set()
+    imports = {id(a) for s in candidates for a in s.names}
+    rebound = _other_bindings(tree, imports)
+    in_strings = _named_in_strings(tree, model.parents)
+    quiet_reads = _dead_body_reads(tree, model, live) | _unnamed_class_bases(tree, model, live)
+    reads: dict[str, list[ast.Name]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            reads.setdefault(n.id, []).append(n)
+    bound_by: dict[str, int] = {}
+    for stmt in candidates:
+        for name in _bound_names(stmt):
+            bound_by[name] = bound_by.get(name, 0) + 1
+    nodes: set[int] = set()
+    names: set[str] = set()
+    for stmt in candidates:
+        modules = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else [stmt.module or ""]
+        if not all(quiet_module(m) for m in modules) or any(a.name == "*" for a in stmt.names):
+            continue
+        bound = _bound_names(stmt)
+        if all(bound_by[b] == 1 and b not in rebound and b not in in_strings and reads.get(b)
+               and all(id(r) in quiet_reads for r in reads[b]) for b in bound):  # fmt: skip
+            nodes.add(id(stmt))
+            names.update(bound)
+    return nodes, names
+
