@@ -38,6 +38,9 @@ def main() -> None:
     parser.add_argument("--ready", type=int, default=None,
                         help="candidate processes started ahead (EvalOptions.ready_workers; default: what a search "
                              "of one evaluation in flight keeps, evaluator.options.ready_workers_for)")
+    parser.add_argument("--plain-run", action="store_true",
+                        help="run every accepted candidate once more in a plain process (kernelevo eval's default; "
+                             "a search runs it on its winner only, so per-evaluation costs leave it off)")
     args = parser.parse_args()
 
     os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths
@@ -55,7 +58,8 @@ def main() -> None:
         if args.only and args.only not in task:
             continue
         t0 = time.perf_counter()
-        with EvaluationSession(task, device=args.device, options=EvalOptions(ready_workers=args.ready)) as session:
+        with EvaluationSession(task, device=args.device, options=EvalOptions(ready_workers=args.ready,
+                                                                           plain_run=args.plain_run)) as session:
             session_setup_s = time.perf_counter() - t0
             environment = session.environment
             for cand in candidates:
@@ -85,6 +89,7 @@ def main() -> None:
     wall = time.perf_counter() - wall_start
     overheads = [(o.waited_for_process_s or 0.0) + (o.load_s or 0.0) for o in costs]
     totals = [o.total_s or 0.0 for o in costs]
+    plain = [float(o.recorded().get("plain_run_s") or 0.0) for o in costs if o.recorded().get("plain_run_s")]
     summary = {
         "environment": environment,
         "evaluations": evaluations,
@@ -94,6 +99,8 @@ def main() -> None:
         "evaluations_per_minute_steady": round(60 / statistics.mean(totals), 2) if totals else None,
         "per_candidate_overhead_s_median": round(statistics.median(overheads), 3) if overheads else None,
         "per_candidate_total_s_median": round(statistics.median(totals), 3) if totals else None,
+        "plain_run": args.plain_run,
+        "plain_run_s_median": round(statistics.median(plain), 3) if plain else None,
         "rows": rows,
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))

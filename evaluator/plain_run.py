@@ -33,6 +33,7 @@ VARIED_CHECK = ("and, in that process, a second ModelNew built with the task's f
                 "secret factors, judged against the reference built the same way")
 AUTOGRAD_STATES = ("no_grad", "inference", "grad")
 REPEATED_SHARE = 3  # about one input set in REPEATED_SHARE is called a second time
+MAX_CALLS = 4000
 
 
 @dataclass(frozen=True)
@@ -45,15 +46,18 @@ class PlainCall:
     autograd: str
     group: str | None = None
     varied_init: bool = False  # made by the ModelNew built with other constructor arguments
+    judged: bool = True  # its outputs go to the reference (the others only count as calls a program makes)
 
     def request(self, index: int) -> dict[str, Any]:
-        return {"name": self.name, "input": index, "autograd": self.autograd, "varied_init": self.varied_init}
+        return {"name": self.name, "input": index, "autograd": self.autograd, "varied_init": self.varied_init,
+                "judged": self.judged}
 
 
-def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool = False) -> list[PlainCall]:
-    """Every input set once in a random order, about a third of them once more at a random later position; with
-    ``varied_init``, one input set of each case (a random seed) also through the model built with other
-    constructor arguments, at a random position (pure)."""
+def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool = False,
+                     total: int = 0) -> list[PlainCall]:
+    """Judged: every input set once, about a third of them once more; with ``varied_init``, one input set of each
+    case (a random seed) through the model built with other constructor arguments. Unjudged calls of random input
+    sets make the run ``total`` calls long; all in a random order (pure)."""
     if not sets:
         return []
     repeated = set(rng.sample(range(len(sets)), max(1, len(sets) // REPEATED_SHARE)))
@@ -63,17 +67,27 @@ def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool
         for index, inputs in enumerate(sets):
             by_case.setdefault(inputs.case, []).append(index)
         varied = [-1 - rng.choice(indices) for _case, indices in sorted(by_case.items())]  # negative: varied
-    order = [*range(len(sets)), *repeated, *varied]
+    judged = [*range(len(sets)), *repeated, *varied]
+    plain = [len(sets) + rng.randrange(len(sets)) for _ in range(max(0, total - len(judged)))]  # >= len: unjudged
+    order = [*judged, *plain]
     rng.shuffle(order)
     calls = []
     for k, index in enumerate(order):
         name = f"p{k}-{rng.getrandbits(32):08x}"
+        autograd = rng.choice(AUTOGRAD_STATES)
         if index < 0:
-            calls.append(PlainCall(name, sets[-1 - index], rng.choice(AUTOGRAD_STATES), varied_init=True))
-            continue
-        group = f"plain-{index}" if index in repeated else None
-        calls.append(PlainCall(name, sets[index], rng.choice(AUTOGRAD_STATES), group))
+            calls.append(PlainCall(name, sets[-1 - index], autograd, varied_init=True))
+        elif index >= len(sets):
+            calls.append(PlainCall(name, sets[index - len(sets)], autograd, judged=False))
+        else:
+            calls.append(PlainCall(name, sets[index], autograd, f"plain-{index}" if index in repeated else None))
     return calls
+
+
+def run_length(guarded_calls: int, rng: random.Random) -> int:
+    """How many calls the plain run makes: more than the guarded process made (a secret number between 1.5 and 2.5
+    times as many), so that a kernel latching "unobserved" gains nothing by counting calls; at most MAX_CALLS."""
+    return min(MAX_CALLS, rng.randint(int(1.5 * guarded_calls) + 1, int(2.5 * guarded_calls) + 2))
 
 
 def spawn_plain(session: EvaluationSession) -> processes.Worker:
@@ -99,7 +113,10 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     sets = [InputSet(int(i["case"]), int(i["seed"]), i["file"], session.distribution_of(int(i["seed"])))
             for i in session.plan["inputs"]]
     varied_file = session.plan.get("varied_init_file")
-    calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file))
+    guarded_calls = int(evidence["overhead"].get("checked_calls") or 0)
+    if session.device == "cuda":  # and the timed calls
+        guarded_calls += session.options.timing_trials * len(session.plan["cases"])
+    calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file), total=run_length(guarded_calls, rng))
     files = sorted({c.inputs.file for c in calls})
     index = {f: k for k, f in enumerate(files)}
     worker = worker or spawn_plain(session)
@@ -124,7 +141,8 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         for phase, varied in ((PHASE, False), (VARIED_PHASE, True)):
             judged = [Judged(c.name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
                              {"file": str(worker.outbox / f"{c.name}.raw"), "raw": _described(sent, c.name)},
-                             group=c.group, varied_init=c.varied_init) for c in calls if c.varied_init == varied]
+                             group=c.group, varied_init=c.varied_init) for c in calls
+                      if c.judged and c.varied_init == varied]
             if judged:
                 judge_outputs(session, channel, judged, evidence, phase)
     except StopEvaluation as stop:
@@ -136,6 +154,7 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         evidence["overhead"]["output_handoff"] = handoff
     evidence["overhead"]["plain_run_s"] = round(time.perf_counter() - started, 3)
     evidence["overhead"]["plain_calls"] = len(calls)
+    evidence["overhead"]["plain_judged_calls"] = sum(c.judged for c in calls)
     checks = [CHECK, *([VARIED_CHECK] if varied_file else [])]
     evidence["correctness"]["checks"] = [*evidence["correctness"]["checks"], *checks]
     return Verdict.accept(verdict.detail + f"; the same outputs in a plain process ({len(calls)} calls)", **evidence)

@@ -112,9 +112,9 @@ class PlainRunner:
         return model.to(self.device)
 
     def run(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        """The parent's calls in its order (``req["calls"]``: ``{"name", "input", "autograd", "varied_init"}``,
-        ``input`` indexing ``fds``; ``varied_init``: the second model's call); each call's outputs written raw to
-        ``outbox/<name>.raw``, described in the reply."""
+        """The parent's calls in its order (``req["calls"]``: ``{"name", "input", "autograd", "varied_init",
+        "judged"}``, ``input`` indexing ``fds``; ``varied_init``: the second model's call); a judged call's outputs
+        written raw to ``outbox/<name>.raw``, described in the reply."""
         if not self.models:
             raise taskspec.TaskError("run before load")
         inputs = [load_fd(fd) for fd in fds]
@@ -130,14 +130,17 @@ class PlainRunner:
                 with mode():
                     raw = model(*values)
                 outs = output_list(raw, where)
-                self._synchronize()
+                if call.get("judged", True):
+                    self._synchronize()
             except Rejection:
                 raise
             except Exception as exc:
                 raise Rejection("crashed", f"{where} raised {type(exc).__name__}: {str(exc)[:300]} (the same "
                                            "inputs passed in the guarded process: a kernel that behaves "
                                            "differently when it is not observed)") from exc
-            sent[str(call["name"])] = self._hand_over(outs, self.outbox / f"{call['name']}.raw", where)
+            if call.get("judged", True):
+                sent[str(call["name"])] = self._hand_over(outs, self.outbox / f"{call['name']}.raw", where)
+            del raw, outs
         return {"ok": True, "sent": sent}
 
     def _hand_over(self, outs: list[Any], path: Path, where: str) -> dict[str, Any]:

@@ -396,14 +396,15 @@ def test_the_guards_wrappers_answer_as_the_functions_they_replace(tmp_path):
     """What a candidate can read of a library function (name, qualified name, module, docstring, the parameters
     inspect.signature gives) is the same whether or not the guards wrapped it: a wrapper named after the guards
     would tell a verified process from a user's program (red team s8: ``torch.library.custom_op.__module__`` and
-    ``kernel.run.__qualname__``). Builtins without a text signature are a known limit (docs/verifier.md)."""
+    ``kernel.run.__qualname__``). Builtins without a text signature cannot be imitated: a kernel that reads that tell
+    is caught by the plain run, which has no wrappers (redteam/s9_wrapper_type_tell_softmax, docs/verifier.md)."""
     (tmp_path / "candidate.py").write_text("# the candidate's file\n")
     report = guard_report(_IDENTITY_DRIVER, tmp_path)
     assert "JITFunction.run" in report["replaced"] and "torch.library.custom_op" in report["replaced"]
     assert "torch.Tensor.tolist" in report["replaced"]
     assert report["python"] == {}
     # Functions written in C (a tensor's host conversions, the thread and signal primitives) cannot be worn by a
-    # Python wrapper: no __module__ or text signature to copy. The known limit; a new one shows up here.
+    # Python wrapper: no __module__ or text signature to copy (the plain run covers them); a new one shows up here.
     assert set(report["builtin"]) <= BUILTIN_WRAPPER_TELLS, set(report["builtin"]) - BUILTIN_WRAPPER_TELLS
 
 

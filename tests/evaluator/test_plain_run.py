@@ -14,7 +14,7 @@ import torch
 
 from evaluator import processes
 from evaluator.callplan import InputSet
-from evaluator.plain_run import AUTOGRAD_STATES, plan_plain_calls
+from evaluator.plain_run import AUTOGRAD_STATES, MAX_CALLS, plan_plain_calls, run_length
 from evaluator.sandboxed import handoff
 from evaluator.sandboxed.plain import VISIBLE_PACKAGES
 
@@ -48,6 +48,28 @@ def test_other_constructor_arguments_get_one_call_per_case():
     assert all(c.group is None for c in varied)  # never judged bitwise against the task's own model
     assert {c.inputs.file for c in calls if not c.varied_init} == {s.file for s in sets}
     assert not any(c.varied_init for c in plan_plain_calls(sets, random.Random(4)))
+
+
+@pytest.mark.parametrize("total", [0, 5, 60, 333])
+def test_unjudged_calls_make_the_run_as_long_as_asked(total):
+    sets = _sets(10)
+    calls = plan_plain_calls(sets, random.Random(total), varied_init=True, total=total)
+    judged = [c for c in calls if c.judged]
+    assert len(calls) == max(total, len(judged))
+    assert {c.inputs.file for c in judged if not c.varied_init} == {s.file for s in sets}
+    assert all(c.group is None and not c.varied_init for c in calls if not c.judged)
+    if total > 100:  # judged calls are spread over the run, not bunched at its start
+        positions = [k for k, c in enumerate(calls) if c.judged]
+        assert positions[-1] > total // 2
+
+
+def test_the_plain_run_is_longer_than_the_guarded_one():
+    rng = random.Random(1)
+    for guarded in (0, 1, 51, 400):
+        lengths = {run_length(guarded, rng) for _ in range(50)}
+        assert min(lengths) > 1.5 * guarded and max(lengths) <= 2.5 * guarded + 2
+        assert len(lengths) > 1 or guarded == 0
+    assert run_length(10**6, rng) == MAX_CALLS
 
 
 def test_the_order_is_not_the_plans():
