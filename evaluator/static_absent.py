@@ -66,3 +66,11 @@ def absent_attribute(test: ast.AST, resolve: Callable[[ast.AST], str | None], ha
         return False
     dotted = resolve(owner)
     return dotted is not None and module_lacks(dotted, name.value)
+
+
+def needs_absent(test: ast.AST, resolve: Callable[[ast.AST], str | None], hasattr_builtin: bool) -> bool:
+    """``test`` is such a ``hasattr`` or an ``and`` with one among its operands: its body runs nowhere this
+    installation runs (the visitor also lifts the module-attribute patching rule there)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(needs_absent(v, resolve, hasattr_builtin) for v in test.values)
+    return absent_attribute(test, resolve, hasattr_builtin)

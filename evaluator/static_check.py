@@ -43,7 +43,8 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        ``name`` a literal or a parameter every caller passes a literal for, each allowed
                        or not installed; ``importlib.import_module(f"pkg.{x}")`` whose spelled-out package
                        is refused everywhere and not loaded (it can only raise; never the verifier's own
-                       package, ``__main__`` or a private root). ``inspect`` stays refused
+                       package, ``__main__`` or a private root), and ``sys.modules.get("pkg.mod")`` of such a
+                       package (always its constant default). ``inspect`` stays refused
 ``dangerous-builtin``  eval/exec/open/setattr/id/memoryview/...; getattr (and operator.methodcaller /
                        attrgetter) with a computed or private name, or used as a value (``g =
                        getattr``, ``partial(getattr, x)``, ``reduce(getattr, ...)``, in a container);
@@ -107,17 +108,20 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        imports or queries (helpers whose bodies only query count as queries; nothing
                        after an import that always fails runs) and whose handlers only set flags,
                        constants or locals that are probes themselves (``except Exception: return
-                       device``, ``except KeyError: return cls.DEFAULT.value`` of an Enum of constants)
+                       device``, ``except KeyError: return cls.DEFAULT.value`` of an Enum of constants),
+                       log through a logger or ask again with another such ``try``
 ``too-complex``        the file nests too deeply to analyse (rejected rather than skipped)
 ``internal-error``     the checker itself failed on this file (rejected; a checker bug to report)
 =====================  ==========================================================================
 
 Code that never runs in the verifier (``evaluator.static_liveness``) is exempt from ``banned-import``,
-``torch-compute``, ``try-fallback``, ``private-api``, the assignment of a module attribute (``patching``) and a
-``getattr`` call with a computed or private name (every other rule still applies there): functions no running code
+``torch-compute`` and ``try-fallback`` (every other rule still applies there; the bodies of dead functions also
+from ``private-api`` and ``getattr`` calls with a computed or private name, branches under an absent ``hasattr``
+also from ``private-api`` and module-attribute ``patching``): functions no running code
 refers to (an ``autograd.Function.backward`` whose class is only used as ``Cls.apply``; methods of a class named
-only in annotations and base lists), the body of ``if isinstance(x, DTensor)``, branches on a parameter every
-caller passes as None (``if weight is not None``), branches that need ``hasattr(<torch/triton module>, "name")``
+only in annotations and base lists), the body of ``if isinstance(x, DTensor)`` and of ``if TYPE_CHECKING:`` (names
+only it imports may stand in annotations under ``from __future__ import annotations``), branches on a parameter
+every caller passes as None (``if weight is not None``), branches that need ``hasattr(<torch/triton module>, "name")``
 of a name the installed module lacks (``evaluator.static_absent``), a function under ``@torch.compile`` (a lazy
 wrapper) that nothing running refers to, with its decorators when their arguments are constants (they run at
 definition), and a module-level ``if __name__ == "__main__":`` block in a file that never binds ``__name__``. A

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Callable
 
 from evaluator.static_model import ModuleModel
 from evaluator.static_uses import in_annotation
@@ -161,3 +162,30 @@ def dormant_imports(tree: ast.Module, model: ModuleModel, live: set[str]) -> tup
             names.update(bound)
     return nodes, names
 
+
+
+# -- names only a type checker binds ------------------------------------------------------------------------------
+
+def type_checking_names(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> set[str]:
+    """Names bound only by imports in module-level ``if TYPE_CHECKING:`` blocks, in a module under ``from __future__
+    import annotations``: unbound when the program runs (the block never runs), so an annotation naming one is a
+    string nothing evaluates -- and a library that evaluates it (``typing.get_type_hints``, ``torch.library``) gets
+    a NameError, never the object. fla's cross entropy imports ``ProcessGroup`` so for its ``process_group:
+    ProcessGroup | None`` parameters. Only reads in annotations are accepted (the visitor); any other read is judged
+    as a read of what the import names."""
+    future = any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations"
+                 for a in s.names) for s in tree.body)  # fmt: skip
+    if not future:
+        return set()
+    guarded: set[int] = set()
+    names: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.If) and resolve(stmt.test) == "typing.TYPE_CHECKING" and not stmt.orelse:
+            for item in stmt.body:
+                if isinstance(item, ast.Import | ast.ImportFrom):
+                    guarded.update(id(a) for a in item.names)
+                    names.update(_bound_names(item))
+    if not names:
+        return set()
+    elsewhere = _other_bindings(tree, guarded)
+    return {n for n in names if n not in elsewhere}

@@ -20,6 +20,8 @@ so three kinds of code can never run there, and the checker knows which:
   ``backward`` of an ``autograd.Function`` is dead when the class is only used as ``Cls.apply(...)`` (or in
   ``isinstance``): the forward runs without autograd, and ``.backward()`` / ``torch.autograd.grad`` are refused on
   the forward path;
+* **type-checking blocks**: the body of ``if TYPE_CHECKING:`` (``typing.TYPE_CHECKING`` is False at run time and
+  only type checkers read the block; assigning it is refused as patching);
 * **DTensor branches**: the body of ``if isinstance(x, DTensor)`` (and the ``else`` of ``if not isinstance``):
   no DTensor exists, since its constructors (``distribute_tensor``, ``DTensor.from_local``) are refused
   everywhere else and the verifier's inputs are plain tensors;
@@ -52,6 +54,7 @@ from evaluator.static_uses import Use, in_annotation, use_of
 
 Resolve = Callable[[ast.AST], "str | None"]
 DTENSOR = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tensor._api.DTensor"})
+TYPE_CHECKING = "typing.TYPE_CHECKING"
 # Decorators that only wrap a function and call it when it is called (so they do not make it run).
 INERT_DECORATORS = frozenset({"functools.cache", "functools.lru_cache", "staticmethod", "classmethod", "property",
                               "contextlib.contextmanager", "typing.overload"}) | AMP_DECORATORS  # fmt: skip
@@ -376,8 +379,8 @@ class Branches:
     def never_true(self, test: ast.AST) -> bool:
         if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance":
             return len(test.args) == 2 and not test.keywords and self._dtensor_type(test.args[1])
-        if self._none_name(test) or self.absent(test):
-            return True
+        if self._none_name(test) or self.absent(test) or self.resolve(test) == TYPE_CHECKING:
+            return True  # typing.TYPE_CHECKING is False when the program runs (patching it is refused)
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and self._none_name(test.left):
             right = test.comparators[0]
             return isinstance(right, ast.Constant) and right.value is None and isinstance(test.ops[0],

@@ -52,3 +52,34 @@ def _message_call(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
         return False
     call = parents.get(id(attr))
     return isinstance(call, ast.Call) and call.func is attr and isinstance(attr.ctx, ast.Load)
+
+
+
+def plain_loggers(tree: ast.Module, resolve: Resolve) -> frozenset[str]:
+    """Names every binding of which, anywhere in the file, is ``name = logging.getLogger(...)`` outside a class body
+    (no parameter, import, def, ``global`` or other value): a call ``name.debug(...)`` is a logger's message call
+    (``evaluator.static_probes`` lets a probe's handler log with one)."""
+    logger_targets: set[int] = set()
+    class_attributes: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and resolve(node.value.func) == GET_LOGGER:
+            logger_targets.update(id(t) for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ClassDef):
+            class_attributes.update(id(n) for item in node.body for n in ast.walk(item) if isinstance(n, ast.Name))
+    good: set[str] = set()
+    bad: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            ok = id(node) in logger_targets and id(node) not in class_attributes
+            (good if ok else bad).add(node.id)
+        elif isinstance(node, ast.arg):
+            bad.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bad.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bad.add(node.name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            bad.update(node.names)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            bad.add(node.name)
+    return frozenset(good - bad)

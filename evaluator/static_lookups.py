@@ -43,7 +43,7 @@ class LookupRules:
     cls: str | None  # enclosing module-level class
     _inner: set[int]  # ids of nodes inside an attribute chain already checked
     _own_ops: set[str]  # functions registered as the candidate's own torch.library ops
-    never_runs: int  # > 0 inside code that never runs in the verifier (evaluator.static_liveness)
+    dead_bodies: int  # > 0 inside the body of a function nothing running refers to (evaluator.static_liveness)
     report: Callable[[str, ast.AST, str], None]
     _use: Callable[[ast.AST], Use]
     _resolve: Callable[[ast.AST], str | None]
@@ -165,7 +165,7 @@ class LookupRules:
         if self._device_module_lookup(node):
             self._inner.add(id(node.args[0]))
             return
-        if self.never_runs and self._plain_lookup_call(node):
+        if self.dead_bodies and self._plain_lookup_call(node):
             return  # in code that never runs (evaluator.static_liveness): the lookup is never made
         self.report("dangerous-builtin", node, "getattr with a computed or private attribute name hides what "
                     "the code touches; use plain attribute access (getattr(torch, device.type) may only be "

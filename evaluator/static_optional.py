@@ -300,3 +300,25 @@ def _single_binding(name: ast.Name, parents: Parents) -> ast.expr | None:
             if isinstance(parent, ast.Assign) and parent.targets == [n]:
                 return parent.value
     return None
+
+
+MODULES_GET = "sys.modules.get"
+
+
+def absent_module_lookup(call: ast.AST | None, model: ModuleModel) -> bool:
+    """``sys.modules.get("pkg.mod"[, <constant>])`` of a literal whose top-level package is refused everywhere and
+    not loaded: the run time refuses the package's import and nothing of the verifier imports it, so the lookup
+    always answers the default -- it can hand over no module (fla's ``tensor_cache`` asks
+    ``sys.modules.get('fla.utils')`` for a flag it reads with a default). A computed name, an allowed, loaded or
+    private package (``evaluator``, ``numpy``, ``__main__``), a default that is not a constant, or ``sys.modules``
+    used any other way stays refused."""
+    if not isinstance(call, ast.Call) or resolve(call.func, model.aliases) != MODULES_GET or call.keywords:
+        return False
+    if not 1 <= len(call.args) <= 2 or not all(isinstance(a, ast.Constant) for a in call.args):
+        return False
+    name = call.args[0].value if isinstance(call.args[0], ast.Constant) else None
+    if not isinstance(name, str) or not all(part.isidentifier() for part in name.split(".")):
+        return False
+    root = name.split(".")[0]
+    return not root.startswith("_") and root not in sys.modules and name not in sys.modules \
+        and refused_everywhere(root)

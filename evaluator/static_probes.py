@@ -4,8 +4,10 @@ Real kernels ask before they choose: ``try: from triton.language.extra import li
 ``except ImportError: HAS_LIBDEVICE = False``, ``try: major, _ = torch.cuda.get_device_capability()``
 ``except RuntimeError: major = 0``. Such a ``try`` cannot hide a fallback computation: its body only
 imports or queries (versions, device properties, ``find_spec``, helpers that only query), its handlers only
-bind flags, constants or probe values computed before the ``try`` (``except Exception: return device``). A
-``try`` around anything else on the forward path is still a fallback (``try-fallback``).
+bind flags, constants or probe values computed before the ``try`` (``except Exception: return device``), log a
+message through a logger, or ask again with another such ``try`` (fla's ``get_multiprocessor_count``: "maybe an
+NPU", then ``logger.debug(...)`` and ``return 1``). A ``try`` around anything else on the forward path is still a
+fallback (``try-fallback``).
 
 Queries are reads of Python values: device and version facts, string and dict methods on them
 (``props.name.lower()``, ``TABLE.get(key, default)``), f-strings, ``any(tag in name for tag in (...))``, and
@@ -32,6 +34,8 @@ _CONVERSIONS = frozenset({"int", "str", "float", "bool", "tuple", "len", "max", 
 # Methods of the plain Python values probes return (strings, dicts, version tuples): pure reads.
 _VALUE_METHODS = frozenset({"get", "split", "lower", "upper", "strip", "startswith", "endswith", "replace",
                             "format"})  # fmt: skip
+# A logger's message methods (evaluator.static_loggers keeps loggers to those).
+LOG_METHODS = frozenset({"debug", "info", "warning", "error", "exception", "critical"})
 # Decorators that do not change what a helper does when called (so a probe helper stays a probe).
 _INERT_DECORATORS = frozenset({"functools.cache", "functools.lru_cache"})
 
@@ -68,8 +72,10 @@ class Probes:
 
     def __init__(self, resolve: Resolve, *, extra_call: Predicate = _never, functions: dict | None = None,
                  fails: Predicate = _never, decorator_name: Resolve = lambda _n: None,
-                 parents: dict[int, ast.AST] | None = None, classes: dict | None = None) -> None:  # fmt: skip
+                 parents: dict[int, ast.AST] | None = None, classes: dict | None = None,
+                 loggers: frozenset[str] = frozenset()) -> None:  # fmt: skip
         self.resolve, self.extra_call, self.fails = resolve, extra_call, fails
+        self.loggers = loggers  # names only ever bound to logging.getLogger(...) (evaluator.static_loggers)
         self.functions = functions or {}
         self.classes = classes or {}
         self.decorator_name = decorator_name
@@ -163,14 +169,28 @@ class Probes:
                 return False
             if isinstance(stmt, ast.Expr) and not handler and self.expr(stmt.value):
                 continue  # a bare query such as torch.cuda.get_device_properties(0)
+            if isinstance(stmt, ast.Expr) and self._log_call(stmt.value):
+                continue  # logger.debug("no NPU either", exc_info=True)
             if isinstance(stmt, ast.If) and not handler and self.expr(stmt.test):
                 if self.statements(stmt.body) and self.statements(stmt.orelse):
                     continue
                 return False
-            if isinstance(stmt, ast.Try) and not handler and self.try_(stmt):
-                continue
+            if isinstance(stmt, ast.Try) and self.try_(stmt):
+                continue  # a probe inside a probe's handler only asks again (fla: "maybe an NPU")
             return False
         return True
+
+    def _log_call(self, node: ast.AST) -> bool:
+        """``logger.<message method>(...)`` on a name only ever bound to ``logging.getLogger(...)``, its arguments
+        constants, names or queries: it writes a message and computes nothing."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in self.loggers
+                and node.func.attr in LOG_METHODS):  # fmt: skip
+            return False
+        values = [*node.args, *(k.value for k in node.keywords)]
+        return all(k.arg is not None for k in node.keywords) and not any(isinstance(a, ast.Starred)
+                                                                          for a in node.args) and all(
+            self.expr(v) for v in values)
 
     def _handler_value(self, node: ast.AST) -> bool:
         """What a handler may bind or return: constants, and names of values that are probes themselves (a

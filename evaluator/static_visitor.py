@@ -17,13 +17,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
-from evaluator.static_absent import absent_attribute
+from evaluator.static_absent import absent_attribute, needs_absent
 from evaluator.static_annotations import check_annotation
 from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functions
 from evaluator.static_compute import ComputeRules
-from evaluator.static_dormant import bound_anywhere, dormant_imports
+from evaluator.static_dormant import bound_anywhere, dormant_imports, type_checking_names
 from evaluator.static_library import custom_op_key
 from evaluator.static_liveness import Branches, inert_decorators, live_functions, none_parameters
+from evaluator.static_loggers import plain_loggers
 from evaluator.static_lookups import COMPUTE_HINT, KERNEL_BUILDERS, LITERAL_CALLS, LOOKUP_ATTRS, LookupRules
 from evaluator.static_model import (
     Comprehension,
@@ -38,6 +39,8 @@ from evaluator.static_model import (
 )
 from evaluator.static_optional import (
     IMPORT_MODULE,
+    MODULES_GET,
+    absent_module_lookup,
     always_fails,
     failing_import_module,
     optional_import,
@@ -60,19 +63,25 @@ from evaluator.static_rules import (
     torch_computes,
     why_module,
 )
-from evaluator.static_uses import Use, enclosing_scope, name_loads, use_of
+from evaluator.static_uses import Use, enclosing_scope, in_annotation, name_loads, use_of
 from kernelevo import pyast
 
 Report = Callable[[str, ast.AST, str], None]
 # Rules about what code does when it runs: not applied to code that never runs in the verifier
-# (evaluator.static_liveness). A private API reached in a function nothing running refers to is never reached
-# (fla's ``ascend_compile_kwargs`` imports ``triton.backends.ascend.compiler`` for NPUs), and a module attribute
-# assigned there is never assigned (fla aliases ``tl.extra.cann`` under a ``hasattr`` test that is false here,
-# evaluator.static_absent); liveness itself rests on what running code does, where every rule applies. The other
-# patching rules (rebinding an import, decorating the entry class, overriding nn.Module methods, hooks:
-# evaluator.static_structure), introspection and dangerous builtins (but a computed ``getattr`` call,
-# evaluator.static_lookups) apply everywhere: they change what the checker sees of the rest, or act at definition.
-NEVER_RUN_EXEMPT = frozenset({"banned-import", "torch-compute", "try-fallback", "private-api", "patching"})
+# (evaluator.static_liveness). Main blocks, DTensor and always-None branches do run where the file is used otherwise
+# (a script, a distributed job), so only these three are lifted there; patching, introspection, dangerous builtins,
+# private APIs... apply (tests/evaluator/test_static_s6.py).
+NEVER_RUN_EXEMPT = frozenset({"banned-import", "torch-compute", "try-fallback"})
+# The body of a function nothing running refers to runs nowhere the module runs: a private API reached there is never
+# reached (fla's ``ascend_compile_kwargs`` imports ``triton.backends.ascend.compiler`` for NPUs), nor is a computed
+# ``getattr`` call made (evaluator.static_lookups). Liveness itself rests on what running code does, where every rule
+# applies; decorators and defaults run at definition and are judged as running code.
+DEAD_BODY_EXEMPT = NEVER_RUN_EXEMPT | {"private-api"}
+# A branch that needs an attribute the installed torch/triton lacks (evaluator.static_absent) runs nowhere this
+# installation runs: the module attribute it would assign is never assigned (fla aliases ``tl.extra.cann`` as
+# ``tl.extra.ascend`` for Ascend's fork). The other patching rules (rebinding an import, decorating the entry class,
+# overriding nn.Module methods, hooks: evaluator.static_structure) apply everywhere.
+ABSENT_BRANCH_EXEMPT = NEVER_RUN_EXEMPT | {"private-api", "patching"}
 # Reads of the candidate's own objects that only give a name: ``self.__class__.__name__``, ``fn.__module__``.
 _NAME_DUNDERS = frozenset({"__name__", "__qualname__"})
 
@@ -168,8 +177,11 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         # module-level imports only code that never runs reads (evaluator.static_dormant)
         self._dormant_imports, self._dormant_names = dormant_imports(self.tree, model, self.live)
         self._file_bindings = bound_anywhere(self.tree)
+        self._type_checking_names = type_checking_names(self.tree, lambda n: resolve(n, model.aliases))
         self._loaded = _read_names(self.tree)
         self.never_runs = 0  # > 0 inside code that never runs in the verifier
+        self.dead_bodies = 0  # > 0 inside the body of a function nothing running refers to
+        self.absent_branches = 0  # > 0 inside a branch that needs an attribute the installation lacks
         self._none: frozenset[str] = frozenset()  # parameters of the current function that are always None
         self._bookkeeping: Bookkeeping | None = None
         self._bookkeeping_sites: set[int] = set()
@@ -180,7 +192,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self._device_defs = {id(d) for defs in devices.values() for d in defs}
         self._probes = Probes(self._resolve, extra_call=self._version_probe, functions=model.functions,
                               fails=always_fails, decorator_name=self._resolve, parents=model.parents,
-                              classes=model.classes)
+                              classes=model.classes,
+                              loggers=plain_loggers(self.tree, lambda n: resolve(n, model.aliases)))
         self.scopes: list[set[str]] = []
         self.shadowed: list[set[str]] = []  # imported names rebound in each enclosing function scope
         self.in_forward = False
@@ -197,6 +210,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     # -- helpers ---------------------------------------------------------------------------------
     def report(self, rule: str, node: ast.AST, message: str) -> None:
         if self.never_runs and rule in NEVER_RUN_EXEMPT:
+            return
+        if (self.dead_bodies and rule in DEAD_BODY_EXEMPT) or (self.absent_branches and rule in ABSENT_BRANCH_EXEMPT):
             return
         self._sink(rule, node, message)
 
@@ -270,6 +285,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         call = self.parents[id(node)] if dotted == IMPORT_MODULE and use is Use.CALLED else None
         if call is not None and (self._version_probe(call) or failing_import_module(call, self.model)):
             return  # pkg = importlib.import_module("triton"); Version(pkg.__version__); or a refused package
+        if dotted == MODULES_GET and use is Use.CALLED and absent_module_lookup(self.parents[id(node)], self.model):
+            return  # sys.modules.get("fla.utils"): a package never loaded here (evaluator.static_optional)
         hit = classify_name(dotted)
         if hit is not None:
             rule, why = hit
@@ -385,9 +402,11 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             self.visit(child)
         self.depth += 1
         self.never_runs += dead
+        self.dead_bodies += dead
         body = node.body if isinstance(node.body, list) else [node.body]
         self._scoped(node, list(body))
         self.never_runs -= dead
+        self.dead_bodies -= dead
         self.depth -= 1
         (self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars, self._none,
          self._bookkeeping) = saved  # fmt: skip
@@ -477,6 +496,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         name = node.id
         if name in self._dormant_names:
             return  # read only where nothing runs: a dead body, its annotations, an unnamed class's bases
+        if name in self._type_checking_names and in_annotation(node, self.parents):
+            return  # unbound at run time, in an annotation nothing evaluates (evaluator.static_dormant)
         builtin = not self._bound(name) and name not in self.model.aliases
         if name in DANGEROUS_BUILTINS and builtin:
             self.report("dangerous-builtin", node, f"uses builtin `{name}`, which {DANGEROUS_BUILTINS[name]}; "
@@ -626,9 +647,12 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.visit(node.test)
         never_body, never_else = self._never(node.test)
         never_body = never_body or self._main_guard(node)
+        absent = needs_absent(node.test, self._resolve, "hasattr" not in self._file_bindings)
         for block, dead in ((node.body, never_body), (node.orelse, never_else)):
             if dead:
+                self.absent_branches += absent and block is node.body
                 self._visit_never_running(list(block))
+                self.absent_branches -= absent and block is node.body
             else:
                 for stmt in block:
                     self.visit(stmt)

@@ -807,3 +807,161 @@ ABSENT_ATTACKS = {
 def test_redteam_patches_that_can_run_are_refused(module):
     found = _rules(make(module=module))
     assert any(rule in ("patching", "banned-import") for rule, _ in found), found
+
+
+# -- if TYPE_CHECKING: imports for annotations only (evaluator/static_liveness.py, static_dormant.py) ----------------
+# fla's cross entropy imports ProcessGroup for type checkers only and names it in `process_group: ProcessGroup | None`
+# annotations, which `from __future__ import annotations` leaves unevaluated (and unbound at run time).
+
+_TYPED = ("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from torch.distributed import ProcessGroup\n\n"
+          "def reduce(t, group: ProcessGroup | None = None) -> torch.Tensor:\n    return t\n")
+
+
+def _future(source: str) -> str:
+    return "from __future__ import annotations\n" + source
+
+
+def test_names_for_type_checkers_only_are_accepted():
+    assert _rules(_future(make(module=_TYPED, body="y = reduce(x)"))) == []
+
+
+TYPED_ATTACKS = {
+    "without the future import (annotations evaluated)": make(module=_TYPED, body="y = reduce(x)"),
+    "the name read outside an annotation": _future(make(module=_TYPED + "KIND = ProcessGroup\n")),
+    "an import in the else branch": _future(make(module="from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                                                        "    pass\nelse:\n    from torch.distributed import all_reduce"
+                                                        "\n\nOPS = [all_reduce]\n")),
+    "a negated test": _future(make(module="from typing import TYPE_CHECKING\n\nif not TYPE_CHECKING:\n"
+                                          "    import gc\n    N = len(gc.get_objects())\n")),
+    "a test joined by or": _future(make(module="from typing import TYPE_CHECKING\nFLAG = True\n\n"
+                                               "if TYPE_CHECKING or FLAG:\n    import gc\n"
+                                               "    N = len(gc.get_objects())\n")),
+    "a local named TYPE_CHECKING": _future(make(module="def probe():\n    TYPE_CHECKING = True\n"
+                                                       "    if TYPE_CHECKING:\n        import gc\n"
+                                                       "        return gc.get_objects()\n\nPROBES = [probe]\n")),
+    "the flag rebound": _future(make(module="import typing\ntyping.TYPE_CHECKING = True\n\nif typing.TYPE_CHECKING:\n"
+                                            "    import gc\n    N = len(gc.get_objects())\n")),
+}
+
+
+@pytest.mark.parametrize("source", list(TYPED_ATTACKS.values()), ids=list(TYPED_ATTACKS))
+def test_redteam_type_checking_names_that_run_are_refused(source):
+    found = _rules(source)
+    assert any(rule in ("banned-import", "patching") for rule, _ in found), found
+
+
+# -- sys.modules.get of a package that is never loaded here (evaluator/static_optional.py) ---------------------------
+# fla's tensor_cache asks sys.modules.get('fla.utils') for a flag, with a default: the run time refuses fla's import and
+# nothing of the verifier imports it, so the lookup always answers None.
+
+_CACHE_FLAG = ("import sys\n\nDISABLED = False\n\n"
+               "def cache_disabled() -> bool:\n    utils = sys.modules.get({name})\n"
+               "    return getattr(utils, 'DISABLED', DISABLED)\n")
+
+
+def test_lookup_of_a_package_never_loaded_is_accepted():
+    assert _rules(make(module=_CACHE_FLAG.format(name="'fla_glue_pkg.utils'"), body="off = cache_disabled()")) == []
+
+
+MODULES_ATTACKS = {
+    "the verifier's own module": "'evaluator.sandboxed.guards'",
+    "torch": "'torch'",
+    "a third-party package torch loads": "'numpy'",
+    "the harness's script": "'__main__'",
+    "the candidate's own module": "'_kernelevo_kernel_softmax_88c4a03b'",
+    "the standard library (not assumed refused)": "'gc'",
+    "an allowed package": "'einops'",
+    "a computed name": "'fla_glue_pkg.' + 'utils'",
+    "an f-string": "f'fla_glue_pkg.{DISABLED}'",
+    "a name held in a variable": "NAME",
+    "a default that is not a constant": "'fla_glue_pkg.utils', torch",
+}
+
+
+@pytest.mark.parametrize("name", list(MODULES_ATTACKS.values()), ids=list(MODULES_ATTACKS))
+def test_redteam_module_table_lookups_that_can_hand_over_a_module_are_refused(name):
+    module = "NAME = 'torch'\n" + _CACHE_FLAG.format(name=name)
+    found = _rules(make(module=module, body="off = cache_disabled()"))
+    assert any(rule == "banned-import" and "sys.modules" in message for rule, message in found), found
+
+
+@pytest.mark.parametrize("module", ["import sys\nM = sys.modules\n", "import sys\nU = sys.modules['fla_glue_pkg']\n",
+                                   "import sys\nGET = sys.modules.get\n", "import sys\nK = list(sys.modules)\n"],
+                         ids=["the table", "a subscript", "the method as a value", "its keys"])
+def test_redteam_module_table_used_otherwise_is_refused(module):
+    found = _rules(make(module=module))
+    assert any(rule == "banned-import" for rule, _ in found), found
+
+
+# -- a probe whose handler asks again and logs (evaluator/static_probes.py) ------------------------------------------
+# fla's get_multiprocessor_count: the device's SM count, else (maybe an NPU) its vector cores, else 1, logging why.
+
+_SM_COUNT = ("import functools\nimport logging\n\nlogger = logging.getLogger(__name__)\n\n"
+             "@functools.cache\ndef sm_count(idx: int = 0) -> int:\n    try:\n"
+             "        return triton.runtime.driver.active.utils.get_device_properties(idx)['multiprocessor_count']\n"
+             "    except Exception:\n        try:\n"
+             "            if triton.runtime.driver.active.get_current_target().backend == 'npu':\n"
+             "                props = triton.runtime.driver.active.utils.get_device_properties(idx)\n"
+             "                return {inner}\n"
+             "        except Exception:\n            {log}\n"
+             "        return 1\n")
+
+
+def test_probe_that_asks_again_and_logs_is_accepted():
+    module = _SM_COUNT.format(inner="props['num_vectorcore']", log="logger.debug('no NPU count', exc_info=True)")
+    assert _rules(make(module=module, body="n = sm_count()")) == []
+
+
+PROBE_ATTACKS = {
+    "the inner try computes": dict(inner="torch.tanh(props)", log="logger.debug('x')"),
+    "the handler logs a computation": dict(inner="props['num_vectorcore']", log="logger.debug(torch.tanh(idx))"),
+    "the handler calls a logger method that configures": dict(inner="props['num_vectorcore']",
+                                                             log="logger.addHandler(idx)"),
+}
+
+
+@pytest.mark.parametrize("parts", list(PROBE_ATTACKS.values()), ids=list(PROBE_ATTACKS))
+def test_redteam_probe_handlers_that_do_more_are_refused(parts):
+    found = _rules(make(module=_SM_COUNT.format(**parts), body="n = sm_count()"))
+    assert any(rule in ("try-fallback", "torch-compute", "banned-import") for rule, _ in found), found
+
+
+def test_redteam_probe_handler_logging_through_another_object_is_refused():
+    module = (_SM_COUNT.format(inner="props['num_vectorcore']", log="logger.debug('no NPU count')")
+              + "\nclass Sink:\n    def debug(self, *a):\n        return torch.tanh(a[0])\n\n"
+                "def swap():\n    global logger\n    logger = Sink()\n")
+    found = _rules(make(module=module, body="n = sm_count()"))
+    assert any(rule in ("try-fallback", "banned-import", "patching") for rule, _ in found), found
+
+
+def test_redteam_probe_handler_returning_an_input_is_refused():
+    module = ("import logging\n\nlogger = logging.getLogger(__name__)\n\ndef pick(x):\n    try:\n"
+              "        return torch.cuda.get_device_capability()\n    except Exception:\n"
+              "        try:\n            return torch.cuda.get_device_name()\n        except Exception:\n"
+              "            logger.debug('none')\n        return x\n")
+    found = _rules(make(module=module, body="out = pick(x)"))
+    assert any(rule == "try-fallback" for rule, _ in found), found
+
+
+NARROW_LIFTS = {
+    # private APIs and computed lookups are lifted only in the bodies of functions nothing running refers to, module
+    # attribute writes only under a hasattr the installation answers False: a main block, a DTensor branch or an
+    # always-None branch runs where the file is used otherwise (a script, a distributed job)
+    "a private API in a main block": ("private-api", "if __name__ == '__main__':\n"
+                                                     "    from triton.backends.nvidia.compiler import CUDAOptions\n"),
+    "a computed getattr in a main block": ("dangerous-builtin", "if __name__ == '__main__':\n"
+                                                                "    G = getattr(torch, 'ex' + 'p')\n"),
+    "a private API on an always-None branch": ("private-api", "def helper(x, extra=None):\n"
+                                                              "    if extra is not None:\n"
+                                                              "        return torch._C._get_tracing_state()\n"
+                                                              "    return x\n\nY = helper(1)\n"),
+    "a module attribute written in a dead function": ("patching", "def unused():\n    torch.exp = abs\n"),
+    "a module attribute written in a main block": ("patching", "if __name__ == '__main__':\n    triton.cdiv = abs\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(NARROW_LIFTS.values()), ids=list(NARROW_LIFTS))
+def test_redteam_lifts_stay_where_nothing_runs_anywhere(case):
+    rule, module = case
+    found = _rules(make(module=module))
+    assert any(r == rule for r, _ in found), found
