@@ -15,9 +15,10 @@ module defines no ``__getattr__`` (PEP 562: attributes made on demand), the test
 too -- the candidate cannot add the attribute first, since assigning an attribute of an imported module is refused
 where it runs (patching) and so are file writes that would install a package. The body of an ``if`` whose test
 needs that ``hasattr`` to be true (the test itself or a conjunct of an ``and``) is then code that never runs
-(``evaluator.static_liveness.Branches``; the rules lifted there are the visitor's ``NEVER_RUN_EXEMPT``).
+(``evaluator.static_liveness.Branches``; the rules lifted there are the visitor's ``ABSENT_BRANCH_EXEMPT``).
 
-Only torch and triton modules are asked (packages the checker imports anyway); the name must be a string literal and
+Only public torch and triton modules the checker's process has loaded are asked (after importing ``torch`` and
+``triton.language`` itself; it imports nothing on a candidate's say); the name must be a string literal and
 ``hasattr`` the builtin (bound nowhere in the file). What is installed where the verifier runs decides the verdict,
 as for optional imports (docs/verifier.md, Known limits): on an Ascend installation the branch is live and refused.
 """
@@ -28,22 +29,24 @@ import ast
 import functools
 import importlib
 import importlib.util
+import sys
 from collections.abc import Callable
 from types import ModuleType
 
-_ASKED = ("torch", "triton")
+# The packages asked, and what the checker imports of each before asking (so a verdict never depends on what was
+# imported first).
+_ASKED = {"torch": "torch", "triton": "triton.language"}
 
 
 @functools.lru_cache(maxsize=128)
 def module_lacks(module: str, name: str) -> bool:
-    """The installed ``module`` (torch/triton) has no attribute ``name``, makes none on demand and has no submodule so
-    named. False whenever it cannot tell."""
-    if module.split(".")[0] not in _ASKED or name.startswith("__"):
+    """The installed ``module`` (a public torch/triton module the checker's process has loaded already: the candidate's
+    text never makes the verifier import anything) has no attribute ``name``, makes none on demand and has no
+    submodule so named. False whenever it cannot tell."""
+    if module.split(".")[0] not in _ASKED or name.startswith("__") or any(p.startswith("_") for p in module.split(".")):
         return False
-    try:
-        loaded = importlib.import_module(module)
-    except Exception:  # noqa: BLE001 - not a module that imports here: cannot tell
-        return False
+    importlib.import_module(_ASKED[module.split(".")[0]])  # fixed names, which the checker imports anyway
+    loaded = sys.modules.get(module)  # never imported on the candidate's say: the checker runs in the verifier
     if not isinstance(loaded, ModuleType):
         return False
     namespace = vars(loaded)

@@ -965,3 +965,18 @@ def test_redteam_lifts_stay_where_nothing_runs_anywhere(case):
     rule, module = case
     found = _rules(make(module=module))
     assert any(r == rule for r, _ in found), found
+
+
+def test_redteam_absent_attribute_check_imports_nothing_on_the_candidates_say():
+    """The checker runs in the verifier's process: asking whether a module lacks a name must not import it (a module's
+    import can change process state), and a private module is never asked."""
+    import sys
+
+    module = ("import torch.utils.bottleneck\n\nif hasattr(torch.utils.bottleneck, 'no_such_name'):\n"
+              "    torch.utils.bottleneck.main = abs\n")
+    was_loaded = "torch.utils.bottleneck" in sys.modules
+    found = _rules(make(module=module))
+    assert ("torch.utils.bottleneck" in sys.modules) == was_loaded
+    assert any(rule == "patching" for rule, _ in found), found
+    found = _rules(make(module="if hasattr(torch._dynamo, 'no_such_name'):\n    torch._dynamo.config = None\n"))
+    assert any(rule in ("patching", "private-api") for rule, _ in found), found
