@@ -24,6 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
+def no_candidate_reason(strategies: list[str], skip: set[str], error: str | None) -> str:
+    """Why an op gets no candidate in this run: every strategy that fits it was skipped (``--skip``), or the
+    offline proposer has none for it (its reason: the ATen op and its line). Pure."""
+    if strategies:
+        return (f"no strategy run: all {len(strategies)} that fit were skipped by --skip "
+                f"({', '.join(s for s in strategies if s in skip)})")
+    return f"no strategy: {error or 'the offline proposer gave no reason'}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -51,11 +60,14 @@ def main() -> int:
     results = []
     for task in ops:
         source = task.read_text()
-        cells = [c for c in proposer.strategies(source) if c not in skip]
+        strategies = proposer.strategies(source)
+        cells = [c for c in strategies if c not in skip]
         if not cells:
-            [p] = proposer.propose(ProposalRequest(task.stem, source))
-            print(f"{task.stem:22s} no strategy: {p.error}", flush=True)
-            results.append({"op": task.stem, "error": p.error})
+            error = None if strategies else proposer.propose(ProposalRequest(task.stem, source))[0].error
+            why = no_candidate_reason(strategies, skip, error)
+            print(f"{task.stem:22s} {why}", flush=True)
+            results.append({"op": task.stem, "error": why} if not strategies else
+                           {"op": task.stem, "skipped": strategies, "note": why})
             continue
         start = time.time()
         with EvaluationSession(os.path.relpath(task), device=args.device, options=options) as session:

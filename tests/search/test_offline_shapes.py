@@ -446,9 +446,9 @@ def get_inputs():
     return [torch.randn(4, 3, 5, 6)]
 '''
 
-AVG_POOL = HEADER + '''class Model(nn.Module):
+ADAPTIVE_POOL = HEADER + '''class Model(nn.Module):
     def forward(self, x):
-        return torch.nn.functional.avg_pool2d(x, 2)
+        return torch.nn.functional.adaptive_avg_pool2d(x, 3)
 
 
 def get_init_inputs():
@@ -462,7 +462,8 @@ def get_inputs():
 
 @pytest.mark.parametrize(("source", "why"), [
     (CHANNEL_MEAN, "permute them last in the op (x.permute(1, 0, 2, 3).mean(dim=(1, 2, 3))"),
-    (AVG_POOL, "aten.avg_pool2d at line 7 (return torch.nn.functional.avg_pool2d(x, 2)): a sliding-window op"),
+    (ADAPTIVE_POOL, "aten._adaptive_avg_pool2d at line 7 (return torch.nn.functional.adaptive_avg_pool2d(x, 3)): "
+               "a sliding-window op"),
     (GROUP_NORM_RESIDUAL, "used together with other tensors"),
     (BIAS_OVER_LAST, "broadcast against the 2 reduced dimensions"),
     (ARGMAX_INT, "argmax of torch.int64 values"),

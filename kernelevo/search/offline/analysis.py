@@ -13,6 +13,7 @@ from kernelevo.search.offline.ir import Operand, Program, Unsupported, Value, ma
 from kernelevo.search.offline.lower import HANDLED, HOST_ARITHMETIC, dead, op_name
 from kernelevo.search.offline.moves import merge_reduced_dims, move_reduced_dim_last
 from kernelevo.search.offline.trace import TracedTask
+from kernelevo.search.offline.window import node_problem as window_problem
 
 
 @dataclass
@@ -137,11 +138,10 @@ class UnsupportedOp(BaseModel):
 
 
 # why ops of a kind the generator has no mechanism for are not lowered (said with the op)
-_WINDOW = ("a sliding-window op (pooling): the offline proposer writes row, matmul and convolution kernels, "
-           "not windows")
-NOT_LOWERED = {"avg_pool2d": _WINDOW, "max_pool2d_with_indices": _WINDOW, "avg_pool1d": _WINDOW,
-               "avg_pool3d": _WINDOW, "max_pool3d_with_indices": _WINDOW, "_adaptive_avg_pool2d": _WINDOW,
-               "adaptive_max_pool2d": _WINDOW}
+_WINDOW = ("a sliding-window op the offline proposer does not lower: it pools 2-D windows (avg_pool2d, max_pool2d, "
+           "avg_pool1d) with fixed kernel, stride and padding only")
+NOT_LOWERED = {"avg_pool3d": _WINDOW, "max_pool3d_with_indices": _WINDOW, "_adaptive_avg_pool2d": _WINDOW,
+               "adaptive_max_pool2d": _WINDOW, "_adaptive_avg_pool3d": _WINDOW}
 
 ADVICE = ("The offline proposer cannot write a kernel for this op. What you can do: write the kernel by hand "
           "(kernels/<op>/ in the repo layout), search with the LLM proposer (--proposer llm with "
@@ -170,7 +170,7 @@ def unsupported_ops(traced: TracedTask) -> list[UnsupportedOp]:
         if node.op != "call_function" or node.target in HOST_ARITHMETIC or node.target is operator.getitem:
             continue
         name = op_name(node.target)
-        why = node_problem(node) if name in HANDLED else ""
+        why = (node_problem(node) or window_problem(node)) if name in HANDLED else ""
         if why is None or dead(node):
             continue
         key = f"aten.{name}"

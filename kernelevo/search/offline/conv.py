@@ -153,8 +153,8 @@ def lower_batch_norm(lowering: Lowering, node: Any, name: str, args: list[Any]) 
 
 
 def output_sizes(conv: Value) -> tuple[str, ...]:
-    """``[N, K, P, Q]`` of a convolution as host expressions of its operands' own shapes (the trace's symbols tie
-    equal sizes together: a square traced input would give every case a square output)."""
+    """``[N, K, P, Q]`` of a convolution as host expressions of its operands' own shapes, as PyTorch computes them
+    (the same sizes as the trace's symbolic ones, written from the operands the kernel reads)."""
     x, w = conv.tensor_arg(0).name, conv.tensor_arg(1).name
     (sh, sw), (ph, pw) = conv.attrs["stride"], conv.attrs["padding"]
 

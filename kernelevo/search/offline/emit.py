@@ -308,6 +308,10 @@ class Emitter:
                 expr = f"tl.where({col.var} < {bound}, {branches[i][1][0]}, {expr})"
             scope = "loop" if col.kind != "row" else "row"
             return expr, scope, "f" if kind_of(v.dtype) == "f" else kind_of(v.dtype)
+        if v.kind == "window":
+            from kernelevo.search.offline.window import window
+
+            return window(self, v, col, ctx)
         if v.kind in ("iota", "gather", "bag"):
             from kernelevo.search.offline import emit_index
 

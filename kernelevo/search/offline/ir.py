@@ -26,7 +26,8 @@ class Unsupported(Exception):
 class ValueAttrs(TypedDict, total=False):
     """What a value's kind needs beyond its operands (each kind sets the keys it uses)."""
 
-    op: str  # pw: the pointwise op; reduce/global: sum|mean|max|min|var|std|argmax|argmin; scan: sum
+    op: str  # pw: the pointwise op; reduce/global: sum|mean|max|min|var|std|argmax|argmin; scan: sum;
+    # window: mean|max
     kwargs: dict[str, Any]  # pw: the ATen op's keyword arguments (alpha, rounding_mode, approximate ...)
     keepdim: bool  # reduce
     dim: int  # reduce over a dimension other than the last, until analysis moves it last
@@ -41,8 +42,13 @@ class ValueAttrs(TypedDict, total=False):
     step: str  # iota: host expression of the step (``start`` is its first value)
     wrap: bool  # gather/bag: negative indices count from the end (``weight[idx]``; embedding does not)
     table_dim: int  # gather: the dim the table's columns run along, where a view moved them off the last one
-    stride: list[int]  # conv: (stride_h, stride_w)
-    padding: list[int]  # conv: (pad_h, pad_w)
+    stride: list[int]  # conv, window: (stride_h, stride_w)
+    padding: list[int]  # conv, window: (pad_h, pad_w)
+    kernel: list[int]  # window: the window's (height, width)
+    dilation: list[int]  # window: the distance between taps, per dim (stride and padding as for conv)
+    count_include_pad: bool  # window (average): divide by the taps inside the padded input, not the input
+    divisor_override: int | None  # window (average): divide by this instead
+    ceil_mode: bool  # window: the last window may run past the padded input (PyTorch's ceil_mode)
     exact: bool  # pw: the result reaches a decision (see mark_exact): divide and take roots with IEEE rounding
 
 
@@ -52,6 +58,7 @@ class Value:
 
     name: str
     # input|const|pw|cast|reduce|global|pick|cat|shift|reshape|outview|chain|scan|matmul|conv|hostfloat|iota|gather|bag
+    # |window
     kind: str
     args: tuple[Operand, ...] = ()
     rank: int = 0

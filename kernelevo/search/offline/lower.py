@@ -4,12 +4,12 @@ The IR splits the forward pass in two: *host* work that the candidate's ``forwar
 (sizes, views of its inputs, allocation) and *lane* values computed by kernels. Lane values are
 pointwise ops, reductions along the last dimension (or one other dimension, which analysis then
 moves last, or several trailing ones, which it merges), argmax/argmin and cumsum along it, gathers along it,
-concatenation/slicing of the last dimension, a matmul (batched or not), full reductions, iotas
-(``arange``) and gathers of table rows (``indexing.py``; views and permutes of a gather are gathers by a view
-of its index). A matmul with a vector side (M or N is 1) is a broadcast product and a sum over K. Views of a
-computed tensor that keep its elements in order but not in a layout a kernel reads (einsum's permute of unit
-dims) stay pending (``chain``) and are judged where the chain ends. Anything else raises :class:`Unsupported`
-naming the op, so the proposer can say why it produced nothing.
+concatenation/slicing of the last dimension, a matmul (batched or not), full reductions, sliding windows
+(pooling, ``window.py``), iotas (``arange``) and gathers of table rows (``indexing.py``; views and permutes of a
+gather are gathers by a view of its index). A matmul with a vector side (M or N is 1) is a broadcast product
+and a sum over K. Views of a computed tensor that keep its elements in order but not in a layout a kernel reads
+(einsum's permute of unit dims) stay pending (``chain``) and are judged where the chain ends. Anything else
+raises :class:`Unsupported` naming the op, so the proposer can say why it produced nothing.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ from kernelevo.search.offline.ir import (
     rows_free,
     size_product,
 )
-from kernelevo.search.offline.trace import TracedTask
+from kernelevo.search.offline.trace import TracedTask, size_equalities
 from kernelevo.search.offline.views import host_view
+from kernelevo.search.offline.window import WINDOW_OPS, lower_pool
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -71,7 +72,7 @@ OTHER_OPS = {"sym_size", "sym_float", "scalar_tensor", "full", "_to_copy", "to",
              "min", "copy_"}
 INPLACE = {f"{n}_": n for n in POINTWISE}  # clamp_min_ on a computed tensor (decompositions use them)
 HANDLED = (set(POINTWISE) | set(INPLACE) | set(REDUCTIONS) | VIEW_OPS | OTHER_OPS | INDEX_OPS | CONV_OPS
-           | BATCH_NORM_OPS | GROUP_NORM_OPS)
+           | BATCH_NORM_OPS | GROUP_NORM_OPS | set(WINDOW_OPS))
 
 
 # Python arithmetic in the graph (sizes, and floats computed from them and the model's attributes)
@@ -94,6 +95,7 @@ class Lowering:
         self.traced = traced
         self.host_lines: list[str] = []
         self.symbols: dict[Any, str] = {}
+        self.equalities = size_equalities(traced.graph)  # sizes the op ties, rendered alike (trace.size_equalities)
         self.env: dict[str, Any] = {}
         self.values: dict[str, Value] = {}
         self.inputs: list[Value] = []
@@ -112,7 +114,7 @@ class Lowering:
         if isinstance(s, int):
             return str(s)
         if isinstance(s, torch.SymInt):
-            expr = s.node.expr
+            expr = s.node.expr.subs(self.equalities) if self.equalities else s.node.expr
             mapping = {}
             for free in expr.free_symbols:
                 if free not in self.symbols:
@@ -243,6 +245,8 @@ class Lowering:
             return lower_batch_norm(self, node, name, args)
         if name in GROUP_NORM_OPS:
             return lower_group_norm(self, node, args)
+        if name in WINDOW_OPS:
+            return lower_pool(self, node, name, args)
         if name in ("scalar_tensor", "full"):
             value = args[0] if name == "scalar_tensor" else args[1]
             if isinstance(value, Value) and val.dim() == 0:  # a model attribute (self.eps): a runtime scalar

@@ -60,7 +60,7 @@ def describe(prog: Program) -> str:
     ops = []
     for v in prog.values.values():
         if v.kind in ("pw", "reduce", "global", "pick", "cat", "shift", "cast", "matmul", "conv", "iota", "gather",
-                      "bag"):
+                      "bag", "window"):
             label = v.attrs.get("op", v.kind)
             if v.kind == "reduce":
                 label = f"row-{label}"
@@ -68,6 +68,9 @@ def describe(prog: Program) -> str:
                 label = f"total-{label}"
             elif v.kind == "bag":
                 label = f"bag-{label}"
+            elif v.kind == "window":
+                kh, kw = v.attrs["kernel"]
+                label = f"{'avg' if label == 'mean' else label}-pool{kh}x{kw}"
             elif v.kind == "cast":
                 label = f"to({str(v.dtype).replace('torch.', '')})"
             ops.append(label)

@@ -3,7 +3,9 @@
 The offline proposer needs the op's math as data: this module loads the task source into a
 private module namespace, builds ``Model(*get_init_inputs())`` and runs ``make_fx`` in symbolic
 mode over small CPU inputs, so that sizes stay expressions of the input shapes (a kernel generated
-from the trace then works for every case of the task, not only the traced one).
+from the trace then works for every case of the task, not only the traced one). Every input dim gets its own
+symbol, whatever its size in the traced case (no duck shaping: ``_aten_graph``); only the op's own
+constraints (a broadcast, a matmul's inner dim) tie two dims together.
 """
 
 from __future__ import annotations
@@ -277,6 +279,7 @@ def _aten_graph(model: Any, inputs: list[Any], record_stack_traces: bool = False
     """``model.forward`` as an ATen graph with symbolic sizes, its parameters and buffers as the first inputs."""
     import torch
     from torch.func import functional_call
+    from torch.fx.experimental import _config as fx_config
     from torch.fx.experimental.proxy_tensor import make_fx
 
     state = dict(model.named_parameters())
@@ -285,7 +288,11 @@ def _aten_graph(model: Any, inputs: list[Any], record_stack_traces: bool = False
     def forward(params: dict[str, torch.Tensor], *args: Any) -> Any:
         return functional_call(model, params, args)
 
-    with torch.no_grad():
+    # one symbol per input dim (by position, not by value): without this, make_fx's "duck shaping" gives dims of
+    # equal size in the traced case one symbol, and a kernel generated from a [4, 4, 8] trace reads a [2, 6, 8]
+    # case as [2, 2, 8]. Dims that the op itself ties together (a broadcast, a matmul's K) are still unified by
+    # the guards the trace records.
+    with torch.no_grad(), fx_config.patch(use_duck_shape=False):  # type: ignore[attr-defined]  # installed at import
         return make_fx(forward, tracing_mode="symbolic", decomposition_table=_decompositions(),
                        record_stack_traces=record_stack_traces)(state, *inputs)
 
@@ -307,6 +314,43 @@ def _followed(model: Any, attrs: list[tuple[str, str, float]], accesses: dict[tu
         if any(again.get(key) != traced.get(key) for key in keys):
             frozen[access] = value
     return frozen
+
+
+def size_equalities(graph: Any) -> list[tuple[Any, Any]]:
+    """(expression, the expression it equals) for each equality of sizes the op imposes that the trace keeps as a
+    guard between two expressions rather than as a symbol's replacement: a loss reshaping ``[B, T, V]`` logits to
+    ``[B * T, V]`` against ``[B, T]`` targets reshaped to ``[B * T]`` gives ``Eq(s0*s1, s2*s3)``. Each pair rewrites
+    the more complex side (else the one whose symbols come from later input dims) into the other, so the sizes the
+    op ties render as one expression; equalities between expressions of the same dims are left alone. Pure: reads
+    the graph's placeholders and their shape environment."""
+    import sympy
+
+    order: dict[Any, int] = {}  # symbol -> its first input dim, in placeholder order
+    env = None
+    for node in graph.graph.nodes:
+        if node.op != "placeholder" or not hasattr(node.meta.get("val"), "shape"):
+            continue
+        for size in node.meta["val"].shape:
+            expr = getattr(getattr(size, "node", None), "expr", None)
+            if expr is not None:
+                env = size.node.shape_env
+                for free in sorted(expr.free_symbols, key=str):
+                    order.setdefault(free, len(order))
+    if env is None:
+        return []
+    pairs = []
+    for guard in env.guards:
+        eq = guard.expr
+        # only ties between dims of different origins: an identity of one dim's own sizes (a parity the trace
+        # specialised on, a ``Max(1, ...)``) is the trace's business, not a rendering
+        if not isinstance(eq, sympy.Eq) or eq.lhs.free_symbols & eq.rhs.free_symbols or eq.lhs.is_number \
+                or eq.rhs.is_number:
+            continue
+        sides = sorted((eq.lhs, eq.rhs), key=lambda e: (sympy.count_ops(e), max(
+            (order.get(s, len(order)) for s in e.free_symbols), default=-1)))
+        if sides[0] != sides[1]:
+            pairs.append((sides[1], sides[0]))
+    return pairs
 
 
 def trace_task(task_source: str) -> TracedTask:
