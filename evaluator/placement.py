@@ -45,7 +45,8 @@ class CandidatePlace:
         return private / "home" / self.relative
 
     def module_name(self, home: Path) -> str:
-        return kernel_module_name(self.op, home / self.relative)
+        """The name the module is imported under (read from its file, which the parent wrote before the load)."""
+        return kernel_module_name(self.op, (home / self.relative).read_text(encoding="utf-8"))
 
     def request(self) -> dict[str, str]:
         """What the candidate process is told (it checks it again: :func:`from_request`)."""

@@ -10,6 +10,7 @@ behaved differently when it was not observed (or, for an honest kernel, that it 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import secrets
@@ -47,17 +48,26 @@ class PlainCall:
     group: str | None = None
     varied_init: bool = False  # made by the ModelNew built with other constructor arguments
     judged: bool = True  # its outputs go to the reference (the others only count as calls a program makes)
+    training: bool = False  # ModelNew's training flag
+    grads: bool = False  # its trainable parameters' .grad filled, as after a training step
 
     def request(self, index: int) -> dict[str, Any]:
         return {"name": self.name, "input": index, "autograd": self.autograd, "varied_init": self.varied_init,
-                "judged": self.judged}
+                "judged": self.judged, "training": self.training, "grads": self.grads}
+
+    @property
+    def kept_group(self) -> str:
+        """The group its outputs and their copy after the last call are judged in (bitwise alike)."""
+        return self.group or f"kept-{self.name}"
 
 
-def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool = False,
-                     total: int = 0) -> list[PlainCall]:
+def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool = False, total: int = 0,
+                     training_free: bool = False) -> list[PlainCall]:
     """Judged: every input set once, about a third of them once more; with ``varied_init``, one input set of each
     case (a random seed) through the model built with other constructor arguments. Unjudged calls of random input
-    sets make the run ``total`` calls long; all in a random order (pure)."""
+    sets make the run ``total`` calls long; all in a random order. Each call: a random autograd state, the
+    parameters' gradients filled on about a third, and a random training flag where the reference gives the same
+    answers in both modes (``training_free``), else eval mode as the reference (pure)."""
     if not sets:
         return []
     repeated = set(rng.sample(range(len(sets)), max(1, len(sets) // REPEATED_SHARE)))
@@ -73,14 +83,16 @@ def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool
     rng.shuffle(order)
     calls = []
     for k, index in enumerate(order):
-        name = f"p{k}-{rng.getrandbits(32):08x}"
-        autograd = rng.choice(AUTOGRAD_STATES)
+        autograd, training = rng.choice(AUTOGRAD_STATES), training_free and rng.random() < 0.5
+        call = PlainCall(f"p{k}-{rng.getrandbits(32):08x}", sets[index % len(sets)], autograd, training=training,
+                         grads=rng.random() < 1 / 3)
         if index < 0:
-            calls.append(PlainCall(name, sets[-1 - index], autograd, varied_init=True))
+            call = dataclasses.replace(call, inputs=sets[-1 - index], varied_init=True)
         elif index >= len(sets):
-            calls.append(PlainCall(name, sets[index - len(sets)], autograd, judged=False))
-        else:
-            calls.append(PlainCall(name, sets[index], autograd, f"plain-{index}" if index in repeated else None))
+            call = dataclasses.replace(call, judged=False)
+        elif index in repeated:
+            call = dataclasses.replace(call, group=f"plain-{index}")
+        calls.append(call)
     return calls
 
 
@@ -107,6 +119,7 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     evidence = verdict.to_dict()
     for key in ("verdict", "reason", "detail"):
         evidence.pop(key)
+    guarded_logs = evidence.pop("logs", "")  # a rejection below carries the plain process's own
     handoff = evidence["overhead"].get("output_handoff")  # the guarded run's, which judging below would overwrite
     timeout = session.options.timeout_s
     rng = random.Random(secrets.randbits(64))
@@ -116,7 +129,8 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     guarded_calls = int(evidence["overhead"].get("checked_calls") or 0)
     if session.device == "cuda":  # and the timed calls
         guarded_calls += session.options.timing_trials * len(session.plan["cases"])
-    calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file), total=run_length(guarded_calls, rng))
+    calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file), total=run_length(guarded_calls, rng),
+                             training_free=bool(session.plan.get("training_mode_free")))
     files = sorted({c.inputs.file for c in calls})
     index = {f: k for k, f in enumerate(files)}
     worker = worker or spawn_plain(session)
@@ -139,10 +153,10 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         sent: dict[str, Any] = reply_sent if isinstance(reply_sent, dict) else {}
         channel = OutputChannel(worker, secrets.randbits(62))
         for phase, varied in ((PHASE, False), (VARIED_PHASE, True)):
-            judged = [Judged(c.name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
-                             {"file": str(worker.outbox / f"{c.name}.raw"), "raw": _described(sent, c.name)},
-                             group=c.group, varied_init=c.varied_init) for c in calls
-                      if c.judged and c.varied_init == varied]
+            judged = [Judged(name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
+                             {"file": str(worker.outbox / f"{name}.raw"), "raw": _described(sent, name)},
+                             group=c.kept_group, varied_init=c.varied_init)
+                      for c in calls if c.judged and c.varied_init == varied for name in (c.name, f"{c.name}-end")]
             if judged:
                 judge_outputs(session, channel, judged, evidence, phase)
     except StopEvaluation as stop:
@@ -157,6 +171,8 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     evidence["overhead"]["plain_judged_calls"] = sum(c.judged for c in calls)
     checks = [CHECK, *([VARIED_CHECK] if varied_file else [])]
     evidence["correctness"]["checks"] = [*evidence["correctness"]["checks"], *checks]
+    if guarded_logs:
+        evidence["logs"] = guarded_logs
     return Verdict.accept(verdict.detail + f"; the same outputs in a plain process ({len(calls)} calls)", **evidence)
 
 

@@ -150,6 +150,7 @@ from dataclasses import dataclass, field
 from evaluator.static_cuda import expand_template, scan_source, source_pieces
 from evaluator.static_fold import fold_strings
 from evaluator.static_grids import empty_launch
+from evaluator.static_identity import check_identity_reads
 from evaluator.static_inspect import check_inspect
 from evaluator.static_library import check_registrations
 from evaluator.static_loggers import check_loggers
@@ -352,6 +353,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_registrations(tree, resolve_here, model.custom_ops, out.report)
     check_loggers(tree, resolve_here, model.parents, out.report)
     check_inspect(tree, resolve_here, model.parents, out.report)
+    check_identity_reads(tree, resolve_here, model.constants.get, out.report)
     _check_jit_bodies(tree, model, out)
     _check_cuda_sources(tree, model, allow, out)
     first = launched[0] if launched else kernels[0] if kernels else None

@@ -162,7 +162,7 @@ def _load_kernel_class(stored: StoredKernel) -> type:
     """Import ``kernel.py`` under a private module name, registered in sys.modules (Triton's JIT
     looks kernels' modules up there)."""
     path = (stored.directory / KERNEL_MODULE).resolve()
-    name = kernel_module_name(stored.name, path)
+    name = kernel_module_name(stored.name, path.read_text(encoding="utf-8"))
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"kernels/{stored.name}/{KERNEL_MODULE} is not an importable Python file ({path})")
@@ -475,6 +475,8 @@ class ModuleDispatcher(_Dispatcher):
                 _share_state(kernel, module)
                 module.__dict__["_kernelevo_kernel"] = kernel
                 self.note_dispatched()
+            if kernel.training != module.training:  # a kernel that follows its flag follows the user's module
+                kernel.train(module.training)
             return kernel.forward(*args, **kwargs)
         self.warn(_reason_key(reason), f"{self.qualname}: {reason}; running the original")
         return self.original(module, *args, **kwargs)

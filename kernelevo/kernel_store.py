@@ -79,12 +79,14 @@ class StoredKernel:
         return self.directory.parent.parent
 
 
-def kernel_module_name(name: str, path: Path) -> str:
-    """The private module name a stored kernel's ``kernel.py`` at ``path`` is imported under (the dispatcher's
-    name; the verifier imports candidates under the same kind of name at the same kind of path)."""
+def kernel_module_name(name: str, source: str) -> str:
+    """The private module name a stored kernel's ``kernel.py`` is imported under, from the op's name and the file's
+    text (the dispatcher's name; the verifier imports candidates under the same name). Named by the text, not the
+    path: the path of a user's checkout differs from the verifier's sandbox, so a name made from it would tell a
+    kernel (reading its own functions' ``__module__``) where it runs; two kernels with one text are one module."""
     import hashlib
 
-    return f"_kernelevo_kernel_{name}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    return f"_kernelevo_kernel_{name}_{hashlib.sha256(source.encode()).hexdigest()[:8]}"
 
 
 def is_safe_op_id(op_id: str) -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -74,3 +76,11 @@ def hand_over_state(model: torch.nn.Module, tables: dict[str, Any]) -> None:
                     made[id(tensor)] = torch.nn.Parameter(tensor.clone(), requires_grad=requires_grad) \
                         if table_name == "_parameters" else tensor.clone()
                 table[name] = made[id(tensor)]
+
+
+def enter_repository(folder: Path) -> None:
+    """Put the user's repository folder first on the import path, as a program started there has it (``python
+    train.py`` from the repository): a kernel asking for its own package (``find_spec("kernels")``) finds it in both."""
+    entry = str(folder)
+    if entry not in sys.path:
+        sys.path.insert(0, entry)

@@ -13,14 +13,18 @@ makes them; its outputs go to the reference process, which judges them as it jud
 
 What the outputs travel through is built so that no candidate code runs while they travel: every function the
 hand-over calls is a C function bound before the candidate is imported, applied only to a ``torch.Tensor`` of that
-exact type, with no torch function or dispatch mode left pushed; the bytes are written raw (no pickling, whose
-registries a candidate could extend). That a candidate has no thread, hook or import-time patch that could act in
+exact type, with no torch function or dispatch mode left pushed; a host tensor's bytes are read from its memory
+(``ctypes.string_at`` of its data pointer, past torch's dispatcher, where a Python kernel registered for a copy op
+would run), a device tensor's copied to the host first; the bytes are written raw (no pickling, whose registries a
+candidate could extend). Judged outputs stay alive to the end, as a program may keep them, and are written again
+after the last call: an output in a kept one's memory, or one changed after it was returned, is refused. That a candidate has no thread, hook or import-time patch that could act in
 between rests on the static checks, which read every line of it whatever path it takes at run time, and on the
 guarded run it already passed.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 from pathlib import Path
@@ -30,7 +34,7 @@ import torch
 
 from evaluator import placement
 from evaluator.sandboxed import taskspec
-from evaluator.sandboxed.loading import hand_over_state, load_fd, seed_construction
+from evaluator.sandboxed.loading import enter_repository, hand_over_state, load_fd, seed_construction
 from evaluator.sandboxed.output_checks import Rejection, output_list
 
 # The packages whose loaded modules a kernel can see by attribute (``hasattr(torch.utils, "cpp_extension")``).
@@ -57,10 +61,15 @@ class PlainRunner:
         # Bound before the candidate exists: C functions the hand-over calls (never looked up again).
         self._tensor, base = torch.Tensor, torch._C.TensorBase  # base: torch's C tensor type
         self._detach, self._to, self._reshape = base.detach, base.to, base.reshape
-        self._contiguous, self._view, self._numpy, self._numel = base.contiguous, base.view, base.numpy, base.numel
+        self._contiguous, self._is_contiguous, self._numel = base.contiguous, base.is_contiguous, base.numel
+        self._data_ptr, self._element_size = base.data_ptr, base.element_size
+        self._is_cpu = base.__dict__["is_cpu"].__get__
+        self._untyped_storage, self._storage_data_ptr = base.untyped_storage, torch.UntypedStorage.data_ptr
+        self._string_at = ctypes.string_at
+        self._train = torch.nn.Module.train
         self._is_sparse, self._layout_of = base.__dict__["is_sparse"].__get__, base.__dict__["layout"].__get__
         self._dtype_of, self._shape_of = base.__dict__["dtype"].__get__, base.__dict__["shape"].__get__
-        self._strided, self._uint8 = torch.strided, torch.uint8
+        self._strided = torch.strided
         self._function_modes = getattr(torch._C, "_len_torch_function_stack", None)
         self._dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
         self._write, self._open, self._close = os.write, os.open, os.close
@@ -89,6 +98,7 @@ class PlainRunner:
             raise taskspec.TaskError(f"load: {exc}") from None
         inits = [load_fd(fd) for fd in fds]
         path = self.home / place.relative
+        enter_repository(self.home / place.repo)
         try:
             module = taskspec.import_file(path, "candidate", name=place.module_name(self.home))
             cls = getattr(module, "ModelNew", None)
@@ -104,6 +114,9 @@ class PlainRunner:
                                        "other constructor arguments)") from exc
         return {"ok": True, "models": len(self.models)}
 
+    def _storage_ptr(self, tensor: torch.Tensor) -> int:
+        return int(self._storage_data_ptr(self._untyped_storage(tensor)))
+
     def _build(self, cls: type, init: dict[str, Any], seed: int) -> torch.nn.Module:
         seed_construction(seed)
         model = cls(*list(init["init_inputs"]))
@@ -112,13 +125,19 @@ class PlainRunner:
         return model.to(self.device)
 
     def run(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        """The parent's calls in its order (``req["calls"]``: ``{"name", "input", "autograd", "varied_init",
-        "judged"}``, ``input`` indexing ``fds``; ``varied_init``: the second model's call); a judged call's outputs
-        written raw to ``outbox/<name>.raw``, described in the reply."""
+        """The parent's calls in its order; ``req["calls"]``: ``{"name", "input", "autograd", "training", "grads",
+        "varied_init", "judged"}`` (``input`` indexes ``fds``; ``varied_init``: the second model's call; ``grads``:
+        the trainable parameters' ``.grad`` filled, as after a training step). ``forward`` is called as KernelEvo's
+        dispatcher calls it (the bound method: no module hooks). A judged call's outputs are written raw to
+        ``outbox/<name>.raw`` and kept alive, as a program may keep them; after the last call each is written again
+        to ``outbox/<name>-end.raw`` (the parent has the two judged alike: an output changed since it was returned
+        shows). An output in the memory of a kept one is refused at once."""
         if not self.models:
             raise taskspec.TaskError("run before load")
         inputs = [load_fd(fd) for fd in fds]
         sent: dict[str, Any] = {}
+        kept: list[tuple[str, list[torch.Tensor]]] = []
+        kept_storages: set[int] = set()
         for k, call in enumerate(req["calls"]):
             where = f"plain call {k + 1}"
             # plain tensors as a program makes them: on the device, contiguous, in memory of their own
@@ -127,8 +146,10 @@ class PlainRunner:
             mode = self._modes.get(str(call.get("autograd", "no_grad")), torch.no_grad)
             model = self.models[-1] if call.get("varied_init") else self.models[0]
             try:
+                self._train(model, bool(call.get("training")))
+                self._fill_grads(model, bool(call.get("grads")))
                 with mode():
-                    raw = model(*values)
+                    raw = model.forward(*values)
                 outs = output_list(raw, where)
                 if call.get("judged", True):
                     self._synchronize()
@@ -138,30 +159,52 @@ class PlainRunner:
                 raise Rejection("crashed", f"{where} raised {type(exc).__name__}: {str(exc)[:300]} (the same "
                                            "inputs passed in the guarded process: a kernel that behaves "
                                            "differently when it is not observed)") from exc
+            for j, out in enumerate(outs):
+                if type(out) is self._tensor and self._storage_ptr(out) in kept_storages:
+                    raise Rejection("incorrect", f"{where}: output {j} is in the memory of an output an earlier call "
+                                                 "returned, which a program may still hold (it would now show this "
+                                                 "call's values): return new tensors")
             if call.get("judged", True):
-                sent[str(call["name"])] = self._hand_over(outs, self.outbox / f"{call['name']}.raw", where)
+                name = str(call["name"])
+                sent[name] = self._hand_over(outs, self.outbox / f"{name}.raw", where)
+                kept.append((name, outs))
+                kept_storages.update(self._storage_ptr(o) for o in outs if self._numel(o))
             del raw, outs
+        self._synchronize()
+        for name, outs in kept:
+            sent[f"{name}-end"] = self._hand_over(outs, self.outbox / f"{name}-end.raw", f"{name} after the last call")
         return {"ok": True, "sent": sent}
 
+    def _fill_grads(self, model: torch.nn.Module, filled: bool) -> None:
+        """The trainable parameters' ``.grad``: random values as a training step leaves them, or none."""
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if parameter.requires_grad:
+                    parameter.grad = torch.randn_like(parameter) if filled else None
+
     def _hand_over(self, outs: list[Any], path: Path, where: str) -> dict[str, Any]:
-        """Write ``outs`` back to back as raw bytes; only bound C functions run on them (see the module docstring)."""
+        """Write ``outs`` back to back as raw bytes; only bound C functions run on them (see the module docstring):
+        a host tensor's bytes are read from its memory directly, not through torch's dispatcher."""
         if (self._function_modes is not None and self._function_modes()) or \
                 (self._dispatch_modes is not None and self._dispatch_modes()):
             raise Rejection("cheat_suspected", f"{where}: forward left a torch function or dispatch mode pushed "
                                                "(it would run the candidate's code while its outputs are read)")
-        described, chunks = [], []  # chunks: numpy arrays of bytes (buffers)
+        described, chunks = [], []
         for k, out in enumerate(outs):
             if type(out) is not self._tensor or self._is_sparse(out) or self._layout_of(out) != self._strided:
                 raise Rejection("cheat_suspected", f"{where}: output {k} is not a plain strided torch.Tensor")
-            host = self._contiguous(self._to(self._detach(out), "cpu", copy=True))
+            host = out if self._is_cpu(out) else self._to(self._detach(out), "cpu", copy=True)
+            if not self._is_contiguous(host):
+                host = self._contiguous(host)
             described.append({"dtype": str(self._dtype_of(host)).removeprefix("torch."),
                               "shape": [int(n) for n in self._shape_of(host)]})
-            if self._numel(host):
-                chunks.append(self._numpy(self._view(self._reshape(host, (-1,)), self._uint8)))
+            size = self._numel(host) * self._element_size(host)
+            if size:
+                chunks.append(self._string_at(self._data_ptr(host), size))
         fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
             for chunk in chunks:
-                data = memoryview(chunk).cast("B")  # type: ignore[arg-type]  # numpy arrays are buffers
+                data = memoryview(chunk)
                 while len(data):
                     written = self._write(fd, data[:MAX_WRITE])
                     data = data[written:]

@@ -73,7 +73,7 @@ def test_a_candidate_sees_the_layout_of_a_users_repository_not_the_verifiers_fol
     verdict = evaluate(TASKS / "axpy.py", candidate, "cpu", EvalOptions(static_checks=False, seeds=1))
     module = NEUTRAL_HOME / "tasks" / "kernels" / "axpy" / "kernel.py"
     assert verdict.reason == "compile_error", verdict.detail
-    assert f"file={module} cwd={NEUTRAL_HOME / 'tasks'} name={kernel_module_name('axpy', module)}" in verdict.detail
+    assert f"file={module} cwd={NEUTRAL_HOME / 'tasks'} name={kernel_module_name('axpy', SEES)}" in verdict.detail
     assert "kernelevo-eval" not in verdict.detail
 
 

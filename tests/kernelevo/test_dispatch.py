@@ -89,7 +89,8 @@ def _import(path: Path):
     return module
 
 
-def _repo(tmp_path, *, function_kernel=FUNCTION_KERNEL, stale=False, device_type="cpu", kernels=True):
+def _repo(tmp_path, *, function_kernel=FUNCTION_KERNEL, stale=False, device_type="cpu", kernels=True,
+          module_kernel=MODULE_KERNEL):
     root = tmp_path / "repo"
     (root / "models").mkdir(parents=True)
     (root / "models" / "ops.py").write_text(USER_MODULE)
@@ -103,7 +104,7 @@ def _repo(tmp_path, *, function_kernel=FUNCTION_KERNEL, stale=False, device_type
         write_kernel(root, op, function_kernel, {"verdict": "accepted"}, envelope)
         module_env = envelope_from_cases([(torch.randn(4, 8),)], device_type=device_type, capabilities=None,
                                          backend="triton")
-        write_kernel(root, ops["Scale"], MODULE_KERNEL, {"verdict": "accepted"}, module_env)
+        write_kernel(root, ops["Scale"], module_kernel, {"verdict": "accepted"}, module_env)
     return _import(root / "models" / "ops.py")
 
 
@@ -247,6 +248,18 @@ def test_module_ops_dispatch_with_shared_parameters(tmp_path):
     with pytest.warns(KernelEvoWarning, match="autograd"):
         out = model(x)  # parameters require grad: the forward-only kernel must not run
     assert torch.allclose(out, 3 * x) and out.requires_grad
+
+
+def test_the_kernel_module_follows_the_users_modules_training_flag(tmp_path):
+    """A kernel that reads ``self.training`` (dropout, batch statistics) gets the user's module's flag: the verifier
+    judged it in the reference's mode (eval), and a user's module in eval mode must not get training-mode math."""
+    ops = _repo(tmp_path, module_kernel=MODULE_KERNEL.replace("return x * self.w + 100",
+                                                              "return x * self.w + (200 if self.training else 100)"))
+    model, x = ops.Scale(8), torch.randn(4, 8)
+    with torch.no_grad():
+        assert torch.allclose(model.eval()(x), x + 100)
+        assert torch.allclose(model.train()(x), x + 200)
+        assert torch.allclose(model.eval()(x), x + 100)
 
 
 # A kernel that remembers the modes it was built in: +100 as the stand-ins when built as the verifier builds it
