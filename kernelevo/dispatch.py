@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevo.dispatch_where import runtime_facts, unavailable_reason
-from kernelevo.envelope import EnvelopeCheck, InitCheck, clear_capabilities
+from kernelevo.envelope import EnvelopeCheck, InitCheck, clear_capabilities, shapes_text
 from kernelevo.kernel_store import KERNEL_MODULE, KERNELS_DIR, StoredKernel, find_kernels, kernel_module_name
 from kernelevo.op import op_id, source_hash
 from kernelevo.settings import SettingsError, get_settings
@@ -546,6 +546,9 @@ def envelope_lines(envelope: Mapping[str, Any]) -> list[str]:
             lines.append(f"argument {i}: {arg.get('type')} in {arg['values']}")
         else:
             lines.append(f"argument {i}: any {arg.get('type')}")
+    if envelope.get("shapes"):
+        lines.append("shapes: exactly those of one verified case: "
+                     + "; ".join(shapes_text(case) for case in envelope["shapes"]))
     return lines
 
 

@@ -8,7 +8,7 @@ microsecond on the CPU (bench/dispatch_bench.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,10 @@ class EnvelopeCheck:
                 values = arg.get("values")
                 self.specs.append(ValueSpec(i, arg["type"], None if values is None else list(values)))
         self.n_args = len(self.specs)
+        # The verified cases' shapes together (envelopes written before they were recorded: the ranges alone).
+        shapes = envelope.get("shapes")
+        self.shapes: frozenset[tuple[tuple[int, ...] | None, ...]] | None = None if shapes is None else frozenset(
+            tuple(None if shape is None else tuple(int(n) for n in shape) for shape in case) for case in shapes)
         self.inside = self._compile()
 
     def _compile(self) -> Callable[[tuple[Any, ...]], bool]:
@@ -116,6 +120,10 @@ class EnvelopeCheck:
         if tensors:
             lines += [f"    if grad() and ({' or '.join(t + '.requires_grad' for t in tensors)}):",
                       "        return False"]
+        if self.shapes is not None:
+            names["SHAPES"] = self.shapes
+            key = ", ".join(f"tuple(a{s.index}.shape)" if isinstance(s, TensorSpec) else "None" for s in self.specs)
+            lines += [f"    if ({key},) not in SHAPES:", "        return False"]
         lines.append("    return True")
         exec("\n".join(lines), names)  # built from ints, dtypes and a repr'd device name only
         return names["inside"]
@@ -170,7 +178,17 @@ class EnvelopeCheck:
                     return f"argument {i} is a {type(x).__name__}, verified {spec.type_name}"
                 if spec.values is not None and x not in spec.values:
                     return f"argument {i} = {x!r}, verified only {spec.values}"
+        if self.shapes is not None:
+            given = tuple(tuple(args[s.index].shape) if isinstance(s, TensorSpec) else None for s in self.specs)
+            if given not in self.shapes:
+                return (f"the shapes {shapes_text(given)} were not verified together (verified: "
+                        f"{'; '.join(shapes_text(c) for c in sorted(self.shapes, key=repr))})")
         return None
+
+
+def shapes_text(case: Sequence[Sequence[int] | None]) -> str:
+    """One verified case's tensor shapes as text: ``[16, 128] & [128]`` (pure)."""
+    return " & ".join("[" + ", ".join(map(str, shape)) + "]" for shape in case if shape is not None)
 
 
 class InitCheck:
@@ -263,17 +281,20 @@ def verified_scope_lines(envelope: dict[str, Any], cases: list[list[str]], kerne
     device = envelope.get("device_type", "cuda")
     lines = [f"Verified on {device} for exactly {len(cases)} case(s): "
              + "; ".join("(" + ", ".join(c) + ")" for c in cases) + "."]
-    ranges = []
+    ranges, shapes = [], envelope.get("shapes")
     for i, arg in enumerate(envelope.get("args", [])):
         if arg.get("kind") == "tensor":
-            ranges.append(f"arg {i}: {'/'.join(arg.get('dtypes', []))}{_fmt_dims(arg.get('dims', []))}")
+            dims = "" if shapes else _fmt_dims(arg.get("dims", []))  # with shapes: said once, below
+            ranges.append(f"arg {i}: {'/'.join(arg.get('dtypes', []))}{dims}")
         elif arg.get("values") is not None:
             ranges.append(f"arg {i}: {arg.get('type')} in {arg['values']}")
         else:
             ranges.append(f"arg {i}: any {arg.get('type')}")
     if ranges:
-        lines.append(f"Dispatch uses it only for calls on {device} inside: {'; '.join(ranges)}; every other call "
-                     "runs the original code.")
+        exact = f"; shapes exactly those of one verified case ({' or '.join(map(shapes_text, shapes))})" \
+            if shapes else ""
+        lines.append(f"Dispatch uses it only for calls on {device} inside: {'; '.join(ranges)}{exact}; every other "
+                     "call runs the original code.")
     if small_only:
         lines.append("On the CPU only the op's small_inputs were checked (the interpreter is too slow for its "
                      "inputs): full-size shapes and other dtypes run the original code until a search with --device "

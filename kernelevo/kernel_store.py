@@ -150,17 +150,20 @@ def results_summary(verdict: Verdict | Mapping[str, Any]) -> dict:
 def envelope_from_cases(cases: list[tuple], *, device_type: str, capabilities: list | None,
                         backend: str, versions: dict | None = None, init: list | None = None) -> dict:
     """The tightest envelope covering the verified cases: per argument, the dtypes and rank seen, the range of each
-    dimension and, when every checked tensor was contiguous, that layout; every other argument (int, bool, str,
-    float) must be one of the values seen. Floats too: a kernel verified at ``temperature=0.7`` may hard-code it, so
-    0.5 runs the original code. ``init``: the constructor arguments ``ModelNew`` was built and checked with, pinned
-    the same way (a module built with another ``eps`` runs the original)."""
+    dimension (for display) and, when every checked tensor was contiguous, that layout; every other argument (int,
+    bool, str, float) must be one of the values seen. ``shapes``: the tensor arguments' shapes of each verified case
+    together (None for a value): a call must match one of them exactly, since a kernel checked at 97 and 1025 columns
+    says nothing of 512 (a block-size table keyed by the checked lengths would be wrong there). Floats too: a kernel
+    verified at ``temperature=0.7`` may hard-code it, so 0.5 runs the original code. ``init``: the constructor
+    arguments ``ModelNew`` was built and checked with, pinned the same way (a module built with another ``eps`` runs
+    the original)."""
     if not cases:
         raise ValueError("envelope_from_cases: no cases")
     arity = {len(c) for c in cases}
     if len(arity) != 1:
         raise ValueError(f"envelope_from_cases: cases have different numbers of arguments {sorted(arity)}")
     envelope = {"device_type": device_type, "capabilities": capabilities, "backend": backend,
-                "versions": versions or {}, "args": _argument_specs(cases, arity.pop())}
+                "versions": versions or {}, "args": _argument_specs(cases, arity.pop()), "shapes": _shapes(cases)}
     if init is not None:
         envelope["init"] = _argument_specs([tuple(init)], len(init))
     return envelope
@@ -191,6 +194,14 @@ def _argument_specs(cases: list[tuple], arity: int) -> list[dict[str, Any]]:
             values = sorted(seen) if type_name == "float" else sorted(seen, key=repr)
             args.append({"kind": "value", "type": type_name, "values": values})
     return args
+
+
+def _shapes(cases: list[tuple]) -> list[list[list[int] | None]]:
+    """Each case's tensor shapes, in argument order (None for other arguments), once each, sorted."""
+    seen = {tuple(tuple(int(n) for n in x.shape) if hasattr(x, "shape") and hasattr(x, "dtype") else None
+                  for x in case) for case in cases}
+    return [[list(shape) if shape is not None else None for shape in case]
+            for case in sorted(seen, key=lambda c: [list(s) if s is not None else [] for s in c])]
 
 
 def _contiguous(x: Any) -> bool | None:

@@ -263,3 +263,7 @@ def test_the_summary_names_the_constants_a_kernel_hard_codes_and_what_dispatch_c
     assert "arg 0: float32[4..8, 64]; arg 1: any float" in text
     assert "small_inputs were checked" in text and "not widened by rescaling" in text
     assert "The kernel hard-codes 0.7, 1e-05" in text and "does not pin them" in text
+    exact = verified_scope_lines({**envelope, "shapes": [[[4, 64], None], [[8, 64], None]]},
+                                 [["float32[4, 64]", "0.7"], ["float32[8, 64]", "0.7"]], kernel, small_only=True)
+    assert "arg 0: float32; arg 1: any float; shapes exactly those of one verified case ([4, 64] or [8, 64])" in \
+        "\n".join(exact)

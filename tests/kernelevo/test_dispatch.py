@@ -114,7 +114,7 @@ def _kernel_warnings(record) -> list[str]:
 
 def test_inside_the_envelope_the_kernel_runs(tmp_path):
     ops = _repo(tmp_path)
-    x, w = torch.randn(3, 8), torch.randn(8)
+    x, w = torch.randn(4, 8), torch.randn(8)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         assert torch.allclose(ops.scale(x, w), x * w + 1e-6 + 100)
@@ -126,11 +126,12 @@ def test_inside_the_envelope_the_kernel_runs(tmp_path):
 @pytest.mark.parametrize(
     "make_args, words",
     [
-        (lambda: (torch.randn(3, 8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)), "dtype"),
+        (lambda: (torch.randn(4, 8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)), "dtype"),
         (lambda: (torch.randn(100, 8), torch.randn(8)), "dim 0 is 100"),
+        (lambda: (torch.randn(3, 8), torch.randn(8)), "[3, 8] & [8] were not verified together"),  # 2 and 4 were
         (lambda: (torch.randn(3, 8, 1), torch.randn(8)), "rank 3"),
-        (lambda: (torch.randn(3, 8), torch.randn(8), 0.5), "not covered"),
-        (lambda: (torch.randn(3, 8, requires_grad=True), torch.randn(8)), "autograd"),
+        (lambda: (torch.randn(4, 8), torch.randn(8), 0.5), "not covered"),
+        (lambda: (torch.randn(4, 8, requires_grad=True), torch.randn(8)), "autograd"),
     ],
 )
 def test_outside_the_envelope_the_original_runs_and_warns_once(tmp_path, make_args, words):
@@ -149,7 +150,7 @@ def test_outside_the_envelope_the_original_runs_and_warns_once(tmp_path, make_ar
 
 def test_a_stale_kernel_is_not_used(tmp_path):
     ops = _repo(tmp_path, stale=True)
-    x, w = torch.randn(3, 8), torch.randn(8)
+    x, w = torch.randn(4, 8), torch.randn(8)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
@@ -163,7 +164,7 @@ def test_editing_the_op_after_acceptance_makes_it_stale(tmp_path):
     source = tmp_path / "repo" / "models" / "ops.py"
     source.write_text(source.read_text().replace("return x * w + eps", "return x * w - eps"))
     ops = _import(source)
-    x, w = torch.randn(3, 8), torch.randn(8)
+    x, w = torch.randn(4, 8), torch.randn(8)
     with pytest.warns(KernelEvoWarning, match="source changed"):
         assert torch.allclose(ops.scale(x, w), x * w - 1e-6)
 
@@ -172,7 +173,7 @@ def test_disabled_dispatch_runs_the_original_silently(tmp_path, monkeypatch):
     ops = _repo(tmp_path)
     monkeypatch.setenv("KERNELEVO_DISABLE", "1")
     reset_settings_cache()
-    x, w = torch.randn(3, 8), torch.randn(8)
+    x, w = torch.randn(4, 8), torch.randn(8)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
@@ -186,7 +187,7 @@ def test_disabled_dispatch_runs_the_original_silently(tmp_path, monkeypatch):
 
 def test_without_kernels_the_original_runs_silently(tmp_path):
     ops = _repo(tmp_path, kernels=False)
-    x, w = torch.randn(3, 8), torch.randn(8)
+    x, w = torch.randn(4, 8), torch.randn(8)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
@@ -195,7 +196,7 @@ def test_without_kernels_the_original_runs_silently(tmp_path):
 
 def test_a_kernel_that_fails_to_load_falls_back(tmp_path):
     ops = _repo(tmp_path, function_kernel="raise ImportError('no triton here')\n")
-    x, w = torch.randn(3, 8), torch.randn(8)
+    x, w = torch.randn(4, 8), torch.randn(8)
     with pytest.warns(KernelEvoWarning, match="could not be loaded .*no triton here"):
         assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
 
@@ -205,7 +206,7 @@ def test_a_kernel_that_fails_to_construct_falls_back(tmp_path):
                                      "class ModelNew(nn.Module):\n    def __init__(self):\n"
                                      "        raise RuntimeError('bad init')\n")
     ops = _repo(tmp_path, function_kernel=broken)
-    x, w = torch.randn(3, 8), torch.randn(8)
+    x, w = torch.randn(4, 8), torch.randn(8)
     with pytest.warns(KernelEvoWarning, match="could not be constructed .*bad init"):
         assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
     assert torch.allclose(ops.scale(x, w), x * w + 1e-6)  # and stays on the original
@@ -214,7 +215,7 @@ def test_a_kernel_that_fails_to_construct_falls_back(tmp_path):
 def test_device_type_is_part_of_the_envelope(tmp_path, monkeypatch, caplog):
     monkeypatch.delenv("TRITON_INTERPRET")  # a compiled CUDA kernel: not for an interpreted process either
     ops = _repo(tmp_path, device_type="cuda")
-    x, w = torch.randn(3, 8), torch.randn(8)
+    x, w = torch.randn(4, 8), torch.randn(8)
     if torch.cuda.is_available():  # a GPU here: the kernel is loaded, and CPU tensors are outside its envelope
         with pytest.warns(KernelEvoWarning, match="on cpu, verified on cuda"):
             assert torch.allclose(ops.scale(x, w), x * w + 1e-6)
@@ -283,7 +284,7 @@ class ModelNew(nn.Module):
 
 def test_the_kernel_is_constructed_as_the_verifier_constructs_it_whatever_mode_the_first_call_runs_in(tmp_path):
     ops = _repo(tmp_path, function_kernel=MODE_READING_KERNEL)
-    x, w = torch.randn(3, 8), torch.randn(8)
+    x, w = torch.randn(4, 8), torch.randn(8)
     torch.manual_seed(0)
     expected_next = torch.rand(1)
     torch.manual_seed(0)
@@ -299,7 +300,7 @@ def test_each_kind_of_reason_warns_once_and_wrong_types_never_crash(tmp_path):
         warnings.simplefilter("always")
         ops.scale(torch.randn(100, 8), w)
         ops.scale(torch.randn(101, 8), w)  # same kind (dim too large): no second warning
-        ops.scale(torch.randn(3, 8, dtype=torch.float64), w.double())
+        ops.scale(torch.randn(4, 8, dtype=torch.float64), w.double())
         assert ops.scale(2.0, 3.0) == 2.0 * 3.0 + 1e-6  # floats where tensors were verified: original
     messages = _kernel_warnings(record)
     assert len(messages) == 3, messages
@@ -346,7 +347,7 @@ def test_cuda_dispatch_checks_the_device_capability(tmp_path, capability_ok, mon
                                    capabilities=[capability if capability_ok else [1, 0]], backend="triton")
     write_kernel(root, op, TRITON_KERNEL, {"verdict": "accepted"}, envelope)
     ops = _import(root / "models" / "ops.py")
-    x, w = torch.randn(3, 8, device="cuda"), torch.randn(8, device="cuda")
+    x, w = torch.randn(4, 8, device="cuda"), torch.randn(8, device="cuda")
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         out = ops.scale(x, w)
@@ -424,8 +425,8 @@ def test_a_module_built_with_other_constructor_arguments_keeps_its_own_forward(t
 def test_a_non_contiguous_input_runs_the_original_when_only_contiguous_ones_were_verified(tmp_path):
     """Every checked input was contiguous: a kernel that ignores strides (red team s8) is used only for those."""
     ops = _repo(tmp_path)
-    wide, w = torch.randn(3, 16), torch.randn(8)
-    x = wide[:, ::2]  # 3x8, not contiguous
+    wide, w = torch.randn(4, 16), torch.randn(8)
+    x = wide[:, ::2]  # 4x8 (a verified shape), not contiguous
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         assert torch.allclose(ops.scale(x, w), x * w + 1e-6)  # the original

@@ -83,7 +83,7 @@ def test_float_values_are_recorded_like_the_others():
 def test_a_kernel_verified_at_one_temperature_is_not_used_at_another(tmp_path):
     ops, directory = _user_op(tmp_path)
     assert read_kernel(directory).envelope["args"][1] == {"kind": "value", "type": "float", "values": [0.7]}
-    x = torch.randn(3, 8)
+    x = torch.randn(4, 8)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         assert torch.allclose(ops.soften(x, 0.7), torch.softmax(x / 0.7, dim=-1) + 100)  # the kernel
@@ -130,7 +130,7 @@ def test_an_invalid_unrelated_setting_never_makes_a_users_op_raise(tmp_path, mon
     from kernelevo.settings import SettingsError, get_settings
 
     ops, _ = _user_op(tmp_path)
-    x = torch.randn(3, 8)
+    x = torch.randn(4, 8)
     monkeypatch.setenv("KERNELEVO_GITHUB_APP_ID", "not-a-number")
     reset_settings_cache()
     with pytest.raises(SettingsError) as first:
