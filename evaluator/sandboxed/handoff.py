@@ -198,19 +198,13 @@ def fd_sender(channel_fd: int = 0) -> Callable[[list[int]], None]:
 
 
 # -- reference process ----------------------------------------------------------------------------
-class VmmDescriptor(BaseModel):
-    """One output as the candidate process described it (hostile until validated here)."""
+class _Described(BaseModel):
+    """An output's dtype and shape as a candidate-side process described them (hostile until validated here)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    fd: int | None  # index into the compare request's descriptors (the parent numbers them; None: it had none)
-    device: int
-    size_bytes: int
     dtype: str
     shape: list[int]
-    stride: list[int]
-    storage_offset: int
-    fingerprint: int
 
     @field_validator("dtype")
     @classmethod
@@ -218,6 +212,17 @@ class VmmDescriptor(BaseModel):
         if value not in _DTYPES:
             raise ValueError(f"dtype {value!r} is not one a kernel output may have")
         return value
+
+
+class VmmDescriptor(_Described):
+    """One output as the candidate process described it (hostile until validated here)."""
+
+    fd: int | None  # index into the compare request's descriptors (the parent numbers them; None: it had none)
+    device: int
+    size_bytes: int
+    stride: list[int]
+    storage_offset: int
+    fingerprint: int
 
     def bytes_needed(self) -> int:
         """Bytes from the allocation's start to the end of the view (0 for an empty view)."""
@@ -324,20 +329,8 @@ def receive(item: dict[str, Any], device: str, key: int | None, fds: Sequence[in
     return outputs
 
 
-class RawOutput(BaseModel):
+class RawOutput(_Described):
     """One output of the plain process as its reply described it (hostile until validated here)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    dtype: str
-    shape: list[int]
-
-    @field_validator("dtype")
-    @classmethod
-    def _known_dtype(cls, value: str) -> str:
-        if value not in _DTYPES:
-            raise ValueError(f"dtype {value!r} is not one a kernel output may have")
-        return value
 
     @field_validator("shape")
     @classmethod
