@@ -104,11 +104,16 @@ class Judged:
     scale: float | None = None
     group: str | None = None
     varied_init: bool = False  # the model built with other constructor arguments (evaluator.plain_run)
+    near: int | None = None  # a near-duplicate input set's key (evaluator.plain_run)
 
     def request(self) -> dict[str, Any]:
         request = {"name": self.name, "case": self.case, "seed": self.seed, "scale": self.scale, "group": self.group,
                    "sent": self.sent}
-        return {**request, "varied_init": True} if self.varied_init else request
+        if self.varied_init:
+            request["varied_init"] = True
+        if self.near is not None:
+            request["near"] = self.near
+        return request
 
 
 def reported_phases(reply: dict[str, Any], key: str = "phases") -> dict[str, float]:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 PHASE = "plain process"
 VARIED_PHASE = "plain process, other constructor arguments"
+NEAR_PHASE = "plain process, near-duplicate inputs"
+PHASES = {"plain": PHASE, "varied": VARIED_PHASE, "near": NEAR_PHASE}
 CHECK = ("accepted candidates run once more in a plain process (no instrumentation, modules as a user's program "
          "loads them), every output judged")
 VARIED_CHECK = ("and, in that process, a second ModelNew built with the task's float constructor arguments scaled by "
@@ -50,10 +52,16 @@ class PlainCall:
     judged: bool = True  # its outputs go to the reference (the others only count as calls a program makes)
     training: bool = False  # ModelNew's training flag
     grads: bool = False  # its trainable parameters' .grad filled, as after a training step
+    near: int | None = None  # a near-duplicate of the call before it: the reference's key for its answers
 
     def request(self, index: int) -> dict[str, Any]:
         return {"name": self.name, "input": index, "autograd": self.autograd, "varied_init": self.varied_init,
                 "judged": self.judged, "training": self.training, "grads": self.grads}
+
+    @property
+    def kind(self) -> str:
+        """Which model and inputs the call's outputs are judged against (see :data:`PHASES`)."""
+        return "varied" if self.varied_init else "near" if self.near is not None else "plain"
 
     @property
     def kept_group(self) -> str:
@@ -96,6 +104,21 @@ def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool
     return calls
 
 
+def with_near_duplicates(calls: list[PlainCall], near: list[tuple[InputSet, InputSet, int]],
+                         rng: random.Random) -> list[PlainCall]:
+    """``calls`` with, right after the first judged call of each base input set, a call of its near-duplicate
+    (``near``: base, near-duplicate, the reference's key): a cache keyed by part of the previous input answers it
+    stale (pure)."""
+    out = list(calls)
+    for base, duplicate, key in near:
+        at = next((k for k, c in enumerate(out) if c.judged and c.inputs == base and not c.varied_init), None)
+        if at is None:
+            continue
+        out.insert(at + 1, PlainCall(f"n{at}-{rng.getrandbits(32):08x}", duplicate, out[at].autograd,
+                                     training=out[at].training, near=key))
+    return out
+
+
 def run_length(guarded_calls: int, rng: random.Random) -> int:
     """How many calls the plain run makes: more than the guarded process made (a secret number between 1.5 and 2.5
     times as many), so that a kernel latching "unobserved" gains nothing by counting calls; at most MAX_CALLS."""
@@ -131,6 +154,7 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         guarded_calls += session.options.timing_trials * len(session.plan["cases"])
     calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file), total=run_length(guarded_calls, rng),
                              training_free=bool(session.plan.get("training_mode_free")))
+    calls = with_near_duplicates(calls, _near_duplicates(session, sets, rng, evidence), rng)
     files = sorted({c.inputs.file for c in calls})
     index = {f: k for k, f in enumerate(files)}
     worker = worker or spawn_plain(session)
@@ -147,21 +171,21 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
             for fd in fds:
                 os.close(fd)
         call_worker(worker, {"op": "load"}, timeout, evidence, already_sent=True)
-        ran = call_worker(worker, {"op": "run", "calls": [c.request(index[c.inputs.file]) for c in calls]}, timeout,
-                          evidence, files=files)
+        with session.gpu.shared():  # other evaluations may check at the same time, none is timing
+            ran = call_worker(worker, {"op": "run", "calls": [c.request(index[c.inputs.file]) for c in calls]},
+                              timeout, evidence, files=files)
         reply_sent = ran.get("sent")
         sent: dict[str, Any] = reply_sent if isinstance(reply_sent, dict) else {}
         channel = OutputChannel(worker, secrets.randbits(62))
-        for phase, varied in ((PHASE, False), (VARIED_PHASE, True)):
+        for kind, phase in PHASES.items():
             judged = [Judged(name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
                              {"file": str(worker.outbox / f"{name}.raw"), "raw": _described(sent, name)},
-                             group=c.kept_group, varied_init=c.varied_init)
-                      for c in calls if c.judged and c.varied_init == varied for name in (c.name, f"{c.name}-end")]
+                             group=c.kept_group, varied_init=c.varied_init, near=c.near)
+                      for c in calls if c.judged and c.kind == kind for name in (c.name, f"{c.name}-end")]
             if judged:
                 judge_outputs(session, channel, judged, evidence, phase)
     except StopEvaluation as stop:
-        return _unobserved_failure(stop.verdict, session.plan.get("varied_init_inputs") if phase == VARIED_PHASE
-                                   else None)
+        return _unobserved_failure(stop.verdict, phase, session.plan.get("varied_init_inputs"))
     finally:
         worker.kill()
         worker.remove_private()
@@ -181,13 +205,33 @@ def _described(sent: dict[str, Any], name: str) -> Any:
     return item.get("raw") if isinstance(item, dict) else None
 
 
-def _unobserved_failure(rejected: Verdict, varied_init: list[dict[str, Any]] | None = None) -> Verdict:
-    """The plain run's rejection, saying what it means: the guarded run accepted the same inputs (``varied_init``:
-    the constructor arguments of the failing model, where it was the one built with other arguments)."""
+def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: random.Random,
+                     evidence: dict[str, Any]) -> list[tuple[InputSet, InputSet, int]]:
+    """One near-duplicate per case (of a random seed's input set), made by the reference process."""
+    by_case: dict[int, list[InputSet]] = {}
+    for inputs in sets:
+        by_case.setdefault(inputs.case, []).append(inputs)
+    near = []
+    for case, candidates in sorted(by_case.items()):
+        base, key = rng.choice(candidates), secrets.randbits(62)
+        made = session.reference_request({"op": "near_duplicate", "case": case, "seed": base.seed, "key": key},
+                                         max(session.options.timeout_s, 600))
+        if made.get("ok") and made.get("file"):
+            near.append((base, InputSet(case, base.seed, str(made["file"]), base.distribution), key))
+    return near
+
+
+def _unobserved_failure(rejected: Verdict, phase: str, varied_init: list[dict[str, Any]] | None) -> Verdict:
+    """The plain run's rejection, saying what it means: the guarded run accepted the same inputs (``phase``: where
+    it failed; ``varied_init``: the other constructor arguments of the plain run's second model)."""
     data = rejected.to_dict()
     reason, detail = Reason(data.pop("reason")), data.pop("detail")
     data.pop("verdict")
-    if varied_init is not None:
+    if phase == NEAR_PHASE:
+        why = ("[plain process, near-duplicate inputs] wrong for an input set that differs from the one called "
+               "just before it in a few values: a cache keyed by part of the input (or by where it lives) answers "
+               f"it stale; compute every call from its inputs: {detail}")
+    elif phase == VARIED_PHASE and varied_init is not None:
         given = ", ".join(repr(v.get("value")) if "value" in v else "a tensor" for v in varied_init)
         why = (f"[plain process, other constructor arguments] ModelNew({given}) is wrong where Model({given}) is "
                "right: the kernel ignores a constructor argument (a baked-in constant?); use the arguments "

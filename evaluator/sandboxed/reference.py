@@ -124,6 +124,28 @@ def _well_defined(native: list[torch.Tensor], ref: list[torch.Tensor]) -> bool:
     return True
 
 
+NEAR_MOVES = 3  # values moved per floating input of a near-duplicate input set
+MAX_NEAR_KEPT = 16  # near-duplicates whose answers are kept (one per case of the evaluations in flight)
+
+
+def near_duplicate_inputs(inputs: list[Any], key: int, keep: frozenset[int] = frozenset()) -> list[Any]:
+    """``inputs`` with, in each floating tensor not kept as drawn (``keep``: KEEP_INPUTS), a few values replaced by
+    values found elsewhere in the same tensor (the op's domain is kept: no value is new to it), at positions drawn
+    from ``key``: a cache keyed by part of an input (its first row, say) returns a stale answer for it (pure)."""
+    generator = torch.Generator().manual_seed(key & 0x7FFFFFFFFFFFFFFF)
+    out = []
+    for k, value in enumerate(inputs):
+        if k in keep or not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() < 2:
+            out.append(value)
+            continue
+        flat = value.detach().clone().reshape(-1)
+        where = torch.randint(0, flat.numel(), (NEAR_MOVES,), generator=generator)
+        source = torch.randint(0, flat.numel(), (NEAR_MOVES,), generator=generator)
+        flat[where] = flat[source].clone()
+        out.append(flat.reshape(value.shape))
+    return out
+
+
 class ReferenceRunner:
     """Holds the task, its reference outputs per (case, seed), and the baselines."""
 
@@ -151,6 +173,8 @@ class ReferenceRunner:
         self.varied_init: list[Any] | None = None
         self.varied_models: tuple[torch.nn.Module, torch.nn.Module | None] | None = None
         self.varied_refs: dict[tuple[int, int], tuple[list[torch.Tensor], list[cmp.Tolerance]]] = {}
+        # Near-duplicates of input sets (evaluator.plain_run): (case, seed, key) -> their answers and tolerances.
+        self.near_refs: dict[tuple[int, int, int], tuple[list[torch.Tensor], list[cmp.Tolerance]]] = {}
 
     def load(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         self.small = req["small"]
@@ -385,6 +409,25 @@ class ReferenceRunner:
                                                [cmp.widened(t, n, r) for t, n, r in zip(base, native, ref)])
         return self.varied_refs[(ci, seed)]
 
+    def near_duplicate(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """An input set like case ``req["case"]``'s under ``req["seed"]`` with a few of its floating values moved
+        (:func:`near_duplicate_inputs`, positions and moves from ``req["key"]``), written to a file of its own for
+        candidates, with its answers kept for ``compare`` (``near``: the key)."""
+        assert self.task is not None
+        ci, seed, key = int(req["case"]), int(req["seed"]), int(req["key"])
+        case = taskspec.generate_case(self.task, self.small, seed, self.dists.get(seed, "task"), ci)
+        inputs = near_duplicate_inputs(case, key, self.task.keep_inputs)
+        placed = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in inputs]
+        native = self._forward(self.model_native, placed, f"case {ci}, seed {seed}, a near-duplicate input set")
+        ref = native if self.model_ref is None else \
+            self._forward(self.model_ref, [_to_precision(v, torch.float64) for v in placed], "")
+        base = self.base_tolerance.get(ci) or []
+        while len(self.near_refs) >= MAX_NEAR_KEPT:  # an earlier evaluation's, long judged
+            self.near_refs.pop(next(iter(self.near_refs)))
+        self.near_refs[(ci, seed, key)] = ([r.detach() for r in ref],
+                                           [cmp.widened(t, n, r) for t, n, r in zip(base, native, ref)])
+        return {"ok": True, "file": self._write_inputs(inputs)}
+
     def _forward(self, model: torch.nn.Module, inputs: list[Any], where: str) -> list[torch.Tensor]:
         assert self.task is not None
         try:
@@ -441,7 +484,9 @@ class ReferenceRunner:
         for item in req["outputs"]:
             ci, seed = int(item["case"]), int(item["seed"])
             scale = item.get("scale")
-            if item.get("varied_init") and self.varied_models is not None:
+            if item.get("near") is not None and (ci, seed, int(item["near"])) in self.near_refs:
+                refs, tolerances = self.near_refs[(ci, seed, int(item["near"]))]
+            elif item.get("varied_init") and self.varied_models is not None:
                 refs, tolerances = self.varied_reference(ci, seed)
             else:
                 refs, tolerances = self.reference(ci, seed, None if scale is None else float(scale))

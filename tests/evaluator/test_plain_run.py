@@ -14,9 +14,10 @@ import torch
 
 from evaluator import processes
 from evaluator.callplan import InputSet
-from evaluator.plain_run import AUTOGRAD_STATES, MAX_CALLS, plan_plain_calls, run_length
+from evaluator.plain_run import AUTOGRAD_STATES, MAX_CALLS, plan_plain_calls, run_length, with_near_duplicates
 from evaluator.sandboxed import handoff
 from evaluator.sandboxed.plain import VISIBLE_PACKAGES
+from evaluator.sandboxed.reference import NEAR_MOVES, near_duplicate_inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -70,6 +71,29 @@ def test_the_plain_run_is_longer_than_the_guarded_one():
         assert min(lengths) > 1.5 * guarded and max(lengths) <= 2.5 * guarded + 2
         assert len(lengths) > 1 or guarded == 0
     assert run_length(10**6, rng) == MAX_CALLS
+
+
+def test_a_near_duplicate_follows_its_base_input_set():
+    sets = _sets(9)
+    calls = plan_plain_calls(sets, random.Random(2), total=40)
+    duplicate = InputSet(case=sets[4].case, seed=sets[4].seed, file="/inputs/near.pt")
+    out = with_near_duplicates(calls, [(sets[4], duplicate, 77)], random.Random(3))
+    assert len(out) == len(calls) + 1
+    at = next(k for k, c in enumerate(out) if c.near == 77)
+    assert out[at].inputs == duplicate and out[at].judged and out[at].kind == "near"
+    assert out[at - 1].inputs == sets[4] and out[at - 1].judged  # right after the first judged call of its base
+    assert out[at].autograd == out[at - 1].autograd and out[at].training == out[at - 1].training
+
+
+def test_near_duplicate_inputs_move_a_few_values_within_each_tensor():
+    x, ids, kept = torch.randn(16, 128), torch.arange(10), torch.randn(32)
+    moved = near_duplicate_inputs([x, ids, kept, 0.5], key=1234, keep=frozenset({2}))
+    assert moved[1] is ids and moved[2] is kept and moved[3] == 0.5  # integers, kept inputs and values untouched
+    changed = (moved[0] != x).sum().item()
+    assert 0 < changed <= NEAR_MOVES
+    assert set(moved[0].reshape(-1).tolist()) <= set(x.reshape(-1).tolist())  # no value new to the op
+    assert torch.equal(near_duplicate_inputs([x], key=1234)[0], moved[0])  # the key decides
+    assert not torch.equal(near_duplicate_inputs([x], key=99)[0], moved[0])
 
 
 def test_the_order_is_not_the_plans():
