@@ -335,7 +335,7 @@ def size_equalities(graph: Any) -> list[tuple[Any, Any]]:
             if expr is not None:
                 env = size.node.shape_env
                 for free in sorted(expr.free_symbols, key=str):
-                    order.setdefault(free, len(order))
+                    order.setdefault(free, len(order))  # after the trace's replacements
     if env is None:
         return []
     pairs = []
@@ -343,11 +343,11 @@ def size_equalities(graph: Any) -> list[tuple[Any, Any]]:
         eq = guard.expr
         # only ties between dims of different origins: an identity of one dim's own sizes (a parity the trace
         # specialised on, a ``Max(1, ...)``) is the trace's business, not a rendering
+        # (and only between sizes of the inputs as they stand: a symbol the trace replaced is no input's size)
         if not isinstance(eq, sympy.Eq) or eq.lhs.free_symbols & eq.rhs.free_symbols or eq.lhs.is_number \
-                or eq.rhs.is_number:
+                or eq.rhs.is_number or not eq.free_symbols <= order.keys():
             continue
-        sides = sorted((eq.lhs, eq.rhs), key=lambda e: (sympy.count_ops(e), max(
-            (order.get(s, len(order)) for s in e.free_symbols), default=-1)))
+        sides = sorted((eq.lhs, eq.rhs), key=lambda e: (sympy.count_ops(e), max(order[s] for s in e.free_symbols)))
         if sides[0] != sides[1]:
             pairs.append((sides[1], sides[0]))
     return pairs
