@@ -28,7 +28,7 @@ from evaluator import placement
 from evaluator.import_policy import RUNTIME_IMPORT_ROOTS as ALLOWED_IMPORT_ROOTS
 from evaluator.sandboxed import guards, handoff, taskspec
 from evaluator.sandboxed.bounds import BoundsChecker
-from evaluator.sandboxed.loading import enter_repository, hand_over_state, load_fd, seed_construction
+from evaluator.sandboxed.loading import hand_over_state, load_fd, seed_construction
 from evaluator.sandboxed.output_checks import Rejection, output_list, require_no_alias, same_bits
 from evaluator.tracing import client as trace_client
 from evaluator.tracing import tags
@@ -196,7 +196,6 @@ class CandidateRunner:
             raise taskspec.TaskError(f"{req.get('op')}: {exc}") from None
         self.candidate_path = self.home / place.relative
         self.module_name = place.module_name(self.home)
-        enter_repository(self.home / place.repo)
 
     def _guarded_import(self, path: Path) -> Any:
         """Import the candidate module with the guards active; failures are compile errors."""

@@ -80,7 +80,10 @@ def hand_over_state(model: torch.nn.Module, tables: dict[str, Any]) -> None:
 
 def enter_repository(folder: Path) -> None:
     """Put the user's repository folder first on the import path, as a program started there has it (``python
-    train.py`` from the repository): a kernel asking for its own package (``find_spec("kernels")``) finds it in both."""
+    train.py`` from the repository): a kernel asking for its own package (``find_spec("kernels")``) finds it in the
+    plain process as in a user's program. Not in the guarded process, whose audit hook would refuse the listings
+    ``importlib.metadata`` then makes of the folder on the candidate's behalf; a kernel that behaves well only where
+    the package is missing fails the plain run."""
     entry = str(folder)
     if entry not in sys.path:
         sys.path.insert(0, entry)

@@ -17,9 +17,9 @@ exact type, with no torch function or dispatch mode left pushed; a host tensor's
 (``ctypes.string_at`` of its data pointer, past torch's dispatcher, where a Python kernel registered for a copy op
 would run), a device tensor's copied to the host first; the bytes are written raw (no pickling, whose registries a
 candidate could extend). Judged outputs stay alive to the end, as a program may keep them, and are written again
-after the last call: an output in a kept one's memory, or one changed after it was returned, is refused. That a candidate has no thread, hook or import-time patch that could act in
-between rests on the static checks, which read every line of it whatever path it takes at run time, and on the
-guarded run it already passed.
+after the last call: an output in a kept one's memory, or one changed after it was returned, is refused. That a
+candidate has no thread, hook or import-time patch that could act in between rests on the static checks, which read
+every line of it whatever path it takes at run time, and on the guarded run it already passed.
 """
 
 from __future__ import annotations

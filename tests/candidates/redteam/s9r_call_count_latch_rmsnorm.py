@@ -4,9 +4,9 @@ On CPU the guarded process makes a few dozen calls (43 to 60 here) and the plain
 own with a fresh ``ModelNew``, about twenty at 78bf59c; the plain run being made longer (1.5 to 2.5 times the guarded
 calls, at most ``MAX_CALLS`` = 4000, judged calls shuffled among unjudged ones) still stays below 5000, so both see an
 exact RMSNorm. A user's program that calls the op more often (a training or serving loop, an evaluation over a data
-set) gets, from call 5001 on, a norm that ignores ``eps`` (the task's eps is 1e-2: measurably wrong on every row, badly on rows with a
-small mean square). The counter is an attribute of the module (no global state, nothing the static checks refuse).
-The plain run cannot help unless it is longer than any count a kernel may pick.
+set) gets, from call 5001 on, a norm that ignores ``eps`` (the task's eps is 1e-2: measurably wrong on every row,
+badly on rows with a small mean square). The counter is an attribute of the module (no global state, nothing the
+static checks refuse). The plain run cannot help unless it is longer than any count a kernel may pick.
 Correct verdict: rejected (incorrect). On a GPU the warm-up (at least 25 ms of calls) and the timed trials of one
 process may pass 5000 calls of a small case, re-validated at secret positions (not run here); on CPU (a known limit:
 "calls that count past the few dozen a CPU run makes") nothing does.

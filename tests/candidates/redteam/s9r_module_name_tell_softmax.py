@@ -1,7 +1,8 @@
 """EXPLOIT (telling every verifier process from a user's program): the module name hashes the sandbox's path.
 
 Both verifier processes import the candidate as KernelEvo's dispatcher imports a stored kernel, under
-``kernel_module_name(op, path)`` = ``_kernelevo_kernel_<op>_<sha256(absolute path)[:8]>`` (``kernelevo/kernel_store.py``),
+``kernel_module_name(op, path)`` = ``_kernelevo_kernel_<op>_<sha256(absolute path)[:8]>``
+(``kernelevo/kernel_store.py``; since the fix, the hash of the module's text),
 at ``/home/user/<repo>/kernels/<op>/kernel.py`` (``evaluator/placement.py``). The path is a constant of the
 sandbox's neutral home, so the name is one the proposer can compute from the task's folder and op name
 (``_kernelevo_kernel_softmax_88c4a03b`` for tests/tasks/softmax.py), while in a user's checkout
