@@ -165,6 +165,7 @@ from evaluator.static_paths import (
     stored_roots,
 )
 from evaluator.static_rules import normalise_allow
+from evaluator.static_shadowing import check_shadowing
 from evaluator.static_structure import check_entry_definition, check_hooks, check_rebinding
 from evaluator.static_visitor import RuleVisitor
 from kernelevo import pyast
@@ -354,6 +355,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_loggers(tree, resolve_here, model.parents, out.report)
     check_inspect(tree, resolve_here, model.parents, out.report)
     check_identity_reads(tree, resolve_here, model.constants.get, out.report)
+    check_shadowing(tree, out.report)
     _check_jit_bodies(tree, model, out)
     _check_cuda_sources(tree, model, allow, out)
     first = launched[0] if launched else kernels[0] if kernels else None
