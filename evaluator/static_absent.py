@@ -10,10 +10,12 @@ they find it. fla aliases Ascend's extra library for torch_npu's inductor::
 The branch would patch Triton and write ``sys.modules``, both refused anywhere they can run; but it runs only on an
 installation that ships ``triton.language.extra.cann``. The checker shares the Python installation of the candidate
 process (as ``evaluator.static_optional`` does for optional imports), so it can ask the module itself: when the
-installed module has no attribute ``name``, no submodule of that name can be found (an import would add it), and the
-module defines no ``__getattr__`` (PEP 562: attributes made on demand), the test is false in the candidate process
-too -- the candidate cannot add the attribute first, since assigning an attribute of an imported module is refused
-where it runs (patching) and so are file writes that would install a package. The body of an ``if`` whose test
+installed module (a plain ``types.ModuleType``, not a subclass whose class may answer for it, as
+``torch.backends.cudnn``'s does) has no attribute ``name``, no submodule of that name can be found (an import would
+add it; any error finding one answers "not absent"), and the module defines no ``__getattr__`` (PEP 562: attributes
+made on demand), the test is false in the candidate process too -- the candidate cannot add the attribute first,
+since assigning an attribute of an imported module is refused where it runs (patching) and so are file writes that
+would install a package. The body of an ``if`` whose test
 needs that ``hasattr`` to be true (the test itself or a conjunct of an ``and``) is then code that never runs
 (``evaluator.static_liveness.Branches``; the rules lifted there are the visitor's ``ABSENT_BRANCH_EXEMPT``).
 
@@ -47,14 +49,14 @@ def module_lacks(module: str, name: str) -> bool:
         return False
     importlib.import_module(_ASKED[module.split(".")[0]])  # fixed names, which the checker imports anyway
     loaded = sys.modules.get(module)  # never imported on the candidate's say: the checker runs in the verifier
-    if not isinstance(loaded, ModuleType):
-        return False
+    if type(loaded) is not ModuleType:
+        return False  # a ModuleType subclass (torch.backends.cudnn's PropModule) answers from its class
     namespace = vars(loaded)
     if name in namespace or "__getattr__" in namespace:
         return False
     try:
         return importlib.util.find_spec(f"{module}.{name}") is None
-    except (ImportError, ValueError):
+    except Exception:  # noqa: BLE001 - any failure (torch.classes raises TypeError): not known absent
         return False
 
 

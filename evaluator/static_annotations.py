@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from evaluator.static_chains import is_module
 from evaluator.static_model import resolve
 from evaluator.static_rules import ALLOWED_DUNDERS, DANGEROUS_BUILTINS, classify_name
 from kernelevo import pyast
@@ -21,11 +22,74 @@ def _is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
-def check_annotation(expr: ast.AST, aliases: dict[str, str], report: Report) -> None:
-    """Annotations are code to typing, torch.library and dataclasses: only plain type expressions."""
+_TYPING_ROOTS = ("typing.", "collections.abc.")
+
+
+_BUILTIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "complex", "list", "dict", "tuple", "set",
+                            "frozenset", "type", "object"})  # a file may not rebind a builtin's name (static_shadowing)
+
+
+def _plain_type(node: ast.AST, aliases: dict[str, str]) -> bool:
+    """None, a builtin type, a typing / collections.abc name or a module (each answers ``|`` with a union or a
+    TypeError, keeping nothing), a subscript of one, or a ``|`` of those."""
+    if isinstance(node, ast.Constant):
+        return node.value is None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _plain_type(node.left, aliases) and _plain_type(node.right, aliases)
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Name) and node.id not in aliases:
+        return node.id in _BUILTIN_TYPES
+    dotted = resolve(node, aliases) or ""
+    return dotted.startswith(_TYPING_ROOTS) or "." not in dotted and bool(dotted) or is_module(dotted)
+
+
+def _module_as_value(tree: ast.AST, aliases: dict[str, str], stored: bool) -> str | None:
+    """A module named in ``tree`` where its value can reach running code, or None.
+
+    A module may stand at the start of a dotted name (``torch.Tensor``). In a stored annotation (a class body's or
+    the module's variable annotations: ``dataclasses.fields(C)[0].type`` hands them back) nowhere else. In a
+    parameter or return annotation (never read back: ``__annotations__``, ``typing.get_type_hints`` and
+    ``inspect.signature``'s annotations are refused) it may also be the whole annotation, a ``|`` operand or an
+    element of a ``typing`` / ``collections.abc`` subscript, but never an element given to any other object
+    (``SEEN[shutil]`` with ``SEEN`` a defaultdict makes the module a key when the annotation is evaluated)."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for sub in ast.walk(tree):
+        if not isinstance(sub, ast.Name | ast.Attribute) or isinstance(parents.get(id(sub)), ast.Attribute):
+            continue
+        dotted = resolve(sub, aliases)
+        if dotted is None or not ("." not in dotted or is_module(dotted)):
+            continue  # a dotless import is always a module (``import shutil``)
+        if stored:
+            return dotted
+        node: ast.AST = sub
+        parent = parents.get(id(sub))
+        while parent is not None and not isinstance(parent, ast.Expression):
+            if isinstance(parent, ast.Subscript):
+                if parent.value is node or not (resolve(parent.value, aliases) or "").startswith(_TYPING_ROOTS):
+                    return dotted
+            elif isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.BitOr):
+                other = parent.right if parent.left is node else parent.left
+                if not _plain_type(other, aliases):
+                    return dotted  # ``X | module`` hands the module to X's ``__or__``
+            elif not isinstance(parent, ast.Tuple | ast.List):
+                return dotted
+            node, parent = parent, parents.get(id(parent))
+    return None
+
+
+def check_annotation(expr: ast.AST, aliases: dict[str, str], report: Report, *, stored: bool = True) -> None:
+    """Annotations are code to typing, torch.library and dataclasses: only plain type expressions, where a module
+    stands only where its value reaches no running code (:func:`_module_as_value`); ``stored``: a class body's or
+    the module's variable annotation, which running code can read back."""
+    module = _module_as_value(expr, aliases, stored)
+    if module is not None:
+        report("banned-import", expr, f"annotation hands module `{module}` over as a value (annotations are "
+               f"evaluated, and may subscript or call any object); name a type in it such as `{module}.Name`")
+        return
     for sub in ast.walk(expr):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            _check_string_annotation(sub, sub.value, aliases, report)
+            _check_string_annotation(sub, sub.value, aliases, report, stored)
         elif not isinstance(sub, _ANNOTATION_NODES) or (isinstance(sub, ast.BinOp) and
                                                        not isinstance(sub.op, ast.BitOr)):  # fmt: skip
             report("dangerous-builtin", sub, "annotation holds code (typing, torch.library and dataclasses "
@@ -33,11 +97,17 @@ def check_annotation(expr: ast.AST, aliases: dict[str, str], report: Report) -> 
             return
 
 
-def _check_string_annotation(node: ast.Constant, text: str, aliases: dict[str, str], report: Report) -> None:
+def _check_string_annotation(node: ast.Constant, text: str, aliases: dict[str, str], report: Report,
+                             stored: bool) -> None:
     try:
         parsed = pyast.parse_expression(text.strip())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return  # not an expression: nothing will evaluate it as one (a docstring-like literal)
+    module = _module_as_value(parsed, aliases, stored)
+    if module is not None:
+        report("banned-import", node, f"string annotation hands module `{module}` over as a value (typing and "
+               f"torch.library evaluate it); name a type in it such as \"{module}.Name\"")
+        return
     for sub in ast.walk(parsed):
         bad = not isinstance(sub, (*_ANNOTATION_NODES, ast.Expression)) or (
             isinstance(sub, ast.BinOp) and not isinstance(sub.op, ast.BitOr))

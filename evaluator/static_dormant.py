@@ -20,10 +20,13 @@ An import is dormant when it stands at module level (``import m`` / ``from m imp
 * each name is read (an import nothing reads serves nothing: remove it), and every read is in code that never
   runs (``evaluator.static_liveness``): the body or the annotations of a module-level function or method nothing
   running refers to (annotations are never called, and are kept only in ``__annotations__``, which refused dunder
-  access reads back), or the base list of a module-level class that no code names at all (outside annotations),
-  that has no decorator or keyword (no metaclass): deriving from a class runs none of its methods, and no instance
-  of the new class is ever made. Decorators and default values of such a function run at definition, so a read
-  there is a read by running code.
+  access reads back; but without ``from __future__ import annotations`` a parameter or return annotation is
+  evaluated when the ``def`` runs, so a read there counts only when the annotation is the plain dotted name itself:
+  ``SEEN[shutil]`` hands the module to ``SEEN``), or the base list of a module-level class that no code names at all
+  (outside parameter and return annotations), that has no decorator or keyword (no metaclass) and whose bases are
+  all plain dotted names (a base expression runs with the class statement): deriving from a class runs none of its
+  methods, and no instance of the new class is ever made. Decorators and default values of such a function run at
+  definition, so a read there is a read by running code.
 
 A name read by running code anywhere keeps the import refused, with the rest of that code's findings.
 """
@@ -35,7 +38,7 @@ import sys
 from collections.abc import Callable
 
 from evaluator.static_model import ModuleModel
-from evaluator.static_uses import in_annotation
+from evaluator.static_uses import in_annotation, in_inert_annotation
 
 # Standard-library modules that do something when imported (open a browser, print, start a GUI or a shell).
 _ACTING_ON_IMPORT = frozenset({"antigravity", "this", "__hello__", "__phello__", "idlelib", "turtle", "turtledemo",
@@ -92,9 +95,19 @@ def _named_in_strings(tree: ast.Module, parents: dict[int, ast.AST]) -> set[str]
     return words
 
 
+def _signature_annotations(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+    args = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg]
+    return [a.annotation for a in args if a is not None and a.annotation is not None] + ([fn.returns] if fn.returns
+                                                                                          else [])
+
+
 def _dead_body_reads(tree: ast.Module, model: ModuleModel, live: set[str]) -> set[int]:
-    """ids of the Name nodes in the bodies and annotations of module-level functions and methods that never run."""
+    """ids of the Name nodes in the bodies and annotations of module-level functions and methods that never run.
+    Without ``from __future__ import annotations`` a parameter or return annotation is evaluated when the ``def``
+    runs, and may hand what it names to running code (``SEEN[shutil]`` makes the module a key of a dict): a read there
+    counts only when the annotation is the plain dotted name itself (``mesh: DeviceMesh``)."""
     out: set[int] = set()
+    future = _future_annotations(tree)
 
     def take(fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str) -> None:
         if model.functions.get(key) is not fn or key in live:
@@ -102,6 +115,9 @@ def _dead_body_reads(tree: ast.Module, model: ModuleModel, live: set[str]) -> se
         running = {id(n) for part in [*fn.decorator_list, *fn.args.defaults,
                                       *(d for d in fn.args.kw_defaults if d is not None)]
                    for n in ast.walk(part)}  # fmt: skip
+        if not future:
+            running.update(id(n) for part in _signature_annotations(fn) if not _dotted_name(part)
+                           for n in ast.walk(part))  # fmt: skip
         out.update(id(n) for n in ast.walk(fn) if isinstance(n, ast.Name) and id(n) not in running)
 
     for stmt in tree.body:
@@ -114,19 +130,32 @@ def _dead_body_reads(tree: ast.Module, model: ModuleModel, live: set[str]) -> se
     return out
 
 
+def _future_annotations(tree: ast.Module) -> bool:
+    """The module has ``from __future__ import annotations`` (its annotations stay strings nothing here evaluates)."""
+    return any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations"
+               for a in s.names) for s in tree.body)  # fmt: skip
+
+
+def _dotted_name(node: ast.AST) -> bool:
+    """``name`` or ``name.attr.attr``: a plain (dotted) name, nothing called, bound or chosen."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
 def _unnamed_class_bases(tree: ast.Module, model: ModuleModel, live: set[str]) -> set[int]:
     """ids of the base expressions' Name nodes of module-level classes no code names (annotations aside), without
-    decorators or keywords, none of whose methods runs."""
+    decorators or keywords, none of whose methods runs, whose bases are all plain dotted names."""
     named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-             and not in_annotation(n, model.parents)}  # fmt: skip
+             and not in_inert_annotation(n, model.parents)}  # fmt: skip
     out: set[int] = set()
     for stmt in tree.body:
         if not isinstance(stmt, ast.ClassDef) or model.classes.get(stmt.name) is not stmt:
             continue
         if stmt.name in named or stmt.decorator_list or stmt.keywords:
             continue
-        if any(k.startswith(stmt.name + ".") for k in live):
-            continue
+        if any(k.startswith(stmt.name + ".") for k in live) or not all(_dotted_name(b) for b in stmt.bases):
+            continue  # a base expression runs when the class statement does: only plain names read nothing
         out.update(id(n) for base in stmt.bases for n in ast.walk(base) if isinstance(n, ast.Name))
     return out
 
@@ -173,9 +202,7 @@ def type_checking_names(tree: ast.Module, resolve: Callable[[ast.AST], str | Non
     a NameError, never the object. fla's cross entropy imports ``ProcessGroup`` so for its ``process_group:
     ProcessGroup | None`` parameters. Only reads in annotations are accepted (the visitor); any other read is judged
     as a read of what the import names."""
-    future = any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations"
-                 for a in s.names) for s in tree.body)  # fmt: skip
-    if not future:
+    if not _future_annotations(tree):
         return set()
     guarded: set[int] = set()
     names: set[str] = set()

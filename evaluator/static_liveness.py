@@ -34,8 +34,10 @@ so three kinds of code can never run there, and the checker knows which:
   and so are its decorators, which then wrap a function nobody calls (the visitor exempts them only when their
   arguments are constants: a decorator's arguments run at definition).
 
-Methods run without being named in two cases, so they are always live: every method of a class that has a class
-decorator (it is handed the class and may call any of them), and sunder hooks (``_missing_``,
+Methods run without being named in three cases, so they are always live: every method of a class that has a class
+decorator (it is handed the class and may call any of them), every method of an ``enum`` class or a class with a
+``metaclass=`` keyword, or of one deriving from such a class of the module (the class statement makes each member
+and calls its ``__init__``; a metaclass may call anything), and sunder hooks (``_missing_``,
 ``_generate_next_value_``) that a library calls by name.
 
 Which rules are lifted there is the visitor's decision (``evaluator.static_visitor``).
@@ -48,9 +50,9 @@ from collections.abc import Callable, Iterator
 
 from evaluator.static_library import custom_op_key
 from evaluator.static_model import ModuleModel, resolve
-from evaluator.static_paths import module_bases
+from evaluator.static_paths import made_at_definition, module_bases
 from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
-from evaluator.static_uses import Use, in_annotation, use_of
+from evaluator.static_uses import Use, in_inert_annotation, use_of
 
 Resolve = Callable[[ast.AST], "str | None"]
 DTENSOR = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tensor._api.DTensor"})
@@ -165,7 +167,7 @@ class _Liveness:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 if n.id in model.functions:
                     self.mark(n.id)
-                elif n.id in model.classes and not in_annotation(n, model.parents):
+                elif n.id in model.classes and not in_inert_annotation(n, model.parents):
                     self.mark_class(n.id)
                 instance = model.instances.get(n.id, "")
                 if instance.startswith("class:"):
@@ -200,7 +202,8 @@ class _Liveness:
                     if isinstance(item, _FUNCTION) and model.functions.get(key) is item:
                         for part in _signature_parts(item):
                             self.refs(part)
-                        if not inert_decorators(item, model) or stmt.decorator_list or _hook_name(item.name):
+                        if not inert_decorators(item, model) or stmt.decorator_list or _hook_name(item.name) \
+                                or made_at_definition(model, stmt.name):
                             self.mark(key)  # a class decorator gets the class (and may call any method of it)
                     else:
                         self.refs(item)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from evaluator.static_library import WRAP_TRITON, custom_op_key
 from evaluator.static_model import FunctionNode, ModuleModel, binding_key, const_getattr, resolve
-from evaluator.static_uses import in_annotation
+from evaluator.static_uses import in_inert_annotation
 
 
 def module_bases(model: ModuleModel, cls: str) -> list[str]:
@@ -31,6 +31,21 @@ def module_bases(model: ModuleModel, cls: str) -> list[str]:
         out.append(name)
         todo.extend(b.id for b in node.bases if isinstance(b, ast.Name))
     return out or [cls]
+
+
+def made_at_definition(model: ModuleModel, cls: str) -> bool:
+    """``cls`` (or one of the module's own classes it derives from) is an ``enum`` class, whose class statement makes
+    every member (an instance, kept by the class and by whatever its ``__init__`` stores it in), or has an explicit
+    ``metaclass=``, which may call any method or make instances when the class is made."""
+    for owner in module_bases(model, cls):
+        node = model.classes.get(owner)
+        if not isinstance(node, ast.ClassDef):
+            continue
+        if any(k.arg == "metaclass" for k in node.keywords):
+            return True
+        if any((resolve(b, model.aliases) or "").startswith("enum.") for b in node.bases):
+            return True
+    return False
 
 
 def _class_methods(model: ModuleModel, cls: str) -> list[str]:
@@ -50,7 +65,7 @@ def callees(model: ModuleModel, key: str) -> set[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in model.functions:
                 out.add(node.id)
-            elif node.id in model.classes and not in_annotation(node, model.parents):
+            elif node.id in model.classes and not in_inert_annotation(node, model.parents):
                 out.update(_class_methods(model, node.id))
             instance = model.instances.get(node.id, "")
             if instance.startswith("class:"):
@@ -131,10 +146,11 @@ def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
     ``self.fn = launch`` in ``__init__``, ``OPS = {"a": helper}`` or ``partial(helper)`` can run from
     the forward path through names the checker cannot follow. Base classes, decorators, arguments of
     ``super``/``isinstance``/``type``, ``self.apply(init_fn)`` (nn.Module.apply, run once while
-    building), classes named in annotations and a class whose method is called where it stands inside a
-    function (``Cls.apply(...)``: the call runs when that function runs, which :func:`callees` follows; fla's
-    ``layer_norm_linear``, which nothing calls, does not make ``LayerNormLinearFunction.forward`` a root) are
-    not stored references.
+    building), classes named in annotations that are never evaluated, and an autograd Function whose
+    ``Cls.apply(...)`` is called where it stands inside a function (any other method, a classmethod factory among
+    them, may hand out an instance, so the class stays a root; the call runs when that function runs, which
+    :func:`callees` follows; fla's ``layer_norm_linear``, which nothing calls, does not make
+    ``LayerNormLinearFunction.forward`` a root) are not stored references.
     """
     skip: set[int] = set()
     functions = {id(f) for f in model.functions.values() if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
@@ -149,19 +165,20 @@ def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
             backward = _backward_argument(model, node)
             if backward is not None:
                 skip.add(id(backward))
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in model.classes \
-                    and _inside_function(node, model, functions):
+            if isinstance(func, ast.Attribute) and func.attr == "apply" and isinstance(func.value, ast.Name) \
+                    and func.value.id in model.autograd_functions and _inside_function(node, model, functions):
                 skip.add(id(func.value))  # Cls.apply(...) in a function: runs when it runs (callees follows it)
         elif isinstance(node, ast.ClassDef):
             skip.update(id(b) for b in node.bases)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             skip.update(id(d) for d in node.decorator_list)
-    roots: list[str] = []
+    # an enum's members (and what a metaclass makes) exist from the class statement on, wherever they are kept
+    roots = [m for cls in model.classes if made_at_definition(model, cls) for m in _class_methods(model, cls)]
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in skip:
             if node.id in model.functions:
                 roots.append(node.id)
-            elif node.id in model.classes and not in_annotation(node, model.parents):
+            elif node.id in model.classes and not in_inert_annotation(node, model.parents):
                 # a stored class runs its methods, not (again) its __init__
                 roots.extend(m for m in _class_methods(model, node.id) if not m.endswith(".__init__"))
     return roots

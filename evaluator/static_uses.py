@@ -59,6 +59,27 @@ def in_annotation(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
     return False
 
 
+def in_inert_annotation(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """``node`` is (part of) an annotation whose value running code never gets back: a parameter or return
+    annotation, or a variable annotation inside a function (never evaluated). A variable annotation in a class body
+    (or at module level) is a run-time value: ``dataclasses.fields(C)[0].type`` (NamedTuple, TypedDict alike) hands
+    back the class it names, so a class named there is referred to."""
+    if not in_annotation(node, parents):
+        return False
+    child, parent = node, parents.get(id(node))
+    while not (isinstance(parent, ast.AnnAssign) and parent.annotation is child):
+        if isinstance(parent, ast.arg | ast.FunctionDef | ast.AsyncFunctionDef) or parent is None:
+            return True  # a parameter or return annotation
+        child, parent = parent, parents.get(id(parent))
+    while parent is not None:
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return True
+        if isinstance(parent, ast.ClassDef):
+            return False
+        parent = parents.get(id(parent))
+    return False  # module level
+
+
 def use_of(node: ast.AST, parents: dict[int, ast.AST]) -> Use:  # noqa: C901 - one case per parent kind
     """The position ``node`` stands in (see :class:`Use`)."""
     parent = parents.get(id(node))

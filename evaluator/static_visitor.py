@@ -63,7 +63,7 @@ from evaluator.static_rules import (
     torch_computes,
     why_module,
 )
-from evaluator.static_uses import Use, enclosing_scope, in_annotation, name_loads, use_of
+from evaluator.static_uses import Use, enclosing_scope, in_annotation, in_inert_annotation, name_loads, use_of
 from kernelevo import pyast
 
 Report = Callable[[str, ast.AST, str], None]
@@ -373,10 +373,10 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg,
                         node.args.kwarg]:  # fmt: skip
                 if arg is not None and arg.annotation is not None:
-                    check_annotation(arg.annotation, self.model.aliases, self.report)
+                    check_annotation(arg.annotation, self.model.aliases, self.report, stored=False)
                     self.visit(arg.annotation)
             if node.returns is not None:
-                check_annotation(node.returns, self.model.aliases, self.report)
+                check_annotation(node.returns, self.model.aliases, self.report, stored=False)
                 self.visit(node.returns)
         saved = (self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars, self._none,
                  self._bookkeeping)  # fmt: skip
@@ -440,7 +440,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _visit_comprehension
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        check_annotation(node.annotation, self.model.aliases, self.report)
+        check_annotation(node.annotation, self.model.aliases, self.report,
+                         stored=not in_inert_annotation(node.annotation, self.parents))
         self.generic_visit(node)
 
     # -- imports ---------------------------------------------------------------------------------

@@ -980,3 +980,133 @@ def test_redteam_absent_attribute_check_imports_nothing_on_the_candidates_say():
     assert any(rule == "patching" for rule, _ in found), found
     found = _rules(make(module="if hasattr(torch._dynamo, 'no_such_name'):\n    torch._dynamo.config = None\n"))
     assert any(rule in ("patching", "private-api") for rule, _ in found), found
+
+
+# -- red team s9f (tests/candidates/manifest.d/redteam_s9f.yaml): the relaxations above, each defeated once --------
+
+_FIELD_BACKEND = ("import dataclasses\nimport typing\n\nclass Backend:\n    def rows(self, x):\n"
+                  "        with torch.utils._python_dispatch._disable_current_modes():\n"
+                  "            return torch.softmax(x, dim=-1)\n\n")
+CLASS_BODY_ANNOTATION_ATTACKS = {
+    # a class-body annotation is a run-time value (Field.type, NamedTuple/TypedDict annotations): the class is named
+    "a dataclass field's type": dict(module=_FIELD_BACKEND + "@dataclasses.dataclass\nclass Config:\n"
+                                                             "    backend: Backend = None\n",
+                                     body="y = dataclasses.fields(Config)[0].type().rows(x)"),
+    "a NamedTuple field's type": dict(module=_FIELD_BACKEND + "class Config(typing.NamedTuple):\n"
+                                                              "    backend: Backend\n",
+                                      body="y = typing.get_args(list[Config])[0]"),
+    "a module-level variable annotation": dict(module=_FIELD_BACKEND + "KIND: Backend = None\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(CLASS_BODY_ANNOTATION_ATTACKS.values()), ids=list(CLASS_BODY_ANNOTATION_ATTACKS))
+def test_redteam_a_class_named_in_a_class_body_annotation_is_referred_to(case):
+    found = _rules(make(**case))
+    assert any(rule in ("private-api", "torch-compute") for rule, _ in found), found
+
+
+_ENUM_MEMBER = ("import enum\n\nBACKENDS = []\n\nclass Precision({base}):\n    IEEE = 'ieee'\n\n"
+                "    def __init__(self, value):\n        BACKENDS.append(self)\n\n"
+                "    def rows(self, x):\n        return {work}\n")
+MADE_AT_DEFINITION_ATTACKS = {
+    # an enum's class statement makes its members (calling __init__); a metaclass may call anything
+    "an Enum member's private API": dict(module=_ENUM_MEMBER.format(
+        base="enum.Enum", work="torch.utils._python_dispatch._disable_current_modes()")),
+    "an Enum member's torch compute from forward": dict(module=_ENUM_MEMBER.format(
+        base="enum.Enum", work="torch.softmax(x, dim=-1)"), body="y = BACKENDS[0].rows(x)"),
+    "through the module's own enum base": dict(module="import enum\n\nclass Base(enum.IntEnum):\n    pass\n\n"
+                                               + _ENUM_MEMBER.format(base="Base", work="torch._C._get_tracing_state()")
+                                               .replace("'ieee'", "1").replace("import enum\n\n", "")),
+    "a class with a metaclass keyword": dict(module="class Probe(metaclass=type):\n    def rows(self, x):\n"
+                                                    "        return torch._C._get_tracing_state()\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(MADE_AT_DEFINITION_ATTACKS.values()), ids=list(MADE_AT_DEFINITION_ATTACKS))
+def test_redteam_methods_of_classes_made_at_definition_are_live(case):
+    found = _rules(make(**case))
+    assert any(rule in ("private-api", "torch-compute") for rule, _ in found), found
+
+
+BASE_LIST_ATTACKS = {
+    # base expressions run when the class statement does: only a plain dotted name reads nothing
+    "a walrus in a conditional base": "from pathlib import Path\n\n"
+                                      "class _Probe(object if (SEEN := Path.home() == Path('/x')) else object):\n"
+                                      "    pass\n",
+    "a call in the base list": "import shutil\n\nclass _Probe(type(shutil.which('gcc'))):\n    pass\n",
+    "a subscript in the base list": "import shutil\n\nBASES = {}\n\nclass _Probe(BASES.get(shutil, object)):\n"
+                                    "    pass\n",
+}
+
+
+@pytest.mark.parametrize("module", list(BASE_LIST_ATTACKS.values()), ids=list(BASE_LIST_ATTACKS))
+def test_redteam_a_base_list_that_runs_code_reads_the_import(module):
+    found = _rules(make(module=module))
+    assert any(rule in ("banned-import", "dangerous-builtin") for rule, _ in found), found
+
+
+ANNOTATION_MODULE_ATTACKS = {
+    # an evaluated annotation hands a module it subscripts into to that object (a defaultdict keeps it as a key)
+    "a dormant import as a dead function's annotation key": ("import collections\nimport shutil\n\n"
+                                                             "SEEN = collections.defaultdict(int)\n\n"
+                                                             "def probe(path: SEEN[shutil]) -> bool:\n"
+                                                             "    return shutil.which(path) is not None\n"),
+    "an allowed module as a live function's annotation key": ("import collections\nimport typing\n\n"
+                                                              "SEEN = collections.defaultdict(int)\n\n"
+                                                              "def probe(path: SEEN[typing]) -> bool:\n"
+                                                              "    return path is not None\n\nPROBES = [probe]\n"),
+    "in a string annotation": ("import collections\nimport typing\n\nSEEN = collections.defaultdict(int)\n\n"
+                               "def probe(path: 'SEEN[typing]') -> bool:\n    return path is not None\n\n"
+                               "PROBES = [probe]\n"),
+    "a module in a dataclass field's type": ("import dataclasses\nimport typing\n\n@dataclasses.dataclass\n"
+                                             "class Config:\n    lib: list[typing] = None\n"),
+    "a module as a dataclass field's type": ("import dataclasses\nimport typing\n\n@dataclasses.dataclass\n"
+                                             "class Config:\n    lib: typing = None\n"),
+    "a module as an operand of another object's |": ("import collections\nimport typing\n\n"
+                                                      "SEEN = collections.defaultdict(int)\n\n"
+                                                      "def probe(path: SEEN | typing) -> bool:\n"
+                                                      "    return path is not None\n\nPROBES = [probe]\n"),
+    "a dormant import in a typing subscript (evaluated at definition)": ("import shutil\nimport typing\n\n"
+                                                                         "def unused(p: typing.Optional[shutil]):\n"
+                                                                         "    return shutil.which(p)\n"),
+}
+
+
+@pytest.mark.parametrize("module", list(ANNOTATION_MODULE_ATTACKS.values()), ids=list(ANNOTATION_MODULE_ATTACKS))
+def test_redteam_a_module_handed_over_by_an_annotation_is_refused(module):
+    found = _rules(make(module=module))
+    assert any(rule == "banned-import" for rule, _ in found), found
+
+
+def test_modules_in_plain_type_annotations_are_accepted():
+    """fla's dispatch helpers: ``F`` is a TypeVar and, later in the pasted file, ``torch.nn.functional``; a module
+    standing in a parameter annotation's union or typing subscript reaches nothing that keeps it."""
+    module = ("import typing\nfrom collections.abc import Callable\n\nF = typing.TypeVar('F', bound=Callable)\n\n"
+              "def wrap(fn: F | str, keep: Callable[[F], F] | None = None) -> typing.Optional[F]:\n    return None\n\n"
+              "WRAPS = [wrap]\n\nimport torch.nn.functional as F\n")
+    assert _rules(make(module=module)) == []
+
+
+def test_redteam_a_module_type_subclass_is_never_judged_to_lack_a_name():
+    """torch.backends.cudnn is a ModuleType subclass whose names live on its class; torch.classes raises TypeError from
+    find_spec: both fail closed (the branch is live)."""
+    from evaluator.static_absent import module_lacks
+
+    assert not module_lacks("torch.backends.cudnn", "is_available")
+    assert not module_lacks("torch.backends.cudnn", "no_such_name")
+    assert not module_lacks("torch.classes", "no_such_name")
+    module = ("def rows(x):\n    if hasattr(torch.backends.cudnn, 'is_available'):\n"
+              "        with torch.utils._python_dispatch._disable_current_modes():\n"
+              "            return torch.softmax(x, dim=-1)\n    return x\n")
+    found = _rules(make(module=module, body="y = rows(x)"))
+    assert any(rule in ("private-api", "torch-compute") for rule, _ in found), found
+
+
+def test_redteam_a_classmethod_factory_called_in_a_function_keeps_the_class_a_root():
+    """Only ``Fn.apply(...)`` of the module's autograd Functions inside a def is no stored reference: a classmethod
+    factory hands out an instance whose methods forward may call through a list."""
+    module = ("KEEP = []\n\nclass Backend:\n    @classmethod\n    def make(cls):\n        return cls()\n\n"
+              "    def rows(self, x):\n        return torch.softmax(x, dim=-1)\n\n"
+              "def _register():\n    KEEP.append(Backend.make())\n\n_register()\n")
+    found = _rules(make(module=module, body="y = KEEP[0].rows(x)"))
+    assert any(rule == "torch-compute" and "softmax" in message for rule, message in found), found
