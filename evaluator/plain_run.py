@@ -177,11 +177,17 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         reply_sent = ran.get("sent")
         sent: dict[str, Any] = reply_sent if isinstance(reply_sent, dict) else {}
         channel = OutputChannel(worker, secrets.randbits(62))
+        refused = ran.get("varied_refused")
+        if refused:  # ModelNew raised for other constructor arguments: loud, and the dispatcher pins the verified ones
+            why = str(refused)[:200]
+            evidence.setdefault("flags", []).append(f"ModelNew refuses other constructor arguments ({why}); "
+                                                    "KernelEvo's dispatcher uses it only with the verified ones")
         for kind, phase in PHASES.items():
             judged = [Judged(name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
                              {"file": str(worker.outbox / f"{name}.raw"), "raw": _described(sent, name)},
                              group=c.kept_group, varied_init=c.varied_init, near=c.near)
-                      for c in calls if c.judged and c.kind == kind for name in (c.name, f"{c.name}-end")]
+                      for c in calls if c.judged and c.kind == kind and not (refused and c.varied_init)
+                      for name in (c.name, f"{c.name}-end")]
             if judged:
                 judge_outputs(session, channel, judged, evidence, phase)
     except StopEvaluation as stop:

@@ -57,6 +57,7 @@ class PlainRunner:
         self.outbox = self.private / "outbox"
         self.home = Path(os.environ.get("HOME") or self.private / "home")
         self.models: list[torch.nn.Module] = []  # built with the task's constructor arguments, then other ones
+        self.varied_refused: str | None = None  # why ModelNew refused other constructor arguments (raised)
         self._candidate_seen = False
         # Bound before the candidate exists: C functions the hand-over calls (never looked up again).
         self._tensor, base = torch.Tensor, torch._C.TensorBase  # base: torch's C tensor type
@@ -104,7 +105,12 @@ class PlainRunner:
             cls = getattr(module, "ModelNew", None)
             if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
                 raise Rejection("compile_error", "the candidate defines no `class ModelNew(nn.Module)`")
-            self.models = [self._build(cls, init, int(req.get("init_seed", 0))) for init in inits]
+            self.models = [self._build(cls, inits[0], int(req.get("init_seed", 0)))]
+            if len(inits) > 1:  # other constructor arguments: refusing them loudly is allowed (see run)
+                try:
+                    self.models.append(self._build(cls, inits[1], int(req.get("init_seed", 0))))
+                except Exception as exc:  # noqa: BLE001
+                    self.varied_refused = f"{type(exc).__name__}: {str(exc)[:200]}"
         except Rejection:
             raise
         except Exception as exc:
@@ -144,7 +150,10 @@ class PlainRunner:
             values = [v.to(self.device).contiguous().clone() if isinstance(v, torch.Tensor) else v
                       for v in inputs[int(call["input"])]]
             mode = self._modes.get(str(call.get("autograd", "no_grad")), torch.no_grad)
-            model = self.models[-1] if call.get("varied_init") else self.models[0]
+            varied = bool(call.get("varied_init"))
+            if varied and (self.varied_refused or len(self.models) < 2):
+                continue  # it refused the other arguments: not judged (the dispatcher pins the verified ones)
+            model = self.models[-1] if varied else self.models[0]
             try:
                 self._train(model, bool(call.get("training")))
                 self._fill_grads(model, bool(call.get("grads")))
@@ -156,6 +165,9 @@ class PlainRunner:
             except Rejection:
                 raise
             except Exception as exc:
+                if varied:  # a loud refusal of other constructor arguments, not a wrong answer
+                    self.varied_refused = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    continue
                 raise Rejection("crashed", f"{where} raised {type(exc).__name__}: {str(exc)[:300]} (the same "
                                            "inputs passed in the guarded process: a kernel that behaves "
                                            "differently when it is not observed)") from exc
@@ -173,7 +185,7 @@ class PlainRunner:
         self._synchronize()
         for name, outs in kept:
             sent[f"{name}-end"] = self._hand_over(outs, self.outbox / f"{name}-end.raw", f"{name} after the last call")
-        return {"ok": True, "sent": sent}
+        return {"ok": True, "sent": sent, "varied_refused": self.varied_refused}
 
     def _fill_grads(self, model: torch.nn.Module, filled: bool) -> None:
         """The trainable parameters' ``.grad``: random values as a training step leaves them, or none."""
