@@ -222,11 +222,13 @@ class EvaluationSession:
             worker = self._prefetched.pop(_source_key(source), None)
         from evaluator.plain_run import spawn_plain
 
-        plain = spawn_plain(self) if self.options.plain_run else None  # it starts while the guarded run goes on
+        # Started while the guarded run goes on where processes are started ahead (a GPU host); on a small CPU machine
+        # it would compete for the cores, and a rejected candidate never needs it: started on acceptance there.
+        plain = spawn_plain(self) if self.options.plain_run and self.starts_ahead() else None
         try:
             verdict = run_candidate(self, source, evidence, report, prefetched=worker)
             verdict.overhead["static_s"] = static_s
-            if plain is not None and verdict.accepted:
+            if self.options.plain_run and verdict.accepted:
                 verdict = self.confirm_plain(source, verdict, plain)
         finally:
             if plain is not None:
@@ -268,10 +270,9 @@ class EvaluationSession:
         from evaluator.run_candidate import send_load
         from evaluator.static_check import check_source
 
-        enabled = self.options.prefetch if self.options.prefetch is not None else self.device == "cuda"
         key = _source_key(source)
         with self._lock:
-            if not enabled or key in self._prefetched:
+            if not self.starts_ahead() or key in self._prefetched:
                 return
         report = check_source(source, name or "candidate", allow_torch=self.plan.get("allow_ops", []))
         if report.syntax_error is not None or (self.options.static_checks and report.violations):
@@ -282,6 +283,11 @@ class EvaluationSession:
             while len(self._prefetched) >= MAX_PREFETCHED:  # the oldest was never asked for (a duplicate, say)
                 self._prefetched.pop(next(iter(self._prefetched))).kill()
             self._prefetched[key] = worker
+
+    def starts_ahead(self) -> bool:
+        """Whether processes for what comes next start while the current evaluation runs (``options.prefetch``;
+        None: on CUDA only, since on a small CPU machine the overlap just competes for cores)."""
+        return self.options.prefetch if self.options.prefetch is not None else self.device == "cuda"
 
     def _drop_prefetched(self, source: str) -> None:
         with self._lock:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from evaluator.static_environ import ENVIRON
 from evaluator.static_fold import Lookup, Resolve, fold_strings
 
 Report = Callable[[str, ast.AST, str], None]
@@ -23,7 +24,6 @@ IDENTITY = frozenset({
 })
 IDENTITY_PREFIXES = ("SSH_", "XDG_", "SUDO_", "KERNELEVO")
 READERS = frozenset({"os.environ.get", "os.getenv"})
-ENVIRON = "os.environ"
 
 
 def is_identity(name: str) -> bool:

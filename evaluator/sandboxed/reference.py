@@ -400,14 +400,20 @@ class ReferenceRunner:
             native_model, ref_model = self.varied_models
             cases = taskspec.generate_cases(self.task, self.small, seed, self.dists.get(seed, "task"))
             for k, case in enumerate(cases):
-                inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in case]
-                native = self._forward(native_model, inputs, f"case {k}, seed {seed}, other constructor arguments")
-                ref = native if ref_model is None else \
-                    self._forward(ref_model, [_to_precision(v, torch.float64) for v in inputs], "")
-                base = self.base_tolerance.get(k) or []
-                self.varied_refs[(k, seed)] = ([r.detach() for r in ref],
-                                               [cmp.widened(t, n, r) for t, n, r in zip(base, native, ref)])
+                self.varied_refs[(k, seed)] = self._answers(native_model, ref_model, case, k,
+                                                            f"case {k}, seed {seed}, other constructor arguments")
         return self.varied_refs[(ci, seed)]
+
+    def _answers(self, native_model: torch.nn.Module, ref_model: torch.nn.Module | None, inputs: list[Any], ci: int,
+                 where: str) -> tuple[list[torch.Tensor], list[cmp.Tolerance]]:
+        """Case ``ci``'s answers on ``inputs`` (float64 where ``ref_model`` is, else the native model's), with its
+        tolerances widened from the native model's own error on them."""
+        placed = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in inputs]
+        native = self._forward(native_model, placed, where)
+        ref = native if ref_model is None else \
+            self._forward(ref_model, [_to_precision(v, torch.float64) for v in placed], "")
+        base = self.base_tolerance.get(ci) or []
+        return [r.detach() for r in ref], [cmp.widened(t, n, r) for t, n, r in zip(base, native, ref)]
 
     def near_duplicate(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """An input set like case ``req["case"]``'s under ``req["seed"]`` with a few of its floating values moved
@@ -417,15 +423,10 @@ class ReferenceRunner:
         ci, seed, key = int(req["case"]), int(req["seed"]), int(req["key"])
         case = taskspec.generate_case(self.task, self.small, seed, self.dists.get(seed, "task"), ci)
         inputs = near_duplicate_inputs(case, key, self.task.keep_inputs)
-        placed = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in inputs]
-        native = self._forward(self.model_native, placed, f"case {ci}, seed {seed}, a near-duplicate input set")
-        ref = native if self.model_ref is None else \
-            self._forward(self.model_ref, [_to_precision(v, torch.float64) for v in placed], "")
-        base = self.base_tolerance.get(ci) or []
         while len(self.near_refs) >= MAX_NEAR_KEPT:  # an earlier evaluation's, long judged
             self.near_refs.pop(next(iter(self.near_refs)))
-        self.near_refs[(ci, seed, key)] = ([r.detach() for r in ref],
-                                           [cmp.widened(t, n, r) for t, n, r in zip(base, native, ref)])
+        self.near_refs[(ci, seed, key)] = self._answers(self.model_native, self.model_ref, inputs, ci,
+                                                        f"case {ci}, seed {seed}, a near-duplicate input set")
         return {"ok": True, "file": self._write_inputs(inputs)}
 
     def _forward(self, model: torch.nn.Module, inputs: list[Any], where: str) -> list[torch.Tensor]:

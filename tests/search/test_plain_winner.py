@@ -37,7 +37,7 @@ def test_a_winner_right_only_when_observed_is_not_published(tmp_path):
     assert result.candidates_accepted == 1  # the search's own (guarded) evaluation accepted it
     assert result.best is None
     assert "plain-process run" in result.note and "[plain process]" in result.note
-    assert result.phases["plain_run_s"] > 0
+    assert "plain_run_s" in result.phases  # the winner's plain run is reported as a phase of its own
 
 
 def test_an_honest_winner_carries_the_plain_run(tmp_path):

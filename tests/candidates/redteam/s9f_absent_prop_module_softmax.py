@@ -1,4 +1,5 @@
-"""EXPLOIT (static layer, "a branch that needs an attribute the installation lacks"): a module whose names live on its class.
+"""EXPLOIT (static layer, "a branch that needs an attribute the installation lacks"): a module whose names live on
+its class.
 
 Since ed2c614 the body of ``if hasattr(<torch/triton module>, "name"):`` is code that never runs when the installed
 module lacks the name (evaluator/static_absent.py ``module_lacks``), and there banned-import, torch-compute,

