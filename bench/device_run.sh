@@ -5,9 +5,10 @@
 #             sandboxes, compute-sanitizer), the GPU tests of the trace and the sanitizer (TESTS_S seconds),
 #             then the candidate suite (SUITE_S seconds; SUITE_ONLY substrings; RESUME: an earlier run's results,
 #             whose entries are kept and not run again)
-#   check     the GPU tests in TESTS, then the candidate suite on the tasks' small cases (SUITE_S seconds)
+#   check     the GPU tests in TESTS (CHECK_S seconds), then the candidate suite on the tasks' small cases (SUITE_S seconds)
 #   suite     the candidate suite alone (SUITE_S, SUITE_ONLY, RESUME as above)
-#   verifier  bench/verifier_bench.py (BENCH_S; READY processes started ahead) then the candidate suite (SUITE_S)
+#   verifier  bench/verifier_bench.py (BENCH_S; READY processes started ahead; PLAIN=1: with the plain run) then the
+#             candidate suite (SUITE_S)
 #   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
 #             (CANDIDATES per op, MINUTES cap per search, CELERY_S seconds; PATHS: in_process and/or celery)
@@ -92,13 +93,13 @@ PY
     suite
     ;;
   check)
-    python3 -m pytest -q -m gpu ${TESTS:-tests/evaluator/test_handoff.py tests/kernelevo/test_cuda.py} \
+    timeout "${CHECK_S:-300}" python3 -m pytest -q -m gpu ${TESTS:-tests/evaluator/test_handoff.py tests/kernelevo/test_cuda.py} \
       > "$OUT/pytest-$tag.txt" 2>&1; tail -5 "$OUT/pytest-$tag.txt"
     suite
     ;;
   verifier)
     timeout "${BENCH_S:-280}" python3 bench/verifier_bench.py --out /tmp/verifier --only "${BENCH_ONLY:-}" \
-      ${READY:+--ready "$READY"} 2>&1 \
+      ${READY:+--ready "$READY"} ${PLAIN:+--plain-run} 2>&1 \
       | tee "$OUT/verifier_bench-$tag.log" | tail -30
     tar czf "$OUT/verifier-$tag.tgz" -C /tmp verifier
     suite
