@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
+import math
 import random
 import sys
 import traceback
@@ -135,12 +136,24 @@ def load_task(path: str | Path) -> LoadedTask:
     return LoadedTask(
         path=path,
         module=module,
-        tolerance={k: float(v) for k, v in tolerance.items()},
+        tolerance=_tolerance(path, tolerance),
         allow_ops=tuple(getattr(module, "ALLOW_TORCH_OPS", ()) or ()),
         nondeterministic_ok=bool(getattr(module, "NONDETERMINISTIC_OK", False)),
         distributions=_distributions(path, getattr(module, "INPUT_DISTRIBUTIONS", DEFAULT_DISTRIBUTIONS)),
         keep_inputs=_keep_inputs(path, module.Model, getattr(module, "KEEP_INPUTS", ())),
     )
+
+
+def _tolerance(path: Path, declared: dict[Any, Any]) -> dict[str, float]:
+    """``TOLERANCE``'s values as floats: each a finite number >= 0 (an infinite bound would switch the check off)."""
+    out: dict[str, float] = {}
+    for key, value in declared.items():
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if number is None or not math.isfinite(number) or number < 0:
+            raise TaskError(f"{path}: TOLERANCE[{key!r}] = {value!r}: each bound must be a finite number >= 0 "
+                            "(e.g. TOLERANCE = {\"atol\": 1e-2, \"rtol\": 1e-2})")
+        out[str(key)] = number
+    return out
 
 
 def _keep_inputs(path: Path, model_cls: type[torch.nn.Module], declared: Any) -> frozenset[int]:
