@@ -9,7 +9,6 @@ NaN/+Inf/-Inf positions with the reference rounded to the output's dtype.
 from __future__ import annotations
 
 import math
-
 from dataclasses import asdict, dataclass
 from typing import Any
 
