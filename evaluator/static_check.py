@@ -88,7 +88,8 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        torch.nn modules called), host copies of tensor data (``.tolist()``,
                        ``.numpy()``, ``.apply_()``, ``new_tensor``, storages, ``.item()``/``float()``
                        of elements in a loop), a stored reference to a torch op or a tensor method
-                       taken as a value anywhere (``f = x.softmax``), torch.compile / torch.jit /
+                       taken as a value anywhere (``f = x.softmax``; not in a module-level table no
+                       running code reads, ``evaluator.static_unread``), torch.compile / torch.jit /
                        autocast, a ``@triton.jit`` function called directly instead of launched;
                        device-capability probes of any backend (npu included), ``torch.distributed``
                        backend probes, compile/trace/autocast state queries (``torch.compiler.
@@ -153,6 +154,7 @@ from evaluator.static_grids import empty_launch
 from evaluator.static_identity import check_identity_reads
 from evaluator.static_inspect import check_inspect
 from evaluator.static_library import check_registrations
+from evaluator.static_liveness import unread_bindings
 from evaluator.static_loggers import check_loggers
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model, device_functions
 from evaluator.static_model import resolve as _resolve
@@ -318,13 +320,26 @@ def _check_jit_bodies(tree: ast.Module, model: ModuleModel, out: _Collector) -> 
                 break
 
 
+def _forward_path(tree: ast.Module, model: ModuleModel, entry: str, roots: list[str]) -> list[str]:
+    """What the entry point can run: ``roots`` and the stored references, but those kept only in module-level tables
+    no running code reads (evaluator.static_unread). Reading a table on the forward path makes it read, which may
+    add to the path: repeated until nothing changes (each round only shrinks the unread set)."""
+    unread = unread_bindings(tree, model, entry)
+    while True:
+        path = reachable(model, roots + stored_roots(model, tree, unread))
+        again = unread_bindings(tree, model, entry, path)
+        if again == unread:
+            return path
+        unread = again
+
+
 def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collector) -> StaticReport:
     model = build_model(tree)
     roots, entry_node = _entry_roots(tree, model, entry, out)
     check_entry_definition(tree, entry, out.report)
     check_rebinding(tree, model, model.imported, out.report)
     check_hooks(tree, out.report)
-    path = reachable(model, roots + hook_roots(model) + implementation_roots(model, tree) + stored_roots(model, tree))
+    path = _forward_path(tree, model, entry, roots + hook_roots(model) + implementation_roots(model, tree))
     launched: list[str] = []
     resolve_here = lambda n: _resolve(n, model.aliases)  # noqa: E731
     for key in path:

@@ -46,12 +46,13 @@ Which rules are lifted there is the visitor's decision (``evaluator.static_visit
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from evaluator.static_library import custom_op_key
 from evaluator.static_model import ModuleModel, resolve
 from evaluator.static_paths import made_at_definition, module_bases
 from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
+from evaluator.static_unread import deferred_bindings
 from evaluator.static_uses import Use, in_inert_annotation, use_of
 
 Resolve = Callable[[ast.AST], "str | None"]
@@ -125,11 +126,15 @@ def _signature_parts(fn: ast.FunctionDef | ast.AsyncFunctionDef, *, decorators: 
 
 
 class _Liveness:
-    def __init__(self, tree: ast.Module, model: ModuleModel) -> None:
+    def __init__(self, tree: ast.Module, model: ModuleModel, entry: str) -> None:
         self.tree, self.model = tree, model
         self.live: set[str] = set()
         self.todo: list[str] = []
         self._backward_dead: dict[str, bool] = {}
+        # module-level tables read only if running code reads their name (evaluator.static_unread)
+        self.deferred = deferred_bindings(tree, model, entry)
+        self._deferred_ids = {id(stmt) for stmt in self.deferred.values()}
+        self.read: set[str] = set()
 
     def mark(self, key: str) -> None:
         if key in self.model.functions and key not in self.live:
@@ -165,6 +170,9 @@ class _Liveness:
         model = self.model
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                if n.id in self.deferred and n.id not in self.read:
+                    self.read.add(n.id)
+                    self.refs(self.deferred[n.id].value)  # running code reads the table: what it names is live
                 if n.id in model.functions:
                     self.mark(n.id)
                 elif n.id in model.classes and not in_inert_annotation(n, model.parents):
@@ -210,11 +218,13 @@ class _Liveness:
                 if stmt.name == entry:
                     for key in [k for k in model.functions if k.startswith(entry + ".")]:
                         self.mark(key)  # the harness builds and calls the entry point
-            else:
+            elif id(stmt) not in self._deferred_ids:
                 self.refs(stmt)
 
-    def run(self, entry: str) -> set[str]:
+    def run(self, entry: str, roots: Iterable[str] = ()) -> set[str]:
         self.top_level(entry)
+        for key in roots:  # functions known to run otherwise (the forward path)
+            self.mark(key)
         while self.todo:
             self.refs(self.model.functions[self.todo.pop()])
         return self.live
@@ -226,9 +236,17 @@ def _hook_name(name: str) -> bool:
     return len(name) > 2 and name.startswith("_") and name.endswith("_") and not name.startswith("__")
 
 
-def live_functions(tree: ast.Module, model: ModuleModel, entry: str) -> set[str]:
-    """Keys of the module-level functions and methods that code which runs can reach (module docstring)."""
-    return _Liveness(tree, model).run(entry)
+def live_functions(tree: ast.Module, model: ModuleModel, entry: str, roots: Iterable[str] = ()) -> set[str]:
+    """Keys of the module-level functions and methods that code which runs can reach (module docstring); ``roots``
+    are functions known to run otherwise (the forward path)."""
+    return _Liveness(tree, model, entry).run(entry, roots)
+
+
+def unread_bindings(tree: ast.Module, model: ModuleModel, entry: str, roots: Iterable[str] = ()) -> set[int]:
+    """ids of the module-level bindings no running code reads (evaluator.static_unread), ``roots`` running too."""
+    liveness = _Liveness(tree, model, entry)
+    liveness.run(entry, roots)
+    return {id(stmt) for name, stmt in liveness.deferred.items() if name not in liveness.read}
 
 
 # -- parameters every caller passes as None -------------------------------------------------------------------

@@ -140,7 +140,7 @@ def _backward_argument(model: ModuleModel, call: ast.Call) -> ast.AST | None:
     return call.args[index] if len(call.args) > index else None
 
 
-def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
+def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None = None) -> list[str]:
     """Functions and classes whose reference is stored as a value, not called: they become roots.
 
     ``self.fn = launch`` in ``__init__``, ``OPS = {"a": helper}`` or ``partial(helper)`` can run from
@@ -150,9 +150,13 @@ def stored_roots(model: ModuleModel, tree: ast.Module) -> list[str]:
     ``Cls.apply(...)`` is called where it stands inside a function (any other method, a classmethod factory among
     them, may hand out an instance, so the class stays a root; the call runs when that function runs, which
     :func:`callees` follows; fla's ``layer_norm_linear``, which nothing calls, does not make
-    ``LayerNormLinearFunction.forward`` a root) are not stored references.
+    ``LayerNormLinearFunction.forward`` a root) are not stored references; nor is what the value of a module-level
+    binding no running code reads names (``unread``: ids of those statements, evaluator.static_unread).
     """
     skip: set[int] = set()
+    for stmt in tree.body:
+        if id(stmt) in (unread or ()):
+            skip.update(id(n) for n in ast.walk(stmt))
     functions = {id(f) for f in model.functions.values() if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):

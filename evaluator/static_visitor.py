@@ -23,7 +23,7 @@ from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functi
 from evaluator.static_compute import ComputeRules
 from evaluator.static_dormant import bound_anywhere, dormant_imports, type_checking_names
 from evaluator.static_library import custom_op_key
-from evaluator.static_liveness import Branches, inert_decorators, live_functions, none_parameters
+from evaluator.static_liveness import Branches, inert_decorators, live_functions, none_parameters, unread_bindings
 from evaluator.static_loggers import plain_loggers
 from evaluator.static_lookups import COMPUTE_HINT, KERNEL_BUILDERS, LITERAL_CALLS, LOOKUP_ATTRS, LookupRules
 from evaluator.static_model import (
@@ -172,7 +172,10 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         )  # fmt: skip
         self.parents = model.parents
         self.tree = tree or ast.Module(body=[], type_ignores=[])
-        self.live = live_functions(self.tree, model, entry) | forward_path
+        self.live = live_functions(self.tree, model, entry, forward_path) | forward_path
+        # module-level tables no running code reads (evaluator.static_unread)
+        self._unread = unread_bindings(self.tree, model, entry, forward_path)
+        self.unread_values = 0  # > 0 inside the value of such a table
         self.none_params = none_parameters(self.tree, model, entry)
         # module-level imports only code that never runs reads (evaluator.static_dormant)
         self._dormant_imports, self._dormant_names = dormant_imports(self.tree, model, self.live)
@@ -299,6 +302,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         if self.in_jit:
             return
         if id(node) not in self._called and torch_computes(dotted, called=False, allow=self.allow):
+            if self.unread_values:
+                return  # kept in a module-level table no running code reads: never called (evaluator.static_unread)
             self.report("torch-compute", node, f"keeps a reference to PyTorch op `{dotted}` (to call it "
                         f"later); {COMPUTE_HINT}")
         elif self.in_forward and torch_computes(dotted, called=True, allow=self.allow):
@@ -438,6 +443,12 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.loops -= 1
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _visit_comprehension
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        unread = id(node) in self._unread
+        self.unread_values += unread
+        self.generic_visit(node)
+        self.unread_values -= unread
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         check_annotation(node.annotation, self.model.aliases, self.report,

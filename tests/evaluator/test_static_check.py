@@ -403,7 +403,7 @@ CASES = [
     ("torch-compute", dict(body="out = self.fc(x)  # HERE", init="self.fc = nn.Linear(4, 4)")),
     ("torch-compute", dict(body="out = self.fc.forward(x)  # HERE", init="self.fc = nn.Linear(4, 4)")),
     ("torch-compute", dict(body="out = (lambda t: t.tanh())(x)  # HERE")),
-    ("torch-compute", dict(module="ACT = F.relu  # HERE")),
+    ("torch-compute", dict(module="ACT = F.relu  # HERE", body="out = ACT(out)")),
     ("torch-compute", dict(init="self.act = torch.sigmoid  # HERE")),
     ("torch-compute", dict(module="step = torch.compile(lambda t: t)  # HERE")),
     ("torch-compute", dict(module="from torch import softmax as sm\nSM_OUT = None\n\n\ndef helper(t):\n"

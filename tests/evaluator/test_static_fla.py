@@ -196,7 +196,7 @@ COMPILED_ATTACKS = {
     "referred to by a lambda on self": dict(module=_COMPILED, init="self.act = lambda t: gelu_ref(t)",
                                             body="out = self.act(x)"),
     "stored in a table (a stored reference may run from anywhere)": dict(
-        module=_COMPILED + "TABLE = {'g': gelu_ref}\n"),
+        module=_COMPILED + "TABLE = {'g': gelu_ref}\nSTORED = len(TABLE)\n"),
     "stored on a class": dict(module=_COMPILED + "class Holder:\n    act = gelu_ref\n"),
     "under a decorator that runs it": dict(
         module="def run_now(fn):\n    fn(torch.ones(2))\n    return fn\n\n@run_now\n" + _COMPILED),
@@ -260,8 +260,10 @@ def test_device_module_lookup_beyond_queries_is_refused(module):
 # ``fla_glue_pkg`` stands for a third-party package: not installed here, so refused everywhere just as an installed
 # third-party package (which the candidate process's import wrappers refuse) is.
 
-# Each loader is stored (``LOADERS``) so that it counts as code that may run: in a function nothing refers to,
-# banned-import is not applied at all (evaluator.static_liveness).
+# Each loader is stored (``LOADERS``, read by running code: a table nothing reads keeps nothing alive,
+# evaluator.static_unread) so that it counts as code that may run: in a function nothing refers to, banned-import is
+# not applied at all (evaluator.static_liveness).
+_STORED = "\nLOADERS = [load]\nSTORED = len(LOADERS)\n"
 _LOAD = "import importlib\n\ndef load(x):\n"
 IMPORT_HONEST = {
     "submodule of a refused package, computed below it": _LOAD + "    importlib.import_module(f'fla_glue_pkg.{x}')\n",
@@ -273,7 +275,7 @@ IMPORT_HONEST = {
 
 @pytest.mark.parametrize("module", list(IMPORT_HONEST.values()), ids=list(IMPORT_HONEST))
 def test_import_of_a_refused_package_is_accepted(module):
-    assert _rules(make(module=module + "\nLOADERS = [load]\n")) == []
+    assert _rules(make(module=module + _STORED)) == []
 
 
 IMPORT_ATTACKS = {
@@ -300,7 +302,7 @@ IMPORT_ATTACKS = {
 
 @pytest.mark.parametrize("module", list(IMPORT_ATTACKS.values()), ids=list(IMPORT_ATTACKS))
 def test_import_module_that_may_succeed_is_refused(module):
-    found = _rules(make(module=module + "\nLOADERS = [load]\n"))
+    found = _rules(make(module=module + _STORED))
     assert any(rule == "banned-import" for rule, _ in found), found
 
 
@@ -475,7 +477,7 @@ REDTEAM_IMPORT = {
 
 @pytest.mark.parametrize("module", list(REDTEAM_IMPORT.values()), ids=list(REDTEAM_IMPORT))
 def test_redteam_import_module_of_a_loaded_package_is_refused(module):
-    found = _rules(make(module=module + "\nLOADERS = [load]\n"))
+    found = _rules(make(module=module + _STORED))
     assert any(rule == "banned-import" for rule, _ in found), found
 
 
@@ -593,7 +595,7 @@ REGISTRY_ATTACKS = {
     # the relaxation is "no running code can make an instance": each attack makes one some way the checker must see
     "the registration called at module level": _REGISTRY + "\n@add_plan('norm')\ndef other(x):\n    return x\n",
     "a backend instantiated at module level": _REGISTRY + "\nTABLE.add(TilePlan())\n",
-    "a backend class stored in a table": _REGISTRY + "\nPLANS = [TilePlan]\n",
+    "a backend class stored in a table": _REGISTRY + "\nPLANS = [TilePlan]\nSTORED = len(PLANS)\n",
     "a backend class called in forward": dict(body="p = Plan().pick('norm')"),
     "a subclass instantiated (its base's methods run)": _REGISTRY + "\nONE = TilePlan()\n",
     "the class handed to a function as a value": _REGISTRY + "\nprint(Plan)\n",
@@ -639,7 +641,8 @@ def test_redteam_an_autograd_apply_in_a_function_that_runs_is_followed():
     lambda's is still a stored reference)."""
     module = ("class Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
               "        return torch.tanh(x)\n\ndef run(x):\n    return Fn.apply(x)\n")
-    for body, extra in (("y = run(x)", ""), ("", "\nRUN = lambda t: Fn.apply(t)\n"), ("", "\nAPPLY = Fn.apply\n")):
+    for body, extra in (("y = run(x)", ""), ("", "\nRUN = lambda t: Fn.apply(t)\n"),
+                        ("", "\nAPPLY = Fn.apply\nSTORED = len([APPLY])\n")):
         found = _rules(make(module=module + extra, body=body))
         assert any(rule == "torch-compute" and "tanh" in message for rule, message in found), (body, extra, found)
 
@@ -661,7 +664,7 @@ def test_private_backend_options_nothing_calls_are_accepted():
 PRIVATE_ATTACKS = {
     "called from forward": dict(module=_NPU_KWARGS, body="k = npu_kwargs()"),
     "called at module level": dict(module=_NPU_KWARGS + "K = npu_kwargs()\n"),
-    "stored in a table": dict(module=_NPU_KWARGS + "HOOKS = [npu_kwargs]\n"),
+    "stored in a table": dict(module=_NPU_KWARGS + "HOOKS = [npu_kwargs]\nSTORED = len(HOOKS)\n"),
     "a private API at module level": dict(module="from triton.backends.nvidia.compiler import CUDAOptions\n"
                                                  "FIELDS = CUDAOptions.__dataclass_fields__\n"),
 }
@@ -730,7 +733,7 @@ DORMANT_ATTACKS = {
                                                               "class NormPlan(ParallelStyle, metaclass=type):"),
     "a plan class under a decorator": _PARALLEL.replace("class NormPlan(", "@print\nclass NormPlan("),
     "a collective in running code": "import torch.distributed as dist\n\ndef sync(t):\n    dist.all_reduce(t)\n"
-                                    "    return t\n\nSYNC = [sync]\n",
+                                    "    return t\n\nSYNC = [sync]\nSTORED = len(SYNC)\n",
 }
 
 
@@ -762,7 +765,8 @@ ENVIRON_ATTACKS = {
     "a key held in a name": "import os\nKEY = 'TRITON_F32_DEFAULT'\nos.environ[KEY] = 'ieee'\n",
     "a computed value": _PIN.format(key="'TRITON_F32_DEFAULT'", value="'ie' + 'ee'"),
     "a value read back": _PIN.format(key="'TRITON_F32_DEFAULT'", value="os.environ.get('X', 'ieee')"),
-    "inside a function": "import os\n\ndef pin():\n    os.environ['TRITON_F32_DEFAULT'] = 'ieee'\n\nPINS = [pin]\n",
+    "inside a function": "import os\n\ndef pin():\n    os.environ['TRITON_F32_DEFAULT'] = 'ieee'\n\nPINS = [pin]\n"
+                   "STORED = len(PINS)\n",
     "chained with another target": "import os\nKEEP = os.environ['TRITON_F32_DEFAULT'] = 'ieee'\n",
     "an augmented write": "import os\nos.environ['TRITON_F32_DEFAULT'] += 'ieee'\n",
     "a deletion": "import os\ndel os.environ['TRITON_F32_DEFAULT']\n",
@@ -838,7 +842,8 @@ TYPED_ATTACKS = {
                                                "    N = len(gc.get_objects())\n")),
     "a local named TYPE_CHECKING": _future(make(module="def probe():\n    TYPE_CHECKING = True\n"
                                                        "    if TYPE_CHECKING:\n        import gc\n"
-                                                       "        return gc.get_objects()\n\nPROBES = [probe]\n")),
+                                                       "        return gc.get_objects()\n\nPROBES = [probe]\n"
+                                                       "STORED = len(PROBES)\n")),
     "the flag rebound": _future(make(module="import typing\ntyping.TYPE_CHECKING = True\n\nif typing.TYPE_CHECKING:\n"
                                             "    import gc\n    N = len(gc.get_objects())\n")),
 }

@@ -217,7 +217,7 @@ REFUSED = [
                                   "def op(t: 'get_objects') -> torch.Tensor:\n    return t")),
     # imports in functions that do run: referenced from a table, registered by a decorator, called directly
     ("banned-import", dict(module="def evil():\n    import gc  # HERE\n    return gc.get_objects()\n\n\n"
-                                  "TABLE = {'f': evil}")),
+                                  "TABLE = {'f': evil}\nSTORED = len(TABLE)")),
     ("banned-import", dict(module="HOOKS = []\n\n\ndef register(fn):\n    HOOKS.append(fn)\n    return fn\n\n\n"
                                   "@register\ndef evil():\n    import gc  # HERE\n    return gc.get_objects()",
                            body="HOOKS[0]()")),

@@ -115,17 +115,20 @@ _BF16 = ("arithmetic on bf16 values (`silu(a).cast(b.dtype) * b`): the interpret
 # calls (fla's `layer_norm_linear`, whose `F.linear` never runs), `if TYPE_CHECKING:` imports named in annotations
 # (cross entropy's ProcessGroup), `sys.modules.get('fla.utils')` (never loaded here) and a probe whose handler asks
 # again and logs (rotary's get_multiprocessor_count). Findings left: swiglu 25 -> 8, rotary 28 -> 10, cross entropy
-# rows 26 -> 5.
-# Still refused, with no rule that tells them from an attack: fla's activation table `ACT2FN = {'relu': F.relu,
-# 'gelu': fast_gelu_impl, ...}` keeps references to a torch op and to autograd Functions whose forwards call
-# `@torch.compile` helpers (a stored reference may run from anywhere: the suite's `ACT = F.relu` and `TABLE = {'g':
-# helper}` attacks are that shape; and at run time the `@torch.compile` decoration itself sets TORCHINDUCTOR_CACHE_DIR,
-# which the environment guard refuses), and `torch.distributed` collectives and `isinstance(seqlen_offsets, Tensor)`
-# / varlen branches on arguments that are always None or ints, but reach them through argument-changing decorators
-# (`@dispatch`, `@input_guard`, `@autocast_custom_fwd`) the checker cannot see through.
-_FLA_ACTIVATIONS = ("fla's activation table ACT2FN keeps references to torch.nn.functional.relu and to autograd "
-                    "Functions whose forwards call @torch.compile helpers (torch.tanh, F.relu) and F.linear: a stored "
-                    "reference may run from anywhere (at run time @torch.compile also sets TORCHINDUCTOR_CACHE_DIR)")
+# rows 26 -> 5. Since 2026-12-05 a module-level table nothing running reads keeps nothing alive (static_unread): fla's
+# activation table `ACT2FN = {'relu': F.relu, 'gelu': fast_gelu_impl, ...}` and `sigmoidglu_linear =
+# SigmoidGLULinearFunction.apply` (swiglu 8 -> 0 static findings).
+# Still refused: at run time the swiglu module's `@torch.compile` decorations (of GELU helpers nothing calls) make
+# torch write TORCHINDUCTOR_CACHE_DIR into the environment on import, which the audit hook refuses (os.putenv); and,
+# with no rule that tells them from an attack, `torch.distributed` collectives and `isinstance(seqlen_offsets,
+# Tensor)` / varlen branches on arguments that are always None or ints, reached through argument-changing decorators
+# (`@dispatch`, which may hand the arguments to another registered implementation and keys the function in a
+# module-level registry; `@input_guard`, which rebuilds every argument through a helper) the checker cannot see
+# through, and past them int-valued parameters and constants carried through locals (`is_varlen = cu_seqlens is not
+# None`, `world_size = 1 if process_group is None else ...`).
+_FLA_COMPILE_ENV = ("at run time the module's @torch.compile decorations (GELU helpers nothing calls; the static "
+                    "checks pass since the activation table ACT2FN is unread) make torch write "
+                    "TORCHINDUCTOR_CACHE_DIR into the environment on import, which the audit hook refuses (os.putenv)")
 _FLA_DECORATED_BRANCHES = ("branches on arguments that are always None or ints (process_group, cu_seqlens, "
                            "seqlen_offsets) reached through argument-changing decorators (@dispatch, @input_guard, "
                            "@autocast_custom_fwd) the checker cannot see through: torch.distributed collectives and "
@@ -159,7 +162,7 @@ ENTRIES: tuple[Entry, ...] = (
           why_cpu=_AUTOTUNE),
     Entry(library=FLA, module="fla.modules.activations.ops", kernel="swiglu (SwiGLUFunction)",
           task="bench/ops/swiglu.py", adapter="fla_swiglu.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE,
-          known_false_reject=_FLA_ACTIVATIONS),
+          known_false_reject=_FLA_COMPILE_ENV),
     Entry(library=FLA, module="fla.modules.rotary.ops", kernel="rotary_embedding (RotaryEmbeddingFunction)",
           task="bench/ops/rotary.py", adapter="fla_rotary.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE,
           known_false_reject=_FLA_DECORATED_BRANCHES),
