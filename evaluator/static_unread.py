@@ -119,9 +119,16 @@ def _plain_autograd_function(model: ModuleModel, name: str) -> bool:
     return True
 
 
-def _binds(stmt: ast.stmt, name: str) -> bool:
-    """``stmt`` (a module-level statement) binds ``name`` somewhere in it, in any scope and any way."""
-    return _binding_counts(ast.Module(body=[stmt], type_ignores=[])).get(name, 0) > 0
+def _statement_bindings(tree: ast.Module) -> list[set[str]]:
+    """Per module-level statement, the names it binds somewhere in it, in any scope and any way (``"*"`` for a star
+    import, which may bind any name)."""
+    out = []
+    for stmt in tree.body:
+        names = set(_binding_counts(ast.Module(body=[stmt], type_ignores=[])))
+        if any(isinstance(a, ast.alias) and a.name == "*" for a in ast.walk(stmt)):
+            names.add("*")
+        out.append(names)
+    return out
 
 
 def _imported_module(stmt: ast.stmt, name: str) -> str | None:
@@ -139,28 +146,32 @@ def _imported_module(stmt: ast.stmt, name: str) -> str | None:
     return None
 
 
-def _module_attribute(node: ast.Attribute, tree: ast.Module, before: int, globals_: set[str]) -> bool:
+def _module_attribute(node: ast.Attribute, tree: ast.Module, before: int, binders: list[set[str]],
+                      globals_: set[str]) -> bool:  # fmt: skip
     """``mod.attr`` (``F.relu``) read by the module-level statement ``tree.body[before]``: the last statement before
     it that binds ``mod`` is a plain import of the standard library, torch or triton (the name is the module when the
-    table is made; no function rebinds it with ``global``). Reading a library object's attribute runs none of the
-    candidate's code (a module ``__getattr__`` or a descriptor of its own would be a dunder it may not define)."""
+    table is made; no function rebinds it with ``global``, no star import may have). Reading a library object's
+    attribute runs none of the candidate's code (a module ``__getattr__`` or a descriptor of its own would be a dunder
+    it may not define)."""
     base = node.value
     while isinstance(base, ast.Attribute):
         base = base.value
     if not isinstance(base, ast.Name) or base.id in globals_:
         return False
-    for stmt in reversed(tree.body[:before]):
-        if _binds(stmt, base.id):
-            module = _imported_module(stmt, base.id)
+    for index in range(before - 1, -1, -1):
+        if "*" in binders[index]:
+            return False
+        if base.id in binders[index]:
+            module = _imported_module(tree.body[index], base.id)
             return module is not None and quiet_module(module)
     return False
 
 
 def inert_value(node: ast.AST, model: ModuleModel, counts: dict[str, int], tree: ast.Module, before: int,
-                globals_: set[str]) -> bool:  # fmt: skip
+                binders: list[set[str]], globals_: set[str]) -> bool:  # fmt: skip
     """Evaluating ``node``, in the module-level statement ``tree.body[before]``, calls and hashes nothing of the
-    candidate's (module docstring); ``counts``: every binding of each name; ``globals_``: names some ``global`` or
-    ``nonlocal`` statement declares."""
+    candidate's (module docstring); ``counts``: every binding of each name; ``binders``: the names each module-level
+    statement binds; ``globals_``: names some ``global`` or ``nonlocal`` statement declares."""
     if isinstance(node, ast.Constant):
         return True
     if isinstance(node, ast.Name):
@@ -169,13 +180,13 @@ def inert_value(node: ast.AST, model: ModuleModel, counts: dict[str, int], tree:
         if isinstance(node.value, ast.Name) and node.attr == "apply" and counts.get(node.value.id, 0) == 1 \
                 and _plain_autograd_function(model, node.value.id):  # fmt: skip
             return True
-        return _module_attribute(node, tree, before, globals_)
+        return _module_attribute(node, tree, before, binders, globals_)
     if isinstance(node, ast.Tuple | ast.List):
-        return all(not isinstance(e, ast.Starred) and inert_value(e, model, counts, tree, before, globals_)
+        return all(not isinstance(e, ast.Starred) and inert_value(e, model, counts, tree, before, binders, globals_)
                    for e in node.elts)  # fmt: skip
     if isinstance(node, ast.Dict):
         return all(isinstance(k, ast.Constant) for k in node.keys) and all(
-            inert_value(v, model, counts, tree, before, globals_) for v in node.values)
+            inert_value(v, model, counts, tree, before, binders, globals_) for v in node.values)
     return False
 
 
@@ -186,6 +197,7 @@ def deferred_bindings(tree: ast.Module, model: ModuleModel, entry: str) -> dict[
         return {}
     counts = _binding_counts(tree)
     globals_ = {name for n in ast.walk(tree) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
+    binders = _statement_bindings(tree)
     shaped: dict[str, ast.Assign] = {}
     for index, stmt in enumerate(tree.body):
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
@@ -193,7 +205,7 @@ def deferred_bindings(tree: ast.Module, model: ModuleModel, entry: str) -> dict[
         name = stmt.targets[0].id
         if name == entry or (name.startswith("__") and name.endswith("__")) or counts.get(name, 0) != 1:
             continue
-        if inert_value(stmt.value, model, counts, tree, index, globals_):
+        if inert_value(stmt.value, model, counts, tree, index, binders, globals_):
             shaped[name] = stmt
     keys = {id(k) for stmt in shaped.values() if isinstance(stmt.value, ast.Dict) for k in stmt.value.keys if k}
     words = _string_words(tree, keys)

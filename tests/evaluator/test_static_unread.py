@@ -160,6 +160,17 @@ def test_module_name_rebound_before_the_table_is_refused():
     assert "ACT" in _deferred(make(module="ACT = {'relu': F.relu}\n"))
 
 
+@pytest.mark.parametrize("module", [
+    "from math import *\nACT = {'relu': F.relu}\n",
+    "def swap():\n    global F\n    F = None\n\nACT = {'relu': F.relu}\n",
+    "try:\n    import gc as F\nexcept ImportError:\n    pass\nACT = {'relu': F.relu}\n",
+], ids=["a star import may have rebound it", "a function rebinds it through global", "rebound by an import in a try"])
+def test_module_name_that_may_be_something_else_is_no_module_read(module):
+    source = make(module=module)
+    assert "ACT" not in _deferred(source)
+    assert _relu_kept(_rules(source)) or _rules(source)
+
+
 def test_table_read_on_the_forward_path_makes_its_functions_run():
     """Reading the table on the forward path makes the autograd Function it names reachable: its forward's torch
     ops are judged as forward-path code again."""
