@@ -15,15 +15,17 @@ A module-level ``NAME = value`` is unread when:
   ``with``/``except``/walrus/match target, import, ``def`` or ``class`` of that name), is no dunder and is not the
   entry point: every read of the name anywhere is a read of this binding;
 * evaluating ``value`` calls nothing and hashes nothing of the candidate's: it is a constant, a plain name, an
-  attribute of an imported module (``F.relu``: a read of a module of the standard library, torch or triton), an
+  attribute of an imported module (``F.relu``: the last module-level statement before the table that binds ``F`` is
+  a plain import of the standard library, torch or triton, no star import comes between, no ``global`` rebinds it), an
   autograd Function's inherited ``Cls.apply`` (the class binds no ``apply``, has no decorator or keyword, derives from
   ``torch.autograd.Function`` alone), or a tuple, list or dict display of those (dict keys constants, no ``*``/``**``);
-* ``NAME`` is named in no string of the file (docstrings aside): a string may be a name looked up
-  (``getattr(module, "NAME")``, ``__all__``, a string annotation, a Triton ``do_not_specialize`` list), and the file
-  names none of the builtins and dunders that read a namespace (``globals``, ``vars``, ``locals``, ``dir``,
-  ``eval``, ``exec``, ``compile``, ``__import__``, ``__dict__``, ``__globals__``, ``f_globals``...; each is refused on
-  its own too, as are ``sys.modules``, ``inspect``'s frames and ``gc``, and the harness reads only the entry point
-  of the candidate's module, which it imports under a private name: a candidate importing itself is refused);
+* ``NAME`` is named in no string of the file (docstrings and the tables' own constant keys aside): a string may be a
+  name looked up (``getattr(module, "NAME")``, ``__all__``, a string annotation, a Triton ``do_not_specialize``
+  list), and the file names none of the builtins and attributes that read a namespace (``globals``, ``vars``,
+  ``locals``, ``dir``, ``eval``, ``exec``, ``compile``, ``__import__``, ``__dict__``, ``__globals__``, ``f_globals``,
+  ``gi_frame``...; each is refused on its own too, but for a generator's ``gi_frame.f_globals``, as are
+  ``sys.modules``, ``inspect``'s frames and ``gc``; and the harness reads only the entry point of the candidate's
+  module, which it imports under a private name: a candidate importing itself is refused);
 * and no code that runs reads ``NAME`` (evaluator.static_liveness): the module's top-level code (other statements,
   class bodies, decorators, default values, annotations, Triton kernel bodies), the entry point and every function
   those reach. A read in a function nothing running refers to, or in the value of another unread binding, is no read
