@@ -30,8 +30,11 @@ def rows(x):
 
 HOOK = {"r": rows}
 KEEP = []
-SPEC = ("[m.__dict__['KE' + 'EP'].append(m.__dict__['HO' + 'OK']['r']) for m in list(__import__('sys').modules.values())"
-        " if 'HO' + 'OK' in getattr(m, '__dict__', {}) and 'KE' + 'EP' in m.__dict__] and __import__('torch').Tensor")
+SPEC = (
+    "[m.__dict__['KE' + 'EP'].append(m.__dict__['HO' + 'OK']['r'])"
+    " for m in list(__import__('sys').modules.values())"
+    " if 'HO' + 'OK' in getattr(m, '__dict__', {}) and 'KE' + 'EP' in m.__dict__] and __import__('torch').Tensor"
+)
 
 
 @torch.library.custom_op("s10u::ident", mutates_args=())

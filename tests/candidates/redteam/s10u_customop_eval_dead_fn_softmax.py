@@ -25,8 +25,11 @@ def rows(x):
 
 
 KEEP = []
-SPEC = ("[m.__dict__['KE' + 'EP'].append(m.__dict__['ro' + 'ws']) for m in list(__import__('sys').modules.values())"
-        " if 'ro' + 'ws' in getattr(m, '__dict__', {}) and 'KE' + 'EP' in m.__dict__] and __import__('torch').Tensor")
+SPEC = (
+    "[m.__dict__['KE' + 'EP'].append(m.__dict__['ro' + 'ws'])"
+    " for m in list(__import__('sys').modules.values())"
+    " if 'ro' + 'ws' in getattr(m, '__dict__', {}) and 'KE' + 'EP' in m.__dict__] and __import__('torch').Tensor"
+)
 
 
 @torch.library.custom_op("s10u::ident_d", mutates_args=())
