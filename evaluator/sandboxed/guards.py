@@ -86,10 +86,18 @@ def _package_dir(name: str) -> str:
 
 
 _TRITON_DIR = _package_dir("triton")
-# The library functions that compile source text of their own, built only from identifiers and canonical type
-# names, and run it (exact call sites; ``exec``/``eval`` elsewhere in torch or triton may evaluate the
-# candidate's strings, e.g. torch.library.custom_op evaluating string annotations).
-_CODE_GENERATORS = frozenset({(str(Path(_TRITON_DIR) / "runtime" / "jit.py"), "create_function_from_signature")})
+_JINJA2_DIR = _package_dir("jinja2")
+# The library functions that compile source text of their own and run it (exact call sites; ``exec``/``eval``
+# elsewhere in torch or triton may evaluate the candidate's strings, e.g. torch.library.custom_op evaluating string
+# annotations): (file, function) -> who must have asked. None: Triton's argument binder, built only from identifiers
+# and canonical type names, whoever launches. Jinja's compiled templates: only those torch's own code asked for by
+# name (inductor builds its kernel templates from its own strings when torch._inductor is imported, which a
+# ``@torch.compile`` decoration does, even of a function that never runs); a template the candidate renders, or
+# hands torch as a generic callable (a ``functools.partial`` of ``from_string``), is the candidate's code.
+_CODE_GENERATORS = MappingProxyType({
+    (str(Path(_TRITON_DIR) / "runtime" / "jit.py"), "create_function_from_signature"): None,
+    (str(Path(_JINJA2_DIR) / "environment.py"), "from_code"): (_TORCH_DIR, ("from_string", "get_template")),
+})
 MAX_DISPATCHES_PER_CALL = 4096  # allocations and views of an honest launcher; element-wise host loops go far past
 # Tensor elements a forward may read on the host (``.item()``, ``float(t)``: a launcher reads a size or a flag); a
 # host loop over the data reads every one, wherever it runs (a grid callable Triton evaluates included).
@@ -475,6 +483,11 @@ _IMPLICIT_ENTRIES = frozenset({"__init__", "__new__", "__enter__", "__exit__", "
 _SIGNAL_SETTERS = ("signal", "setitimer", "alarm", "set_wakeup_fd", "siginterrupt")
 # Variables a library may change in a child's environment (torch runs the compiler with LC_ALL=C).
 _LOCALE_VARIABLES = ("LC_", "LANG")
+# Variables a library records in the environment from its own code, where the candidate cannot steer the write:
+# torch's inductor notes where its cache is (``os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir``) when
+# ``@torch.compile`` decorates a function, even one that never runs (fla's activation helpers). The file whose code
+# makes the write -> the variable. Only inductor reads it; a spawned compiler does not (spawns ignore it).
+_LIBRARY_RECORDS = MappingProxyType({_TORCH_DIR + "_inductor/runtime/cache_dir_utils.py": "TORCHINDUCTOR_CACHE_DIR"})
 # kernelevo.cuda's modules, the only library code allowed to call ctypes while a candidate's code is on the stack.
 _CUDA_TOOLCHAIN_FILES = frozenset(str(Path(kernelevo.__file__).resolve().parent / name)
                                   for name in ("cuda.py", "_cuda_nvrtc.py", "_cuda_driver.py", "_cuda_args.py"))
@@ -538,7 +551,8 @@ class AuditGuard:
         # The whole environment a spawned program may inherit (see _spawn_environment_unchanged), and where
         # ``os.environ`` must still be found: rebinding it (``partial(setattr, os, "environ", {...})``) or its
         # ``_data`` would change what Triton reads (``$CC``) without an audit event.
-        self._spawn_environ = {k: v for k, v in os.environ.items() if not k.startswith(_LOCALE_VARIABLES)}
+        self._spawn_environ = {k: v for k, v in os.environ.items()
+                               if not k.startswith(_LOCALE_VARIABLES) and k not in _LIBRARY_RECORDS.values()}
         self._os_namespace = vars(os)
         self._type_name = type.__dict__["__name__"].__get__
         self._which = shutil.which
@@ -738,6 +752,10 @@ class AuditGuard:
                     and self._probe_environment_unchanged(args)):
                 return None
             return line
+        if event == "os.putenv" and args and self._fsdecode(args[0]) in _LIBRARY_RECORDS.values():
+            # only where that library's file makes the write and was entered by name (not a partial handed over)
+            files = frozenset(f for f, v in _LIBRARY_RECORDS.items() if v == self._fsdecode(args[0]))
+            return None if self._raised_under(files) else line
         if event.startswith("ctypes.") and self._entered_through_toolchain():
             return None  # kernelevo.cuda compiling (NVRTC) and launching (driver) what the candidate asked for
         if event.startswith(_NEVER_FOR_CANDIDATES):
@@ -747,13 +765,32 @@ class AuditGuard:
     def _note_library_exec(self, code: CodeType) -> None:
         """Remember ``code`` (and the functions it defines) when one of :data:`_CODE_GENERATORS` called exec."""
         frame = self._caller_frame(3)  # 1: here, 2: the hook, 3: the frame that called exec
-        if frame is None or (frame.f_code.co_filename, frame.f_code.co_name) not in self._code_generators:
+        if frame is None:
+            return
+        key = (frame.f_code.co_filename, frame.f_code.co_name)
+        if key not in self._code_generators:
             return  # torch evaluates strings that come from user objects too (custom_op's string annotations)
+        requester = self._code_generators[key]
+        if requester is not None and not self._asked_by_name(frame, *requester):
+            return
         pending = [code]
         while pending:
             item = pending.pop()
             self._library_code.add(item)
             pending.extend(c for c in item.co_consts if isinstance(c, CodeType))
+
+    def _asked_by_name(self, frame: FrameType, library: str, names: tuple[str, ...]) -> bool:
+        """Whether the first frame above the generator's own package (walking up from ``frame``) is ``library``'s
+        code naming one of ``names`` in its own code (torch's ``env.from_string(source)``), with no candidate
+        frame in between."""
+        package = str(Path(frame.f_code.co_filename).parent) + os.sep
+        caller: FrameType | None = frame
+        while caller is not None and caller.f_code.co_filename.startswith(package):
+            if self._candidates_frame(caller):
+                return False
+            caller = caller.f_back
+        return caller is not None and caller.f_code.co_filename.startswith(library) and \
+            not self._candidates_frame(caller) and any(name in caller.f_code.co_names for name in names)
 
     def _candidates_frame(self, frame: FrameType | None) -> bool:
         """A frame of the candidate's own code: its file, or code compiled at run time from a string that no
@@ -880,7 +917,7 @@ class AuditGuard:
                 value = self._fsdecode(value)
             if type(key) is not str or type(value) is not str:
                 return False
-            if not key.startswith(_LOCALE_VARIABLES):
+            if not key.startswith(_LOCALE_VARIABLES) and key not in _LIBRARY_RECORDS.values():
                 current[key] = value
         return current == self._spawn_environ
 

@@ -130,7 +130,7 @@ def test_in_a_sandbox_a_library_may_write_its_scratch_files_to_the_sandboxs_own_
 
 
 _EXEC_DRIVER = LIBRARY_DRIVER_HEAD + textwrap.dedent("""
-    guard._code_generators = frozenset({(str(lib / "library.py"), "generate")})  # stands for Triton's binder
+    guard._code_generators = {(str(lib / "library.py"), "generate"): None}  # stands for Triton's binder
     guard.install()
     source = ("import functools\\n"
               "def annotation():\\n    return library.evaluate(\\"__import__('_json')\\")\\n"
@@ -472,3 +472,58 @@ def test_shutil_and_pathlib_import_for_code_that_never_runs_but_do_nothing(tmp_p
                       "copyfile": "refused", "move": "refused", "write_text": "refused", "unlink": "refused"}
     assert outside.read_text() == "kept" and (tmp_path / "tree" / "leaf.txt").read_text() == "kept"
     assert not (tmp_path / "copy.txt").exists() and not (tmp_path / "moved.txt").exists()
+
+
+_INDUCTOR_DRIVER = textwrap.dedent("""
+    import json, os, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    import torch
+    from evaluator.sandboxed.guards import AuditGuard
+
+    private = Path(sys.argv[2])
+    os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    # TMPDIR stands for the sandbox's own /tmp (where torch's default cache folder lies)
+    guard = AuditGuard(private / "candidate.py", frozenset({"torch", "triton", "os", "functools"}),
+                       scratch=Path(os.environ["TMPDIR"]))
+    guard.install()
+    sources = {
+        # a helper nothing calls, decorated as libraries do: the decoration imports torch._inductor, which records
+        # its cache folder in the environment and compiles its kernel templates with Jinja, from torch's own code
+        "decorated": "    @torch.compile\\n    def helper(x):\\n        return torch.tanh(x)\\n",
+        "own_write": "    os.environ['TORCHINDUCTOR_CACHE_DIR'] = '/elsewhere'\\n",
+        "handed_write": ("    torch.utils._pytree.tree_map(functools.partial(os.environ.__setitem__,"
+                         " 'TORCHINDUCTOR_CACHE_DIR'), ['/elsewhere'])\\n"),
+        "own_template": "    torch._inductor.codegen.common.jinja2_env().from_string('{{ 1 + 1 }}')\\n",
+    }
+    results = {}
+    for name, body in sources.items():
+        namespace = {}
+        exec(compile("import functools, os, torch\\ndef run():\\n" + body, str(private / "candidate.py"), "exec"),
+             namespace)
+        guard.active = True
+        try:
+            namespace["run"]()
+            results[name] = "allowed"
+        except (PermissionError, ModuleNotFoundError):
+            results[name] = "refused"
+        finally:
+            guard.active = False
+    print(json.dumps({"results": results, "cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR")}))
+""")
+
+
+def test_a_dormant_torch_compile_decoration_imports_inductor_but_its_records_stay_torchs(tmp_path):
+    """``@torch.compile`` on a helper nothing calls (fla's GELU helpers) imports torch._inductor as the candidate
+    is imported: torch's own code writes TORCHINDUCTOR_CACHE_DIR and runs the Jinja templates it compiled. The
+    candidate writing that variable itself, or having a library call a setter it handed over, stays refused, and a
+    Jinja template the candidate compiles is its own code (it cannot import Jinja's runtime)."""
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "candidate.py").write_text("# the candidate's file\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    report = guard_report(_INDUCTOR_DRIVER, private, env={"TMPDIR": str(scratch)})
+    assert report["results"] == {"decorated": "allowed", "own_write": "refused", "handed_write": "refused",
+                                 "own_template": "refused"}
+    assert report["cache_dir"].startswith(str(scratch) + os.sep)  # torch's own record, in the sandbox's /tmp

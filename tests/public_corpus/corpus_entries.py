@@ -118,17 +118,15 @@ _BF16 = ("arithmetic on bf16 values (`silu(a).cast(b.dtype) * b`): the interpret
 # rows 26 -> 5. Since 2026-12-05 a module-level table nothing running reads keeps nothing alive (static_unread): fla's
 # activation table `ACT2FN = {'relu': F.relu, 'gelu': fast_gelu_impl, ...}` and `sigmoidglu_linear =
 # SigmoidGLULinearFunction.apply` (swiglu 8 -> 0 static findings).
-# Still refused: at run time the swiglu module's `@torch.compile` decorations (of GELU helpers nothing calls) make
-# torch write TORCHINDUCTOR_CACHE_DIR into the environment on import, which the audit hook refuses (os.putenv); and,
-# with no rule that tells them from an attack, `torch.distributed` collectives and `isinstance(seqlen_offsets,
-# Tensor)` / varlen branches on arguments that are always None or ints, reached through argument-changing decorators
-# (`@dispatch`, which may hand the arguments to another registered implementation and keys the function in a
-# module-level registry; `@input_guard`, which rebuilds every argument through a helper) the checker cannot see
-# through, and past them int-valued parameters and constants carried through locals (`is_varlen = cu_seqlens is not
-# None`, `world_size = 1 if process_group is None else ...`).
-_FLA_COMPILE_ENV = ("at run time the module's @torch.compile decorations (GELU helpers nothing calls; the static "
-                    "checks pass since the activation table ACT2FN is unread) make torch write "
-                    "TORCHINDUCTOR_CACHE_DIR into the environment on import, which the audit hook refuses (os.putenv)")
+# Since 2026-12-05 the swiglu module's `@torch.compile` decorations (of GELU helpers nothing calls) also pass at run
+# time: the decoration imports torch._inductor, which records TORCHINDUCTOR_CACHE_DIR in the environment and builds
+# its kernel templates with Jinja, both from torch's own code (evaluator/sandboxed/guards.py: _LIBRARY_RECORDS,
+# _CODE_GENERATORS). Still refused, with no rule that tells them from an attack: `torch.distributed` collectives and
+# `isinstance(seqlen_offsets, Tensor)` / varlen branches on arguments that are always None or ints, reached through
+# argument-changing decorators (`@dispatch`, which may hand the arguments to another registered implementation and
+# keys the function in a module-level registry; `@input_guard`, which rebuilds every argument through a helper) the
+# checker cannot see through, and past them int-valued parameters and constants carried through locals (`is_varlen =
+# cu_seqlens is not None`, `world_size = 1 if process_group is None else ...`).
 _FLA_DECORATED_BRANCHES = ("branches on arguments that are always None or ints (process_group, cu_seqlens, "
                            "seqlen_offsets) reached through argument-changing decorators (@dispatch, @input_guard, "
                            "@autocast_custom_fwd) the checker cannot see through: torch.distributed collectives and "
@@ -161,8 +159,7 @@ ENTRIES: tuple[Entry, ...] = (
           task="bench/ops/layer_norm.py", adapter="fla_layer_norm.py", cpu=CpuExpectation.NEEDS_GPU,
           why_cpu=_AUTOTUNE),
     Entry(library=FLA, module="fla.modules.activations.ops", kernel="swiglu (SwiGLUFunction)",
-          task="bench/ops/swiglu.py", adapter="fla_swiglu.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE,
-          known_false_reject=_FLA_COMPILE_ENV),
+          task="bench/ops/swiglu.py", adapter="fla_swiglu.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE),
     Entry(library=FLA, module="fla.modules.rotary.ops", kernel="rotary_embedding (RotaryEmbeddingFunction)",
           task="bench/ops/rotary.py", adapter="fla_rotary.py", cpu=CpuExpectation.NEEDS_GPU, why_cpu=_AUTOTUNE,
           known_false_reject=_FLA_DECORATED_BRANCHES),
