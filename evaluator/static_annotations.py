@@ -6,7 +6,8 @@ runs it. Only plain type expressions are allowed: names, attributes, subscripts,
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from evaluator.static_chains import is_module
 from evaluator.static_model import resolve
@@ -25,6 +26,9 @@ def _is_dunder(name: str) -> bool:
 _TYPING_ROOTS = ("typing.", "collections.abc.")
 
 
+_LITERALS = frozenset({"typing.Literal", "typing_extensions.Literal"})
+# Calls that make a type from a name and types (their first argument is only the new type's name).
+_TYPE_FACTORIES = frozenset({"typing.TypeVar", "typing.NewType", "typing.ParamSpec", "typing_extensions.TypeVar"})
 _BUILTIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "complex", "list", "dict", "tuple", "set",
                             "frozenset", "type", "object"})  # a file may not rebind a builtin's name (static_shadowing)
 
@@ -78,18 +82,72 @@ def _module_as_value(tree: ast.AST, aliases: dict[str, str], stored: bool) -> st
     return None
 
 
-def check_annotation(expr: ast.AST, aliases: dict[str, str], report: Report, *, stored: bool = True) -> None:
+@dataclass(frozen=True)
+class ModuleNames:
+    """What a module-level name in an annotation may stand for: an import, a class of the file, or a module-level
+    binding whose every value is itself a type expression (``Vec = torch.Tensor``, ``Num = int | float``)."""
+
+    aliases: dict[str, str]
+    classes: frozenset[str] = frozenset()
+    constants: Mapping[str, list[ast.expr]] = field(default_factory=dict)
+
+    def value_named(self, expr: ast.AST, depth: int = 0) -> str | None:
+        """A name in ``expr`` that may stand for something other than a type, or None (pure). An annotation's value
+        is evaluated: a string found there is evaluated again as code by torch.library's schema inference and by
+        ``typing.get_type_hints`` (``x: SPEC`` with ``SPEC = "..." + "..."``), and an attribute of the file's own
+        objects (``x: CFG.spec``) or a name bound by a loop, a ``global`` write or ``TypeVar(...)`` can hold one."""
+        parents = {id(child): node for node in ast.walk(expr) for child in ast.iter_child_nodes(node)}
+        for sub in ast.walk(expr):
+            if isinstance(sub, ast.Attribute) and not isinstance(parents.get(id(sub)), ast.Attribute):
+                root: ast.AST = sub
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if not (isinstance(root, ast.Name) and root.id in self.aliases):
+                    return ast.unparse(sub)  # an attribute of the file's own object, not of an imported module
+            if not isinstance(sub, ast.Name) or sub.id in self.aliases or sub.id in self.classes:
+                continue
+            if sub.id in _BUILTIN_TYPES and sub.id not in self.constants:
+                continue
+            values = self.constants.get(sub.id)
+            if not values or depth > 3 or not all(self._type_value(v, depth + 1) for v in values):
+                return sub.id
+        return None
+
+    def _type_value(self, value: ast.expr, depth: int) -> bool:
+        """A module-level binding's value that is a type expression with no string in it, or a ``TypeVar("T",
+        ...)`` / ``NewType("N", ...)`` whose other arguments are (pure)."""
+        if isinstance(value, ast.Call) and resolve(value.func, self.aliases) in _TYPE_FACTORIES:
+            first, rest = (value.args[0], value.args[1:]) if value.args else (None, [])
+            return isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+                all(self._type_value(v, depth) for v in [*rest, *(k.value for k in value.keywords)])
+        plain = all(isinstance(n, _ANNOTATION_NODES) and not (isinstance(n, ast.Constant) and
+                                                              isinstance(n.value, str | bytes))
+                    for n in ast.walk(value))  # fmt: skip
+        return plain and self.value_named(value, depth) is None
+
+
+def check_annotation(expr: ast.AST, names: ModuleNames, report: Report, *, stored: bool = True) -> None:
     """Annotations are code to typing, torch.library and dataclasses: only plain type expressions, where a module
-    stands only where its value reaches no running code (:func:`_module_as_value`); ``stored``: a class body's or
-    the module's variable annotation, which running code can read back."""
+    stands only where its value reaches no running code (:func:`_module_as_value`) and every name stands for a type
+    (:meth:`ModuleNames.value_named`); ``stored``: a class body's or the module's variable annotation, which running
+    code can read back."""
+    aliases = names.aliases
     module = _module_as_value(expr, aliases, stored)
     if module is not None:
         report("banned-import", expr, f"annotation hands module `{module}` over as a value (annotations are "
                f"evaluated, and may subscript or call any object); name a type in it such as `{module}.Name`")
         return
+    value = names.value_named(expr)
+    if value is not None:
+        report("dangerous-builtin", expr, f"annotation names `{value}`, which may hold a value other than a type "
+               "(torch.library and typing evaluate a string found there as code); use the type itself instead, such "
+               "as `torch.Tensor`, or an alias bound once to a type expression")
+        return
+    literal = {id(n) for sub in ast.walk(expr) if isinstance(sub, ast.Subscript)
+               and resolve(sub.value, aliases) in _LITERALS for n in ast.walk(sub.slice)}  # values, never evaluated
     for sub in ast.walk(expr):
-        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            _check_string_annotation(sub, sub.value, aliases, report, stored)
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in literal:
+            _check_string_annotation(sub, sub.value, names, report, stored)
         elif not isinstance(sub, _ANNOTATION_NODES) or (isinstance(sub, ast.BinOp) and
                                                        not isinstance(sub.op, ast.BitOr)):  # fmt: skip
             report("dangerous-builtin", sub, "annotation holds code (typing, torch.library and dataclasses "
@@ -97,8 +155,9 @@ def check_annotation(expr: ast.AST, aliases: dict[str, str], report: Report, *, 
             return
 
 
-def _check_string_annotation(node: ast.Constant, text: str, aliases: dict[str, str], report: Report,
+def _check_string_annotation(node: ast.Constant, text: str, names: ModuleNames, report: Report,
                              stored: bool) -> None:
+    aliases = names.aliases
     try:
         parsed = pyast.parse_expression(text.strip())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -107,6 +166,12 @@ def _check_string_annotation(node: ast.Constant, text: str, aliases: dict[str, s
     if module is not None:
         report("banned-import", node, f"string annotation hands module `{module}` over as a value (typing and "
                f"torch.library evaluate it); name a type in it such as \"{module}.Name\"")
+        return
+    value = names.value_named(parsed)
+    if value is not None:
+        report("dangerous-builtin", node, f"string annotation names `{value}`, which may hold a value other than a "
+               "type (typing and torch.library evaluate it, and a string found there again); use the type itself "
+               "instead")
         return
     for sub in ast.walk(parsed):
         bad = not isinstance(sub, (*_ANNOTATION_NODES, ast.Expression)) or (

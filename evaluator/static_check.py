@@ -156,6 +156,7 @@ from evaluator.static_inspect import check_inspect
 from evaluator.static_library import check_registrations
 from evaluator.static_liveness import unread_bindings
 from evaluator.static_loggers import check_loggers
+from evaluator.static_mangling import mangle
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model, device_functions
 from evaluator.static_model import resolve as _resolve
 from evaluator.static_paths import (
@@ -485,7 +486,7 @@ def check_source(
             msg = f"cannot parse ({type(exc).__name__}: {exc}); keep the file plain UTF-8 text with shallow nesting"
         return StaticReport(Violation("syntax-error", line, col, msg))
     try:
-        return _analyse(tree, entry, normalise_allow(allow_torch), out)
+        return _analyse(mangle(tree), entry, normalise_allow(allow_torch), out)
     except RecursionError:
         out.add("too-complex", 1, 0, "the file nests expressions too deeply to check; split long or deeply "
                 "nested expressions into smaller statements")

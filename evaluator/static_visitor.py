@@ -18,7 +18,7 @@ import ast
 from collections.abc import Callable, Sequence
 
 from evaluator.static_absent import absent_attribute, needs_absent
-from evaluator.static_annotations import check_annotation
+from evaluator.static_annotations import ModuleNames, check_annotation
 from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functions
 from evaluator.static_compute import ComputeRules
 from evaluator.static_dormant import bound_anywhere, dormant_imports, type_checking_names
@@ -171,6 +171,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             model, forward_path, entry, allow, report
         )  # fmt: skip
         self.parents = model.parents
+        self.annotation_names = ModuleNames(model.aliases, frozenset(model.classes), model.constants)
         self.tree = tree or ast.Module(body=[], type_ignores=[])
         self.live = live_functions(self.tree, model, entry, forward_path) | forward_path
         # module-level tables no running code reads (evaluator.static_unread)
@@ -378,10 +379,10 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg,
                         node.args.kwarg]:  # fmt: skip
                 if arg is not None and arg.annotation is not None:
-                    check_annotation(arg.annotation, self.model.aliases, self.report, stored=False)
+                    check_annotation(arg.annotation, self.annotation_names, self.report, stored=False)
                     self.visit(arg.annotation)
             if node.returns is not None:
-                check_annotation(node.returns, self.model.aliases, self.report, stored=False)
+                check_annotation(node.returns, self.annotation_names, self.report, stored=False)
                 self.visit(node.returns)
         saved = (self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars, self._none,
                  self._bookkeeping)  # fmt: skip
@@ -451,7 +452,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.unread_values -= unread
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        check_annotation(node.annotation, self.model.aliases, self.report,
+        check_annotation(node.annotation, self.annotation_names, self.report,
                          stored=not in_inert_annotation(node.annotation, self.parents))
         self.generic_visit(node)
 
