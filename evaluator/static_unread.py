@@ -48,8 +48,13 @@ AUTOGRAD_FUNCTION = frozenset({"torch.autograd.Function", "torch.autograd.functi
 # binding read.
 _NAMESPACE_READERS = frozenset({"globals", "vars", "locals", "dir", "eval", "exec", "compile", "__import__",
                                 "breakpoint", "help"})
-_NAMESPACE_ATTRS = frozenset({"__dict__", "__globals__", "__builtins__", "__getattribute__", "f_globals", "f_locals",
-                              "f_back", "tb_frame", "gi_frame", "cr_frame", "__closure__", "__code__"})
+# Attributes that hand out a frame or a module's namespace without being dunders (a generator's
+# ``gi_frame.f_globals``, a Triton kernel's ``get_capture_scope()`` and ``used_global_vals``): refused everywhere
+# (evaluator.static_visitor), and a file naming one keeps every binding read.
+NAMESPACE_HANDLES = frozenset({"f_globals", "f_locals", "f_builtins", "f_back", "tb_frame", "gi_frame", "cr_frame",
+                               "ag_frame", "gi_yieldfrom", "get_capture_scope", "used_global_vals"})
+_NAMESPACE_ATTRS = NAMESPACE_HANDLES | {"__dict__", "__globals__", "__builtins__", "__getattribute__", "__closure__",
+                                        "__code__"}
 
 
 def _binding_counts(tree: ast.Module) -> dict[str, int]:

@@ -63,6 +63,7 @@ from evaluator.static_rules import (
     torch_computes,
     why_module,
 )
+from evaluator.static_unread import NAMESPACE_HANDLES
 from evaluator.static_uses import Use, enclosing_scope, in_annotation, in_inert_annotation, name_loads, use_of
 from kernelevo import pyast
 
@@ -561,6 +562,9 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS and not self._name_read(node):
             self.report("introspection", node, f"accesses `{node.attr}`, which introspects objects or "
                         "modules; remove it (candidates must not look at the harness or rewire objects)")
+        elif node.attr in NAMESPACE_HANDLES:
+            self.report("introspection", node, f"accesses `{node.attr}`, which hands out a frame or a module's "
+                        "namespace (any name in it, by string); remove it and name what you use")
         if id(node) not in self._inner:
             dotted = self._resolve(node)
             if dotted is not None:

@@ -132,3 +132,16 @@ ANNOTATION_TYPES = {
 @pytest.mark.parametrize("module", list(ANNOTATION_TYPES.values()), ids=list(ANNOTATION_TYPES))
 def test_an_annotation_of_types_passes(module):
     assert _rules(make(module=module)) == []
+
+
+NAMESPACE_HANDLES = {
+    "a generator's frame globals": "g = (lambda: (yield))()\nns = g.gi_frame.f_globals",
+    "a Triton kernel's capture scope": "ns = copy_kernel.get_capture_scope()",
+    "a Triton kernel's global values": "ns = copy_kernel.used_global_vals",
+}
+
+
+@pytest.mark.parametrize("body", list(NAMESPACE_HANDLES.values()), ids=list(NAMESPACE_HANDLES))
+def test_attributes_that_hand_out_a_namespace_are_refused(body):
+    """Red team s10u: a kernel's ``get_capture_scope()["ro" + "ws"]`` fetches a function no code names."""
+    assert any(rule == "introspection" for rule, _ in _rules(make(body=body))), _rules(make(body=body))
