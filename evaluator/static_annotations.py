@@ -126,22 +126,31 @@ class ModuleNames:
         return plain and self.value_named(value, depth) is None
 
 
+def _names_refused(expr: ast.AST, at: ast.AST, kind: str, names: ModuleNames, report: Report, stored: bool) -> bool:
+    """Report, at ``at``, a module ``expr`` hands over as a value or a name in it that may stand for something other
+    than a type (``kind``: "annotation" or "string annotation"); True when one was reported."""
+    module = _module_as_value(expr, names.aliases, stored)
+    if module is not None:
+        report("banned-import", at, f"{kind} hands module `{module}` over as a value (typing, torch.library and "
+               f"dataclasses evaluate annotations, and may subscript or call any object); name a type in it such as "
+               f"`{module}.Name`")
+        return True
+    value = names.value_named(expr)
+    if value is not None:
+        report("dangerous-builtin", at, f"{kind} names `{value}`, which may hold a value other than a type "
+               "(torch.library and typing evaluate a string found there as code); use the type itself instead, such "
+               "as `torch.Tensor`, or an alias bound once to a type expression")
+        return True
+    return False
+
+
 def check_annotation(expr: ast.AST, names: ModuleNames, report: Report, *, stored: bool = True) -> None:
     """Annotations are code to typing, torch.library and dataclasses: only plain type expressions, where a module
     stands only where its value reaches no running code (:func:`_module_as_value`) and every name stands for a type
     (:meth:`ModuleNames.value_named`); ``stored``: a class body's or the module's variable annotation, which running
     code can read back."""
     aliases = names.aliases
-    module = _module_as_value(expr, aliases, stored)
-    if module is not None:
-        report("banned-import", expr, f"annotation hands module `{module}` over as a value (annotations are "
-               f"evaluated, and may subscript or call any object); name a type in it such as `{module}.Name`")
-        return
-    value = names.value_named(expr)
-    if value is not None:
-        report("dangerous-builtin", expr, f"annotation names `{value}`, which may hold a value other than a type "
-               "(torch.library and typing evaluate a string found there as code); use the type itself instead, such "
-               "as `torch.Tensor`, or an alias bound once to a type expression")
+    if _names_refused(expr, expr, "annotation", names, report, stored):
         return
     literal = {id(n) for sub in ast.walk(expr) if isinstance(sub, ast.Subscript)
                and resolve(sub.value, aliases) in _LITERALS for n in ast.walk(sub.slice)}  # values, never evaluated
@@ -162,16 +171,7 @@ def _check_string_annotation(node: ast.Constant, text: str, names: ModuleNames, 
         parsed = pyast.parse_expression(text.strip())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return  # not an expression: nothing will evaluate it as one (a docstring-like literal)
-    module = _module_as_value(parsed, aliases, stored)
-    if module is not None:
-        report("banned-import", node, f"string annotation hands module `{module}` over as a value (typing and "
-               f"torch.library evaluate it); name a type in it such as \"{module}.Name\"")
-        return
-    value = names.value_named(parsed)
-    if value is not None:
-        report("dangerous-builtin", node, f"string annotation names `{value}`, which may hold a value other than a "
-               "type (typing and torch.library evaluate it, and a string found there again); use the type itself "
-               "instead")
+    if _names_refused(parsed, node, "string annotation", names, report, stored):
         return
     for sub in ast.walk(parsed):
         bad = not isinstance(sub, (*_ANNOTATION_NODES, ast.Expression)) or (
