@@ -90,12 +90,20 @@ class ModuleNames:
     aliases: dict[str, str]
     classes: frozenset[str] = frozenset()
     constants: Mapping[str, list[ast.expr]] = field(default_factory=dict)
+    bound: frozenset[str] = frozenset()  # every name the file binds, in any scope
 
-    def value_named(self, expr: ast.AST, depth: int = 0) -> str | None:
+    def unbound(self, name: str) -> bool:
+        """A name the file binds nowhere: evaluated, it is a NameError or a builtin (``Literal["sum", "mean"]``),
+        never a string of the candidate's."""
+        return name not in self.bound and name not in self.aliases
+
+    def value_named(self, expr: ast.AST, depth: int = 0, *, lenient: bool = False) -> str | None:
         """A name in ``expr`` that may stand for something other than a type, or None (pure). An annotation's value
         is evaluated: a string found there is evaluated again as code by torch.library's schema inference and by
         ``typing.get_type_hints`` (``x: SPEC`` with ``SPEC = "..." + "..."``), and an attribute of the file's own
-        objects (``x: CFG.spec``) or a name bound by a loop, a ``global`` write or ``TypeVar(...)`` can hold one."""
+        objects (``x: CFG.spec``) or a name bound by a loop, a ``global`` write or ``TypeVar(...)`` can hold one.
+        ``lenient``: a ``Literal[...]`` string, which torch's schema inference evaluates too: a name the file binds
+        nowhere (``Literal["masked"]``, ``Literal["sum"]``) evaluates to nothing of the candidate's, so it passes."""
         parents = {id(child): node for node in ast.walk(expr) for child in ast.iter_child_nodes(node)}
         for sub in ast.walk(expr):
             if isinstance(sub, ast.Attribute) and not isinstance(parents.get(id(sub)), ast.Attribute):
@@ -105,6 +113,8 @@ class ModuleNames:
                 if not (isinstance(root, ast.Name) and root.id in self.aliases):
                     return ast.unparse(sub)  # an attribute of the file's own object, not of an imported module
             if not isinstance(sub, ast.Name) or sub.id in self.aliases or sub.id in self.classes:
+                continue
+            if lenient and self.unbound(sub.id):
                 continue
             if sub.id in _BUILTIN_TYPES and sub.id not in self.constants:
                 continue
@@ -126,7 +136,8 @@ class ModuleNames:
         return plain and self.value_named(value, depth) is None
 
 
-def _names_refused(expr: ast.AST, at: ast.AST, kind: str, names: ModuleNames, report: Report, stored: bool) -> bool:
+def _names_refused(expr: ast.AST, at: ast.AST, kind: str, names: ModuleNames, report: Report, stored: bool, *,
+                   lenient: bool = False) -> bool:
     """Report, at ``at``, a module ``expr`` hands over as a value or a name in it that may stand for something other
     than a type (``kind``: "annotation" or "string annotation"); True when one was reported."""
     module = _module_as_value(expr, names.aliases, stored)
@@ -135,7 +146,7 @@ def _names_refused(expr: ast.AST, at: ast.AST, kind: str, names: ModuleNames, re
                f"dataclasses evaluate annotations, and may subscript or call any object); name a type in it such as "
                f"`{module}.Name`")
         return True
-    value = names.value_named(expr)
+    value = names.value_named(expr, lenient=lenient)
     if value is not None:
         report("dangerous-builtin", at, f"{kind} names `{value}`, which may hold a value other than a type "
                "(torch.library and typing evaluate a string found there as code); use the type itself instead, such "
@@ -152,11 +163,13 @@ def check_annotation(expr: ast.AST, names: ModuleNames, report: Report, *, store
     aliases = names.aliases
     if _names_refused(expr, expr, "annotation", names, report, stored):
         return
+    # Literal's strings are values to typing, but torch.library's schema inference evaluates every string under a
+    # generic: they are judged as string annotations, where a name found nowhere (a NameError) may stand
     literal = {id(n) for sub in ast.walk(expr) if isinstance(sub, ast.Subscript)
-               and resolve(sub.value, aliases) in _LITERALS for n in ast.walk(sub.slice)}  # values, never evaluated
+               and resolve(sub.value, aliases) in _LITERALS for n in ast.walk(sub.slice)}
     for sub in ast.walk(expr):
-        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in literal:
-            _check_string_annotation(sub, sub.value, names, report, stored)
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            _check_string_annotation(sub, sub.value, names, report, stored, lenient=id(sub) in literal)
         elif not isinstance(sub, _ANNOTATION_NODES) or (isinstance(sub, ast.BinOp) and
                                                        not isinstance(sub.op, ast.BitOr)):  # fmt: skip
             report("dangerous-builtin", sub, "annotation holds code (typing, torch.library and dataclasses "
@@ -165,13 +178,13 @@ def check_annotation(expr: ast.AST, names: ModuleNames, report: Report, *, store
 
 
 def _check_string_annotation(node: ast.Constant, text: str, names: ModuleNames, report: Report,
-                             stored: bool) -> None:
+                             stored: bool, *, lenient: bool = False) -> None:
     aliases = names.aliases
     try:
         parsed = pyast.parse_expression(text.strip())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return  # not an expression: nothing will evaluate it as one (a docstring-like literal)
-    if _names_refused(parsed, node, "string annotation", names, report, stored):
+    if _names_refused(parsed, node, "string annotation", names, report, stored, lenient=lenient):
         return
     for sub in ast.walk(parsed):
         bad = not isinstance(sub, (*_ANNOTATION_NODES, ast.Expression)) or (

@@ -63,7 +63,7 @@ from evaluator.static_rules import (
     torch_computes,
     why_module,
 )
-from evaluator.static_unread import NAMESPACE_HANDLES
+from evaluator.static_unread import NAMESPACE_HANDLES, names_bound_anywhere
 from evaluator.static_uses import Use, enclosing_scope, in_annotation, in_inert_annotation, name_loads, use_of
 from kernelevo import pyast
 
@@ -172,7 +172,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             model, forward_path, entry, allow, report
         )  # fmt: skip
         self.parents = model.parents
-        self.annotation_names = ModuleNames(model.aliases, frozenset(model.classes), model.constants)
+        self.annotation_names = ModuleNames(model.aliases, frozenset(model.classes), model.constants,
+                                            names_bound_anywhere(tree) if tree is not None else frozenset())
         self.tree = tree or ast.Module(body=[], type_ignores=[])
         self.live = live_functions(self.tree, model, entry, forward_path) | forward_path
         # module-level tables no running code reads (evaluator.static_unread)
@@ -557,6 +558,15 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             return True
         parent = self.parents.get(id(node))
         return node.attr == "__class__" and isinstance(parent, ast.Attribute) and parent.attr in _NAME_DUNDERS
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        """``case C(attr=p)`` reads ``subject.attr`` with no attribute node in the tree: a private attribute, a dunder
+        or a namespace handle read so is refused as the attribute itself would be."""
+        for attr in node.kwd_attrs:
+            if attr.startswith("_") or attr in NAMESPACE_HANDLES:
+                self.report("introspection", node, f"a class pattern reads attribute `{attr}` of the matched object "
+                            "(private, special, or a frame or namespace); remove it and read only public attributes")
+        self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS and not self._name_read(node):

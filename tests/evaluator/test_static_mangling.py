@@ -145,3 +145,30 @@ NAMESPACE_HANDLES = {
 def test_attributes_that_hand_out_a_namespace_are_refused(body):
     """Red team s10u: a kernel's ``get_capture_scope()["ro" + "ws"]`` fetches a function no code names."""
     assert any(rule == "introspection" for rule, _ in _rules(make(body=body))), _rules(make(body=body))
+
+
+def test_literal_strings_are_values_unless_they_name_the_files_own_bindings():
+    """Red team s11: torch.library's schema inference evaluates every string under a generic, Literal's included."""
+    honest = "from typing import Literal\ndef helper(t, how: Literal['sum', 'mean', 'masked'] = 'sum'):\n    return t\n"
+    assert _rules(make(module=honest)) == []
+    for payload in ("'__import__(\"os\")'", "'SPEC'", "'(lambda: 0)()'"):
+        source = make(module=f"from typing import Literal\nSPEC = 'x' + 'y'\n"
+                             f"def helper(t: Literal[{payload}]):\n    return t\n")
+        assert any(rule == "dangerous-builtin" for rule, _ in _rules(source)), (payload, _rules(source))
+
+
+def test_class_patterns_that_read_private_or_namespace_attributes_are_refused():
+    """Red team s11: ``case object(__globals__=g)`` reads an attribute with no attribute node in the tree."""
+    for attr in ("__globals__", "_python_dispatch", "gi_frame"):
+        source = make(body=f"match x:\n    case object({attr}=g):\n        pass")
+        assert any(rule == "introspection" for rule, _ in _rules(source)), (attr, _rules(source))
+    assert _rules(make(body="match x:\n    case torch.Tensor(shape=s):\n        pass")) == []
+
+
+def test_a_kernel_string_holding_a_def_line_is_refused():
+    """Red team s11: the CPU interpreter compiles a kernel from the last line that begins with ``def ``."""
+    kernel = ('@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr):\n    tl.static_assert(BLOCK > 0, """\n'
+              'def k(x_ptr, BLOCK):\n    pass\n""")\n')
+    assert any(rule == "cuda-source" for rule, _ in _rules(make(module=kernel))), _rules(make(module=kernel))
+    documented = '@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr):\n    """Adds; see\n    defaults."""\n'
+    assert not any(rule == "cuda-source" for rule, _ in _rules(make(module=documented)))

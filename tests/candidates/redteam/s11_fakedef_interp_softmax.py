@@ -3,7 +3,8 @@ the source the interpreter runs.
 
 triton/runtime/interpreter.py's FunctionRewriter._find_def takes the LAST line of the kernel's source whose stripped
 text starts with ``def `` and compiles the kernel from there on. The message of ``tl.static_assert`` here is a
-triple-quoted string holding ``def s11_rows(...)`` and a Python body, closed by ``#""")``: to the checker (and to
+triple-quoted string holding ``def s11_rows(...)`` and a Python body, closed on a line that begins with ``#`` (a
+comment to the interpreter): to the checker (and to
 Triton's GPU compiler, which finds the first ``def``) the kernel is a plain copy of x into out, and the string is
 inert; to the interpreter the source is ``def s11_rows(...):`` + the string's body + a comment, which pops the op
 recorder (torch.utils._python_dispatch._disable_current_modes, a private API the checker never sees) and writes
