@@ -21,8 +21,15 @@ def mangled(name: str, owner: str | None) -> str:
 
 
 class _Mangler(ast.NodeVisitor):
-    def __init__(self) -> None:
+    def __init__(self, lazy_annotations: bool) -> None:
         self.owner: str | None = None  # the enclosing class's name without leading underscores
+        # ``from __future__ import annotations``: annotations are kept as their source text, evaluated later (by
+        # typing or torch.library) in the module's namespace, unmangled
+        self.lazy_annotations = lazy_annotations
+
+    def _annotation(self, node: ast.expr | None) -> None:
+        if node is not None and not self.lazy_annotations:
+            self.visit(node)
 
     def _m(self, name: str) -> str:
         return mangled(name, self.owner)
@@ -39,7 +46,18 @@ class _Mangler(ast.NodeVisitor):
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         node.name = self._m(node.name)
-        self.generic_visit(node)
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        self.visit(node.args)
+        self._annotation(node.returns)
+        for stmt in node.body:
+            self.visit(stmt)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.visit(node.target)
+        self._annotation(node.annotation)
+        if node.value is not None:
+            self.visit(node.value)
 
     visit_FunctionDef = _function
     visit_AsyncFunctionDef = _function
@@ -53,7 +71,7 @@ class _Mangler(ast.NodeVisitor):
 
     def visit_arg(self, node: ast.arg) -> None:
         node.arg = self._m(node.arg)
-        self.generic_visit(node)
+        self._annotation(node.annotation)
 
     # A call's keyword names are not mangled (``g(__kw=1)`` passes ``__kw``).
 
@@ -97,6 +115,10 @@ class _Mangler(ast.NodeVisitor):
 
 
 def mangle(tree: ast.Module) -> ast.Module:
-    """Rewrite ``tree`` in place with every class-private name as the compiler stores it; returns ``tree``."""
-    _Mangler().visit(tree)
+    """Rewrite ``tree`` in place with every class-private name as the compiler stores it (annotations of a module
+    under ``from __future__ import annotations`` stay as written: they are evaluated later, unmangled); returns
+    ``tree``."""
+    lazy = any(isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__" and
+               any(alias.name == "annotations" for alias in stmt.names) for stmt in tree.body)  # fmt: skip
+    _Mangler(lazy).visit(tree)
     return tree

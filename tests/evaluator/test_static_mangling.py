@@ -172,3 +172,14 @@ def test_a_kernel_string_holding_a_def_line_is_refused():
     assert any(rule == "cuda-source" for rule, _ in _rules(make(module=kernel))), _rules(make(module=kernel))
     documented = '@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr):\n    """Adds; see\n    defaults."""\n'
     assert not any(rule == "cuda-source" for rule, _ in _rules(make(module=documented)))
+
+
+def test_lazy_annotations_keep_their_spelling():
+    """Under ``from __future__ import annotations`` an annotation is its source text, evaluated later in the module's
+    namespace: ``x: __S`` inside a class names the module-level ``__S`` there, not ``_C__S`` (red team s11)."""
+    source = "from __future__ import annotations\nclass C:\n    def f(self, x: __S) -> __R:\n        y: __T = 1\n"
+    tree = mangle(ast.parse(source))
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert {"__S", "__R", "__T"} <= names and "_C__S" not in names
+    eager = mangle(ast.parse(source.split("\n", 1)[1]))
+    assert {"_C__S", "_C__R", "_C__T"} <= {n.id for n in ast.walk(eager) if isinstance(n, ast.Name)}
