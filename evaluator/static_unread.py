@@ -57,11 +57,6 @@ _NAMESPACE_ATTRS = NAMESPACE_HANDLES | {"__dict__", "__globals__", "__builtins__
                                         "__code__"}
 
 
-def names_bound_anywhere(tree: ast.Module) -> frozenset[str]:
-    """Every name the file binds, in any scope and any way."""
-    return frozenset(_binding_counts(tree))
-
-
 def _binding_counts(tree: ast.Module) -> dict[str, int]:
     """How many times each name is bound anywhere in the file, in any scope and any way."""
     counts: dict[str, int] = {}

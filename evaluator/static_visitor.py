@@ -63,7 +63,7 @@ from evaluator.static_rules import (
     torch_computes,
     why_module,
 )
-from evaluator.static_unread import NAMESPACE_HANDLES, names_bound_anywhere
+from evaluator.static_unread import NAMESPACE_HANDLES
 from evaluator.static_uses import Use, enclosing_scope, in_annotation, in_inert_annotation, name_loads, use_of
 from kernelevo import pyast
 
@@ -172,8 +172,6 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             model, forward_path, entry, allow, report
         )  # fmt: skip
         self.parents = model.parents
-        self.annotation_names = ModuleNames(model.aliases, frozenset(model.classes), model.constants,
-                                            names_bound_anywhere(tree) if tree is not None else frozenset())
         self.tree = tree or ast.Module(body=[], type_ignores=[])
         self.live = live_functions(self.tree, model, entry, forward_path) | forward_path
         # module-level tables no running code reads (evaluator.static_unread)
@@ -183,6 +181,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         # module-level imports only code that never runs reads (evaluator.static_dormant)
         self._dormant_imports, self._dormant_names = dormant_imports(self.tree, model, self.live)
         self._file_bindings = bound_anywhere(self.tree)
+        self.annotation_names = ModuleNames(model.aliases, frozenset(model.classes), model.constants,
+                                            frozenset(self._file_bindings))
         self._type_checking_names = type_checking_names(self.tree, lambda n: resolve(n, model.aliases))
         self._loaded = _read_names(self.tree)
         self.never_runs = 0  # > 0 inside code that never runs in the verifier
