@@ -82,9 +82,9 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        includes files by path, links libraries, or is built at run time (or by
                        ``**kwargs``, or through load_inline/compile used as a value) so it cannot be
                        checked (a one-``return`` helper whose parameters only print as ``{n:d}`` tokens,
-                       ``#define THREADS {n:d}``, is scanned with the digits as ``0``); a string in a
-                       Triton kernel holding a line that begins with ``def `` (the CPU interpreter compiles
-                       the kernel from its last such line: evaluator.static_kernel_source); a launch without
+                       ``#define THREADS {n:d}``, is scanned with the digits as ``0``); a Triton kernel's
+                       source line other than its own ``def`` that begins with ``def `` (the CPU interpreter
+                       compiles the kernel from its last such line: evaluator.static_kernel_source); a launch without
                        a stream argument (the default stream) is allowed
 ``torch-compute``      PyTorch compute on the forward path (torch.*, F.*, tensor methods, ``@``,
                        torch.nn modules called), host copies of tensor data (``.tolist()``,
@@ -155,7 +155,7 @@ from evaluator.static_fold import fold_strings
 from evaluator.static_grids import empty_launch
 from evaluator.static_identity import check_identity_reads
 from evaluator.static_inspect import check_inspect
-from evaluator.static_kernel_source import check_kernel_strings
+from evaluator.static_kernel_source import check_kernel_lines, source_lines
 from evaluator.static_library import check_registrations
 from evaluator.static_liveness import unread_bindings
 from evaluator.static_loggers import check_loggers
@@ -337,7 +337,8 @@ def _forward_path(tree: ast.Module, model: ModuleModel, entry: str, roots: list[
         unread = again
 
 
-def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collector) -> StaticReport:
+def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collector, lines: list[str]
+             ) -> StaticReport:
     model = build_model(tree)
     roots, entry_node = _entry_roots(tree, model, entry, out)
     check_entry_definition(tree, entry, out.report)
@@ -374,7 +375,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_loggers(tree, resolve_here, model.parents, out.report)
     check_inspect(tree, resolve_here, model.parents, out.report)
     check_identity_reads(tree, resolve_here, model.constants.get, out.report)
-    check_kernel_strings([fn for fns in device_functions(tree, model).values() for fn in fns], out.report)
+    check_kernel_lines(lines, [fn for fns in device_functions(tree, model).values() for fn in fns], out.report)
     check_shadowing(tree, out.report)
     _check_jit_bodies(tree, model, out)
     _check_cuda_sources(tree, model, allow, out)
@@ -490,7 +491,7 @@ def check_source(
             msg = f"cannot parse ({type(exc).__name__}: {exc}); keep the file plain UTF-8 text with shallow nesting"
         return StaticReport(Violation("syntax-error", line, col, msg))
     try:
-        return _analyse(mangle(tree), entry, normalise_allow(allow_torch), out)
+        return _analyse(mangle(tree), entry, normalise_allow(allow_torch), out, source_lines(source))
     except RecursionError:
         out.add("too-complex", 1, 0, "the file nests expressions too deeply to check; split long or deeply "
                 "nested expressions into smaller statements")

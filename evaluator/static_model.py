@@ -42,6 +42,9 @@ class ModuleModel:
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
     autograd_functions: set[str] = field(default_factory=set)  # torch.autograd.Function subclasses
     jit_kernels: dict[str, ast.AST] = field(default_factory=dict)  # triton kernel name -> def/assign
+    # definitions handed to ``triton.jit(fn)``: kernel code whatever name the result is bound to (``k = triton.jit(k)``
+    # rebinds the name, in jit_kernels, to the call)
+    jit_defs: list[ast.AST] = field(default_factory=list)
     # binding ("k", "self.k", "self.ks[]") -> kernel names, for kernel[grid](...) / k[grid, block](...)
     launchables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     extensions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # binding -> load_inline module
@@ -272,6 +275,7 @@ def build_model(tree: ast.Module) -> ModuleModel:
             target = node.args[0]
             if isinstance(target, ast.Name) and target.id in model.functions:
                 model.jit_kernels[target.id] = model.functions.pop(target.id)
+                model.jit_defs.append(model.jit_kernels[target.id])
     for _ in range(2):  # twice, so that aliases of kernels bound later in the file are seen
         for target, value in assignments:
             key = binding_key(target)
@@ -314,7 +318,8 @@ def device_functions(tree: ast.Module, model: ModuleModel) -> dict[str, list[ast
     while todo:
         stmt = todo.pop()
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-            if TRITON_JIT in decorator_names(stmt, model.aliases) or model.jit_kernels.get(stmt.name) is stmt:
+            if TRITON_JIT in decorator_names(stmt, model.aliases) or model.jit_kernels.get(stmt.name) is stmt or \
+                    any(stmt is d for d in model.jit_defs):
                 out.setdefault(stmt.name, []).append(stmt)
         elif isinstance(stmt, ast.If | ast.Try | ast.With) or isinstance(stmt, getattr(ast, "TryStar", ast.Try)):
             for _, value in ast.iter_fields(stmt):

@@ -183,3 +183,16 @@ def test_lazy_annotations_keep_their_spelling():
     assert {"__S", "__R", "__T"} <= names and "_C__S" not in names
     eager = mangle(ast.parse(source.split("\n", 1)[1]))
     assert {"_C__S", "_C__R", "_C__T"} <= {n.id for n in ast.walk(eager) if isinstance(n, ast.Name)}
+
+
+def test_kernel_source_lines_are_judged_as_the_interpreter_reads_them():
+    """Red team s12: a backslash-newline puts a string's first line at the start of a source line, and a kernel
+    bound as ``k = triton.jit(k)`` is device code too."""
+    continued = ('@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr):\n    tl.static_assert(BLOCK > 0, """\\\n'
+                 'def k(x_ptr, BLOCK):\n    pass\n""")\n')
+    rebound = ('def k(x_ptr, BLOCK: tl.constexpr):\n    tl.static_assert(BLOCK > 0, """\ndef k(x_ptr, BLOCK):\n'
+               '    pass\n""")\n\nk = triton.jit(k)\n')
+    for module in (continued, rebound):
+        assert any(rule == "cuda-source" for rule, _ in _rules(make(module=module))), _rules(make(module=module))
+    torch_in_rebound = "def k(x_ptr, BLOCK: tl.constexpr):\n    torch.softmax(x_ptr, -1)\n\nk = triton.jit(k)\n"
+    assert any(rule == "torch-compute" for rule, _ in _rules(make(module=torch_in_rebound)))

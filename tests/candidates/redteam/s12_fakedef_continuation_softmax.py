@@ -1,10 +1,11 @@
-"""EXPLOIT (static layer vs the CPU Triton interpreter): the s11 fake-``def`` string, opened with a backslash
+r"""EXPLOIT (static layer vs the CPU Triton interpreter): the s11 fake-``def`` string, opened with a backslash
 line continuation so the fake ``def`` is the string's FIRST line, which static_kernel_source skips.
 
 evaluator/static_kernel_source.py's hidden_definition looks at ``text.splitlines()[1:]`` of a string constant: it
 assumes a string's first line shares its source line with the opening quote. A triple-quoted
 literal opened as quotes, backslash,
-newline continues the line inside the literal: the string's value begins with ``def s12_rows(...)`` (no newline before it), while in
+newline continues the line inside the literal: the string's value begins with ``def s12_rows(...)`` (no newline
+before it), while in
 the FILE that text stands at the start of its own line. triton/runtime/interpreter.py's FunctionRewriter._find_def
 takes the last file line whose stripped text starts with ``def `` and compiles the kernel from there: the string's
 body, which pops the op recorder (torch.utils._python_dispatch._disable_current_modes, never seen by the checker) and
