@@ -160,7 +160,15 @@ from evaluator.static_library import check_registrations
 from evaluator.static_liveness import unread_bindings
 from evaluator.static_loggers import check_loggers
 from evaluator.static_mangling import mangle
-from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, build_model, device_functions
+from evaluator.static_model import (
+    CUDA_COMPILE,
+    LOAD_INLINE,
+    TRITON_JIT,
+    ModuleModel,
+    build_model,
+    decorator_names,
+    device_functions,
+)
 from evaluator.static_model import resolve as _resolve
 from evaluator.static_paths import (
     hook_roots,
@@ -375,7 +383,10 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_loggers(tree, resolve_here, model.parents, out.report)
     check_inspect(tree, resolve_here, model.parents, out.report)
     check_identity_reads(tree, resolve_here, model.constants.get, out.report)
-    check_kernel_lines(lines, [fn for fns in device_functions(tree, model).values() for fn in fns], out.report)
+    nested = [fn for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+              and TRITON_JIT in decorator_names(fn, model.aliases)]  # kernels made inside factories too
+    device_code = {id(fn): fn for fn in [*(f for fns in device_functions(tree, model).values() for f in fns), *nested]}
+    check_kernel_lines(lines, device_code.values(), out.report)
     check_shadowing(tree, out.report)
     _check_jit_bodies(tree, model, out)
     _check_cuda_sources(tree, model, allow, out)

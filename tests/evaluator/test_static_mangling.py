@@ -196,3 +196,10 @@ def test_kernel_source_lines_are_judged_as_the_interpreter_reads_them():
         assert any(rule == "cuda-source" for rule, _ in _rules(make(module=module))), _rules(make(module=module))
     torch_in_rebound = "def k(x_ptr, BLOCK: tl.constexpr):\n    torch.softmax(x_ptr, -1)\n\nk = triton.jit(k)\n"
     assert any(rule == "torch-compute" for rule, _ in _rules(make(module=torch_in_rebound)))
+
+
+def test_a_kernel_made_inside_a_factory_has_its_source_lines_judged():
+    factory = ('def make_kernel():\n    @triton.jit\n    def k(x_ptr, BLOCK: tl.constexpr):\n'
+               '        tl.static_assert(BLOCK > 0, """\ndef k(x_ptr, BLOCK):\n    pass\n""")\n    return k\n\n'
+               'KERNEL = make_kernel()\n')
+    assert any(rule == "cuda-source" for rule, _ in _rules(make(module=factory))), _rules(make(module=factory))
