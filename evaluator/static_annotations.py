@@ -90,12 +90,7 @@ class ModuleNames:
     aliases: dict[str, str]
     classes: frozenset[str] = frozenset()
     constants: Mapping[str, list[ast.expr]] = field(default_factory=dict)
-    bound: frozenset[str] = frozenset()  # every name the file binds, in any scope
-
-    def unbound(self, name: str) -> bool:
-        """A name the file binds nowhere: evaluated, it is a NameError or a builtin (``Literal["sum", "mean"]``),
-        never a string of the candidate's."""
-        return name not in self.bound and name not in self.aliases
+    bindings: Mapping[str, int] = field(default_factory=dict)  # name -> times the file binds it, in any scope
 
     def value_named(self, expr: ast.AST, depth: int = 0, *, lenient: bool = False) -> str | None:
         """A name in ``expr`` that may stand for something other than a type, or None (pure). An annotation's value
@@ -114,12 +109,12 @@ class ModuleNames:
                     return ast.unparse(sub)  # an attribute of the file's own object, not of an imported module
             if not isinstance(sub, ast.Name) or sub.id in self.aliases or sub.id in self.classes:
                 continue
-            if lenient and self.unbound(sub.id):
-                continue
-            if sub.id in _BUILTIN_TYPES and sub.id not in self.constants:
-                continue
+            if (lenient or sub.id in _BUILTIN_TYPES) and not self.bindings.get(sub.id):
+                continue  # bound nowhere in the file: a NameError or a builtin, never a string of the candidate's
             values = self.constants.get(sub.id)
-            if not values or depth > 3 or not all(self._type_value(v, depth + 1) for v in values):
+            # an alias bound only by module-level assignments (a ``global`` write elsewhere could rebind it first)
+            if not values or len(values) != self.bindings.get(sub.id) or depth > 3 or \
+                    not all(self._type_value(v, depth + 1) for v in values):
                 return sub.id
         return None
 

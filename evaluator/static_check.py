@@ -383,10 +383,9 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_loggers(tree, resolve_here, model.parents, out.report)
     check_inspect(tree, resolve_here, model.parents, out.report)
     check_identity_reads(tree, resolve_here, model.constants.get, out.report)
-    nested = [fn for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
-              and TRITON_JIT in decorator_names(fn, model.aliases)]  # kernels made inside factories too
-    device_code = {id(fn): fn for fn in [*(f for fns in device_functions(tree, model).values() for f in fns), *nested]}
-    check_kernel_lines(lines, device_code.values(), out.report)
+    check_kernel_lines(lines, [fn for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+                               and (TRITON_JIT in decorator_names(fn, model.aliases)
+                                    or any(fn is d for d in model.jit_defs))], out.report)  # factories' kernels too
     check_shadowing(tree, out.report)
     _check_jit_bodies(tree, model, out)
     _check_cuda_sources(tree, model, allow, out)

@@ -60,28 +60,37 @@ def _bound_names(node: ast.Import | ast.ImportFrom) -> list[str]:
     return [(a.asname or a.name).split(".")[0] for a in node.names]
 
 
-def bound_anywhere(tree: ast.Module) -> set[str]:
-    """Every name the file binds, in any scope and any way."""
-    return _other_bindings(tree, set())
-
-
 def _other_bindings(tree: ast.Module, imports: set[int]) -> set[str]:
     """Names bound anywhere other than by the given import statements (ids of their alias nodes)."""
-    out: set[str] = set()
+    return set(binding_counts(tree, imports))
+
+
+def binding_counts(tree: ast.Module, imports: set[int] | frozenset[int] = frozenset()) -> dict[str, int]:
+    """How many times each name is bound anywhere in the file, in any scope and any way (``imports``: ids of alias
+    nodes whose bindings are left out)."""
+    counts: dict[str, int] = {}
+
+    def add(name: str) -> None:
+        counts[name] = counts.get(name, 0) + 1
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            out.add(node.id)
-        elif isinstance(node, ast.alias) and id(node) not in imports:
-            out.add((node.asname or node.name).split(".")[0])
+            add(node.id)
+        elif isinstance(node, ast.alias):
+            if id(node) not in imports:
+                add((node.asname or node.name).split(".")[0])
         elif isinstance(node, (*_FUNCTION, ast.ClassDef)):
-            out.add(node.name)
+            add(node.name)
         elif isinstance(node, ast.Global | ast.Nonlocal):
-            out.update(node.names)
+            for name in node.names:
+                add(name)
         elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            out.add(node.name)
+            add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            add(node.rest)
         elif isinstance(node, ast.arg):
-            out.add(node.arg)
-    return out
+            add(node.arg)
+    return counts
 
 
 def _named_in_strings(tree: ast.Module, parents: dict[int, ast.AST]) -> set[str]:

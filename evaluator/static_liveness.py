@@ -236,17 +236,23 @@ def _hook_name(name: str) -> bool:
     return len(name) > 2 and name.startswith("_") and name.endswith("_") and not name.startswith("__")
 
 
+def liveness(tree: ast.Module, model: ModuleModel, entry: str, roots: Iterable[str] = ()) -> tuple[set[str], set[int]]:
+    """One walk for both answers: the keys of the module-level functions and methods that code which runs can reach
+    (module docstring), and the ids of the module-level bindings no running code reads (evaluator.static_unread);
+    ``roots`` are functions known to run otherwise (the forward path)."""
+    walk = _Liveness(tree, model, entry)
+    live = walk.run(entry, roots)
+    return live, {id(stmt) for name, stmt in walk.deferred.items() if name not in walk.read}
+
+
 def live_functions(tree: ast.Module, model: ModuleModel, entry: str, roots: Iterable[str] = ()) -> set[str]:
-    """Keys of the module-level functions and methods that code which runs can reach (module docstring); ``roots``
-    are functions known to run otherwise (the forward path)."""
-    return _Liveness(tree, model, entry).run(entry, roots)
+    """Keys of the functions and methods that code which runs can reach (:func:`liveness`)."""
+    return liveness(tree, model, entry, roots)[0]
 
 
 def unread_bindings(tree: ast.Module, model: ModuleModel, entry: str, roots: Iterable[str] = ()) -> set[int]:
-    """ids of the module-level bindings no running code reads (evaluator.static_unread), ``roots`` running too."""
-    liveness = _Liveness(tree, model, entry)
-    liveness.run(entry, roots)
-    return {id(stmt) for name, stmt in liveness.deferred.items() if name not in liveness.read}
+    """ids of the module-level bindings no running code reads (:func:`liveness`)."""
+    return liveness(tree, model, entry, roots)[1]
 
 
 # -- parameters every caller passes as None -------------------------------------------------------------------

@@ -318,8 +318,7 @@ def device_functions(tree: ast.Module, model: ModuleModel) -> dict[str, list[ast
     while todo:
         stmt = todo.pop()
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-            if TRITON_JIT in decorator_names(stmt, model.aliases) or model.jit_kernels.get(stmt.name) is stmt or \
-                    any(stmt is d for d in model.jit_defs):
+            if TRITON_JIT in decorator_names(stmt, model.aliases) or any(stmt is d for d in model.jit_defs):
                 out.setdefault(stmt.name, []).append(stmt)
         elif isinstance(stmt, ast.If | ast.Try | ast.With) or isinstance(stmt, getattr(ast, "TryStar", ast.Try)):
             for _, value in ast.iter_fields(stmt):

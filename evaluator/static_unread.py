@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import ast
 
-from evaluator.static_dormant import quiet_module
+from evaluator.static_dormant import binding_counts, quiet_module
 from evaluator.static_model import ModuleModel, resolve
 
 AUTOGRAD_FUNCTION = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
@@ -55,32 +55,6 @@ NAMESPACE_HANDLES = frozenset({"f_globals", "f_locals", "f_builtins", "f_back", 
                                "ag_frame", "gi_yieldfrom", "get_capture_scope", "used_global_vals"})
 _NAMESPACE_ATTRS = NAMESPACE_HANDLES | {"__dict__", "__globals__", "__builtins__", "__getattribute__", "__closure__",
                                         "__code__"}
-
-
-def _binding_counts(tree: ast.Module) -> dict[str, int]:
-    """How many times each name is bound anywhere in the file, in any scope and any way."""
-    counts: dict[str, int] = {}
-
-    def add(name: str) -> None:
-        counts[name] = counts.get(name, 0) + 1
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            add(node.id)
-        elif isinstance(node, ast.alias):
-            add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            add(node.name)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            for name in node.names:
-                add(name)
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            add(node.rest)
-        elif isinstance(node, ast.arg):
-            add(node.arg)
-    return counts
 
 
 def _string_words(tree: ast.Module, keys: set[int]) -> set[str]:
@@ -131,7 +105,7 @@ def _statement_bindings(tree: ast.Module) -> list[set[str]]:
     import, which may bind any name)."""
     out = []
     for stmt in tree.body:
-        names = set(_binding_counts(ast.Module(body=[stmt], type_ignores=[])))
+        names = set(binding_counts(ast.Module(body=[stmt], type_ignores=[])))
         if any(isinstance(a, ast.alias) and a.name == "*" for a in ast.walk(stmt)):
             names.add("*")
         out.append(names)
@@ -202,7 +176,7 @@ def deferred_bindings(tree: ast.Module, model: ModuleModel, entry: str) -> dict[
     but the last condition of the module docstring; liveness decides that one)."""
     if _reads_namespaces(tree):
         return {}
-    counts = _binding_counts(tree)
+    counts = binding_counts(tree)
     globals_ = {name for n in ast.walk(tree) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
     binders = _statement_bindings(tree)
     shaped: dict[str, ast.Assign] = {}

@@ -21,9 +21,9 @@ from evaluator.static_absent import absent_attribute, needs_absent
 from evaluator.static_annotations import ModuleNames, check_annotation
 from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functions
 from evaluator.static_compute import ComputeRules
-from evaluator.static_dormant import bound_anywhere, dormant_imports, type_checking_names
+from evaluator.static_dormant import binding_counts, dormant_imports, type_checking_names
 from evaluator.static_library import custom_op_key
-from evaluator.static_liveness import Branches, inert_decorators, live_functions, none_parameters, unread_bindings
+from evaluator.static_liveness import Branches, inert_decorators, liveness, none_parameters
 from evaluator.static_loggers import plain_loggers
 from evaluator.static_lookups import COMPUTE_HINT, KERNEL_BUILDERS, LITERAL_CALLS, LOOKUP_ATTRS, LookupRules
 from evaluator.static_model import (
@@ -173,16 +173,16 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         )  # fmt: skip
         self.parents = model.parents
         self.tree = tree or ast.Module(body=[], type_ignores=[])
-        self.live = live_functions(self.tree, model, entry, forward_path) | forward_path
-        # module-level tables no running code reads (evaluator.static_unread)
-        self._unread = unread_bindings(self.tree, model, entry, forward_path)
+        # and module-level tables no running code reads (evaluator.static_unread)
+        live, self._unread = liveness(self.tree, model, entry, forward_path)
+        self.live = live | forward_path
         self.unread_values = 0  # > 0 inside the value of such a table
         self.none_params = none_parameters(self.tree, model, entry)
         # module-level imports only code that never runs reads (evaluator.static_dormant)
         self._dormant_imports, self._dormant_names = dormant_imports(self.tree, model, self.live)
-        self._file_bindings = bound_anywhere(self.tree)
-        self.annotation_names = ModuleNames(model.aliases, frozenset(model.classes), model.constants,
-                                            frozenset(self._file_bindings))
+        bindings = binding_counts(self.tree)
+        self._file_bindings = set(bindings)
+        self.annotation_names = ModuleNames(model.aliases, frozenset(model.classes), model.constants, bindings)
         self._type_checking_names = type_checking_names(self.tree, lambda n: resolve(n, model.aliases))
         self._loaded = _read_names(self.tree)
         self.never_runs = 0  # > 0 inside code that never runs in the verifier

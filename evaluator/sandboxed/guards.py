@@ -485,9 +485,11 @@ _SIGNAL_SETTERS = ("signal", "setitimer", "alarm", "set_wakeup_fd", "siginterrup
 _LOCALE_VARIABLES = ("LC_", "LANG")
 # Variables a library records in the environment from its own code, where the candidate cannot steer the write:
 # torch's inductor notes where its cache is (``os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir``) when
-# ``@torch.compile`` decorates a function, even one that never runs (fla's activation helpers). The file whose code
-# makes the write -> the variable. Only inductor reads it; a spawned compiler does not (spawns ignore it).
-_LIBRARY_RECORDS = MappingProxyType({_TORCH_DIR + "_inductor/runtime/cache_dir_utils.py": "TORCHINDUCTOR_CACHE_DIR"})
+# ``@torch.compile`` decorates a function, even one that never runs (fla's activation helpers). The variable -> the
+# files whose code makes the write. Only inductor reads it; a spawned compiler does not (spawns ignore it).
+_LIBRARY_RECORDS = MappingProxyType({
+    "TORCHINDUCTOR_CACHE_DIR": frozenset({_TORCH_DIR + "_inductor/runtime/cache_dir_utils.py"}),
+})
 # kernelevo.cuda's modules, the only library code allowed to call ctypes while a candidate's code is on the stack.
 _CUDA_TOOLCHAIN_FILES = frozenset(str(Path(kernelevo.__file__).resolve().parent / name)
                                   for name in ("cuda.py", "_cuda_nvrtc.py", "_cuda_driver.py", "_cuda_args.py"))
@@ -552,7 +554,7 @@ class AuditGuard:
         # ``os.environ`` must still be found: rebinding it (``partial(setattr, os, "environ", {...})``) or its
         # ``_data`` would change what Triton reads (``$CC``) without an audit event.
         self._spawn_environ = {k: v for k, v in os.environ.items()
-                               if not k.startswith(_LOCALE_VARIABLES) and k not in _LIBRARY_RECORDS.values()}
+                               if not k.startswith(_LOCALE_VARIABLES) and k not in _LIBRARY_RECORDS}
         self._os_namespace = vars(os)
         self._type_name = type.__dict__["__name__"].__get__
         self._which = shutil.which
@@ -752,10 +754,9 @@ class AuditGuard:
                     and self._probe_environment_unchanged(args)):
                 return None
             return line
-        if event == "os.putenv" and args and self._fsdecode(args[0]) in _LIBRARY_RECORDS.values():
+        if event == "os.putenv" and args and self._fsdecode(args[0]) in _LIBRARY_RECORDS:
             # only where that library's file makes the write and was entered by name (not a partial handed over)
-            files = frozenset(f for f, v in _LIBRARY_RECORDS.items() if v == self._fsdecode(args[0]))
-            return None if self._raised_under(files) else line
+            return None if self._raised_under(_LIBRARY_RECORDS[self._fsdecode(args[0])]) else line
         if event.startswith("ctypes.") and self._entered_through_toolchain():
             return None  # kernelevo.cuda compiling (NVRTC) and launching (driver) what the candidate asked for
         if event.startswith(_NEVER_FOR_CANDIDATES):
@@ -917,7 +918,7 @@ class AuditGuard:
                 value = self._fsdecode(value)
             if type(key) is not str or type(value) is not str:
                 return False
-            if not key.startswith(_LOCALE_VARIABLES) and key not in _LIBRARY_RECORDS.values():
+            if not key.startswith(_LOCALE_VARIABLES) and key not in _LIBRARY_RECORDS:
                 current[key] = value
         return current == self._spawn_environ
 

@@ -108,6 +108,8 @@ ANNOTATION_VALUES = {
                                    "def helper(t: T):\n    return t\n",
     "a subscript of a table of strings": "TYPES = {'t': 'torch.Tensor'}\ndef helper(t: TYPES['t']):\n    return t\n",
     "an alias of an alias of a string": "A = 'torch.Tensor'\nB = A\ndef helper(t: B):\n    return t\n",
+    "a type alias a function rebinds through global": "Vec = torch.Tensor\ndef setup():\n    global Vec\n"
+                                                      "    Vec = 'x'\n\ndef helper(t: Vec):\n    return t\n",
 }
 
 
