@@ -181,6 +181,15 @@ class Scene:
         self.jobs = JobsClient.from_settings(settings_for(redis_server.url))
         self.state = BotState(self.jobs.store.client)
 
+    def calls_since(self, before: int) -> list:
+        """The REST calls the bot made since ``len(fake.exchanges)`` was ``before``, less two kinds no delivery is
+        answerable for: token exchanges (cached across deliveries) and the reads the bot worker's sweep tick makes
+        every few seconds in these tests, whenever it likes (the repository, for its default branch, and the
+        repository config)."""
+        return [e for e in self.fake.exchanges[before:] if not e.template.startswith("/app/")
+                and not (e.method == "GET" and (e.template == "/repos/{owner}/{repo}"
+                                                or e.path.endswith("/contents/.github/kernelevo.yml")))]
+
     # -- payloads from GitHub's published examples ----------------------------------------------------
     def _base(self, name: str) -> dict:
         payload = json.loads((FIXTURES / name).read_text())

@@ -26,15 +26,11 @@ def handled(scene, delivery: str) -> bool:
 
 
 def send_and_wait(scene, payload: dict, delivery: str) -> list:
-    """Send a comment delivery, wait until it is handled; returns the REST calls it caused. Not counted: token
-    exchanges (cached across deliveries) and the reads the bot worker's sweep tick makes every few seconds in
-    these tests, whenever it likes: the repository (its default branch) and the repository config."""
+    """Send a comment delivery, wait until it is handled; returns the REST calls it caused (Scene.calls_since)."""
     before = len(scene.fake.exchanges)
     assert scene.send("issue_comment", payload, delivery=delivery).status_code in (200, 202)
     wait_for(lambda: handled(scene, delivery), f"delivery {delivery} to be handled")
-    return [e for e in scene.fake.exchanges[before:] if not e.template.startswith("/app/")
-            and not (e.method == "GET" and (e.template == "/repos/{owner}/{repo}"
-                                            or e.path.endswith("/contents/.github/kernelevo.yml")))]
+    return scene.calls_since(before)
 
 
 # -- High: injection into generated code and Markdown -------------------------------------------------------
