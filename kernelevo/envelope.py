@@ -244,7 +244,8 @@ _TRIVIAL_FLOATS = frozenset({0.0, 1.0, -1.0, 0.5, 2.0, -0.5})
 
 def hard_coded_floats(kernel_source: str) -> list[float]:
     """The non-trivial float literals of a kernel's source, in order of first use (``1e-06``, ``0.7``): values
-    the kernel fixes that the op may have read from an argument, a default or a module constant. Static (AST
+    the kernel fixes that the op may have read from an argument, a default or a module constant. A parameter's
+    default (``def __init__(self, dim, eps=1e-05)``) is not one: the caller's value replaces it. Static (AST
     only): the kernel is never imported here."""
     import ast
 
@@ -254,9 +255,11 @@ def hard_coded_floats(kernel_source: str) -> list[float]:
         tree = pyast.parse(kernel_source)
     except (SyntaxError, ValueError):
         return []
+    defaults = {id(d) for node in ast.walk(tree) if isinstance(node, ast.arguments)
+                for d in (*node.defaults, *node.kw_defaults) if d is not None}  # a caller's value replaces these
     constants = sorted((node.lineno, node.col_offset, node.value) for node in ast.walk(tree)
                        if isinstance(node, ast.Constant) and type(node.value) is float
-                       and node.value not in _TRIVIAL_FLOATS)
+                       and node.value not in _TRIVIAL_FLOATS and id(node) not in defaults)
     found: list[float] = []
     for _, _, value in constants:
         if value not in found:

@@ -253,6 +253,9 @@ def test_the_summary_names_the_constants_a_kernel_hard_codes_and_what_dispatch_c
 
     kernel = "import triton\n\n@triton.jit\ndef k(x, y):\n    y = x / 0.7 * 1.0 + 0.0\n\nEPS = 1e-05\n"
     assert hard_coded_floats(kernel) == [0.7, 1e-05]  # 1.0 and 0.0 are every kernel's, not the op's
+    module = "class ModelNew:\n    def __init__(self, dim, eps=1e-03, *, scale=2.5):\n        self.eps = eps\n"
+    assert hard_coded_floats(module) == []  # defaults: the module is built with the task's own arguments
+    assert hard_coded_floats(module + "\ndef f(x, t=0.3):\n    return x / 0.3\n") == [0.3]  # the body's 0.3
     envelope = {"device_type": "cpu", "backend": "triton", "args": [
         {"kind": "tensor", "dtypes": ["float32"], "rank": 2, "dims": [{"min": 4, "max": 8}, {"min": 64, "max": 64}]},
         {"kind": "value", "type": "float"}]}
