@@ -114,6 +114,7 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         "checks": list(_checks(session)),
         "cases": _case_skeleton(session),
         "init_inputs": session.plan.get("init_inputs", []),
+        "small_cases": bool(session.plan.get("small_cases", False)),
     }
     t0 = time.perf_counter()
     keep = False
@@ -231,7 +232,7 @@ def _checks(session: EvaluationSession) -> list[str]:
 
 def _accept_detail(session: EvaluationSession, calls: int) -> str:
     n_cases = len(session.plan["cases"])
-    sizes = "the task's small cases" if session.small else "the task's scored cases"
+    sizes = "the task's small cases" if session.plan.get("small_cases") else "the task's scored cases"
     return (
         f"correct on {n_cases} case(s) x {len(session.seeds)} seeds in {calls} judged calls, within tolerance, "
         f"and clean; not timed on CPU; checked at {sizes} only (a stored kernel dispatches only within the sizes "

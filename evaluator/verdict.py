@@ -227,6 +227,7 @@ class Correctness(_Evidence):
     checks: list[str] = []
     cases: list[CaseEvidence] = []
     init_inputs: list[ValueSpec] = []  # the constructor arguments ModelNew was built and checked with
+    small_cases: bool = False  # the task's small cases were judged in place of its scored ones (a CPU run)
 
     @field_validator("seeds", mode="before")
     @classmethod

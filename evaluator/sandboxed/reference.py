@@ -242,6 +242,8 @@ class ReferenceRunner:
             "varied_init_file": str(self.inputs_dir / "init-varied.pt") if varied else None,
             "varied_init_inputs": [taskspec.describe(v) for v in varied] if varied else [],
             "forward_arities": arities,
+            # the task's own small cases were judged (a CPU run of a task that has them); otherwise its scored cases
+            "small_cases": self.small and hasattr(task.module, "get_small_cases"),
             "model_forward": ", ".join(taskspec.forward_parameter_names(task.model_cls)),
             "distributions": [self.dists[s] for s in self.seeds],
             "dropped_distributions": dropped,

@@ -313,4 +313,4 @@ def scope_lines(verdict: Verdict, source: str, device: str) -> list[str]:
     except ValueError as exc:  # cases the store cannot cover (mixed ranks): said, not hidden
         return [f"No dispatch envelope can cover the verified cases ({exc})."]
     return verified_scope_lines(envelope, [[_case_text(v) for v in case.inputs] for case in cases], source,
-                                small_only=device == "cpu")
+                                small_only=bool(verdict.correctness and verdict.correctness.small_cases))

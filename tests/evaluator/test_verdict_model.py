@@ -65,6 +65,8 @@ def test_a_real_cpu_verdict_round_trips_and_reads_by_attribute(cpu_run):
     assert Verdict.from_dict(json.loads(json.dumps(data))).to_dict() == data
     correctness = verdict.correctness
     assert correctness.seeds == 2 and correctness.reference_precision == "float64"
+    # a CPU run judges the task's small cases where it has them (this task does): the summary says which
+    assert correctness.small_cases and "checked at the task's small cases only" in verdict.detail
     case = correctness.cases[0]
     assert isinstance(case.inputs[0], TensorSpec) and case.inputs[0].dtype == "torch.float32"
     assert case.checks and all(isinstance(c, CheckResult) and c.ok and c.max_abs_err is not None for c in case.checks)
@@ -249,3 +251,14 @@ def test_a_sandboxed_process_account_of_its_phases_is_kept_only_as_bounded_numbe
     overhead = Overhead()
     overhead["check_phases"] = phases  # validates: every value a float
     assert overhead.check_phases["import_s"] == 0.5
+
+
+def test_the_summary_says_small_inputs_only_where_the_task_has_them(cpu_run):
+    from kernelevo.search.progress import scope_lines
+
+    verdict, _ = cpu_run
+    source = (HONEST / "softmax_online.py").read_text()
+    said = "\n".join(scope_lines(verdict, source, "cpu"))
+    assert "only the op's small_inputs were checked" in said
+    scored = verdict.model_copy(update={"correctness": verdict.correctness.model_copy(update={"small_cases": False})})
+    assert "small_inputs" not in "\n".join(scope_lines(scored, source, "cpu"))  # a task with no small cases
