@@ -126,15 +126,15 @@ class UnsupportedOp(BaseModel):
     count: int = 1  # how many calls of this op the graph holds
     why: str = ""  # for an op lowered only in some forms (a convolution): why this call's form is not
 
-    def where(self) -> str:
-        return f"line {self.line} ({self.code})" if self.line is not None else "(no source line recorded)"
-
     def describe(self) -> str:
-        """``aten.x at line N (code) xK: why``; for the graph as a whole (no ``aten``), the reason alone."""
+        """``aten.x at line N (code) xK: why`` (no line where the trace recorded none: a decorated op's own
+        function, whose frames the tracer keeps no line of); for the graph as a whole (no ``aten``), the reason
+        alone."""
         if not self.aten:
             return self.why
-        return (f"{self.aten} at {self.where()}" + (f" x{self.count}" if self.count > 1 else "")
-                + (f": {self.why}" if self.why else ""))
+        where = f" at line {self.line} ({self.code})" if self.line is not None else ""
+        times = f" x{self.count}" if self.count > 1 else ""
+        return f"{self.aten}{where}{times}" + (f": {self.why}" if self.why else "")
 
 
 # why ops of a kind the generator has no mechanism for are not lowered (said with the op)
