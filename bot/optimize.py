@@ -13,8 +13,9 @@ from bot.github_api import GitHubAPI
 from bot.report import code, escape_md
 from bot.state import PendingRequest
 from bot.submit import submit_request
-from workflows.repo_tarball import TarballError, pack_repo
+from workflows.repo_tarball import pack_repo
 from workflows.store import BlobError
+from workflows.untar import TarballError
 
 
 def request_optimize(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, number: int, login: str,

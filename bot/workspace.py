@@ -1,18 +1,18 @@
 """Local checkouts by commit SHA for discovery and packing: the repo's tarball, unpacked safely.
 
 ``GET /repos/{owner}/{repo}/tarball/{sha}`` with a read-only token for that one repository, streamed to
-disk under a cap on the download. The tarball is hostile: members are extracted with the ``data`` filter
-(no absolute paths, links out of the tree, devices or setuid bits) and the unpacked size and file count are
-capped while extracting, so a small tarball cannot fill the disk. Checkouts live in this process's own
-folder under ``root``; the folder is removed on every exit path, and the folders of dead processes (a
-``kill -9``) are removed when the next provider is created.
+disk under a cap on the download. The tarball is hostile: it is unpacked by :mod:`workflows.untar` (the
+workers' extraction too): no symlink or hard link reaches the disk (a link to a file of the tarball becomes a
+copy, other links are dropped), absolute paths, ``..``, links out of the tree and devices are refused, and the
+unpacked size and file count are capped from the headers, so a small tarball cannot fill the disk.
+Checkouts live in this process's own folder under ``root``; the folder is removed on every exit path, and the
+folders of dead processes (a ``kill -9``) are removed when the next provider is created.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import tarfile
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -21,6 +21,7 @@ from pathlib import Path
 import requests
 
 from bot.auth import READ
+from workflows.untar import TarballError, unpack_tarball
 
 MAX_BYTES = 512 * 1024 * 1024  # the compressed download
 CHUNK = 1 << 16
@@ -97,29 +98,16 @@ def download(url: str, dest: Path, *, token: str, timeout_s: float, limit: int, 
                 handle.write(chunk)
 
 
-def _guard(max_unpacked_bytes: int, max_files: int) -> Callable[[tarfile.TarInfo, str], tarfile.TarInfo]:
-    seen = {"files": 0, "bytes": 0}
-
-    def guarded(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
-        member = tarfile.data_filter(member, path)  # raises on '..', links out of the tree, devices
-        seen["files"] += 1
-        seen["bytes"] += member.size
-        if seen["files"] > max_files or seen["bytes"] > max_unpacked_bytes:
-            raise CheckoutError(f"unpacks to more than {max_files} files or {max_unpacked_bytes / 2**20:.0f} MiB"
-                                " (KERNELEVO_QUEUE_UNPACK_MAX_FILES / _BYTES)")
-        return member
-
-    return guarded
-
-
 def extract_file(archive: Path, dest: Path, *, max_unpacked_bytes: int = 512 * 2**20,
                  max_files: int = 50_000) -> Path:
-    """Unpack a GitHub tarball (one top-level directory) under ``dest``; returns that directory. Raises
-    :class:`CheckoutError` past the caps (what was unpacked stays under ``dest``, which the caller removes)
-    and ``tarfile.TarError`` for unsafe members."""
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive, mode="r:*") as tar:
-        tar.extractall(dest, filter=_guard(max_unpacked_bytes, max_files))
+    """Unpack a GitHub tarball (one top-level directory) under ``dest`` with
+    :func:`workflows.untar.unpack_tarball`; returns that directory. Raises :class:`CheckoutError` for an
+    unsafe member or past the caps (what was unpacked stays under ``dest``, which the caller removes)."""
+    try:
+        with archive.open("rb") as handle:
+            unpack_tarball(handle, dest, max_unpacked_bytes=max_unpacked_bytes, max_files=max_files)
+    except TarballError as exc:
+        raise CheckoutError(str(exc)) from None
     entries = list(dest.iterdir())
     return entries[0] if len(entries) == 1 and entries[0].is_dir() else dest
 

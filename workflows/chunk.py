@@ -27,8 +27,9 @@ from workflows.lifecycle import chunk_end, chunk_should_stop, search_outcome
 from workflows.mirror import RedisRunMirror, RunTooLarge
 from workflows.models import ChunkEnd, ClaimOutcome, JobProgress, JobRecord, JobState, WorkerIdentity
 from workflows.redis_conn import TRANSIENT, QueueUnavailable
-from workflows.repo_tarball import TarballError, unpack_repo
+from workflows.repo_tarball import unpack_repo
 from workflows.store import BlobError, Fenced, JobStore, result_from_summary
+from workflows.untar import TarballError
 from workflows.workdirs import chunk_workdir, sweep_workdirs
 
 log = logging.getLogger(__name__)

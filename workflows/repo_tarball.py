@@ -3,8 +3,9 @@
 Packing leaves out what is not the repository (``.git``, ``runs/``, caches, virtualenvs) and anything
 that is not a regular file, a directory or a link staying inside the tree; the same tree always packs
 to the same bytes (sorted, owner and times zeroed), so its SHA-256 names it. Unpacking treats the
-tarball as hostile: ``tarfile``'s ``data`` filter refuses absolute paths, ``..``, links out of the tree
-and device files, and caps on the unpacked size and file count stop a decompression bomb.
+tarball as hostile (:mod:`workflows.untar`, shared with the bot's checkouts): no link reaches the disk (a link
+to a file of the tarball becomes a copy), absolute paths, ``..``, links out of the tree and device files are
+refused, and caps on the unpacked size and file count stop a decompression bomb.
 """
 
 from __future__ import annotations
@@ -17,15 +18,13 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from workflows.untar import TarballError, unpack_tarball
+
 EXCLUDED_DIRS = frozenset({
     ".git", "runs", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".venv", "venv", ".tox",
     ".nox", "node_modules", ".ipynb_checkpoints", ".eggs",
 })
 EXCLUDED_SUFFIXES = (".pyc", ".pyo")
-
-
-class TarballError(ValueError):
-    """The repository cannot be packed within the caps, or a tarball is unsafe to unpack."""
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -82,27 +81,6 @@ def pack_repo(root: Path, *, max_unpacked_bytes: int, max_files: int) -> bytes:
 
 
 def unpack_repo(data: bytes, dest: Path, *, max_unpacked_bytes: int, max_files: int) -> Path:
-    """Unpack a (hostile) repository tarball into the empty or new directory ``dest``; returns ``dest``."""
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    seen = {"files": 0, "bytes": 0}
-
-    def guarded(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
-        if member.name.startswith(("/", "\\")):  # the data filter would strip it; no packer of ours writes one
-            raise tarfile.AbsolutePathError(member)
-        member = tarfile.data_filter(member, path)  # raises on '..', links out of the tree, devices
-        seen["files"] += 1
-        seen["bytes"] += member.size
-        if seen["files"] > max_files or seen["bytes"] > max_unpacked_bytes:
-            raise TarballError(f"the repository tarball unpacks to more than {max_files} files or"
-                               f" {max_unpacked_bytes / 2**20:.0f} MiB (KERNELEVO_QUEUE_UNPACK_MAX_FILES / _BYTES)")
-        return member
-
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            tar.extractall(dest, filter=guarded)
-    except tarfile.FilterError as exc:
-        raise TarballError(f"the repository tarball is unsafe to unpack: {exc}") from None
-    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
-        raise TarballError(f"the repository tarball cannot be unpacked ({type(exc).__name__}: {exc})") from None
-    return dest
+    """Unpack a (hostile) repository tarball into the empty or new directory ``dest``; returns ``dest``
+    (:func:`workflows.untar.unpack_tarball`: links become copies or are dropped, nothing escapes ``dest``)."""
+    return unpack_tarball(io.BytesIO(data), dest, max_unpacked_bytes=max_unpacked_bytes, max_files=max_files)

@@ -123,8 +123,9 @@ def submit_command(
     from kernelevo.search.targets import TargetError, resolve_targets
     from kernelevo.settings import get_settings
     from workflows.models import Budgets, JobSpec, Origin, OriginKind, SearchShape
-    from workflows.repo_tarball import TarballError, pack_repo
+    from workflows.repo_tarball import pack_repo
     from workflows.store import BlobError
+    from workflows.untar import TarballError
 
     if backend not in ("triton", "cuda", "any"):
         raise _fail(f"--backend must be triton, cuda or any, not {backend!r}")

@@ -9,7 +9,6 @@ one attack needs the real ``kernelevo serve`` (tests/bot/bot_harness.py).
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 import tarfile
@@ -20,8 +19,8 @@ import pytest
 
 # Python's tarfile ``data`` filter resolves link targets with os.path.realpath, which (before the fixes of
 # CVE-2025-4517 / CVE-2025-4138, Python 3.9.23, 3.10.18, 3.11.13, 3.12.11, 3.13.4) stops resolving at PATH_MAX and
-# answers a path that only *looks* inside the destination. The fixed interpreters have os.path.ALLOW_MISSING.
-UNPATCHED_TARFILE = not hasattr(os.path, "ALLOW_MISSING")
+# answers a path that only *looks* inside the destination; workflows/untar.py does not rely on it (no link is
+# ever written to disk), so the attacks below hold on every interpreter.
 
 COMP = "d" * 247  # one directory name; sixteen of them nested exceed PATH_MAX
 STEPS = "abcdefghijklmnop"
@@ -76,10 +75,6 @@ def _victim(tmp_path: Path) -> Path:
     return victim
 
 
-@pytest.mark.xfail(UNPATCHED_TARFILE, strict=True, reason=(
-    "bot/workspace.py:extract_file (via _guard) trusts tarfile.data_filter alone; on this interpreter the filter "
-    "lets a symlink chain longer than PATH_MAX point out of the checkout, and a hard link through it then "
-    "overwrites any file the bot can write (its code, its key): arbitrary write in the bot process"))
 def test_a_checkout_tarball_cannot_write_outside_its_folder(tmp_path):
     from bot.workspace import extract
 
@@ -93,10 +88,6 @@ def test_a_checkout_tarball_cannot_write_outside_its_folder(tmp_path):
     assert victim.read_text() == "SECRET = 'the App key would live here'\n"
 
 
-@pytest.mark.xfail(UNPATCHED_TARFILE, strict=True, reason=(
-    "workflows/repo_tarball.py:unpack_repo (its `guarded` filter) relies on tarfile.data_filter, which this "
-    "interpreter's realpath fools past PATH_MAX: a job's repository tarball overwrites a file outside the "
-    "worker's unpack folder (the worker, outside any sandbox, holds the Redis URL and the LLM key)"))
 def test_a_job_tarball_cannot_write_outside_its_folder_on_the_worker(tmp_path):
     from workflows.repo_tarball import TarballError, unpack_repo
 
@@ -109,11 +100,6 @@ def test_a_job_tarball_cannot_write_outside_its_folder_on_the_worker(tmp_path):
     assert victim.read_text() == "SECRET = 'the App key would live here'\n"
 
 
-@pytest.mark.xfail(UNPATCHED_TARFILE, strict=True, reason=(
-    "bot/workspace.py:extract_file keeps symlinks (the data filter's realpath check is fooled past PATH_MAX), "
-    "and kernelevo/discovery.py:iter_python_files/discover then read through an `ops/*.py` symlink: the bot "
-    "parses a file outside the checkout (e.g. /proc/self/environ, a secret) as if it were the PR's. A GitHub "
-    "tarball can hold exactly this (git stores symlinks with any target; no hard link is needed)"))
 def test_a_git_symlink_in_the_pr_cannot_make_discovery_read_outside_the_checkout(tmp_path):
     from bot.workspace import extract
     from kernelevo.discovery import discover

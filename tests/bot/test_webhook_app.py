@@ -160,13 +160,13 @@ def test_tarball_extraction_refuses_paths_outside_the_checkout(tmp_path):
     import io
     import tarfile
 
-    from bot.workspace import extract
+    from bot.workspace import CheckoutError, extract
 
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         info = tarfile.TarInfo("../escaped.txt")
         info.size = 1
         tar.addfile(info, io.BytesIO(b"x"))
-    with pytest.raises(tarfile.TarError):
+    with pytest.raises(CheckoutError, match="'../escaped.txt' climbs out of the tree"):
         extract(buffer.getvalue(), tmp_path / "dest")
     assert not (tmp_path / "escaped.txt").exists()

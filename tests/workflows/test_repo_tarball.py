@@ -93,3 +93,92 @@ def test_unpacking_stops_a_decompression_bomb_and_garbage(tmp_path):
         unpack_repo(many, tmp_path / "b", **CAPS)
     with pytest.raises(TarballError, match="cannot be unpacked"):
         unpack_repo(b"not a tarball", tmp_path / "c", **CAPS)
+
+
+# -- the one extraction (workflows/untar.py, also the bot's checkouts): no link ever reaches the disk ----------
+
+
+def test_links_to_files_of_the_tarball_become_copies_and_other_links_are_dropped(tmp_path):
+    data = hostile(regular("top/ops/a.py", b"A = 1\n"), link("top/ops/sym.py", "a.py"),
+                   link("top/hard.py", "top/ops/a.py", tarfile.LNKTYPE), link("top/chain.py", "ops/sym.py"),
+                   link("top/dir", "ops"), link("top/missing.py", "ops/nope.py"),
+                   link("top/hard_missing.py", "top/nope.py", tarfile.LNKTYPE))
+    out = unpack_repo(data, tmp_path / "out", **CAPS)
+    assert tree(out) == ["top", "top/chain.py", "top/hard.py", "top/ops", "top/ops/a.py", "top/ops/sym.py"]
+    for name in ("top/chain.py", "top/hard.py", "top/ops/sym.py"):
+        path = out / name
+        assert not path.is_symlink() and path.read_bytes() == b"A = 1\n" and os.stat(path).st_nlink == 1
+
+
+def test_copies_count_towards_the_size_cap(tmp_path):
+    data = hostile(regular("big", b"x" * 600_000), link("copy", "big"))
+    with pytest.raises(TarballError, match="MiB"):
+        unpack_repo(data, tmp_path / "out", **CAPS)
+
+
+@pytest.mark.parametrize(("members", "why"), [
+    ([link("top/l", "../../x")], "'top/l' links to '../../x', outside the tree"),
+    ([link("top/h", "../x", tarfile.LNKTYPE)], "'top/h' links to '../x', outside the tree"),
+    ([regular("/".join(["d"] * 65))], "more than 64 folders deep"),
+    ([regular("d" * 256)], "longer than 255 bytes"),
+    ([regular("x/" * 600)], "longer than 1024 bytes"),
+    ([regular("a"), regular("a")], "'a' appears more than once"),
+    ([device("top/dev")], "'top/dev' is a device, fifo"),
+], ids=["symlink-climbs", "hardlink-climbs", "deep", "long-component", "long-name", "twice", "device"])
+def test_unsafe_members_are_refused_by_name_before_anything_is_written(tmp_path, members, why):
+    dest = tmp_path / "dest"
+    with pytest.raises(TarballError, match="unsafe") as refused:
+        unpack_repo(hostile(regular("first.py"), *members), dest, **CAPS)
+    assert why in str(refused.value)
+    assert list(dest.iterdir()) == []  # refused from the headers: nothing was written
+
+
+def _path_max_escape(victim_dir):
+    """CVE-2025-4517's shape: directory symlinks whose realpath exceeds PATH_MAX, a symlink out through them,
+    a hard link through that to the victim, then a regular member of the hard link's name."""
+    members, path = [], "top"
+    comp = "d" * 60
+    for step in "abcdefghijklmnop":
+        directory = tarfile.TarInfo(f"{path}/{comp}")
+        directory.type = tarfile.DIRTYPE
+        members.append((directory, None))
+        members.append(link(f"{path}/{step}", comp))
+        path = f"{path}/{comp}"
+    back = "/".join("abcdefghijklmnop")
+    members.append(link(f"top/{back}/l", "../" * 16))
+    members.append(link("top/escape", f"{back}/l/../{victim_dir}"))
+    members.append(link("top/innocent.py", "top/escape/victim.py", tarfile.LNKTYPE))
+    members.append(regular("top/innocent.py", b"PWNED\n"))
+    return hostile(*members)
+
+
+def test_a_symlink_chain_past_path_max_cannot_reach_outside(tmp_path):
+    (tmp_path / "outside").mkdir()
+    victim = tmp_path / "outside" / "victim.py"
+    victim.write_text("SECRET\n")
+    data = _path_max_escape("../outside")
+    try:
+        out = unpack_repo(data, tmp_path / "tree", **CAPS)
+    except TarballError:
+        out = tmp_path / "tree"
+    assert victim.read_text() == "SECRET\n"
+    assert not [p for p in out.rglob("*") if p.is_symlink()]
+
+
+def test_the_bot_checkout_uses_the_same_extraction(tmp_path):
+    from bot.workspace import CheckoutError, extract
+
+    checkout = extract(hostile(regular("acme-c0ffee/ops/a.py", b"A\n"), link("acme-c0ffee/b.py", "ops/a.py")),
+                       tmp_path / "tree")
+    assert checkout.name == "acme-c0ffee" and (checkout / "b.py").read_bytes() == b"A\n"
+    assert not (checkout / "b.py").is_symlink()
+    with pytest.raises(CheckoutError, match="'acme/dev' is a device"):
+        extract(hostile(device("acme/dev")), tmp_path / "other")
+
+
+def test_a_nul_in_a_name_is_refused():  # tar headers end names at NUL; a PAX record or a caller could still hold one
+    from workflows.untar import member_parts
+
+    with pytest.raises(TarballError, match="NUL"):
+        member_parts("ops/a\0.py")
+    assert member_parts("./top//ops/./a.py") == ("top", "ops", "a.py")
