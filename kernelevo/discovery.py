@@ -10,14 +10,15 @@ the edge, in :mod:`kernelevo.discovery_git`.
 from __future__ import annotations
 
 import ast
+import errno
 import os
-import re
+import stat
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from kernelevo import pyast
+from kernelevo.globs import glob_matches
 from kernelevo.op import file_hash, op_id, source_hash
 
 # A file is parsed only if its text contains one of these (cheap pre-filter for 10,000-file repos).
@@ -91,36 +92,9 @@ def diff_ops(before: dict[str, str], after: dict[str, str]) -> OpDiff:
 # ---------------------------------------------------------------------------------------------- globs
 
 
-@lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern:
-    """Translate a gitignore-like glob (``*``, ``?``, ``**`` spanning directories) to a regex."""
-    pattern = pattern.strip().lstrip("/")
-    if pattern.endswith("/"):
-        pattern += "**"
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
 def path_matches(rel_path: str, patterns: list[str] | tuple[str, ...]) -> bool:
     """Whether a relative path (forward slashes) matches any glob; a directory glob covers its files."""
-    return any(bool(_glob_regex(p).match(rel_path) or _glob_regex(p.rstrip("/") + "/**").match(rel_path))
-               for p in patterns)
+    return any(glob_matches(p, rel_path) or glob_matches(p.rstrip("/") + "/**", rel_path) for p in patterns)
 
 
 def is_selected(rel_path: str, include: list[str], exclude: list[str]) -> bool:
@@ -130,7 +104,8 @@ def is_selected(rel_path: str, include: list[str], exclude: list[str]) -> bool:
 
 
 def iter_python_files(root: Path, include: list[str], exclude: list[str]):
-    """Relative paths of ``.py`` files under ``root`` selected by the globs, excluded dirs pruned."""
+    """Relative paths of ``.py`` files under ``root`` selected by the globs, excluded dirs pruned; symlinks are
+    never followed (a linked folder is not entered, a linked file is left out)."""
     root = Path(root)
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
@@ -141,7 +116,7 @@ def iter_python_files(root: Path, include: list[str], exclude: list[str]):
         )
         for name in sorted(filenames):
             rel = rel_dir + name
-            if is_selected(rel, include, exclude):
+            if is_selected(rel, include, exclude) and not os.path.islink(os.path.join(dirpath, name)):
                 yield rel
 
 
@@ -327,14 +302,50 @@ def discover(root: Path | str, include: list[str] | None = None, exclude: list[s
     result = DiscoveryResult()
     for rel in candidates:
         try:
-            data = (root / rel).read_bytes()
+            data = read_inside(root, rel)
         except FileNotFoundError:
             continue  # a changed file that was deleted has no ops
         except OSError as exc:
             result.errors.append(DiscoveryError(rel, None, f"cannot read: {exc.strerror}"))
             continue
-        add_source_file(result, rel, data)
+        if data is not None:
+            add_source_file(result, rel, data)
     return result
+
+
+_NO_LINKS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def read_inside(root: Path, rel: str) -> bytes | None:
+    """The bytes of the regular file ``rel`` under ``root``, reached one component at a time without following a
+    symlink; ``None`` for a symlink (of the file or of a folder on the way), ``..``, or anything but a regular
+    file, so a checkout however made cannot make discovery read outside it."""
+    parts = [part for part in rel.split("/") if part not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                inner = os.open(part, _NO_LINKS | os.O_DIRECTORY, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    return None
+                raise
+            os.close(fd)
+            fd = inner
+        try:
+            file_fd = os.open(parts[-1], _NO_LINKS, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return None
+            raise
+    finally:
+        os.close(fd)
+    with os.fdopen(file_fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read()
 
 
 def add_source_file(result: DiscoveryResult, rel: str, data: bytes) -> None:

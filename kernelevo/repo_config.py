@@ -21,6 +21,9 @@ DOCS_PATH = Path(__file__).resolve().parents[1] / "docs" / "repo-config.md"
 SCHEMA_ID = "urn:kernelevo:schema:repo-config:1"  # a name, not a location: no site is implied
 MAX_CONFIG_BYTES = 64 * 1024  # a config is a few hundred bytes; anything this big is a mistake or an attack
 MAX_DEPTH = 16  # nesting of mappings and lists (the schema needs 3)
+MAX_GLOBS = 64  # per paths.include / paths.exclude
+MAX_GLOB_CHARS = 256
+MAX_GLOB_DOUBLE_STARS = 4  # `**` per glob (kernelevo/globs.py matches in linear time; this keeps configs sane)
 
 Permission = Literal["read", "triage", "write", "maintain", "admin"]
 Backend = Literal["triton", "cuda"]
@@ -50,11 +53,26 @@ class _Section(BaseModel):
 
 
 class Paths(_Section):
-    include: list[str] = Field(default=["**/*.py"], description="globs of files scanned for ops")
+    include: list[str] = Field(default=["**/*.py"], description=(
+        f"globs of files scanned for ops (at most {MAX_GLOBS}, each at most {MAX_GLOB_CHARS} characters with at "
+        f"most {MAX_GLOB_DOUBLE_STARS} `**`)"))
     exclude: list[str] = Field(
         default=[".venv/**", "venv/**", "build/**", "dist/**", "**/site-packages/**", "third_party/**"],
-        description="globs never scanned (checked after include; .git and caches are always skipped)",
+        description="globs never scanned (checked after include; .git and caches are always skipped; same limits)",
     )
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _bounded_globs(cls, globs: list[str]) -> list[str]:
+        if len(globs) > MAX_GLOBS:
+            raise ValueError(f"has {len(globs)} globs; the limit is {MAX_GLOBS}")
+        for glob in globs:
+            if len(glob) > MAX_GLOB_CHARS:
+                raise ValueError(f"glob {glob[:40]!r}... is {len(glob)} characters; the limit is {MAX_GLOB_CHARS}")
+            if glob.count("**") > MAX_GLOB_DOUBLE_STARS:
+                raise ValueError(f"glob {glob!r} has {glob.count('**')} `**`; the limit is {MAX_GLOB_DOUBLE_STARS}"
+                                 " (one `**/` already spans any number of folders)")
+        return globs
 
 
 class Budgets(_Section):

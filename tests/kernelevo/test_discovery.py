@@ -119,10 +119,45 @@ def test_task_file_needs_model_and_get_inputs():
         ("tests/test_a.py", ["tests/test_?.py"], True),
         ("tests/test_ab.py", ["tests/test_?.py"], False),
         ("vendor/", ["vendor/**"], True),  # directories are matched with a trailing slash (pruned)
+        ("vendor", ["vendor/**"], False),
+        ("src/a/b.py", ["src/"], True),  # a folder glob covers what is under it
+        ("a/b/c.py", ["**.py"], True),  # a `**` not followed by `/` spans folders
+        ("a/b/c.py", ["a/*.py"], False),  # `*` stays within one folder
+        ("a/[x].py", ["a/[x].py"], True),  # brackets are literal
+        ("a/x.py", ["a/[x].py"], False),
+        ("a/b/c/d.py", ["**/b/**/d.py"], True),
+        ("a/d.py", ["/a/d.py"], True),  # a leading slash is ignored
     ],
 )
 def test_globs(path, patterns, matches):
     assert path_matches(path, patterns) is matches
+
+
+def test_a_glob_cannot_backtrack_however_many_double_stars_it_has():
+    import time
+
+    start = time.monotonic()
+    assert not path_matches("a/" * 300 + "y.py", ["**/" * 40 + "x.py", "*a*a*a*a*a*a*a*a*a*b"])
+    assert path_matches("a/" * 300 + "x.py", ["**/" * 40 + "x.py"])
+    assert time.monotonic() - start < 1.0  # the regular expression it replaced took ~50 s at 10 `**/` and 30 folders
+
+
+def test_discovery_never_follows_a_symlink(tmp_path):
+    import os
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "host.py").write_text("import kernelevo\n\n\n@kernelevo.optimize\ndef host(x):\n    return x\n")
+    root = tmp_path / "repo"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "own.py").write_text("import kernelevo\n\n\n@kernelevo.optimize\ndef own(x):\n    return x\n")
+    (root / "ops" / "leak.py").symlink_to(outside / "host.py")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(root / "ops" / "pipe.py")  # would block a plain read
+    assert _ids(discover(root, ["**/*.py"], [])) == {"ops/own.py::own"}
+    named = discover(root, ["**/*.py"], [], files=["ops/leak.py", "linked/host.py", "ops/pipe.py", "ops/own.py",
+                                                   "../outside/host.py"])
+    assert _ids(named) == {"ops/own.py::own"} and named.errors == []
 
 
 def test_diff_ops_is_pure_and_sorted():

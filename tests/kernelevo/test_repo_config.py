@@ -156,3 +156,14 @@ def test_schema_agrees_with_the_model():
             load_repo_config(yaml.safe_dump(bad))
     assert json_schema()["$id"] == schema["$id"]
     assert "| `trigger.min_permission` | `\"write\"` |" in DOCS_PATH.read_text()
+
+
+@pytest.mark.parametrize(("globs", "message"), [
+    (["**/" * 5 + "x.py"], "has 5 `**`; the limit is 4"),
+    ([f"d{i}/**" for i in range(65)], "has 65 globs; the limit is 64"),
+    (["a" * 257], "is 257 characters; the limit is 256"),
+])
+def test_path_globs_are_bounded(globs, message):
+    with pytest.raises(RepoConfigError) as refused:
+        load_repo_config(json.dumps({"paths": {"exclude": globs}}))
+    assert "paths.exclude" in str(refused.value) and message in str(refused.value)
