@@ -80,9 +80,19 @@ def help_text() -> str:
             f" (at most {MAX_OPS} per command). SHA is a full commit id (40 hex digits).")
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def markdown_lines(body: str) -> list[str]:
+    """The lines of a comment as GitHub (CommonMark) shows them: broken only at ``\r\n``, ``\r`` and ``\n``.
+    ``str.splitlines`` also breaks at U+2028, U+0085, ``\x0b``, ``\x0c``, ``\x1c``-``\x1e``..., which GitHub
+    renders inside one line: a command hidden there (in a quote, or past a code fence) would run unseen."""
+    return _LINE_BREAK.split(body)
+
+
 def _command_lines(body: str) -> list[tuple[int, str]]:
     out, fenced = [], False
-    for number, raw in enumerate(body.splitlines(), start=1):
+    for number, raw in enumerate(markdown_lines(body), start=1):
         line = raw.strip()
         if line.startswith("```") or line.startswith("~~~"):
             fenced = not fenced

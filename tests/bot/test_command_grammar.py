@@ -18,6 +18,16 @@ def test_inline_mentions_quotes_and_code_blocks_are_not_commands():
     assert parse_comment(None) == []
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"])
+def test_lines_break_only_where_github_breaks_them(separator):
+    from bot.commands import markdown_lines
+
+    assert markdown_lines(f"a{separator}b\r\nc\rd\ne") == [f"a{separator}b", "c", "d", "e"]
+    assert parse_comment(f"> quoted{separator}/kernelevo help\n") == []  # one quoted line on GitHub
+    assert parse_comment(f"```\nlog{separator}```\n/kernelevo help\n```\n") == []  # still inside the fence
+    assert [c.line for c in parse_comment(f"x{separator}y\r\n/kernelevo help")] == [2]
+
+
 def test_several_commands_and_case_of_the_verb():
     parsed = parse_comment(f"/kernelevo APPROVE {'ab' * 20}\n/kernelevo status\n/kernelevo cancel f --\n")
     assert [c.name for c in parsed[:2]] == ["approve", "status"] and parsed[0].sha == "ab" * 20

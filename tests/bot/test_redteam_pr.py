@@ -150,11 +150,6 @@ def test_a_glob_in_the_config_cannot_make_discovery_backtrack_for_minutes(tmp_pa
         pytest.fail("one path against one config glob took more than 5 s")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bot/commands.py:_command_lines splits comments with str.splitlines, which also breaks at U+2028, U+0085, "
-    "\\x0b, \\x0c, \\x1c-\\x1e; GitHub (CommonMark) breaks only at \\n and \\r. Text a maintainer pastes inside a "
-    "code fence (a log, a PR's text) can close the bot's fence early and carry `/kernelevo approve SHA` that "
-    "GitHub shows as code: the maintainer approves a fork's commit without seeing a command"))
 def test_a_command_hidden_in_a_code_fence_by_a_unicode_line_separator_is_not_run():
     from bot import commands
 
@@ -163,10 +158,6 @@ def test_a_command_hidden_in_a_code_fence_by_a_unicode_line_separator_is_not_run
     assert commands.parse_comment(pasted) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bot/commands.py:_command_lines: a quoted line (`> ...`, what GitHub's 'Quote reply' makes of an attacker's "
-    "comment) that holds U+2028, U+0085, \\x0b... is split into a second line starting with /kernelevo, which the bot runs as the "
-    "quoting maintainer's own command"))
 @pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"])
 def test_a_quoted_line_cannot_carry_a_command_past_a_non_markdown_line_break(separator):
     from bot import commands
