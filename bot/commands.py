@@ -20,7 +20,7 @@ OP_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,200}(::[A-Za-z_][A-Za-z0-9_.
 MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
 SHA_RE = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")  # full ids only: a short prefix can be collided
 MAX_BUDGET = 100_000_000
-MAX_OPS = 8  # ops one command may name: bounds the work (and GitHub calls) one comment can cause
+MAX_OPS = 8  # ops one request queues (named, or found in the PR): bounds the work one comment can cause
 MAX_LINE = 1000  # characters of a command line that are parsed
 
 

@@ -20,7 +20,8 @@ from workflows.untar import TarballError
 
 def request_optimize(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, number: int, login: str,
                      command: commands.Command, installation_id: int, default_branch: str) -> str:
-    """Check trust, find the ops, submit one job per op; returns the sentence to show on the PR."""
+    """Check trust, find the ops, submit one job per op (at most :data:`bot.commands.MAX_OPS`, the rest named in
+    the notice); returns the sentence to show on the PR."""
     pull = gh.get_pull(repo, number)
     if pull.get("state") != "open":
         return "This PR is closed; nothing was queued."
@@ -62,6 +63,7 @@ def request_optimize(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, numbe
                 listing = ", ".join(code(k) for k in known[:20]) or "none"
                 return ("Not started: this PR adds or changes no annotated ops. Name the ops to optimize, "
                         f"e.g. `/kernelevo optimize OP`; ops in this PR: {listing}.")
+        ops, left_out = ops[:commands.MAX_OPS], ops[commands.MAX_OPS:]
         try:
             tarball = pack_repo(head_root, max_unpacked_bytes=ctx.max_unpacked_bytes, max_files=ctx.max_files)
         except TarballError as exc:
@@ -82,5 +84,16 @@ def request_optimize(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, numbe
     if done.existing:
         listing = ", ".join(f"{code(op)} ({r.id}, {r.state.value})" for op, r in done.existing.items())
         parts.append(f"Already requested for this commit: {listing}.")
+    if left_out:
+        parts.append(not_queued_notice(left_out))
     parts += [f"Note: {note}." for note in settings.notes]
     return " ".join(parts)
+
+
+def not_queued_notice(left_out: list[str], shown: int = 20) -> str:
+    """What a request past :data:`bot.commands.MAX_OPS` ops did not queue, and the command that queues them."""
+    listing = ", ".join(code(op) for op in left_out[:shown])
+    more = f" and {len(left_out) - shown} more" if len(left_out) > shown else ""
+    return (f"Not queued: {len(left_out)} more op(s) ({listing}{more}): one request queues at most "
+            f"{commands.MAX_OPS} jobs. Name the ops to optimize them, e.g. "
+            f"`/kernelevo optimize {' '.join(left_out[:commands.MAX_OPS])}`.")

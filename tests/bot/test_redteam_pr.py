@@ -183,10 +183,6 @@ def _many_ops(count: int) -> str:
     return "import kernelevo\n" + ops
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bot/optimize.py:request_optimize queues `diff.added + diff.changed` with no cap when the command names no "
-    "op (and on auto-run / the check run's Optimize button): a PR adding N annotated ops costs N GPU jobs, N "
-    "check-run lines and N job records from one comment, while naming ops is capped at commands.MAX_OPS"))
 def test_one_optimize_comment_queues_a_bounded_number_of_jobs(scene, fake):
     from bot import commands
     from bot_harness import REPO, wait_for
@@ -199,6 +195,8 @@ def test_one_optimize_comment_queues_a_bounded_number_of_jobs(scene, fake):
              or "Not started" in "".join(c["body"] for c in scene.bot_comments(number)), "the request's answer")
     jobs = scene.jobs.list()
     assert len(jobs) <= commands.MAX_OPS, f"{len(jobs)} jobs from one comment"
+    status = "".join(c["body"] for c in scene.bot_comments(number))
+    assert f"Not queued: {count - commands.MAX_OPS} more op(s)" in status and "/kernelevo optimize ops/many.py::op_" in status
 
 
 TRUSTED_KERNEL = "# the maintainers' verified kernel for ops/gelu.py::fast_gelu\nclass ModelNew:\n    pass\n"
