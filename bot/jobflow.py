@@ -21,6 +21,7 @@ import logging
 import shutil
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from bot import checks, context, publish, report
 from bot.github_api import GitHubAPI, GitHubError
 from bot.report import code, escape_md
 from bot.state import Conclusion, OpLine, RunLink
+from kernelevo.kernel_store import KernelStoreError
 from workflows.models import JobRecord, JobState, OriginKind
 
 log = logging.getLogger(__name__)
@@ -214,6 +216,8 @@ def report_outcome(ctx: context.BotContext, record: JobRecord) -> Outcome:
         run = ctx.state.run(run_id) if run_id else None
         published, made = publish_result(ctx, gh, record, result, config.max_open_prs,
                                          fork=bool(run and run.fork))
+    except KernelStoreError as exc:  # the kernel's folder is another op's on the base: retrying cannot help
+        return Outcome(f"not published, nothing was pushed: {escape_md(exc)}", Conclusion.FAILURE)
     except (GitHubError, LookupError, OSError, ValueError) as exc:
         log.exception("publishing %s failed", record.id)
         return Outcome(f"publishing failed, nothing was pushed ({escape_md(exc)}); comment `/kernelevo optimize`"
@@ -226,11 +230,14 @@ def publish_result(ctx: context.BotContext, gh: GitHubAPI, record: JobRecord, re
     """Build the kernel's files and its report (``report.md``, the PNG plots, the PR body, from the job's full
     archive where its run is still in the job store) and open or update its follow-up PR."""
     spec, origin = record.spec, record.spec.origin
-    kernel_dir, files = kernel_files(ctx, record, result)
+    base = origin.base_ref or "main"
+    parent = gh.branch_sha(spec.repo, base)
+    if parent is None:
+        raise LookupError(f"{spec.repo}: base branch {base!r} does not exist (deleted or renamed?)")
+    kernel_dir, files = kernel_files(ctx, record, result, base=base, base_sha=parent)
     request = {"head_sha": spec.commit_sha, "backend": spec.backend, "budget_tokens": spec.budgets.tokens,
                "device": spec.device}
     label = f"#{origin.pr_number}" if origin.pr_number is not None else "a scheduled sweep"
-    base = origin.base_ref or "main"
     note = f"The original PR comes from a fork, so this targets {code(base)}: merge {label} first." if fork else ""
     name = kernel_dir.rsplit("/", 1)[-1]
     branch = publish.branch_name(name, base)
@@ -241,7 +248,7 @@ def publish_result(ctx: context.BotContext, gh: GitHubAPI, record: JobRecord, re
         gh, spec.repo, base_branch=base, branch=branch, files=files,
         title=f"KernelEvo: faster kernel for {name}", body=made.body,
         message=f"kernelevo: verified kernel for {spec.op_id}\n\nFrom {job_label(record)}.",
-        max_open_prs=max_open_prs)
+        max_open_prs=max_open_prs, parent=parent)
     return published, made
 
 
@@ -269,30 +276,55 @@ def job_label(record: JobRecord) -> str:
             else f"a sweep of {spec.repo} at {spec.commit_sha[:12]}")
 
 
-def kernel_files(ctx: context.BotContext, record: JobRecord, result: dict[str, Any]) -> tuple[str, dict[str, bytes]]:
+def kernel_files(ctx: context.BotContext, record: JobRecord, result: dict[str, Any], *, base: str,
+                 base_sha: str) -> tuple[str, dict[str, bytes]]:
     """The ``kernels/<op-name>/`` files (kernel, manifest, generated test) written by the kernel store.
 
-    The op is found by static discovery of its file at the job's commit; only the existing kernels'
-    manifests are copied from the checkout, and the kernel store writes text. No repository code runs."""
+    The op is found by static discovery of its file at the job's commit; the folder is picked from the
+    manifests of ``base_sha``, the commit of ``base`` the follow-up is committed onto (a PR's head cannot
+    delete another op's manifest to take its folder), and a folder holding another op's kernel there is
+    refused. Only those manifests are copied from the checkout, and the kernel store writes text. No
+    repository code runs."""
     from kernelevo import kernel_store
     from kernelevo.discovery import discover
 
     spec = record.spec
     best = result["best"]
     verdict = best.get("verdict") or {}
-    with ctx.workspace(installation_of(record), spec.repo, spec.commit_sha) as workspace, \
-            tempfile.TemporaryDirectory(prefix="kernelevo-publish-") as tmp:
-        workspace, root = Path(workspace), Path(tmp)
+    installation = installation_of(record)
+    with ExitStack() as stack:
+        workspace = Path(stack.enter_context(ctx.workspace(installation, spec.repo, spec.commit_sha)))
+        onto = workspace if base_sha == spec.commit_sha else Path(
+            stack.enter_context(ctx.workspace(installation, spec.repo, base_sha)))
+        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kernelevo-publish-")))
         rel_path = spec.op_id.partition("::")[0]
         ops = [op for op in discover(workspace, ["**/*.py"], [], files=[rel_path]).ops if op.op_id == spec.op_id]
         if not ops:
             raise LookupError(f"op {spec.op_id} is not in {spec.repo} at {spec.commit_sha[:12]} any more")
-        _copy_manifests(workspace / kernel_store.KERNELS_DIR, root / kernel_store.KERNELS_DIR)
+        _copy_manifests(onto / kernel_store.KERNELS_DIR, root / kernel_store.KERNELS_DIR)
+        _refuse_another_ops_folder(root, spec.op_id, base)
         envelope = result.get("envelope") or best.get("envelope") or _envelope(verdict, spec.device)
         directory = kernel_store.write_kernel(root, ops[0], best["source"], verdict, envelope)
         rel_dir = directory.relative_to(root).as_posix()
         files = {f"{rel_dir}/{p.name}": p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
     return rel_dir, files
+
+
+def _refuse_another_ops_folder(root: Path, op_id: str, base: str) -> None:
+    """Raise :class:`kernelevo.kernel_store.KernelStoreError` when the folder the kernel store would write
+    ``op_id`` into holds a manifest (copied from the base) that is not ``op_id``'s, readable or not."""
+    from kernelevo import kernel_store
+
+    directory = kernel_store.kernel_dir_for(root, op_id)  # raises when both of the op's names are taken
+    manifest = directory / kernel_store.MANIFEST
+    if not manifest.exists():
+        return
+    owner = kernel_store.manifest_op_id(manifest)
+    if owner != op_id:
+        rel = directory.relative_to(root).as_posix()
+        raise kernel_store.KernelStoreError(
+            f"{rel}/ on {base} holds {'the kernel of ' + str(owner) if owner else 'an unreadable manifest'}, not"
+            f" {op_id}'s: nothing is written over it (rename the op, or move or fix that folder on {base})")
 
 
 def _copy_manifests(source: Path, dest: Path) -> None:

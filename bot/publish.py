@@ -65,14 +65,15 @@ class Published:
 
 
 def publish(gh: GitHubAPI, repo: str, *, base_branch: str, branch: str, files: dict[str, bytes],
-            title: str, body: str, message: str, max_open_prs: int) -> Published:
-    """Commit ``files`` on top of ``base_branch`` into ``branch`` and open or update its PR."""
+            title: str, body: str, message: str, max_open_prs: int, parent: str | None = None) -> Published:
+    """Commit ``files`` on top of ``base_branch`` into ``branch`` and open or update its PR. ``parent`` pins the
+    commit of ``base_branch`` the files were decided against (its kernel folders); None: the branch's tip."""
     owner = repo.split("/")[0]
     existing_pr = gh.list_pulls(repo, state="open", head=f"{owner}:{branch}")
     if not existing_pr:
         if count_open_kernel_prs(gh.list_pulls(repo, state="open"), repo) >= max_open_prs:
             return Published("limited", branch)
-    parent = gh.branch_sha(repo, base_branch)
+    parent = parent or gh.branch_sha(repo, base_branch)
     if parent is None:
         raise LookupError(f"{repo}: base branch {base_branch!r} does not exist (deleted or renamed?)")
     base_tree = gh.get_commit(repo, parent)["tree"]["sha"]

@@ -107,6 +107,16 @@ def _long_name(op_id: str) -> str:
     return re.sub(r"[^0-9a-zA-Z]+", "_", f"{path.removesuffix('.py')}__{qualname}").strip("_").lower()
 
 
+def manifest_op_id(manifest: Path) -> str | None:
+    """The op a kernel folder's manifest names; None when it cannot be read as a manifest."""
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    owner = data.get("op_id") if isinstance(data, dict) else None
+    return owner if isinstance(owner, str) else None
+
+
 def kernel_dir_for(repo_root: Path, op_id: str) -> Path:
     """Where the kernel of ``op_id`` lives (or will): the short name unless another op holds it."""
     kernels = Path(repo_root) / KERNELS_DIR
@@ -114,11 +124,8 @@ def kernel_dir_for(repo_root: Path, op_id: str) -> Path:
         manifest = kernels / name / MANIFEST
         if not manifest.exists():
             return kernels / name
-        try:
-            if json.loads(manifest.read_text(encoding="utf-8")).get("op_id") == op_id:
-                return kernels / name
-        except ValueError:
-            return kernels / name  # unreadable manifest: overwrite it
+        if manifest_op_id(manifest) in (op_id, None):  # ours, or unreadable: overwrite it
+            return kernels / name
     raise KernelStoreError(f"{kernels}: both {op_name(op_id)!r} and {_long_name(op_id)!r} hold other ops")
 
 

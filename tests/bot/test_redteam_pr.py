@@ -202,11 +202,6 @@ def test_one_optimize_comment_queues_a_bounded_number_of_jobs(scene, fake):
 TRUSTED_KERNEL = "# the maintainers' verified kernel for ops/gelu.py::fast_gelu\nclass ModelNew:\n    pass\n"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bot/jobflow.py:kernel_files picks the kernel folder with kernelevo/kernel_store.py:kernel_dir_for over the "
-    "manifests of the PR's head (_copy_manifests of the fork's checkout), but bot/jobflow.py:publish_result "
-    "commits it onto the base branch: a fork that deletes kernels/fast_gelu/manifest.json and adds its own op "
-    "named fast_gelu gets a bot-authored follow-up PR that overwrites another op's kernels/fast_gelu/"))
 def test_a_fork_cannot_make_the_follow_up_overwrite_another_ops_kernel_folder(scene, fake):
     import json
 

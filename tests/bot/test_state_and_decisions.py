@@ -166,3 +166,26 @@ def test_what_reconciling_does_with_each_job_and_run():
     assert lost_lines(run, now) == []  # being submitted by a live process
     assert lost_lines(run, now + timedelta(hours=1)) == ["b"]  # abandoned
     assert lost_lines(run.model_copy(update={"submitted": True}), now) == ["b"]
+
+
+
+def test_a_follow_up_never_writes_into_a_folder_that_holds_another_ops_kernel_on_its_base(tmp_path):
+    import json
+
+    from bot.jobflow import _refuse_another_ops_folder
+    from kernelevo.kernel_store import KernelStoreError, kernel_dir_for
+
+    kernels = tmp_path / "kernels"
+    (kernels / "fast_gelu").mkdir(parents=True)
+    (kernels / "fast_gelu" / "manifest.json").write_text(json.dumps({"op_id": "ops/gelu.py::fast_gelu"}))
+    _refuse_another_ops_folder(tmp_path, "ops/gelu.py::fast_gelu", "main")  # its own folder
+    _refuse_another_ops_folder(tmp_path, "evil/fast.py::fast_gelu", "main")  # its long name is free
+    long_name = kernel_dir_for(tmp_path, "evil/fast.py::fast_gelu")
+    assert long_name.name != "fast_gelu" and not long_name.exists()  # deciding writes nothing
+    long_name.mkdir()
+    (long_name / "manifest.json").write_text(json.dumps({"op_id": "ops/x.py::y"}))
+    with pytest.raises(KernelStoreError, match="hold other ops"):
+        _refuse_another_ops_folder(tmp_path, "evil/fast.py::fast_gelu", "main")
+    (kernels / "fast_gelu" / "manifest.json").write_text("[not a manifest")
+    with pytest.raises(KernelStoreError, match="fast_gelu/ on main holds an unreadable manifest"):
+        _refuse_another_ops_folder(tmp_path, "ops/gelu.py::fast_gelu", "main")
