@@ -60,6 +60,34 @@ def module_lacks(module: str, name: str) -> bool:
         return False
 
 
+def single_import_names(tree: ast.Module, counts: dict[str, int]) -> frozenset[str]:
+    """Names whose every binding in the file (any scope, any way: ``counts`` from static_dormant.binding_counts) is
+    an import of one and the same module. Only for those is the module an owner expression resolves to the one it
+    stands for where the test runs: a second import in a function (``global E``) or a class body, or any other
+    binding, may rebind it to a module that has the attribute."""
+    imported: dict[str, set[str]] = {}
+    seen: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                bound = (alias.asname or alias.name).split(".")[0]
+                if isinstance(node, ast.ImportFrom):
+                    target = f"{'.' * node.level}{node.module or ''}.{alias.name}"
+                else:
+                    target = alias.name if alias.asname else bound
+                imported.setdefault(bound, set()).add(target)
+                seen[bound] = seen.get(bound, 0) + 1
+    return frozenset(name for name, targets in imported.items()
+                     if len(targets) == 1 and counts.get(name, 0) == seen[name])
+
+
+def owner_root(node: ast.AST) -> str | None:
+    """The name an attribute chain starts from (``tl`` of ``tl.extra``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def absent_attribute(test: ast.AST, resolve: Callable[[ast.AST], str | None], hasattr_builtin: bool) -> bool:
     """``test`` is ``hasattr(<torch/triton module>, "name")`` and false wherever the candidate runs (module docstring);
     ``hasattr_builtin`` says the file binds no other ``hasattr``."""

@@ -155,7 +155,7 @@ from evaluator.static_fold import fold_strings
 from evaluator.static_grids import empty_launch
 from evaluator.static_identity import check_identity_reads
 from evaluator.static_inspect import check_inspect
-from evaluator.static_kernel_source import check_kernel_lines, source_lines
+from evaluator.static_kernel_source import check_kernel_lines, check_wrapping, source_lines
 from evaluator.static_library import check_registrations
 from evaluator.static_liveness import unread_bindings
 from evaluator.static_loggers import check_loggers
@@ -325,6 +325,13 @@ def _check_jit_bodies(tree: ast.Module, model: ModuleModel, out: _Collector) -> 
     so torch there would do the math unseen (the runtime op recorder exempts the interpreter's frames).
     """
     for name, node in [(n, d) for n, defs in device_functions(tree, model).items() for d in defs]:
+        names = decorator_names(node, model.aliases)
+        if TRITON_JIT in names and names.index(TRITON_JIT) < len(names) - 1:
+            under = node.decorator_list[names.index(TRITON_JIT) + 1]
+            out.add("cuda-source", under.lineno, under.col_offset, f"kernel `{name}` has a decorator under "
+                    "@triton.jit: Triton would be handed what that decorator returns (functools.wraps points the "
+                    "CPU interpreter at another function's source), not the def the checker judged; put "
+                    "@triton.jit directly above the def")
         for inner in ast.walk(node):
             if isinstance(inner, ast.Name) and model.aliases.get(inner.id, "").split(".")[0] in ("torch", "numpy"):
                 out.add("torch-compute", inner.lineno, inner.col_offset, f"kernel `{name}` uses `{inner.id}` "
@@ -382,10 +389,15 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_registrations(tree, resolve_here, model.custom_ops, out.report)
     check_loggers(tree, resolve_here, model.parents, out.report)
     check_inspect(tree, resolve_here, model.parents, out.report)
+    check_wrapping(tree, resolve_here, model.parents, out.report)
     check_identity_reads(tree, resolve_here, model.constants.get, out.report)
-    check_kernel_lines(lines, [fn for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
-                               and (TRITON_JIT in decorator_names(fn, model.aliases)
-                                    or any(fn is d for d in model.jit_defs))], out.report)  # factories' kernels too
+    jitted = [fn for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+              and (TRITON_JIT in decorator_names(fn, model.aliases) or any(fn is d for d in model.jit_defs))]
+    check_kernel_lines(lines, jitted, out.report)  # factories' kernels too
+    for call in model.jit_unnamed:
+        out.add("cuda-source", call.lineno, call.col_offset, "triton.jit is handed something other than a "
+                "function's name; the checker judges a kernel's source lines only for `@triton.jit` on a def or "
+                "`triton.jit(name)` / `triton.jit(fn=name)`: use one of those")
     check_shadowing(tree, out.report)
     _check_jit_bodies(tree, model, out)
     _check_cuda_sources(tree, model, allow, out)

@@ -27,6 +27,33 @@ def hidden_definitions(lines: Sequence[str], kernel: ast.FunctionDef | ast.Async
             any(piece.strip().startswith("def ") for piece in [lines[number - 1], *lines[number - 1].splitlines()])]
 
 
+WRAPS, UPDATE_WRAPPER = "functools.wraps", "functools.update_wrapper"
+
+
+def check_wrapping(tree: ast.Module, resolve: Callable[[ast.AST], str | None], parents: dict[int, ast.AST],
+                   report: Report) -> None:
+    """``functools.wraps``/``update_wrapper`` give an object a ``__wrapped__``, through which
+    ``inspect.getsourcelines`` -- the CPU interpreter's way to a kernel's source -- reads another function. Allowed
+    only on the file's own new wrappers: ``@functools.wraps(fn)`` directly on a def, ``update_wrapper(w, ...)`` of a
+    def ``w`` of the file; never on anything else (a kernel's ``.fn``)."""
+    defs = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called = resolve(node.func)
+        if called == UPDATE_WRAPPER:
+            target = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "wrapper"), None)
+            if not (isinstance(target, ast.Name) and target.id in defs):
+                report("patching", node, "functools.update_wrapper on something other than a function of this file "
+                       "sets its __wrapped__ (what inspect and Triton's interpreter read in its place); wrap only "
+                       "your own wrapper functions")
+        elif called == WRAPS:
+            owner = parents.get(id(node))
+            if not (isinstance(owner, ast.FunctionDef | ast.AsyncFunctionDef) and node in owner.decorator_list):
+                report("patching", node, "functools.wraps(...) used other than as a decorator of a def sets "
+                       "__wrapped__ on whatever it is applied to; use it as @functools.wraps(fn) on your wrapper")
+
+
 def source_lines(source: str) -> list[str]:
     """``source``'s lines as the tokenizer (and ``ast`` line numbers, and ``inspect.getsourcelines``) count them."""
     return re.split(r"\r\n|\r|\n", source)

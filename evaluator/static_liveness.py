@@ -60,7 +60,8 @@ DTENSOR = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tens
 TYPE_CHECKING = "typing.TYPE_CHECKING"
 # Decorators that only wrap a function and call it when it is called (so they do not make it run).
 INERT_DECORATORS = frozenset({"functools.cache", "functools.lru_cache", "staticmethod", "classmethod", "property",
-                              "contextlib.contextmanager", "typing.overload"}) | AMP_DECORATORS  # fmt: skip
+                              "contextlib.contextmanager"}) | AMP_DECORATORS  # fmt: skip
+# Not typing.overload: it keeps the function in a registry that typing.get_overloads reads back by name.
 # torch.compile only wraps: it traces and compiles at the wrapper's first call, never at decoration.
 INERT_DECORATORS |= COMPILER_OPT_OUTS | {"torch.compile"}
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -125,6 +126,53 @@ def _signature_parts(fn: ast.FunctionDef | ast.AsyncFunctionDef, *, decorators: 
         yield fn.returns
 
 
+# What a forward may do with ``ctx`` and still run no backward: keep tensors and flags for it. The node ``ctx``
+# is (torch's BackwardCFunction) also has ``apply``, which runs the Function's backward right there.
+_CTX_CALLS = frozenset({"save_for_backward", "save_for_forward", "mark_non_differentiable", "mark_dirty",
+                        "set_materialize_grads"})
+_CTX_READS = frozenset({"needs_input_grad"})
+_CTX_RUNS = frozenset({"apply", "apply_jvp"})  # the node's own methods: they run the backward (or jvp)
+# Ways to the graph node ctx is from outside the forward: an output's grad_fn, a node's next_functions.
+GRAPH_NODES = frozenset({"grad_fn", "next_functions"})
+
+
+def ctx_kept_to_itself(model: ModuleModel, cls: str) -> bool:
+    """The ``ctx`` of ``cls.forward`` (and ``cls.setup_context``) is only handed things: attributes stored on it
+    (plain names), the calls in :data:`_CTX_CALLS`, and reads of ``needs_input_grad`` or of an attribute the
+    class's own methods store. Anything else -- ``ctx.apply(...)``, ``ctx`` passed on, captured or rebound --
+    may reach the backward while the forward runs."""
+    stored: set[str] = set()
+    uses: list[ast.Name] = []
+    for method in ("forward", "setup_context"):
+        fn = model.functions.get(f"{cls}.{method}")
+        if not isinstance(fn, _FUNCTION):
+            continue
+        params = [*fn.args.posonlyargs, *fn.args.args]
+        if method == "forward" and f"{cls}.setup_context" in model.functions:
+            continue  # forward(*args) has no ctx; setup_context(ctx, inputs, output) gets it
+        if not params:
+            return False
+        name = params[0].arg
+        uses += [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name]
+    for n in uses:
+        up = model.parents.get(id(n))
+        if isinstance(up, ast.Attribute) and isinstance(up.ctx, ast.Store) and not up.attr.startswith("_"):
+            stored.add(up.attr)
+    for n in uses:
+        up = model.parents.get(id(n))
+        if not isinstance(n.ctx, ast.Load) or not isinstance(up, ast.Attribute) or up.attr.startswith("_"):
+            return False
+        if isinstance(up.ctx, ast.Store):
+            continue
+        call = model.parents.get(id(up))
+        if up.attr in _CTX_CALLS and isinstance(call, ast.Call) and call.func is up:
+            continue
+        if up.attr in _CTX_READS or (up.attr in stored and up.attr not in _CTX_CALLS | _CTX_RUNS):
+            continue
+        return False
+    return True
+
+
 class _Liveness:
     def __init__(self, tree: ast.Module, model: ModuleModel, entry: str) -> None:
         self.tree, self.model = tree, model
@@ -149,11 +197,14 @@ class _Liveness:
                 self.mark(key)
 
     def backward_dead(self, cls: str) -> bool:
-        """Every use of the autograd Function ``cls`` is ``cls.apply`` or an isinstance check."""
+        """Every use of the autograd Function ``cls`` is ``cls.apply`` or an isinstance check, its forward (or
+        setup_context) uses ``ctx`` only to keep things for a backward (:func:`ctx_kept_to_itself`), and no code in
+        the file reaches a graph node another way (``y.grad_fn.apply(...)`` runs the backward as ``ctx.apply``)."""
         if cls not in self._backward_dead:
             parents = self.model.parents
-            dead = True
-            for n in ast.walk(self.tree):
+            dead = ctx_kept_to_itself(self.model, cls) and not any(
+                isinstance(n, ast.Attribute) and n.attr in GRAPH_NODES for n in ast.walk(self.tree))
+            for n in ast.walk(self.tree) if dead else ():
                 if isinstance(n, ast.Name) and n.id == cls and isinstance(n.ctx, ast.Load):
                     up = parents.get(id(n))
                     if isinstance(up, ast.Attribute) and up.attr == "apply" and isinstance(up.ctx, ast.Load):

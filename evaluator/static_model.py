@@ -45,6 +45,7 @@ class ModuleModel:
     # definitions handed to ``triton.jit(fn)``: kernel code whatever name the result is bound to (``k = triton.jit(k)``
     # rebinds the name, in jit_kernels, to the call)
     jit_defs: list[ast.AST] = field(default_factory=list)
+    jit_unnamed: list[ast.Call] = field(default_factory=list)  # triton.jit handed something other than a def's name
     # binding ("k", "self.k", "self.ks[]") -> kernel names, for kernel[grid](...) / k[grid, block](...)
     launchables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     extensions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # binding -> load_inline module
@@ -270,12 +271,20 @@ def build_model(tree: ast.Module) -> ModuleModel:
                 model.functions.setdefault(name, lam)
     model.parents = parent_map(tree)
     model.custom_ops = find_custom_ops(tree, lambda n: resolve(n, model.aliases), set(model.functions))
+    defs: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            defs.setdefault(node.name, []).append(node)
     for node in ast.walk(tree):  # k = triton.jit(fn): fn is kernel code, not a Python function
-        if isinstance(node, ast.Call) and _call_name(node, model.aliases) == TRITON_JIT and node.args:
-            target = node.args[0]
-            if isinstance(target, ast.Name) and target.id in model.functions:
-                model.jit_kernels[target.id] = model.functions.pop(target.id)
-                model.jit_defs.append(model.jit_kernels[target.id])
+        handed = _jit_argument(node, model.aliases) if isinstance(node, ast.Call) else None
+        if handed is None or not isinstance(node, ast.Call):
+            continue
+        if not isinstance(handed, ast.Name) or handed.id not in defs:
+            model.jit_unnamed.append(node)  # triton.jit(*[k]), triton.jit(table[0]), triton.jit(wraps(a)(k))
+            continue
+        model.jit_defs.extend(defs[handed.id])  # every def of that name: a factory's nested one too
+        if handed.id in model.functions:
+            model.jit_kernels[handed.id] = model.functions.pop(handed.id)
     for _ in range(2):  # twice, so that aliases of kernels bound later in the file are seen
         for target, value in assignments:
             key = binding_key(target)
@@ -308,6 +317,22 @@ def build_model(tree: ast.Module) -> ModuleModel:
         elif isinstance(value, _CONTAINER_LITERALS):
             model.instances[key] = f"builtin:{type(value).__name__}"
     return model
+
+
+def _jit_argument(node: ast.Call, aliases: dict[str, str]) -> ast.expr | None:
+    """What a call applying ``triton.jit`` to a function hands it (``triton.jit(k)``, ``triton.jit(fn=k)``,
+    ``triton.jit(debug=True)(k)``): the expression, a ``Starred`` or ``**`` mapping as given; None for other calls
+    and for ``triton.jit(debug=True)`` alone (a decorator factory)."""
+    if isinstance(node.func, ast.Call) and _call_name(node.func, aliases) == TRITON_JIT:
+        return node.args[0] if node.args else node.keywords[0].value if node.keywords else None
+    if _call_name(node, aliases) != TRITON_JIT:
+        return None
+    if node.args:
+        return node.args[0]
+    for kw in node.keywords:
+        if kw.arg in ("fn", None):  # fn=k, or **{"fn": k}
+            return kw.value
+    return None
 
 
 def device_functions(tree: ast.Module, model: ModuleModel) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
-from evaluator.static_absent import absent_attribute, needs_absent
+from evaluator.static_absent import absent_attribute, needs_absent, owner_root, single_import_names
 from evaluator.static_annotations import ModuleNames, check_annotation
 from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functions
 from evaluator.static_compute import ComputeRules
@@ -182,6 +182,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self._dormant_imports, self._dormant_names = dormant_imports(self.tree, model, self.live)
         bindings = binding_counts(self.tree)
         self._file_bindings = set(bindings)
+        self._single_imports = single_import_names(self.tree, bindings)
         self.annotation_names = ModuleNames(model.aliases, frozenset(model.classes), model.constants, bindings)
         self._type_checking_names = type_checking_names(self.tree, lambda n: resolve(n, model.aliases))
         self._loaded = _read_names(self.tree)
@@ -657,8 +658,12 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         """(the branch taken when ``test`` is true never runs, the other one never runs) in the verifier."""
         hasattr_builtin = "hasattr" not in self._file_bindings
         branches = Branches(self._resolve, self._none,
-                            lambda t: absent_attribute(t, self._resolve, hasattr_builtin))
+                            lambda t: absent_attribute(t, self._owner_module, hasattr_builtin))
         return branches.never_true(test), branches.always_true(test)
+
+    def _owner_module(self, node: ast.AST) -> str | None:
+        """The module a ``hasattr`` owner stands for, where its name is only ever an import of that module."""
+        return self._resolve(node) if owner_root(node) in self._single_imports else None
 
     def _main_guard(self, node: ast.If) -> bool:
         """``if __name__ == "__main__":`` at module level, in a file that never binds ``__name__``: the verifier
@@ -674,7 +679,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.visit(node.test)
         never_body, never_else = self._never(node.test)
         never_body = never_body or self._main_guard(node)
-        absent = needs_absent(node.test, self._resolve, "hasattr" not in self._file_bindings)
+        absent = needs_absent(node.test, self._owner_module, "hasattr" not in self._file_bindings)
         for block, dead in ((node.body, never_body), (node.orelse, never_else)):
             if dead:
                 self.absent_branches += absent and block is node.body

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import CodeType, FrameType, MappingProxyType, ModuleType
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -372,6 +372,7 @@ def _pin_interpreted_sources() -> None:
     created: dict[int, tuple[Any, Any, Any, Any]] = {}  # id(jit object) -> (itself, fn, fn's code, rewriter)
     rewritten: dict[int, Any] = {}
     namespace, cache, read, exists = vars(linecache), linecache.cache, io.open, os.path.isfile
+    source_of = inspect.getsourcelines
     triton_dir = _TRITON_DIR
 
     def init(self_: Any, fn: Any, **kwargs: Any) -> None:
@@ -390,6 +391,9 @@ def _pin_interpreted_sources() -> None:
                 getattr(known[3], "fn", None) is not known[1] or "rewrite" in own:
             raise PermissionError("kernelevo verifier: a kernel's function, code or rewriter was replaced after it "
                                   "was decorated; the interpreter runs only the kernel as written")
+        if "__wrapped__" in getattr(known[1], "__dict__", {}):  # inspect.getsourcelines unwraps it
+            raise PermissionError("kernelevo verifier: a kernel's function wraps another (__wrapped__, as "
+                                  "functools.wraps sets it): the interpreter would read that one's source")
         done = rewritten.get(id(self_))
         if done is None:
             filename = getattr(known[2], "co_filename", "")
@@ -400,6 +404,13 @@ def _pin_interpreted_sources() -> None:
                 with read(filename, encoding="utf-8") as handle:
                     lines = handle.readlines()
                 cache[filename] = (sum(len(line) for line in lines), None, lines, filename)
+            try:
+                shown, _ = source_of(cast(Any, known[1]))  # what the rewriter reads: from its last `def ` line
+            except (OSError, TypeError):
+                shown = []
+            if sum(line.strip().startswith("def ") for line in shown) > 1:
+                raise PermissionError("kernelevo verifier: a kernel's source has more than one line beginning "
+                                      "with `def ` (a string's line); the interpreter would run that one")
             done = rewritten[id(self_)] = original_rewrite_ast(known[3])
         return done
 

@@ -1,0 +1,181 @@
+"""Red team s13's mechanisms, each with the honest form that must still pass: a backward reached through the graph
+node (``ctx.apply``, ``y.grad_fn.apply``), registries kept by a decorator (``typing.overload``), ``hasattr`` owners
+rebound by a second import, and ways to hand Triton's interpreter another function's source (``__wrapped__``, a
+decorator under ``@triton.jit``, ``triton.jit`` applied to something other than a def's name)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+from test_static_check import make
+
+from evaluator.static_absent import single_import_names
+from evaluator.static_check import check_source
+from evaluator.static_dormant import binding_counts
+
+
+def _rules(source: str) -> set[str]:
+    return {v.rule for v in check_source(source, "cand.py").violations}
+
+
+FUNCTION = '''
+class _Rows(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = torch.empty_like(x)
+        copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+{forward}
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch._C._nn.gelu(grad)
+'''
+
+
+def _with_function(forward: str, body: str = "") -> str:
+    module = FUNCTION.format(forward="\n".join("        " + line for line in forward.splitlines()))
+    return make(module=module, body=body or "out = _Rows.apply(x)")
+
+
+@pytest.mark.parametrize("forward", [
+    "ctx.save_for_backward(x, out)",
+    "ctx.mark_non_differentiable(out)\nctx.scale = 2.0\nctx.rows = x.shape[0]",
+    "ctx.n = x.numel()\nif ctx.needs_input_grad[0]:\n    ctx.keep = ctx.n",
+    "",
+])
+def test_a_forward_that_keeps_things_for_its_backward_leaves_it_dead(forward):
+    assert _rules(_with_function(forward)) == set()  # a private API in a backward that never runs
+
+
+@pytest.mark.parametrize("forward", [
+    "ctx.apply(out)",  # the graph node's apply runs the backward right there
+    "ctx.apply_jvp(out)",
+    "helper = ctx",  # handed on: anything may call its apply
+    "print(ctx)",
+    "f = lambda: ctx",
+])
+def test_a_forward_that_does_more_with_ctx_makes_the_backward_live(forward):
+    assert "private-api" in _rules(_with_function(forward))
+
+
+def test_a_graph_node_reached_from_an_output_makes_the_backward_live():
+    source = _with_function("", body="y = _Rows.apply(x)\nout = y.grad_fn.apply(y)")
+    assert "private-api" in _rules(source)
+    assert "private-api" in _rules(_with_function("", body="n = x.grad_fn.next_functions\nout = _Rows.apply(x)"))
+
+
+def test_an_overload_is_live_its_registry_hands_it_back():
+    module = '''
+import typing
+
+
+@typing.overload
+def finish(x):
+    return torch._C._nn.gelu(x)
+'''
+    assert "private-api" in _rules(make(module=module))
+
+
+ABSENT = '''
+{imports}
+
+
+def _pick(x):
+{rebind}
+    if hasattr(E, "zeros"):
+        return torch.softmax(x, dim=-1)
+    return x
+'''
+
+
+@pytest.mark.parametrize("rebind", ["    global E\n    import triton.language as E", "    E = tl"])
+def test_an_owner_rebound_anywhere_in_the_file_is_no_absent_test(rebind):
+    module = ABSENT.format(imports="import triton.language.extra as E", rebind=rebind)
+    assert "torch-compute" in _rules(make(module=module, body="out = _pick(out)"))
+
+
+def test_an_owner_imported_again_from_the_same_module_still_is():  # pasted library modules import alike
+    module = ABSENT.format(imports="import triton.language.extra as E\nimport triton.language.extra as E", rebind="")
+    assert "torch-compute" not in _rules(make(module=module, body="out = _pick(out)"))
+
+
+def test_single_import_names_reads_every_scope():
+    tree = ast.parse("import a.b as E\nimport c\nfrom d import e\nclass K:\n    import x as E\n"
+                     "def f():\n    from d import e\n    c = 1\n")
+    assert single_import_names(tree, binding_counts(tree)) == {"e"}  # E: two modules; c: rebound by an assignment
+
+
+@pytest.mark.parametrize("module", [
+    # functools.update_wrapper on a kernel's function: the interpreter reads the wrapped one's source
+    "import functools\n\ndef layout(x):\n    return x\n\nfunctools.update_wrapper(copy_kernel.fn, layout, (), ())",
+    # wraps applied other than as a def's decorator
+    "import functools\n\ndef layout(x):\n    return x\n\nW = functools.wraps(layout)(lambda x: x)",
+])
+def test_wrapped_set_on_anything_but_the_files_own_wrappers_is_refused(module):
+    assert "patching" in _rules(make(module=module))
+
+
+def test_an_honest_wrapper_decorator_passes():
+    module = '''
+import functools
+
+
+def contiguous(fn):
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*[a.contiguous() for a in args])
+
+    def other(*args):
+        return fn(*args)
+
+    functools.update_wrapper(other, fn)
+    return wrapper
+
+
+@contiguous
+def launch(x, out):
+    copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+'''
+    assert _rules(make(module=module, body="launch(x, out)")) == set()
+
+
+KERNEL = '''
+def body(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+{bind}
+'''
+
+
+@pytest.mark.parametrize("bind", ["K = triton.jit(body)", "K = triton.jit(fn=body)",
+                                  "K = triton.jit(debug=False)(body)"])
+def test_triton_jit_of_a_defs_name_is_a_kernel(bind):
+    assert _rules(make(module=KERNEL.format(bind=bind), body="K[(1,)](x, out, x.numel(), BLOCK=1024)")) == set()
+
+
+@pytest.mark.parametrize("bind", ["K = triton.jit(*[body])", "FNS = [body]\nK = triton.jit(FNS[0])",
+                                  "K = triton.jit(**{'fn': body})"])
+def test_triton_jit_of_anything_else_is_refused(bind):
+    source = make(module=KERNEL.format(bind=bind), body="K[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert "cuda-source" in _rules(source)
+
+
+def test_nothing_may_stand_under_triton_jit():
+    module = '''
+import functools
+
+
+def layout(x_ptr, out_ptr, n, BLOCK):
+    pass
+
+
+@triton.jit
+@functools.wraps(layout, assigned=(), updated=())
+def rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+'''
+    assert "cuda-source" in _rules(make(module=module, body="rows[(1,)](x, out, x.numel(), BLOCK=1024)"))
