@@ -96,4 +96,4 @@ def not_queued_notice(left_out: list[str], shown: int = 20) -> str:
     more = f" and {len(left_out) - shown} more" if len(left_out) > shown else ""
     return (f"Not queued: {len(left_out)} more op(s) ({listing}{more}): one request queues at most "
             f"{commands.MAX_OPS} jobs. Name the ops to optimize them, e.g. "
-            f"`/kernelevo optimize {' '.join(left_out[:commands.MAX_OPS])}`.")
+            f"{code('/kernelevo optimize ' + ' '.join(left_out[:commands.MAX_OPS]))}.")

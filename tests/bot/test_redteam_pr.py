@@ -184,8 +184,9 @@ def _many_ops(count: int) -> str:
 
 
 def test_one_optimize_comment_queues_a_bounded_number_of_jobs(scene, fake):
-    from bot import commands
     from bot_harness import REPO, wait_for
+
+    from bot import commands
 
     count = 3 * commands.MAX_OPS
     fake.push(REPO, "many", {"ops/many.py": _many_ops(count)}, "many ops")
@@ -196,7 +197,8 @@ def test_one_optimize_comment_queues_a_bounded_number_of_jobs(scene, fake):
     jobs = scene.jobs.list()
     assert len(jobs) <= commands.MAX_OPS, f"{len(jobs)} jobs from one comment"
     status = "".join(c["body"] for c in scene.bot_comments(number))
-    assert f"Not queued: {count - commands.MAX_OPS} more op(s)" in status and "/kernelevo optimize ops/many.py::op_" in status
+    assert f"Not queued: {count - commands.MAX_OPS} more op(s)" in status
+    assert "/kernelevo optimize ops/many.py::op_" in status
 
 
 TRUSTED_KERNEL = "# the maintainers' verified kernel for ops/gelu.py::fast_gelu\nclass ModelNew:\n    pass\n"
