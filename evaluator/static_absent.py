@@ -61,7 +61,7 @@ def module_lacks(module: str, name: str) -> bool:
 
 
 def single_import_names(tree: ast.Module, counts: dict[str, int]) -> frozenset[str]:
-    """Names whose every binding in the file (any scope, any way: ``counts`` from static_dormant.binding_counts) is
+    """Names whose every binding in the file (any scope, any way: ``counts`` from static_uses.binding_counts) is
     an import of one and the same module. Only for those is the module an owner expression resolves to the one it
     stands for where the test runs: a second import in a function (``global E``) or a class body, or any other
     binding, may rebind it to a module that has the attribute."""

@@ -146,6 +146,7 @@ emptiness depends on the data, element-wise host work spelled without conversion
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -181,6 +182,7 @@ from evaluator.static_paths import (
 from evaluator.static_rules import normalise_allow
 from evaluator.static_shadowing import check_shadowing
 from evaluator.static_structure import check_entry_definition, check_hooks, check_rebinding
+from evaluator.static_uses import binding_counts, module_bindings
 from evaluator.static_visitor import RuleVisitor
 from kernelevo import pyast
 
@@ -318,6 +320,31 @@ def _check_cuda_sources(tree: ast.Module, model: ModuleModel, allow: frozenset[s
                     out.report("cuda-source", site, f"(in the assembled source) {finding.message}")
 
 
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _check_kernel_names(tree: ast.Module, model: ModuleModel, kernels: list[ast.FunctionDef | ast.AsyncFunctionDef],
+                        out: _Collector) -> None:
+    """A kernel may use only names its own scope, the functions around it or the module's own scope bind, and
+    builtins: Triton's CPU interpreter runs a kernel with its own module's globals added to the file's (numpy,
+    inspect, ...), so a name the file binds only elsewhere (a parameter of another function) is one of those."""
+    module = module_bindings(tree)
+    for kernel in kernels:
+        bound = set(module) | set(binding_counts(ast.Module(body=[kernel], type_ignores=[])))
+        scope = model.parents.get(id(kernel))
+        while scope is not None:
+            if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+                bound |= set(binding_counts(ast.Module(body=[scope], type_ignores=[])))
+            scope = model.parents.get(id(scope))
+        free = sorted({n.id for n in ast.walk(kernel) if isinstance(n, ast.Name) and n.id not in bound
+                       and n.id not in _BUILTIN_NAMES})
+        if free:
+            out.add("cuda-source", kernel.lineno, kernel.col_offset, f"kernel `{kernel.name}` uses "
+                    f"{', '.join(free)}, which this file's module scope does not define: Triton's CPU interpreter "
+                    "runs kernels with its own module's names added to the file's (numpy, inspect, ...); define or "
+                    "import at module level every name a kernel uses")
+
+
 def _check_jit_bodies(tree: ast.Module, model: ModuleModel, out: _Collector) -> None:
     """A @triton.jit body is kernel code: only triton.language, math and other kernels belong there.
 
@@ -394,6 +421,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     jitted = [fn for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
               and (TRITON_JIT in decorator_names(fn, model.aliases) or any(fn is d for d in model.jit_defs))]
     check_kernel_lines(lines, jitted, out.report)  # factories' kernels too
+    _check_kernel_names(tree, model, jitted, out)
     for call in model.jit_unnamed:
         out.add("cuda-source", call.lineno, call.col_offset, "triton.jit is handed something other than a "
                 "function's name; the checker judges a kernel's source lines only for `@triton.jit` on a def or "

@@ -38,7 +38,7 @@ import sys
 from collections.abc import Callable
 
 from evaluator.static_model import ModuleModel
-from evaluator.static_uses import in_annotation, in_inert_annotation
+from evaluator.static_uses import binding_counts, in_annotation, in_inert_annotation
 
 # Standard-library modules that do something when imported (open a browser, print, start a GUI or a shell).
 _ACTING_ON_IMPORT = frozenset({"antigravity", "this", "__hello__", "__phello__", "idlelib", "turtle", "turtledemo",
@@ -63,34 +63,6 @@ def _bound_names(node: ast.Import | ast.ImportFrom) -> list[str]:
 def _other_bindings(tree: ast.Module, imports: set[int]) -> set[str]:
     """Names bound anywhere other than by the given import statements (ids of their alias nodes)."""
     return set(binding_counts(tree, imports))
-
-
-def binding_counts(tree: ast.Module, imports: set[int] | frozenset[int] = frozenset()) -> dict[str, int]:
-    """How many times each name is bound anywhere in the file, in any scope and any way (``imports``: ids of alias
-    nodes whose bindings are left out)."""
-    counts: dict[str, int] = {}
-
-    def add(name: str) -> None:
-        counts[name] = counts.get(name, 0) + 1
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            add(node.id)
-        elif isinstance(node, ast.alias):
-            if id(node) not in imports:
-                add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, (*_FUNCTION, ast.ClassDef)):
-            add(node.name)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            for name in node.names:
-                add(name)
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            add(node.rest)
-        elif isinstance(node, ast.arg):
-            add(node.arg)
-    return counts
 
 
 def _named_in_strings(tree: ast.Module, parents: dict[int, ast.AST]) -> set[str]:

@@ -53,7 +53,7 @@ from evaluator.static_model import ModuleModel, resolve
 from evaluator.static_paths import made_at_definition, module_bases
 from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
 from evaluator.static_unread import deferred_bindings
-from evaluator.static_uses import Use, in_inert_annotation, use_of
+from evaluator.static_uses import Use, binding_counts, in_inert_annotation, use_of
 
 Resolve = Callable[[ast.AST], "str | None"]
 DTENSOR = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tensor._api.DTensor"})
@@ -136,6 +136,20 @@ _CTX_RUNS = frozenset({"apply", "apply_jvp"})  # the node's own methods: they ru
 GRAPH_NODES = frozenset({"grad_fn", "next_functions"})
 
 
+def names_graph_node(tree: ast.Module) -> bool:
+    """The file names a graph node's attribute anywhere: as an attribute, a class pattern's keyword
+    (``case torch.Tensor(grad_fn=node)``) or inside any string (``getattr(y, "grad_fn")``,
+    ``operator.attrgetter("grad_fn")``; computed names are refused elsewhere)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and n.attr in GRAPH_NODES:
+            return True
+        if isinstance(n, ast.MatchClass) and GRAPH_NODES & set(n.kwd_attrs):
+            return True
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and any(g in n.value for g in GRAPH_NODES):
+            return True
+    return False
+
+
 def ctx_kept_to_itself(model: ModuleModel, cls: str) -> bool:
     """The ``ctx`` of ``cls.forward`` (and ``cls.setup_context``) is only handed things: attributes stored on it
     (plain names), the calls in :data:`_CTX_CALLS`, and reads of ``needs_input_grad`` or of an attribute the
@@ -145,13 +159,15 @@ def ctx_kept_to_itself(model: ModuleModel, cls: str) -> bool:
     uses: list[ast.Name] = []
     for method in ("forward", "setup_context"):
         fn = model.functions.get(f"{cls}.{method}")
-        if not isinstance(fn, _FUNCTION):
+        if fn is None and method == "setup_context":
             continue
+        if not isinstance(fn, _FUNCTION) or not _hands_ctx_on(fn, model):
+            return False  # a classmethod's ctx is its second parameter; other decorators may hand it anywhere
         params = [*fn.args.posonlyargs, *fn.args.args]
-        if method == "forward" and f"{cls}.setup_context" in model.functions:
-            continue  # forward(*args) has no ctx; setup_context(ctx, inputs, output) gets it
         if not params:
             return False
+        # forward's first parameter is judged as ctx even where a setup_context takes ctx (a class body may
+        # delete that def, and torch then hands forward the ctx): an input used as a tensor keeps the backward live
         name = params[0].arg
         uses += [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name]
     for n in uses:
@@ -171,6 +187,76 @@ def ctx_kept_to_itself(model: ModuleModel, cls: str) -> bool:
             continue
         return False
     return True
+
+
+def _hands_ctx_on(fn: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> bool:
+    """``fn`` is a ``@staticmethod`` whose other decorators hand its first argument (ctx) straight to it: torch's
+    AMP decorators, or one of the file's wrapper factories whose wrappers take ctx as their first parameter and
+    use it only as the first argument of the wrapped function (Liger's ``ensure_contiguous``)."""
+    targets = [d.func if isinstance(d, ast.Call) else d for d in fn.decorator_list]  # @custom_fwd(device_type=...)
+    names = [resolve(t, model.aliases) or (t.id if isinstance(t, ast.Name) else "") for t in targets]
+    if "staticmethod" not in names:
+        return False
+    for dec, name in zip(fn.decorator_list, names, strict=True):
+        if name == "staticmethod" or name in AMP_DECORATORS or (isinstance(dec, ast.Name) and _amp_name(dec.id, model)):
+            continue
+        factory = model.functions.get(dec.id) if isinstance(dec, ast.Name) else None
+        if not (isinstance(factory, _FUNCTION) and pure_wrapper(factory, model) and _passes_first(factory, model)):
+            return False
+    return True
+
+
+def _amp_value(node: ast.AST, model: ModuleModel) -> bool:
+    """``node`` is one of torch's AMP decorators, or ``functools.partial`` of one."""
+    if isinstance(node, ast.Call) and resolve(node.func, model.aliases) == "functools.partial" and node.args:
+        node = node.args[0]
+    return resolve(node, model.aliases) in AMP_DECORATORS
+
+
+def _amp_name(name: str, model: ModuleModel) -> bool:
+    """A module-level name bound once, to an AMP decorator: ``fwd = torch.amp.custom_fwd``, or an element of what a
+    function of the file returns in every ``return`` (Liger's ``amp_custom_fwd, amp_custom_bwd =
+    get_amp_custom_fwd_bwd()``, each return a tuple of AMP decorators or partials of them)."""
+    if model.binding_counts.get(name) != 1:
+        return False
+    for stmt in model.module_assigns:
+        for target in stmt.targets:
+            if isinstance(target, ast.Name) and target.id == name:
+                return _amp_value(stmt.value, model)
+            if not (isinstance(target, ast.Tuple) and name in [getattr(e, "id", None) for e in target.elts]):
+                continue
+            index = [getattr(e, "id", None) for e in target.elts].index(name)
+            maker = model.functions.get(stmt.value.func.id) if isinstance(stmt.value, ast.Call) and isinstance(
+                stmt.value.func, ast.Name) and not stmt.value.args and not stmt.value.keywords else None
+            if not isinstance(maker, ast.FunctionDef) or maker.decorator_list or any(
+                    isinstance(n, ast.Yield | ast.YieldFrom | ast.Await) for n in ast.walk(maker)):
+                return False  # a generator's call hands out what it yields, not what it returns
+            returns = [n for n in ast.walk(maker) if isinstance(n, ast.Return)]
+            return bool(returns) and all(isinstance(r.value, ast.Tuple) and len(r.value.elts) == len(target.elts)
+                                         and _amp_value(r.value.elts[index], model) for r in returns)
+    return False
+
+
+def _passes_first(factory: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> bool:
+    """Every wrapper ``factory`` returns uses its first parameter only as the first argument of a call of the
+    function ``factory`` wraps."""
+    wrapped = factory.args.args[0].arg
+    for wrapper in (s for s in factory.body if isinstance(s, _FUNCTION)):
+        params = [*wrapper.args.posonlyargs, *wrapper.args.args]
+        if not params or binding_counts(ast.Module(body=[*wrapper.body], type_ignores=[])).get(wrapped) or \
+                wrapped in {a.arg for a in ast.walk(wrapper.args) if isinstance(a, ast.arg)}:
+            return False  # the wrapper rebinds the wrapped function's name (a parameter, its default, a store)
+        first = params[0].arg
+        for n in ast.walk(wrapper):
+            if isinstance(n, ast.Name) and n.id == first:
+                call = model.parents.get(id(n))
+                if not (isinstance(n.ctx, ast.Load) and isinstance(call, ast.Call) and call.args
+                        and call.args[0] is n and isinstance(call.func, ast.Name) and call.func.id == wrapped):
+                    return False
+            elif isinstance(n, ast.arg) and n.arg == first and n is not params[0]:
+                return False  # a nested function's parameter of the same name
+    return True
+
 
 
 class _Liveness:
@@ -202,8 +288,7 @@ class _Liveness:
         the file reaches a graph node another way (``y.grad_fn.apply(...)`` runs the backward as ``ctx.apply``)."""
         if cls not in self._backward_dead:
             parents = self.model.parents
-            dead = ctx_kept_to_itself(self.model, cls) and not any(
-                isinstance(n, ast.Attribute) and n.attr in GRAPH_NODES for n in ast.walk(self.tree))
+            dead = ctx_kept_to_itself(self.model, cls) and not names_graph_node(self.tree)
             for n in ast.walk(self.tree) if dead else ():
                 if isinstance(n, ast.Name) and n.id == cls and isinstance(n.ctx, ast.Load):
                     up = parents.get(id(n))

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from evaluator.static_library import WRAP_TRITON, CustomOp, find_custom_ops
-from evaluator.static_uses import parent_map
+from evaluator.static_uses import binding_counts, parent_map
 
 CUDA_COMPILE = "kernelevo.cuda.compile"
 LOAD_INLINE = "torch.utils.cpp_extension.load_inline"
@@ -46,6 +46,8 @@ class ModuleModel:
     # rebinds the name, in jit_kernels, to the call)
     jit_defs: list[ast.AST] = field(default_factory=list)
     jit_unnamed: list[ast.Call] = field(default_factory=list)  # triton.jit handed something other than a def's name
+    binding_counts: dict[str, int] = field(default_factory=dict)  # name -> bindings anywhere in the file (static_uses)
+    module_assigns: list[ast.Assign] = field(default_factory=list)  # the module's own top-level assignments
     # binding ("k", "self.k", "self.ks[]") -> kernel names, for kernel[grid](...) / k[grid, block](...)
     launchables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     extensions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # binding -> load_inline module
@@ -275,12 +277,19 @@ def build_model(tree: ast.Module) -> ModuleModel:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             defs.setdefault(node.name, []).append(node)
+    counts = model.binding_counts = binding_counts(tree)
+    model.module_assigns = [stmt for stmt in tree.body if isinstance(stmt, ast.Assign)]
     for node in ast.walk(tree):  # k = triton.jit(fn): fn is kernel code, not a Python function
         handed = _jit_argument(node, model.aliases) if isinstance(node, ast.Call) else None
         if handed is None or not isinstance(node, ast.Call):
             continue
-        if not isinstance(handed, ast.Name) or handed.id not in defs:
-            model.jit_unnamed.append(node)  # triton.jit(*[k]), triton.jit(table[0]), triton.jit(wraps(a)(k))
+        if not isinstance(handed, ast.Name) or handed.id not in defs or \
+                counts.get(handed.id) != len(defs[handed.id]) + _rebinds_itself(node, handed.id, model.parents) or \
+                any(getattr(d, "decorator_list", None) for d in defs[handed.id]):
+            # triton.jit(*[k]), triton.jit(table[0]), triton.jit(wraps(a)(k)), a name also bound otherwise
+            # (k = other; triton.jit(k)) or a decorated def (@swap def k: the name holds what swap returned): the
+            # function handed over may be none of the defs of that name
+            model.jit_unnamed.append(node)
             continue
         model.jit_defs.extend(defs[handed.id])  # every def of that name: a factory's nested one too
         if handed.id in model.functions:
@@ -317,6 +326,13 @@ def build_model(tree: ast.Module) -> ModuleModel:
         elif isinstance(value, _CONTAINER_LITERALS):
             model.instances[key] = f"builtin:{type(value).__name__}"
     return model
+
+
+def _rebinds_itself(call: ast.Call, name: str, parents: dict[int, ast.AST]) -> int:
+    """1 where ``call`` is the whole value of ``name = triton.jit(name)`` (a binding of its own), else 0."""
+    up = parents.get(id(call))
+    return int(isinstance(up, ast.Assign) and up.value is call and len(up.targets) == 1
+               and isinstance(up.targets[0], ast.Name) and up.targets[0].id == name)
 
 
 def _jit_argument(node: ast.Call, aliases: dict[str, str]) -> ast.expr | None:

@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import ast
 
-from evaluator.static_dormant import binding_counts, quiet_module
+from evaluator.static_dormant import quiet_module
 from evaluator.static_model import ModuleModel, resolve
+from evaluator.static_uses import binding_counts
 
 AUTOGRAD_FUNCTION = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 # Builtins and attributes that read a namespace by name (all refused by other rules): a file naming one keeps every

@@ -152,3 +152,59 @@ def enclosing_scope(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
             return parent
         parent = parents.get(id(parent))
     return parent if parent is not None else node
+
+
+def binding_counts(tree: ast.Module, imports: set[int] | frozenset[int] = frozenset()) -> dict[str, int]:
+    """How many times each name is bound anywhere in the file, in any scope and any way (``imports``: ids of alias
+    nodes whose bindings are left out)."""
+    counts: dict[str, int] = {}
+
+    def add(name: str) -> None:
+        counts[name] = counts.get(name, 0) + 1
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            add(node.id)
+        elif isinstance(node, ast.alias):
+            if id(node) not in imports:
+                add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(node.name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            for name in node.names:
+                add(name)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            add(node.rest)
+        elif isinstance(node, ast.arg):
+            add(node.arg)
+    return counts
+
+
+def module_bindings(tree: ast.Module) -> set[str]:
+    """The names the module's own scope binds: its top-level code, module-level ``if``/``try``/``with``/``for``
+    blocks included, never what a def, class, lambda or comprehension binds inside itself (a def or class binds
+    its own name)."""
+    inner = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp,
+             ast.DictComp, ast.GeneratorExp)
+    found: set[str] = set()
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+        elif isinstance(node, ast.alias):
+            found.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            found.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            found.add(node.rest)
+        if isinstance(node, inner):
+            todo.extend([*getattr(node, "decorator_list", []), *getattr(node, "bases", []),
+                         *(k.value for k in getattr(node, "keywords", []))])  # these run in the module's scope
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return found

@@ -21,7 +21,7 @@ from evaluator.static_absent import absent_attribute, needs_absent, owner_root, 
 from evaluator.static_annotations import ModuleNames, check_annotation
 from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functions
 from evaluator.static_compute import ComputeRules
-from evaluator.static_dormant import binding_counts, dormant_imports, type_checking_names
+from evaluator.static_dormant import dormant_imports, type_checking_names
 from evaluator.static_library import custom_op_key
 from evaluator.static_liveness import Branches, inert_decorators, liveness, none_parameters
 from evaluator.static_loggers import plain_loggers
@@ -64,7 +64,14 @@ from evaluator.static_rules import (
     why_module,
 )
 from evaluator.static_unread import NAMESPACE_HANDLES
-from evaluator.static_uses import Use, enclosing_scope, in_annotation, in_inert_annotation, name_loads, use_of
+from evaluator.static_uses import (
+    Use,
+    enclosing_scope,
+    in_annotation,
+    in_inert_annotation,
+    name_loads,
+    use_of,
+)
 from kernelevo import pyast
 
 Report = Callable[[str, ast.AST, str], None]
@@ -180,7 +187,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.none_params = none_parameters(self.tree, model, entry)
         # module-level imports only code that never runs reads (evaluator.static_dormant)
         self._dormant_imports, self._dormant_names = dormant_imports(self.tree, model, self.live)
-        bindings = binding_counts(self.tree)
+        bindings = model.binding_counts
         self._file_bindings = set(bindings)
         self._single_imports = single_import_names(self.tree, bindings)
         self.annotation_names = ModuleNames(model.aliases, frozenset(model.classes), model.constants, bindings)

@@ -408,9 +408,11 @@ def _pin_interpreted_sources() -> None:
                 shown, _ = source_of(cast(Any, known[1]))  # what the rewriter reads: from its last `def ` line
             except (OSError, TypeError):
                 shown = []
-            if sum(line.strip().startswith("def ") for line in shown) > 1:
+            starts = [line.strip() for line in shown if line.strip().startswith("def") and line.strip()[3:4].isspace()]
+            if len(starts) > 1 or any(not line.startswith("def ") for line in starts):
                 raise PermissionError("kernelevo verifier: a kernel's source has more than one line beginning "
-                                      "with `def ` (a string's line); the interpreter would run that one")
+                                      "with `def` (a string's line), or its own `def` is not followed by a space; "
+                                      "the interpreter compiles from the last `def ` line, so it would run another")
             done = rewritten[id(self_)] = original_rewrite_ast(known[3])
         return done
 

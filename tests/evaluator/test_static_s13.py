@@ -12,7 +12,7 @@ from test_static_check import make
 
 from evaluator.static_absent import single_import_names
 from evaluator.static_check import check_source
-from evaluator.static_dormant import binding_counts
+from evaluator.static_uses import binding_counts
 
 
 def _rules(source: str) -> set[str]:
@@ -179,3 +179,155 @@ def rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     pass
 '''
     assert "cuda-source" in _rules(make(module=module, body="rows[(1,)](x, out, x.numel(), BLOCK=1024)"))
+
+
+# -- red team s14: the same mechanisms, reached around the first fixes ---------------------------------------------
+
+
+@pytest.mark.parametrize("body", [
+    "y = _Rows.apply(x)\nmatch y:\n    case torch.Tensor(grad_fn=node):\n        out = node.apply(y)",
+    "y = _Rows.apply(x)\nout = operator.attrgetter('grad_fn')(y).apply(y)",
+])
+def test_a_graph_node_named_by_a_pattern_or_a_string_makes_the_backward_live(body):
+    assert "private-api" in _rules(_with_function("", body=body))
+
+
+def test_forward_is_judged_as_taking_ctx_even_beside_a_setup_context():
+    module = FUNCTION.format(forward="        ctx.apply(out)") + '''
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.n = 1
+
+    del setup_context
+'''
+    assert "private-api" in _rules(make(module=module, body="out = _Rows.apply(x)"))
+
+
+def test_a_classmethod_forward_keeps_the_backward_live():
+    source = _with_function("").replace("    @staticmethod\n    def forward(ctx, x):",
+                                        "    @classmethod\n    def forward(cls, ctx, x):")
+    assert "private-api" in _rules(source)
+
+
+def test_a_wrapper_that_hands_ctx_straight_on_leaves_the_backward_dead():
+    wrapper = '''
+import functools
+
+
+def contiguous(fn):
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        return fn(ctx, *[a.contiguous() for a in args])
+    return wrapper
+'''
+    source = make(module=wrapper + FUNCTION.format(forward=""), body="out = _Rows.apply(x)")
+    source = source.replace("    @staticmethod\n    def forward(",
+                            "    @staticmethod\n    @contiguous\n    def forward(")
+    assert _rules(source) == set()
+    assert "private-api" in _rules(source.replace("return fn(ctx, *[", "ctx.apply(args[0])\n        return fn(ctx, *["))
+
+
+def test_triton_jit_of_a_name_bound_otherwise_too_is_refused():
+    bind = "def other(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n    pass\n\n\nbody = other\nK = triton.jit(body)"
+    source = make(module=KERNEL.format(bind=bind), body="K[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert "cuda-source" in _rules(source)
+    rebound = make(module=KERNEL.format(bind="body = triton.jit(body)"),
+                   body="body[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert _rules(rebound) == set()  # k = triton.jit(k): its own binding
+
+
+def test_a_kernel_may_use_only_names_the_file_defines():
+    module = '''
+@triton.jit
+def rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = np.exp(tl.load(x_ptr + offs))
+    tl.store(out_ptr + offs, v)
+'''
+    source = make(module=module, body="rows[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert any(v.rule == "cuda-source" and "np" in v.message for v in check_source(source, "cand.py").violations)
+
+
+@pytest.mark.parametrize(("pair", "dead"), [
+    ("(functools.partial(torch.amp.custom_fwd, device_type='cuda'), torch.amp.custom_bwd)", True),  # Liger's
+    ("(torch.amp.custom_fwd, peek)", True),  # forward takes the first: the AMP one
+    ("(peek, torch.amp.custom_bwd)", False),  # a wrapper that may use ctx
+])
+def test_amp_decorators_made_by_a_function_of_the_file_hand_ctx_on(pair, dead):
+    module = f'''
+import functools
+
+
+def peek(fn):
+    return fn
+
+
+def get_amp():
+    return {pair}
+
+
+amp_fwd, amp_bwd = get_amp()
+''' + FUNCTION.format(forward="")
+    source = make(module=module, body="out = _Rows.apply(x)")
+    source = source.replace("    @staticmethod\n    def forward(", "    @staticmethod\n    @amp_fwd\n    def forward(")
+    assert ("private-api" not in _rules(source)) is dead
+
+
+# -- red team s15 ------------------------------------------------------------------------------------------------
+
+
+def test_a_wrapper_that_rebinds_the_wrapped_name_keeps_the_backward_live():
+    wrapper = '''
+import functools
+
+
+def other(ctx, *args):
+    return args[0]
+
+
+def contiguous(fn):
+    @functools.wraps(fn)
+    def wrapper(ctx, *args, fn=other):
+        return fn(ctx, *args)
+    return wrapper
+'''
+    source = make(module=wrapper + FUNCTION.format(forward=""), body="out = _Rows.apply(x)")
+    source = source.replace("    @staticmethod\n    def forward(",
+                            "    @staticmethod\n    @contiguous\n    def forward(")
+    assert "private-api" in _rules(source)
+
+
+def test_a_generator_is_no_amp_maker():
+    module = '''
+def get_amp():
+    yield torch.amp.custom_fwd
+    return (torch.amp.custom_fwd, torch.amp.custom_bwd)
+
+
+amp_fwd, amp_bwd = get_amp()
+''' + FUNCTION.format(forward="")
+    source = make(module=module, body="out = _Rows.apply(x)")
+    source = source.replace("    @staticmethod\n    def forward(", "    @staticmethod\n    @amp_fwd\n    def forward(")
+    assert "private-api" in _rules(source)
+
+
+def test_a_kernel_name_bound_only_inside_another_function_is_free():
+    module = '''
+def scale(t, np=1.0):
+    return t
+
+
+@triton.jit
+def rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, np.exp(tl.load(x_ptr + offs)))
+'''
+    source = make(module=module, body="rows[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert any(v.rule == "cuda-source" and "np" in v.message for v in check_source(source, "cand.py").violations)
+
+
+def test_a_decorated_def_handed_to_triton_jit_is_refused():
+    bind = ("def swap(fn):\n    return fn\n\n\n@swap\ndef inner(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+            "    pass\n\n\nK = triton.jit(inner)")
+    source = make(module=KERNEL.format(bind=bind), body="K[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert "cuda-source" in _rules(source)
