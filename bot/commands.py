@@ -1,8 +1,9 @@
 """The ``/kernelevo`` comment grammar, as pure functions with a generated help text.
 
-A command is a line of its own that starts with ``/kernelevo`` (anywhere in the comment; lines in
-code fences and quotes are ignored). Parsing never raises: each command line becomes either a
-:class:`Command` or a :class:`CommandError` whose message says what was wrong and what would work.
+A command is a line of its own that starts with ``/kernelevo`` (anywhere in the comment, as paragraph text
+indented by at most 3 spaces: lines GitHub shows as code, quoted or list lines, and HTML comments are ignored).
+Parsing never raises: each command line becomes either a :class:`Command` or a :class:`CommandError` whose
+message says what was wrong and what would work.
 Every value that later reaches a file name, a search request or a reply is checked against a strict
 pattern here, so comment text can never smuggle shell or prompt syntax through.
 """
@@ -13,6 +14,8 @@ import difflib
 import re
 import shlex
 from dataclasses import dataclass, field
+
+from bot.markdown_text import paragraph_line_starts
 
 PREFIX = "/kernelevo"
 BACKENDS = ("triton", "cuda", "any")
@@ -91,16 +94,18 @@ def markdown_lines(body: str) -> list[str]:
 
 
 def _command_lines(body: str) -> list[tuple[int, str]]:
-    out, fenced = [], False
-    for number, raw in enumerate(markdown_lines(body), start=1):
+    """The lines that carry a command: a line GitHub shows as paragraph text
+    (:func:`bot.markdown_text.paragraph_line_starts`: never code or an HTML comment), indented by at most 3
+    spaces (no tab) in the comment's own text, so no ``>`` or list marker before it, that starts with the
+    prefix."""
+    lines = markdown_lines(body)
+    out = []
+    for number in paragraph_line_starts(body):
+        raw = lines[number - 1]
+        indent = raw[:len(raw) - len(raw.lstrip(" \t"))]
         line = raw.strip()
-        if line.startswith("```") or line.startswith("~~~"):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
         head = line.split(maxsplit=1)[0] if line else ""
-        if head.lower() == PREFIX:
+        if "\t" not in indent and len(indent) <= 3 and head.lower() == PREFIX:
             out.append((number, line))
     return out
 

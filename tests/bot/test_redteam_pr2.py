@@ -46,8 +46,6 @@ HIDDEN = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="bot/commands.py:_command_lines runs a /kernelevo line that GitHub renders "
-                   "as code (fence rules, indented code) or hides (HTML comment)")
 @pytest.mark.parametrize("body", list(HIDDEN.values()), ids=list(HIDDEN))
 def test_a_command_github_shows_as_code_or_hides_is_not_run(body):
     assert not [c for c in parse_comment(body) if isinstance(c, Command)]
