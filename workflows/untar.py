@@ -12,7 +12,12 @@ CVE-2025-4138 lets a symlink chain longer than PATH_MAX out of the tree). Instea
 * devices, fifos and unknown member types are refused; a name that appears twice (other than a folder) is refused;
 * files are created with ``O_NOFOLLOW | O_CREAT | O_EXCL`` under folders this extractor created, each folder
   reached from ``dest`` one component at a time with ``O_NOFOLLOW``;
-* the file count and the unpacked bytes (copies included) are capped from the headers, before any write.
+* the file count and the unpacked bytes (copies included) are capped from the headers, before any write;
+* the headers are read by :class:`BoundedTarInfo`: a GNU long-name/long-link or pax header whose data is over
+  :data:`MAX_EXTENDED_HEADER_BYTES` is refused before its data is read, a member announced by more than
+  :data:`MAX_CHAINED_HEADERS` such headers is refused (``tarfile`` recurses once per header), and sparse
+  members are refused before their maps are read; any other exception ``tarfile`` raises while reading the
+  headers (``RecursionError``, ``MemoryError``, ``UnicodeError``...) becomes a :class:`TarballError`.
 
 Every refusal is a :class:`TarballError` naming the member and the reason.
 """
@@ -24,6 +29,7 @@ import posixpath
 import shutil
 import tarfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -32,6 +38,8 @@ MAX_NAME_BYTES = 1024
 MAX_COMPONENT_BYTES = 255
 MAX_DEPTH = 64
 MAX_LINK_HOPS = 32
+MAX_EXTENDED_HEADER_BYTES = 16 * MAX_NAME_BYTES  # a pax header's path and linkpath and its other records
+MAX_CHAINED_HEADERS = 8  # extended headers before one member (a global and a member's pax, long name, long link)
 CHUNK = 1 << 16
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -43,6 +51,45 @@ class TarballError(ValueError):
 
 def _unsafe(name: str, why: str) -> TarballError:
     return TarballError(f"the tarball is unsafe to unpack: member {name!r} {why}")
+
+
+_EXTENDED_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+                   tarfile.SOLARIS_XHDTYPE)
+
+
+class BoundedTarInfo(tarfile.TarInfo):
+    """``tarfile``'s header reader (``tarinfo=``) with bounds checked before any extended header's data is read."""
+
+    def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise _unsafe(self.name, "is a GNU sparse file (only files, folders and links are unpacked)")
+        if self.type not in _EXTENDED_TYPES:
+            return super()._proc_member(tar)  # type: ignore[misc,no-any-return]
+        if self.size > MAX_EXTENDED_HEADER_BYTES:
+            raise TarballError(f"the tarball is unsafe to unpack: an extended (long name or pax) header of "
+                               f"{self.size} bytes, over {MAX_EXTENDED_HEADER_BYTES}")
+        depth = _chain_depth(tar)
+        if depth >= MAX_CHAINED_HEADERS:
+            raise TarballError(f"the tarball is unsafe to unpack: more than {MAX_CHAINED_HEADERS} extended (long "
+                               "name or pax) headers before one member")
+        setattr(tar, _DEPTH, depth + 1)
+        try:
+            return super()._proc_member(tar)  # type: ignore[misc,no-any-return]
+        finally:
+            setattr(tar, _DEPTH, depth)
+
+    def _proc_gnusparse_00(self, *args: object) -> None:
+        raise _unsafe(self.name, "is a pax sparse file (only files, folders and links are unpacked)")
+
+    _proc_gnusparse_01 = _proc_gnusparse_10 = _proc_gnusparse_00
+
+
+_DEPTH = "_kernelevo_extended_depth"
+
+
+def _chain_depth(tar: tarfile.TarFile) -> int:
+    depth = getattr(tar, _DEPTH, 0)
+    return depth if isinstance(depth, int) else 0
 
 
 def member_parts(name: str) -> tuple[str, ...]:
@@ -102,6 +149,24 @@ def resolve_copy(name: str, plan: Plan) -> str | None:
     return None
 
 
+def _unreadable(exc: BaseException) -> TarballError:
+    return TarballError(f"the tarball's headers cannot be read ({type(exc).__name__}: {exc})"[:500])
+
+
+def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    """Each member's header in turn; whatever ``tarfile`` raises on hostile headers becomes a TarballError."""
+    while True:
+        try:
+            member = tar.next()
+        except TarballError:
+            raise
+        except Exception as exc:  # tarfile raises what its input provokes: RecursionError, MemoryError, ValueError
+            raise _unreadable(exc) from None
+        if member is None:
+            return
+        yield member
+
+
 def plan_members(tar: tarfile.TarFile, *, max_unpacked_bytes: int, max_files: int) -> Plan:
     """Read every header, refusing an unsafe member or the caps before anything is written."""
     plan = Plan()
@@ -109,7 +174,7 @@ def plan_members(tar: tarfile.TarFile, *, max_unpacked_bytes: int, max_files: in
     count = 0
     caps = (f"the tarball unpacks to more than {max_files} files or {max_unpacked_bytes / 2**20:.0f} MiB"
             " (KERNELEVO_QUEUE_UNPACK_MAX_FILES / _BYTES)")
-    for member in tar:
+    for member in _members(tar):
         count += 1
         parts = member_parts(member.name)
         name = "/".join(parts)
@@ -219,7 +284,13 @@ def unpack_tarball(fileobj: IO[bytes], dest: Path, *, max_unpacked_bytes: int, m
         raise TarballError(f"{dest}: the folder to unpack into is not empty")
     root_fd = os.open(dest, _DIR_FLAGS)
     try:
-        with tarfile.open(fileobj=fileobj, mode="r:*") as tar:
+        try:
+            tar = tarfile.open(fileobj=fileobj, mode="r:*", tarinfo=BoundedTarInfo)  # reads the first header
+        except (TarballError, tarfile.TarError, EOFError, zlib.error, OSError):
+            raise
+        except Exception as exc:  # as in _members
+            raise _unreadable(exc) from None
+        with tar:
             plan = plan_members(tar, max_unpacked_bytes=max_unpacked_bytes, max_files=max_files)
             _write(tar, plan, root_fd)
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:

@@ -87,18 +87,12 @@ def _chained_longnames(count: int, size: int, tail: bytes) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.xfail(strict=True, reason="workflows/untar.py:unpack_tarball lets RecursionError out of tarfile "
-                   "(each GNU long-name/pax header recurses in TarInfo.fromtarfile): not a TarballError, the bot's "
-                   "checkout (bot/workspace.py:extract_file catches only TarballError) crashes")
 def test_thousands_of_chained_long_name_headers_are_a_tarball_error(tmp_path):
     data = _chained_longnames(3000, 2, b"a\0")  # 3 MB, no member counted, all in headers
     with pytest.raises(TarballError):
         unpack_tarball(io.BytesIO(data), tmp_path / "dest", **CAPS)
 
 
-@pytest.mark.xfail(strict=True, reason="workflows/untar.py:plan_members caps files and bytes only after tarfile "
-                   "has read a GNU long-name/pax header's whole data into memory: a 16 MiB name costs 32 MiB "
-                   "(gzip: ~450x, so a few MB upload pins GBs)")
 def test_a_huge_long_name_header_is_refused_before_it_is_read_into_memory(tmp_path):
     import gzip
 
