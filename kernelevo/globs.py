@@ -5,9 +5,12 @@ number of whole leading folders (none included), ``**`` elsewhere any run of cha
 pattern ending in ``/`` is a folder and covers everything under it; a leading ``/`` is ignored. Every other
 character (``[`` included) is literal.
 
-A pattern is compiled to a small automaton that is simulated over the path one character at a time, the set of
-live positions memoised per (set, character): no backtracking, so a pattern like ``**/**/**/.../x.py`` costs
-O(len(path) x len(pattern)) at worst, where a regular expression backtracks exponentially.
+A pattern is compiled to a small automaton whose set of live positions is simulated over the path one character
+at a time as the bits of one integer (shift-and, see :class:`Glob`): no backtracking and no memo to outgrow, so
+a pattern like ``**/**/**/.../x.py`` or ``*a???...?b`` costs O(len(path)) operations on integers of
+len(pattern) bits, where a regular expression backtracks exponentially. The paths matched are repository file
+names, at most a few hundred characters; a 1000-character path against a 256-character glob costs about a
+millisecond.
 """
 
 from __future__ import annotations
@@ -16,10 +19,6 @@ from functools import lru_cache
 
 # token kinds
 _LIT, _ONE, _STAR, _ANY, _ANY_DIRS = range(5)
-_INSIDE = 1  # the second half of a state: within the ``.*/`` of a ``**/`` token
-_MEMO_LIMIT = 4096
-
-State = frozenset[tuple[int, int]]
 
 
 def tokens(pattern: str) -> tuple[tuple[int, str], ...]:
@@ -49,66 +48,58 @@ def tokens(pattern: str) -> tuple[tuple[int, str], ...]:
 
 
 class Glob:
-    """One compiled pattern; :meth:`matches` is the whole-path match."""
+    """One compiled pattern; :meth:`matches` is the whole-path match.
+
+    The automaton's live positions are the bits of an integer (bit ``i``: token ``i`` is next; bit
+    ``len(tokens)``: the whole pattern matched), stepped by the shift-and method: each character of the path costs
+    a fixed handful of operations on integers of ``len(tokens) + 1`` bits, plus one per wildcard token in the
+    longest run of adjacent wildcards (the positions reached by letting them match nothing). With the config's
+    limits (256 characters, four ``**``) that is about a dozen operations on 257-bit integers per character: a
+    path of a few hundred characters costs well under a millisecond against one glob, whatever the pattern.
+    """
 
     def __init__(self, pattern: str) -> None:
         self.tokens = tokens(pattern)
-        self.literals = frozenset(char for kind, char in self.tokens if kind == _LIT) | {"/"}
-        self.start = self._closure({(0, 0)})
-        self._memo: dict[tuple[State, str], State] = {}
-
-    def _closure(self, states: set[tuple[int, int]]) -> State:
-        """Add the positions reached by letting wildcards match nothing (they only move forward)."""
-        pending = sorted(states)
-        done = set(states)
-        while pending:
-            index, inside = pending.pop()
-            if not inside and index < len(self.tokens) and self.tokens[index][0] in (_STAR, _ANY, _ANY_DIRS):
-                nxt = (index + 1, 0)
-                if nxt not in done:
-                    done.add(nxt)
-                    pending.append(nxt)
-        return frozenset(done)
-
-    def _step(self, states: State, char: str | None) -> State:
-        """The positions after one character (``None``: any character the pattern does not name)."""
-        out: set[tuple[int, int]] = set()
-        for index, inside in states:
-            if index == len(self.tokens):
-                continue
-            kind, literal = self.tokens[index]
-            if inside or kind == _ANY_DIRS:  # ``(?:.*/)?``: any characters, done after a ``/``
-                out.add((index, _INSIDE))
-                if char == "/":
-                    out.add((index + 1, 0))
-            elif kind == _LIT:
-                if char == literal:
-                    out.add((index + 1, 0))
+        self.accept = 1 << len(self.tokens)
+        self.literal: dict[str, int] = {}
+        self.one = self.star = self.any = self.dirs = 0
+        for index, (kind, char) in enumerate(self.tokens):
+            bit = 1 << index
+            if kind == _LIT:
+                self.literal[char] = self.literal.get(char, 0) | bit
             elif kind == _ONE:
-                if char != "/":
-                    out.add((index + 1, 0))
+                self.one |= bit
             elif kind == _STAR:
-                if char != "/":
-                    out.add((index, 0))
-            else:  # _ANY
-                out.add((index, 0))
-        return self._closure(out)
+                self.star |= bit
+            elif kind == _ANY:
+                self.any |= bit
+            else:
+                self.dirs |= bit
+        self.wild = self.star | self.any | self.dirs
+        self.start = self._closure(1)
+
+    def _closure(self, states: int) -> int:
+        """Add the positions reached by letting wildcards match nothing (they only move forward)."""
+        while True:
+            grown = states | ((states & self.wild) << 1)
+            if grown == states:
+                return states
+            states = grown
 
     def matches(self, path: str) -> bool:
         states = self.start
+        inside = 0  # the ``**/`` tokens within their ``(?:.*/)?``: any characters, done after each ``/``
         for char in path:
-            named = char if char in self.literals else None  # all other characters behave alike
-            key = (states, named or "")
-            nxt = self._memo.get(key)
-            if nxt is None:
-                nxt = self._step(states, named)
-                if len(self._memo) >= _MEMO_LIMIT:
-                    self._memo.clear()
-                self._memo[key] = nxt
-            states = nxt
-            if not states:
+            inside |= states & self.dirs
+            nxt = ((states & self.literal.get(char, 0)) << 1) | (states & self.any)
+            if char == "/":
+                nxt |= inside << 1
+            else:
+                nxt |= ((states & self.one) << 1) | (states & self.star)
+            states = self._closure(nxt)
+            if not states and not inside:
                 return False
-        return (len(self.tokens), 0) in states
+        return bool(states & self.accept)
 
 
 @lru_cache(maxsize=256)

@@ -160,10 +160,6 @@ def test_a_fifo_in_a_checkout_neither_blocks_nor_is_read(tmp_path):
     assert discover(tmp_path, ["**/*.py"], [], files=["op.py", "./op.py", "op.py/."]).ops == []
 
 
-@pytest.mark.xfail(strict=True, reason="kernelevo/repo_config.py:Paths accepts 64 globs like '*a???...?b' (no "
-                   "'**', under 256 chars) and kernelevo/globs.py:Glob.matches re-simulates every step (the state "
-                   "sets outnumber its 4096-entry memo): one 1000-character file name costs "
-                   "several CPU seconds in discovery.is_selected (a repo of such files: hours)")
 def test_the_config_globs_cannot_make_one_path_cost_seconds():
     from kernelevo.repo_config import load_repo_config
 
