@@ -216,7 +216,7 @@ def report_outcome(ctx: context.BotContext, record: JobRecord) -> Outcome:
         run = ctx.state.run(run_id) if run_id else None
         published, made = publish_result(ctx, gh, record, result, config.max_open_prs,
                                          fork=bool(run and run.fork))
-    except KernelStoreError as exc:  # the kernel's folder is another op's on the base: retrying cannot help
+    except KernelStoreError as exc:  # the folder is taken on the base (another op, no manifest): retrying cannot help
         return Outcome(f"not published, nothing was pushed: {escape_md(exc)}", Conclusion.FAILURE)
     except (GitHubError, LookupError, OSError, ValueError) as exc:
         log.exception("publishing %s failed", record.id)
@@ -312,10 +312,12 @@ def kernel_files(ctx: context.BotContext, record: JobRecord, result: dict[str, A
 
 def _refuse_another_ops_folder(root: Path, op_id: str, base: str) -> None:
     """Raise :class:`kernelevo.kernel_store.KernelStoreError` when the folder the kernel store would write
-    ``op_id`` into holds a manifest (copied from the base) that is not ``op_id``'s, readable or not."""
+    ``op_id`` into already exists on the base (mirrored under ``root`` by :func:`_copy_manifests`) and does not
+    hold ``op_id``'s own manifest: another op's, an unreadable one, or none (a maintainer's own files)."""
     from kernelevo import kernel_store
 
-    directory = kernel_store.kernel_dir_for(root, op_id)  # raises when both of the op's names are taken
+    # raises when both of the op's names are taken, or the one it picks is a folder without a manifest
+    directory = kernel_store.kernel_dir_for(root, op_id, on=base)
     manifest = directory / kernel_store.MANIFEST
     if not manifest.exists():
         return
@@ -328,15 +330,17 @@ def _refuse_another_ops_folder(root: Path, op_id: str, base: str) -> None:
 
 
 def _copy_manifests(source: Path, dest: Path) -> None:
-    """Copy only the existing kernels' manifests (regular files, no links): all the kernel store needs
-    to pick a directory name, and nothing a PR could point elsewhere on this machine."""
+    """Mirror the base's ``kernels/`` names under ``dest``: each folder's manifest (a regular file, no links)
+    copied, every other entry (a folder without a manifest, a file, a link) an empty folder, so the kernel store
+    sees each name as taken. All the kernel store needs to pick a directory name, and nothing a PR could point
+    elsewhere on this machine."""
     if not source.is_dir() or source.is_symlink():
         return
     for directory in source.iterdir():
         manifest = directory / "manifest.json"
+        (dest / directory.name).mkdir(parents=True, exist_ok=True)
         if directory.is_symlink() or manifest.is_symlink() or not manifest.is_file():
             continue
-        (dest / directory.name).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(manifest, dest / directory.name / "manifest.json")
 
 

@@ -117,16 +117,26 @@ def manifest_op_id(manifest: Path) -> str | None:
     return owner if isinstance(owner, str) else None
 
 
-def kernel_dir_for(repo_root: Path, op_id: str) -> Path:
-    """Where the kernel of ``op_id`` lives (or will): the short name unless another op holds it."""
+def kernel_dir_for(repo_root: Path, op_id: str, *, on: str = "") -> Path:
+    """Where the kernel of ``op_id`` lives (or will): the short name unless another op's manifest holds it.
+    A name taken by anything without a kernel manifest (a folder of files kernelevo did not write, a file, a
+    link) is nobody's to overwrite: :class:`KernelStoreError`, naming it relative to the repository (and
+    ``on``, the branch it was found on, when given)."""
+    where = f" on {on}" if on else ""
     kernels = Path(repo_root) / KERNELS_DIR
     for name in (op_name(op_id), _long_name(op_id)):
-        manifest = kernels / name / MANIFEST
-        if not manifest.exists():
-            return kernels / name
+        directory = kernels / name
+        manifest = directory / MANIFEST
+        if not directory.exists() and not directory.is_symlink():
+            return directory
+        if directory.is_symlink() or not directory.is_dir() or manifest.is_symlink() or not manifest.is_file():
+            raise KernelStoreError(f"{KERNELS_DIR}/{name}/{where} holds no kernel manifest (files kernelevo did"
+                                   f" not write), not {op_id}'s: nothing is written over it (rename the op, or"
+                                   " move that folder)")
         if manifest_op_id(manifest) in (op_id, None):  # ours, or unreadable: overwrite it
-            return kernels / name
-    raise KernelStoreError(f"{kernels}: both {op_name(op_id)!r} and {_long_name(op_id)!r} hold other ops")
+            return directory
+    raise KernelStoreError(f"{KERNELS_DIR}/{where}: both {op_name(op_id)!r} and {_long_name(op_id)!r} hold other"
+                           " ops")
 
 
 def results_summary(verdict: Verdict | Mapping[str, Any]) -> dict:

@@ -206,9 +206,6 @@ def test_an_op_differing_only_by_case_cannot_take_a_long_name_folder(tmp_path):
             _refuse_another_ops_folder(root, op, "main")
 
 
-@pytest.mark.xfail(strict=True, reason="bot/jobflow.py:_refuse_another_ops_folder checks only manifest.json: a "
-                   "fork op named after a maintainer's kernels/<name>/ folder without a manifest (hand-written "
-                   "kernel.py) gets it, and the follow-up overwrites kernels/<name>/kernel.py on the base")
 def test_a_fork_op_cannot_take_a_base_folder_that_holds_files_but_no_manifest(tmp_path):
     from bot.jobflow import _refuse_another_ops_folder
     from kernelevo.kernel_store import KernelStoreError
