@@ -146,7 +146,6 @@ emptiness depends on the data, element-wise host work spelled without conversion
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -320,15 +319,14 @@ def _check_cuda_sources(tree: ast.Module, model: ModuleModel, allow: frozenset[s
                     out.report("cuda-source", site, f"(in the assembled source) {finding.message}")
 
 
-_BUILTIN_NAMES = frozenset(dir(builtins))
-
-
 def _check_kernel_names(tree: ast.Module, model: ModuleModel, kernels: list[ast.FunctionDef | ast.AsyncFunctionDef],
                         out: _Collector) -> None:
-    """A kernel may use only names its own scope, the functions around it or the module's own scope bind, and
-    builtins: Triton's CPU interpreter runs a kernel with its own module's globals added to the file's (numpy,
-    inspect, ...), so a name the file binds only elsewhere (a parameter of another function) is one of those."""
+    """Triton's CPU interpreter runs a kernel with its own module's globals added to the file's where the file
+    lacks them (numpy as ``np``, ``inspect``, ...): a kernel may use such a name only where its own scope, the
+    functions around it or module-level code that always runs binds it (a parameter of another function, a loop
+    target or a branch does not). Other unbound names just fail, as they would anywhere."""
     module = module_bindings(tree)
+    injected = interpreter_names()
     for kernel in kernels:
         bound = set(module) | set(binding_counts(ast.Module(body=[kernel], type_ignores=[])))
         scope = model.parents.get(id(kernel))
@@ -336,13 +334,30 @@ def _check_kernel_names(tree: ast.Module, model: ModuleModel, kernels: list[ast.
             if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
                 bound |= set(binding_counts(ast.Module(body=[scope], type_ignores=[])))
             scope = model.parents.get(id(scope))
-        free = sorted({n.id for n in ast.walk(kernel) if isinstance(n, ast.Name) and n.id not in bound
-                       and n.id not in _BUILTIN_NAMES})
+        free = sorted({n.id for n in ast.walk(kernel) if isinstance(n, ast.Name) and n.id in injected
+                       and n.id not in bound})
         if free:
             out.add("cuda-source", kernel.lineno, kernel.col_offset, f"kernel `{kernel.name}` uses "
-                    f"{', '.join(free)}, which this file's module scope does not define: Triton's CPU interpreter "
-                    "runs kernels with its own module's names added to the file's (numpy, inspect, ...); define or "
-                    "import at module level every name a kernel uses")
+                    f"{', '.join(free)}, which this file does not always bind at module level: Triton's CPU "
+                    "interpreter hands a kernel its own module's names (numpy as np, inspect, ...) where the file "
+                    "lacks them; import at module level every name a kernel uses")
+
+
+# Names Triton's interpreter module holds (it adds them to a kernel's globals where missing) that are not the
+# modules a kernel file imports itself under the same name.
+_INTERPRETER_NAMES = frozenset({"np", "inspect", "ast", "time", "textwrap", "dataclasses", "partial", "dataclass"})
+_SAME_MODULES = frozenset({"tl", "triton", "math"})
+
+
+@functools.lru_cache(maxsize=1)
+def interpreter_names() -> frozenset[str]:
+    """The names the installed Triton interpreter would add to a kernel's globals (a fixed list where it is not
+    importable), less tl, triton and math, which are the modules of those names anyway."""
+    try:
+        from triton.runtime import interpreter
+    except Exception:  # noqa: BLE001 - no Triton (or an older layout): the fixed list
+        return _INTERPRETER_NAMES
+    return (_INTERPRETER_NAMES | {k for k in vars(interpreter) if not k.startswith("__")}) - _SAME_MODULES
 
 
 def _check_jit_bodies(tree: ast.Module, model: ModuleModel, out: _Collector) -> None:

@@ -198,17 +198,28 @@ def _hands_ctx_on(fn: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel
     if "staticmethod" not in names:
         return False
     for dec, name in zip(fn.decorator_list, names, strict=True):
-        if name == "staticmethod" or name in AMP_DECORATORS or (isinstance(dec, ast.Name) and _amp_name(dec.id, model)):
+        if name == "staticmethod" or (name in AMP_DECORATORS and _amp_applied_plainly(dec)) or (
+                isinstance(dec, ast.Name) and _amp_name(dec.id, model)):
             continue
-        factory = model.functions.get(dec.id) if isinstance(dec, ast.Name) else None
+        once = isinstance(dec, ast.Name) and model.binding_counts.get(dec.id) == 1  # the def judged is the one used
+        factory = model.functions.get(dec.id) if once and isinstance(dec, ast.Name) else None
         if not (isinstance(factory, _FUNCTION) and pure_wrapper(factory, model) and _passes_first(factory, model)):
             return False
     return True
 
 
+def _amp_applied_plainly(dec: ast.expr) -> bool:
+    """``@custom_fwd`` or ``@custom_fwd(device_type=..., cast_inputs=...)``: handed the function to wrap
+    (``custom_fwd(other)``, ``fwd=``), it would return that one wrapped instead."""
+    return not isinstance(dec, ast.Call) or (not dec.args and all(k.arg in ("device_type", "cast_inputs")
+                                                                  for k in dec.keywords))
+
+
 def _amp_value(node: ast.AST, model: ModuleModel) -> bool:
     """``node`` is one of torch's AMP decorators, or ``functools.partial`` of one."""
     if isinstance(node, ast.Call) and resolve(node.func, model.aliases) == "functools.partial" and node.args:
+        if len(node.args) > 1 or not _amp_applied_plainly(ast.Call(func=node.args[0], args=[], keywords=node.keywords)):
+            return False  # partial(custom_fwd, other) wraps other
         node = node.args[0]
     return resolve(node, model.aliases) in AMP_DECORATORS
 
@@ -227,7 +238,8 @@ def _amp_name(name: str, model: ModuleModel) -> bool:
                 continue
             index = [getattr(e, "id", None) for e in target.elts].index(name)
             maker = model.functions.get(stmt.value.func.id) if isinstance(stmt.value, ast.Call) and isinstance(
-                stmt.value.func, ast.Name) and not stmt.value.args and not stmt.value.keywords else None
+                stmt.value.func, ast.Name) and not stmt.value.args and not stmt.value.keywords and \
+                model.binding_counts.get(stmt.value.func.id) == 1 else None
             if not isinstance(maker, ast.FunctionDef) or maker.decorator_list or any(
                     isinstance(n, ast.Yield | ast.YieldFrom | ast.Await) for n in ast.walk(maker)):
                 return False  # a generator's call hands out what it yields, not what it returns

@@ -183,28 +183,52 @@ def binding_counts(tree: ast.Module, imports: set[int] | frozenset[int] = frozen
 
 
 def module_bindings(tree: ast.Module) -> set[str]:
-    """The names the module's own scope binds: its top-level code, module-level ``if``/``try``/``with``/``for``
-    blocks included, never what a def, class, lambda or comprehension binds inside itself (a def or class binds
-    its own name)."""
-    inner = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp,
-             ast.DictComp, ast.GeneratorExp)
+    """The names the module's own top-level code always binds when it runs: a statement's bindings, in both
+    branches of a module-level ``if``, in a ``try`` body and each of its handlers (or its ``finally``), in a
+    ``with`` body; never in a loop (``for np in (): pass`` binds nothing) nor what a def, class, lambda or
+    comprehension binds inside itself. A name deleted or declared ``global`` anywhere is left out."""
+    unsure = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)}
+    unsure |= {name for n in ast.walk(tree) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
+    return (_always_bound(tree.body) or set()) - unsure
+
+
+def _both(a: set[str] | None, b: set[str] | None) -> set[str] | None:
+    """What two alternative blocks both bind (``None``: a block that never completes, so binds anything)."""
+    return b if a is None else a if b is None else a & b
+
+
+def _always_bound(stmts: list[ast.stmt]) -> set[str] | None:
+    """The names ``stmts`` bind on every path that completes; ``None`` where none completes (a ``raise``)."""
     found: set[str] = set()
-    todo: list[ast.AST] = list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            found.add(node.name)
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            found.add(node.id)
-        elif isinstance(node, ast.alias):
-            found.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            found.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            found.add(node.rest)
-        if isinstance(node, inner):
-            todo.extend([*getattr(node, "decorator_list", []), *getattr(node, "bases", []),
-                         *(k.value for k in getattr(node, "keywords", []))])  # these run in the module's scope
-            continue
-        todo.extend(ast.iter_child_nodes(node))
+    for stmt in stmts:
+        if isinstance(stmt, ast.Raise):
+            return None
+        if isinstance(stmt, ast.If):
+            both = _both(_always_bound(stmt.body), _always_bound(stmt.orelse))
+            if both is None:
+                return None
+            found |= both
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            body, orelse = getattr(stmt, "body", []), getattr(stmt, "orelse", [])
+            handled = _always_bound([*body, *orelse])
+            for handler in getattr(stmt, "handlers", []):
+                handled = _both(handled, _always_bound(handler.body))
+            final = _always_bound(getattr(stmt, "finalbody", []))
+            if handled is None or final is None:
+                return None
+            found |= handled | final
+        elif isinstance(stmt, ast.With | ast.AsyncWith):
+            found |= {n.id for item in stmt.items if item.optional_vars is not None
+                      for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name)}
+            inner = _always_bound(stmt.body)
+            if inner is None:
+                return None
+            found |= inner
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(stmt.name)
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            found |= {(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"}
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign) and getattr(stmt, "value", None) is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return found

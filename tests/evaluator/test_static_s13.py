@@ -331,3 +331,71 @@ def test_a_decorated_def_handed_to_triton_jit_is_refused():
             "    pass\n\n\nK = triton.jit(inner)")
     source = make(module=KERNEL.format(bind=bind), body="K[(1,)](x, out, x.numel(), BLOCK=1024)")
     assert "cuda-source" in _rules(source)
+
+
+# -- red team s16 ------------------------------------------------------------------------------------------------
+
+
+def test_a_wrapper_factory_defined_twice_keeps_the_backward_live():
+    wrapper = '''
+import functools
+
+
+def contiguous(fn):
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        return fn(ctx, *args)
+    return wrapper
+'''
+    source = make(module=wrapper + FUNCTION.format(forward="") + wrapper.split("\n\n\n", 1)[1],
+                  body="out = _Rows.apply(x)")
+    source = source.replace("    @staticmethod\n    def forward(",
+                            "    @staticmethod\n    @contiguous\n    def forward(")
+    assert "private-api" in _rules(source)
+
+
+@pytest.mark.parametrize(("decorator", "dead"), [
+    ("@torch.amp.custom_fwd(device_type='cuda')", True),
+    ("@torch.amp.custom_fwd", True),
+    ("@torch.amp.custom_fwd(print, device_type='cuda')", False),  # wraps print, returns that
+])
+def test_an_amp_decorator_hands_ctx_on_only_applied_plainly(decorator, dead):
+    source = make(module=FUNCTION.format(forward=""), body="out = _Rows.apply(x)")
+    source = source.replace("    @staticmethod\n    def forward(",
+                            f"    @staticmethod\n    {decorator}\n    def forward(")
+    assert ("private-api" not in _rules(source)) is dead
+
+
+@pytest.mark.parametrize("binding", ["for np in ():\n    pass", "if FLAG:\n    np = 1", "np = 1\ndel np",
+                                     "def g():\n    global np\n    np = 1"])
+def test_a_kernel_name_the_module_may_leave_unbound_is_free(binding):
+    module = f'''
+FLAG = False
+{binding}
+
+
+@triton.jit
+def rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, np.exp(tl.load(x_ptr + offs)))
+'''
+    source = make(module=module, body="rows[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert any(v.rule == "cuda-source" and "np" in v.message for v in check_source(source, "cand.py").violations)
+
+
+def test_a_kernel_name_bound_on_every_path_is_the_files():
+    module = '''
+FLAG = False
+if FLAG:
+    SCALE = 2.0
+else:
+    SCALE = 1.0
+
+
+@triton.jit
+def rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * SCALE)
+'''
+    source = make(module=module, body="rows[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert not [v for v in check_source(source, "cand.py").violations if "SCALE" in v.message]
