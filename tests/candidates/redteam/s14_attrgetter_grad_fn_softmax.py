@@ -16,6 +16,7 @@ pattern keyword), or simply: any Function whose output can leave forward with a 
 """
 
 import operator
+
 import torch
 import torch.nn as nn
 import triton
