@@ -39,6 +39,13 @@ def _with_function(forward: str, body: str = "") -> str:
     return make(module=module, body=body or "out = _Rows.apply(x)")
 
 
+def _decorated_forward(module: str, decorator: str, after: str = "") -> str:
+    """The Function with ``decorator`` under forward's @staticmethod, ``module`` before it and ``after`` after."""
+    source = make(module=module + FUNCTION.format(forward="") + after, body="out = _Rows.apply(x)")
+    return source.replace("    @staticmethod\n    def forward(",
+                          f"    @staticmethod\n    {decorator}\n    def forward(")
+
+
 @pytest.mark.parametrize("forward", [
     "ctx.save_for_backward(x, out)",
     "ctx.mark_non_differentiable(out)\nctx.scale = 2.0\nctx.rows = x.shape[0]",
@@ -220,9 +227,7 @@ def contiguous(fn):
         return fn(ctx, *[a.contiguous() for a in args])
     return wrapper
 '''
-    source = make(module=wrapper + FUNCTION.format(forward=""), body="out = _Rows.apply(x)")
-    source = source.replace("    @staticmethod\n    def forward(",
-                            "    @staticmethod\n    @contiguous\n    def forward(")
+    source = _decorated_forward(wrapper, "@contiguous")
     assert _rules(source) == set()
     assert "private-api" in _rules(source.replace("return fn(ctx, *[", "ctx.apply(args[0])\n        return fn(ctx, *["))
 
@@ -267,9 +272,8 @@ def get_amp():
 
 
 amp_fwd, amp_bwd = get_amp()
-''' + FUNCTION.format(forward="")
-    source = make(module=module, body="out = _Rows.apply(x)")
-    source = source.replace("    @staticmethod\n    def forward(", "    @staticmethod\n    @amp_fwd\n    def forward(")
+'''
+    source = _decorated_forward(module, "@amp_fwd")
     assert ("private-api" not in _rules(source)) is dead
 
 
@@ -291,9 +295,7 @@ def contiguous(fn):
         return fn(ctx, *args)
     return wrapper
 '''
-    source = make(module=wrapper + FUNCTION.format(forward=""), body="out = _Rows.apply(x)")
-    source = source.replace("    @staticmethod\n    def forward(",
-                            "    @staticmethod\n    @contiguous\n    def forward(")
+    source = _decorated_forward(wrapper, "@contiguous")
     assert "private-api" in _rules(source)
 
 
@@ -305,9 +307,8 @@ def get_amp():
 
 
 amp_fwd, amp_bwd = get_amp()
-''' + FUNCTION.format(forward="")
-    source = make(module=module, body="out = _Rows.apply(x)")
-    source = source.replace("    @staticmethod\n    def forward(", "    @staticmethod\n    @amp_fwd\n    def forward(")
+'''
+    source = _decorated_forward(module, "@amp_fwd")
     assert "private-api" in _rules(source)
 
 
@@ -347,10 +348,7 @@ def contiguous(fn):
         return fn(ctx, *args)
     return wrapper
 '''
-    source = make(module=wrapper + FUNCTION.format(forward="") + wrapper.split("\n\n\n", 1)[1],
-                  body="out = _Rows.apply(x)")
-    source = source.replace("    @staticmethod\n    def forward(",
-                            "    @staticmethod\n    @contiguous\n    def forward(")
+    source = _decorated_forward(wrapper, "@contiguous", after=wrapper.split("\n\n\n", 1)[1])
     assert "private-api" in _rules(source)
 
 
@@ -360,9 +358,7 @@ def contiguous(fn):
     ("@torch.amp.custom_fwd(print, device_type='cuda')", False),  # wraps print, returns that
 ])
 def test_an_amp_decorator_hands_ctx_on_only_applied_plainly(decorator, dead):
-    source = make(module=FUNCTION.format(forward=""), body="out = _Rows.apply(x)")
-    source = source.replace("    @staticmethod\n    def forward(",
-                            f"    @staticmethod\n    {decorator}\n    def forward(")
+    source = _decorated_forward("", decorator)
     assert ("private-api" not in _rules(source)) is dead
 
 
