@@ -234,9 +234,10 @@ def _amp_name(name: str, model: ModuleModel) -> bool:
         for target in stmt.targets:
             if isinstance(target, ast.Name) and target.id == name:
                 return _amp_value(stmt.value, model)
-            if not (isinstance(target, ast.Tuple) and name in [getattr(e, "id", None) for e in target.elts]):
+            names = [getattr(e, "id", None) for e in target.elts] if isinstance(target, ast.Tuple) else []
+            if name not in names:
                 continue
-            index = [getattr(e, "id", None) for e in target.elts].index(name)
+            index = names.index(name)
             maker = model.functions.get(stmt.value.func.id) if isinstance(stmt.value, ast.Call) and isinstance(
                 stmt.value.func, ast.Name) and not stmt.value.args and not stmt.value.keywords and \
                 model.binding_counts.get(stmt.value.func.id) == 1 else None
@@ -244,7 +245,7 @@ def _amp_name(name: str, model: ModuleModel) -> bool:
                     isinstance(n, ast.Yield | ast.YieldFrom | ast.Await) for n in ast.walk(maker)):
                 return False  # a generator's call hands out what it yields, not what it returns
             returns = [n for n in ast.walk(maker) if isinstance(n, ast.Return)]
-            return bool(returns) and all(isinstance(r.value, ast.Tuple) and len(r.value.elts) == len(target.elts)
+            return bool(returns) and all(isinstance(r.value, ast.Tuple) and len(r.value.elts) == len(names)
                                          and _amp_value(r.value.elts[index], model) for r in returns)
     return False
 
@@ -255,9 +256,8 @@ def _passes_first(factory: ast.FunctionDef | ast.AsyncFunctionDef, model: Module
     wrapped = factory.args.args[0].arg
     for wrapper in (s for s in factory.body if isinstance(s, _FUNCTION)):
         params = [*wrapper.args.posonlyargs, *wrapper.args.args]
-        if not params or binding_counts(ast.Module(body=[*wrapper.body], type_ignores=[])).get(wrapped) or \
-                wrapped in {a.arg for a in ast.walk(wrapper.args) if isinstance(a, ast.arg)}:
-            return False  # the wrapper rebinds the wrapped function's name (a parameter, its default, a store)
+        if not params or binding_counts(ast.Module(body=[wrapper], type_ignores=[])).get(wrapped):
+            return False  # the wrapper rebinds the wrapped function's name (a parameter, a store, its own name)
         first = params[0].arg
         for n in ast.walk(wrapper):
             if isinstance(n, ast.Name) and n.id == first:
@@ -270,13 +270,13 @@ def _passes_first(factory: ast.FunctionDef | ast.AsyncFunctionDef, model: Module
     return True
 
 
-
 class _Liveness:
     def __init__(self, tree: ast.Module, model: ModuleModel, entry: str) -> None:
         self.tree, self.model = tree, model
         self.live: set[str] = set()
         self.todo: list[str] = []
         self._backward_dead: dict[str, bool] = {}
+        self._graph_named: bool | None = None  # names_graph_node(tree), asked once
         # module-level tables read only if running code reads their name (evaluator.static_unread)
         self.deferred = deferred_bindings(tree, model, entry)
         self._deferred_ids = {id(stmt) for stmt in self.deferred.values()}
@@ -300,7 +300,9 @@ class _Liveness:
         the file reaches a graph node another way (``y.grad_fn.apply(...)`` runs the backward as ``ctx.apply``)."""
         if cls not in self._backward_dead:
             parents = self.model.parents
-            dead = ctx_kept_to_itself(self.model, cls) and not names_graph_node(self.tree)
+            if self._graph_named is None:
+                self._graph_named = names_graph_node(self.tree)
+            dead = ctx_kept_to_itself(self.model, cls) and not self._graph_named
             for n in ast.walk(self.tree) if dead else ():
                 if isinstance(n, ast.Name) and n.id == cls and isinstance(n.ctx, ast.Load):
                     up = parents.get(id(n))
