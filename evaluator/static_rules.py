@@ -76,6 +76,16 @@ INERT_PROBES = frozenset({
     "triton.runtime.driver.active.utils.get_device_properties", "triton.runtime.driver.active.get_current_target",
     "triton.runtime.driver.active.get_current_device",
 })  # fmt: skip
+# * what acts only on an existing process group: the rank and world-size queries and the tensor collectives. No
+#   process group can exist in the verifier: everything that makes one (``init_process_group``, ``new_group``,
+#   ``init_device_mesh``, the stores, the ``ProcessGroup`` classes) stays refused with the rest of torch.distributed,
+#   and the sandbox has no network. With ``group=None`` each raises ("Default process group has not been
+#   initialized"); handed an object of the candidate's own, each only calls that object's methods, the candidate's own
+#   code, checked as such. fla's fused cross entropy asks the world size and gathers partial losses only when a caller
+#   passes a process group. Not the ``*_object`` collectives: they pickle their arguments.
+GROUP_ONLY = frozenset(f"torch.distributed.{leaf}" for leaf in (
+    "get_world_size", "get_rank", "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor",
+    "broadcast", "barrier"))
 # Owners of those probes: usable only as an alias the checker follows (``utils = triton.runtime.driver.active.utils``
 # then ``utils.get_device_properties(0)``), so that every use is judged by its full name.
 PROBE_OWNERS = frozenset(p.rsplit(".", 1)[0] for p in INERT_PROBES)
@@ -241,7 +251,7 @@ def method_computes(name: str, allow: frozenset[str]) -> bool:
 
 def torch_computes(dotted: str, *, called: bool, allow: frozenset[str]) -> bool:
     """True when the dotted name is a PyTorch compute op used on the forward path (called or passed)."""
-    if dotted in import_policy.POLICIES or dotted in AMP_DECORATORS or dotted in INERT_PROBES:
+    if dotted in import_policy.POLICIES or dotted in AMP_DECORATORS or dotted in INERT_PROBES or dotted in GROUP_ONLY:
         return False
     _torch_tables()  # imports torch, so that its submodules are in sys.modules
     if dotted in sys.modules:
@@ -296,7 +306,7 @@ def classify_name(dotted: str) -> tuple[str, str] | None:
     found = chain_finding(dotted)
     if found is not None:
         return found.rule, found.why
-    if type_only_policy(dotted) is not None or dotted in AMP_DECORATORS or dotted in INERT_PROBES:
+    if type_only_policy(dotted) is not None or dotted in AMP_DECORATORS or dotted in INERT_PROBES or dotted in GROUP_ONLY:
         return None
     for i in range(len(parts), 1, -1):
         hit = _NAME_RULES.get(".".join(parts[:i]))

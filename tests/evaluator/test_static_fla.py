@@ -1115,3 +1115,62 @@ def test_redteam_a_classmethod_factory_called_in_a_function_keeps_the_class_a_ro
               "def _register():\n    KEEP.append(Backend.make())\n\n_register()\n")
     found = _rules(make(module=module, body="y = KEEP[0].rows(x)"))
     assert any(rule == "torch-compute" and "softmax" in message for rule, message in found), found
+
+
+# -- what acts only on a process group (static_rules.GROUP_ONLY) ------------------------------------------------------
+# fla's fused cross entropy asks the world size and gathers partial losses only when its caller passes a process group.
+# Nothing a candidate may name makes one, so each of these raises without one (the premise, checked below).
+
+_GROUP_ONLY = ("def reduce(t, group=None):\n"
+               "    n = 1 if group is None else torch.distributed.get_world_size(group=group)\n"
+               "    rank = 0 if group is None else torch.distributed.get_rank(group=group)\n"
+               "    if n > 1:\n"
+               "        gathered = t.new_empty(n, *t.shape)\n"
+               "        torch.distributed.all_gather_into_tensor(output_tensor=gathered, input_tensor=t, group=group)\n"
+               "        torch.distributed.all_reduce(t, group=group)\n"
+               "    return t, rank\n")
+
+
+def test_process_group_queries_and_collectives_are_accepted():
+    assert _rules(make(module=_GROUP_ONLY, body="y, _ = reduce(x)")) == []
+
+
+GROUP_ATTACKS = {
+    "making the default group": "torch.distributed.init_process_group('gloo', rank=0, world_size=1)",
+    "a store": "store = torch.distributed.HashStore()",
+    "a new group": "group = torch.distributed.new_group([0])",
+    "a device mesh": "mesh = torch.distributed.device_mesh.init_device_mesh('cpu', (1,))",
+    "a pickling collective": "torch.distributed.all_gather_object([None], x)",
+    "the world group object": "torch.distributed.all_reduce(x, group=torch.distributed.group.WORLD)",
+    "a process group class": "group = torch.distributed.ProcessGroup",
+}
+
+
+@pytest.mark.parametrize("body", list(GROUP_ATTACKS.values()), ids=list(GROUP_ATTACKS))
+def test_anything_that_makes_a_process_group_stays_refused(body):
+    assert ("banned-import" in {rule for rule, _ in _rules(make(body=body + "\ny = x"))}), body
+
+
+@pytest.mark.parametrize("module", ["from torch.distributed import all_reduce\n",
+                                    "import torch.distributed as dist\n"])
+def test_importing_torch_distributed_stays_refused(module):
+    assert "banned-import" in {rule for rule, _ in _rules(make(module=module, body="y = x"))}
+
+
+def test_without_a_process_group_each_group_only_function_raises():
+    import torch
+    import torch.distributed as dist
+
+    from evaluator.static_rules import GROUP_ONLY
+
+    if not dist.is_available():
+        pytest.skip("this torch build has no torch.distributed")
+    assert not dist.is_initialized()
+    t = torch.ones(4)
+    arguments = {"all_gather": ([t.clone()], t), "all_gather_into_tensor": (t.clone(), t),
+                 "reduce_scatter_tensor": (t.clone(), t), "broadcast": (t, 0), "all_reduce": (t,)}
+    for name in sorted(GROUP_ONLY):
+        fn = getattr(dist, name.rsplit(".", 1)[1])
+        with pytest.raises((RuntimeError, ValueError)):
+            fn(*arguments.get(name.rsplit(".", 1)[1], ()))
+    assert torch.equal(t, torch.ones(4))
