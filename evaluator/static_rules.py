@@ -103,6 +103,7 @@ STATE_QUERIES = frozenset({
 #   nothing when it wraps and compiles nothing (as a decorator it is inert for liveness too).
 COMPILER_OPT_OUTS = frozenset({"torch.compiler.disable"})
 INERT_PROBES = INERT_PROBES | STATE_QUERIES | COMPILER_OPT_OUTS
+_USABLE_INSIDE_REFUSED = AMP_DECORATORS | INERT_PROBES | GROUP_ONLY  # the names above, each usable anywhere
 # Namespaces of those decorators and probes: allowed in a test (``getattr(torch.npu, "amp", None) is not None``).
 PROBED_NAMESPACES = frozenset(a.rsplit(".", 1)[0] for a in AMP_DECORATORS) | PROBE_OWNERS
 _NAME_RULES_LEAVES: frozenset[str] = frozenset()  # filled below: stream/state names are not compute
@@ -251,7 +252,7 @@ def method_computes(name: str, allow: frozenset[str]) -> bool:
 
 def torch_computes(dotted: str, *, called: bool, allow: frozenset[str]) -> bool:
     """True when the dotted name is a PyTorch compute op used on the forward path (called or passed)."""
-    if dotted in import_policy.POLICIES or dotted in AMP_DECORATORS or dotted in INERT_PROBES or dotted in GROUP_ONLY:
+    if dotted in import_policy.POLICIES or dotted in _USABLE_INSIDE_REFUSED:
         return False
     _torch_tables()  # imports torch, so that its submodules are in sys.modules
     if dotted in sys.modules:
@@ -306,7 +307,7 @@ def classify_name(dotted: str) -> tuple[str, str] | None:
     found = chain_finding(dotted)
     if found is not None:
         return found.rule, found.why
-    if type_only_policy(dotted) is not None or dotted in AMP_DECORATORS or dotted in INERT_PROBES or dotted in GROUP_ONLY:
+    if type_only_policy(dotted) is not None or dotted in _USABLE_INSIDE_REFUSED:
         return None
     for i in range(len(parts), 1, -1):
         hit = _NAME_RULES.get(".".join(parts[:i]))
