@@ -1375,8 +1375,12 @@ def warm_up_guards() -> None:
     first imported), so that the attribute snapshot taken afterwards sees a settled torch; and the ones a
     candidate's allowed toolchain causes (``kernelevo.cuda.compile`` reads the settings, whose import walks
     frames inside pydantic), so that they happen before any guard is active; and the ones installing the guards
-    causes (``load_inline``'s module, wrapped on a GPU), so that a load's guard phase does not pay them. Nothing
-    writes bytecode."""
+    causes (``load_inline``'s module, wrapped on a GPU), so that a load's guard phase does not pay them; and
+    filelock's, which would add an audit hook. Nothing writes bytecode."""
+    # filelock (a requirement of torch, whose compile and extension caches lock with it) adds an audit hook of its own
+    # when first imported on Python >= 3.12 (it watches for forks), which the guard refuses a candidate's import to do:
+    # a library's dormant @torch.compile imports torch._inductor, which imports it.
+    import filelock  # noqa: F401
     import torch._dynamo  # noqa: F401
     import torch.utils.cpp_extension  # noqa: F401
 
