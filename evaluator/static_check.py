@@ -155,7 +155,13 @@ from evaluator.static_fold import fold_strings
 from evaluator.static_grids import empty_launch
 from evaluator.static_identity import check_identity_reads
 from evaluator.static_inspect import check_inspect
-from evaluator.static_kernel_source import check_kernel_lines, check_wrapping, source_lines
+from evaluator.static_kernel_source import (
+    check_block_handles,
+    check_jit_values,
+    check_kernel_lines,
+    check_wrapping,
+    source_lines,
+)
 from evaluator.static_library import check_registrations
 from evaluator.static_liveness import unread_bindings
 from evaluator.static_loggers import check_loggers
@@ -165,6 +171,7 @@ from evaluator.static_model import (
     LOAD_INLINE,
     TRITON_JIT,
     ModuleModel,
+    bound_names,
     build_model,
     decorator_names,
     device_functions,
@@ -180,8 +187,8 @@ from evaluator.static_paths import (
 )
 from evaluator.static_rules import normalise_allow
 from evaluator.static_shadowing import check_shadowing
-from evaluator.static_structure import check_entry_definition, check_hooks, check_rebinding
-from evaluator.static_uses import binding_counts, module_bindings
+from evaluator.static_structure import check_class_members, check_entry_definition, check_hooks, check_rebinding
+from evaluator.static_uses import module_bindings
 from evaluator.static_visitor import RuleVisitor
 from kernelevo import pyast
 
@@ -328,11 +335,11 @@ def _check_kernel_names(tree: ast.Module, model: ModuleModel, kernels: list[ast.
     module = module_bindings(tree)
     injected = interpreter_names()
     for kernel in kernels:
-        bound = set(module) | set(binding_counts(ast.Module(body=[kernel], type_ignores=[])))
+        bound = set(module) | _local_names(kernel)
         scope = model.parents.get(id(kernel))
         while scope is not None:
             if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
-                bound |= set(binding_counts(ast.Module(body=[scope], type_ignores=[])))
+                bound |= _local_names(scope)
             scope = model.parents.get(id(scope))
         free = sorted({n.id for n in ast.walk(kernel) if isinstance(n, ast.Name) and n.id in injected
                        and n.id not in bound})
@@ -341,6 +348,14 @@ def _check_kernel_names(tree: ast.Module, model: ModuleModel, kernels: list[ast.
                     f"{', '.join(free)}, which this file does not always bind at module level: Triton's CPU "
                     "interpreter hands a kernel its own module's names (numpy as np, inspect, ...) where the file "
                     "lacks them; import at module level every name a kernel uses")
+
+
+def _local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names local to ``fn`` as Python scopes them: bound in its own scope (not in a comprehension, lambda or
+    nested def inside it) and not declared ``global`` or ``nonlocal`` there. A local name never falls back to the
+    module's globals, whether or not the binding runs."""
+    declared = {name for n in ast.walk(fn) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
+    return bound_names(fn) - declared
 
 
 # Names Triton's interpreter module holds (it adds them to a kernel's globals where missing) that are not the
@@ -400,6 +415,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     roots, entry_node = _entry_roots(tree, model, entry, out)
     check_entry_definition(tree, entry, out.report)
     check_rebinding(tree, model, model.imported, out.report)
+    check_class_members(tree, out.report)
     check_hooks(tree, out.report)
     path = _forward_path(tree, model, entry, roots + hook_roots(model) + implementation_roots(model, tree))
     launched: list[str] = []
@@ -432,6 +448,8 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_loggers(tree, resolve_here, model.parents, out.report)
     check_inspect(tree, resolve_here, model.parents, out.report)
     check_wrapping(tree, resolve_here, model.parents, out.report)
+    check_jit_values(tree, resolve_here, model.parents, out.report)
+    check_block_handles(tree, resolve_here, out.report)
     check_identity_reads(tree, resolve_here, model.constants.get, out.report)
     jitted = [fn for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
               and (TRITON_JIT in decorator_names(fn, model.aliases) or any(fn is d for d in model.jit_defs))]

@@ -15,6 +15,8 @@ import ast
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+from evaluator.static_model import TRITON_JIT
+
 Report = Callable[[str, ast.AST, str], None]
 
 
@@ -52,6 +54,55 @@ def check_wrapping(tree: ast.Module, resolve: Callable[[ast.AST], str | None], p
             if not (isinstance(owner, ast.FunctionDef | ast.AsyncFunctionDef) and node in owner.decorator_list):
                 report("patching", node, "functools.wraps(...) used other than as a decorator of a def sets "
                        "__wrapped__ on whatever it is applied to; use it as @functools.wraps(fn) on your wrapper")
+
+
+def check_jit_values(tree: ast.Module, resolve: Callable[[ast.AST], str | None], parents: dict[int, ast.AST],
+                     report: Report) -> None:
+    """``triton.jit`` only as a decorator or called right there (``triton.jit(k)``, ``triton.jit(debug=True)(k)``):
+    where it is handed on as a value (``partial(triton.jit)``, a table, an alias, an argument) the checker cannot
+    see which functions it makes kernels of, and a function it does not know is a kernel is never judged as one
+    (its free names would be the interpreter's numpy)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Name | ast.Attribute) or not isinstance(node.ctx, ast.Load):
+            continue
+        if resolve(node) != TRITON_JIT or isinstance(parents.get(id(node)), ast.Attribute):
+            continue  # triton.jit.x: an attribute of it, judged by its own name
+        up = parents.get(id(node))
+        if isinstance(up, ast.Call) and up.func is node:
+            continue  # triton.jit(k), or a factory call triton.jit(...) whose own use is judged below
+        if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node in up.decorator_list:
+            continue
+        report("cuda-source", node, "triton.jit is used as a value (handed on, stored or aliased): the checker "
+               "judges a kernel only where triton.jit stands as a decorator or is called on a def's name; write "
+               "`@triton.jit` above the kernel's def")
+
+
+# What the CPU interpreter keeps behind a Triton block: ``block.handle`` is its ``TensorHandle``, whose ``.data`` is
+# a numpy array; on a GPU it is the compiler's IR value. No kernel or launcher needs either.
+INTERPRETER_HANDLE = "handle"
+
+
+def check_block_handles(tree: ast.Module, resolve: Callable[[ast.AST], str | None], report: Report) -> None:
+    """A block's ``handle`` read anywhere in the file (``x.handle``, ``getattr(x, "handle")``, an ``attrgetter`` of
+    it, a class pattern's ``handle=`` keyword): under the CPU interpreter it hands kernel code (or a helper a kernel
+    calls) the block's numpy array, whose operators do the math on the host where Triton should."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            found = node.attr == INTERPRETER_HANDLE
+        elif isinstance(node, ast.MatchClass):
+            found = INTERPRETER_HANDLE in node.kwd_attrs
+        elif isinstance(node, ast.Call) and (resolve(node.func) or getattr(node.func, "id", "")) in _READERS:
+            found = any(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                        and INTERPRETER_HANDLE in a.value.split(".") for a in node.args)
+        else:
+            found = False
+        if found:
+            report("introspection", node, "`.handle` reads the Triton interpreter's representation of a block (a "
+                   "numpy array on CPU, an IR value on a GPU): math on it is not done by your kernel; use "
+                   "triton.language operations on the block itself")
+
+
+_READERS = frozenset({"getattr", "builtins.getattr", "hasattr", "builtins.hasattr", "operator.attrgetter"})
 
 
 def source_lines(source: str) -> list[str]:

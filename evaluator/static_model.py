@@ -385,13 +385,20 @@ def _named_lambdas(stmt: ast.AST) -> list[tuple[str, ast.Lambda]]:
 
 def bound_names(scope: Scope) -> set[str]:
     """Names a function, lambda, class, module or comprehension binds in its own scope (not in nested scopes)."""
-    out: set[str] = set()
+    return {name for name, _ in scope_bindings(scope)}
+
+
+def scope_bindings(scope: Scope) -> list[tuple[str, ast.AST]]:
+    """(name, binding node) for every binding ``scope`` makes in its own scope: parameters, assignment and loop
+    targets, defs and classes (not what they bind inside), imports, ``global``/``nonlocal``, handlers, match
+    captures; a comprehension's walrus binds in the scope around the comprehension."""
+    out: list[tuple[str, ast.AST]] = []
     todo: list[ast.AST]
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
         a = scope.args
         for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
             if arg is not None:
-                out.add(arg.arg)
+                out.append((arg.arg, arg))
         todo = list(scope.body) if isinstance(scope.body, list) else [scope.body]
     elif isinstance(scope, ast.ClassDef | ast.Module):
         todo = list(scope.body)
@@ -400,21 +407,35 @@ def bound_names(scope: Scope) -> set[str]:
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            out.add(node.id)
+            out.append((node.id, node))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            out.add(node.name)
+            out.append((node.name, node))
             todo.extend(node.decorator_list)
             continue
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+            out.extend(((a.asname or a.name).split(".")[0], a) for a in node.names)
         elif isinstance(node, ast.Global | ast.Nonlocal):
-            out.update(node.names)
+            out.extend((name, node) for name in node.names)
         elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            out.add(node.name)
-        if isinstance(node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            out.append((node.name, node))
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            out.append((node.rest, node))
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            out.extend((n.target.id, n.target) for n in _comprehension_walruses(node))
+            continue
+        if isinstance(node, ast.Lambda):
             continue
         todo.extend(ast.iter_child_nodes(node))
     return out
+
+
+def _comprehension_walruses(comp: ast.AST) -> Iterator[ast.NamedExpr]:
+    """The walruses in a comprehension (and the comprehensions inside it), not in a lambda there."""
+    for child in ast.iter_child_nodes(comp):
+        if isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
+            yield child
+        if not isinstance(child, ast.Lambda):
+            yield from _comprehension_walruses(child)
 
 
 def is_import_only_try(node: ast.Try) -> bool:

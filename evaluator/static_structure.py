@@ -13,9 +13,10 @@ import ast
 import functools
 from collections.abc import Callable
 
-from evaluator.static_model import ModuleModel, decorator_names, resolve
+from evaluator.static_model import ModuleModel, decorator_names, resolve, scope_bindings
 from evaluator.static_probes import is_constant
 from evaluator.static_rules import module_internals
+from evaluator.static_uses import binding_sites
 
 Report = Callable[[str, ast.AST, str], None]
 # nn.Module methods a candidate may define (forward is the point; the rest are harmless).
@@ -67,32 +68,17 @@ def _local_bindings(tree: ast.Module) -> set[int]:
     local: set[int] = set()
     scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
               ast.GeneratorExp)  # fmt: skip
+    walrus = {id(n.target) for n in ast.walk(tree) if isinstance(n, ast.NamedExpr)}
     for scope in ast.walk(tree):
         if not isinstance(scope, scopes):
             continue
         declared = {n for g in ast.walk(scope) if isinstance(g, ast.Global | ast.Nonlocal) for n in g.names}
-        for name, node in _binding_sites(scope):
-            if node is not scope and name not in declared and not isinstance(node, ast.NamedExpr):
+        comprehension = not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        for name, node in binding_sites(scope):
+            # a comprehension's walrus binds in the scope around it (the module's, at module level)
+            if node is not scope and name not in declared and not (comprehension and id(node) in walrus):
                 local.add(id(node))
     return local
-
-
-def _binding_sites(root: ast.AST) -> list[tuple[str, ast.AST]]:
-    """Every place a name is bound under ``root``: assignments, defs, classes, imports, parameters, loops,
-    handlers."""
-    out: list[tuple[str, ast.AST]] = []
-    for node in ast.walk(root):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            out.append((node.id, node))
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            out.append((node.name, node))
-        elif isinstance(node, ast.arg):
-            out.append((node.arg, node))
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            out.append((node.name, node))
-        elif isinstance(node, ast.alias):
-            out.append(((node.asname or node.name).split(".")[0], node))
-    return out
 
 
 def check_entry_definition(tree: ast.Module, entry: str, report: Report) -> None:
@@ -102,7 +88,7 @@ def check_entry_definition(tree: ast.Module, entry: str, report: Report) -> None
     if not defs:
         return  # missing-entry is reported by the caller
     first = defs[0]
-    for name, node in _binding_sites(tree):
+    for name, node in binding_sites(tree):
         if name == entry and node is not first and not isinstance(node, ast.arg):
             report("missing-entry", node, f"`{entry}` is bound again here (first defined at line "
                    f"{first.lineno}); the entry point must be exactly one definition, never replaced")
@@ -188,7 +174,7 @@ def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], re
     allowed = _import_fallbacks(tree) | _local_bindings(tree)
     import_nodes = {id(a) for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
     module_imports = _module_scope_imports(tree)
-    for name, node in _binding_sites(tree):
+    for name, node in binding_sites(tree):
         if name in imported and id(node) not in allowed and id(node) not in import_nodes:
             if _harmless_rebinding(name, node, tree, model, module_imports):
                 continue
@@ -204,6 +190,40 @@ def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], re
             if isinstance(root, ast.Name) and root.id in top_level:
                 report("patching", node, f"assigns an attribute of `{root.id}` from outside its definition; "
                        "keep state on instances (self) instead of patching classes or functions")
+
+
+def check_class_members(tree: ast.Module, report: Report) -> None:
+    """A method is bound once in its class's body: the checker judges a method (``forward``, an autograd Function's
+    ``forward``/``setup_context``/``backward``) by its ``def``, so another binding of that name in the same body
+    (``forward = staticmethod(other)``, a second def, an import, a loop or ``with`` target, a match capture) would
+    make the class hold what was never judged. A property's ``@name.setter``/``getter``/``deleter`` defs are the one
+    honest repetition."""
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        sites: dict[str, list[ast.AST]] = {}
+        for name, node in scope_bindings(cls):
+            sites.setdefault(name, []).append(node)
+        for name, nodes in sites.items():
+            defs = [n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+            if not defs or len(nodes) == 1:
+                continue
+            first = min(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+            for node in nodes:
+                if node is first or _property_accessor(node, name):
+                    continue
+                report("patching", node, f"`{name}` is bound again in class {cls.name}'s body (first at line "
+                       f"{getattr(first, 'lineno', '?')}); the checker judges a method by its def, so bind each "
+                       "method once")
+
+
+def _property_accessor(node: ast.AST, name: str) -> bool:
+    """``@name.setter`` (``getter``, ``deleter``) on a def of the same name: the property's next accessor."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or len(node.decorator_list) != 1:
+        return False
+    dec = node.decorator_list[0]
+    return (isinstance(dec, ast.Attribute) and dec.attr in ("setter", "getter", "deleter")
+            and isinstance(dec.value, ast.Name) and dec.value.id == name)
 
 
 def check_hooks(tree: ast.Module, report: Report) -> None:

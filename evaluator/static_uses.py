@@ -154,39 +154,44 @@ def enclosing_scope(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
     return parent if parent is not None else node
 
 
-def binding_counts(tree: ast.Module, imports: set[int] | frozenset[int] = frozenset()) -> dict[str, int]:
-    """How many times each name is bound anywhere in the file, in any scope and any way (``imports``: ids of alias
-    nodes whose bindings are left out)."""
-    counts: dict[str, int] = {}
-
-    def add(name: str) -> None:
-        counts[name] = counts.get(name, 0) + 1
-
-    for node in ast.walk(tree):
+def binding_sites(root: ast.AST, imports: set[int] | frozenset[int] = frozenset()) -> list[tuple[str, ast.AST]]:
+    """(name, node) for every place a name is bound under ``root``, in any scope and any way: assignment, loop,
+    ``with`` and walrus targets, parameters, defs and classes, imports (``imports``: ids of alias nodes left out),
+    exception handlers, match captures. Not ``global``/``nonlocal``, which declare and bind nothing."""
+    out: list[tuple[str, ast.AST]] = []
+    for node in ast.walk(root):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            add(node.id)
+            out.append((node.id, node))
         elif isinstance(node, ast.alias):
             if id(node) not in imports:
-                add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            add(node.name)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            for name in node.names:
-                add(name)
+                out.append(((node.asname or node.name).split(".")[0], node))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.append((node.name, node))
         elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            add(node.name)
+            out.append((node.name, node))
         elif isinstance(node, ast.MatchMapping) and node.rest:
-            add(node.rest)
+            out.append((node.rest, node))
         elif isinstance(node, ast.arg):
-            add(node.arg)
+            out.append((node.arg, node))
+    return out
+
+
+def binding_counts(tree: ast.Module, imports: set[int] | frozenset[int] = frozenset()) -> dict[str, int]:
+    """How many times each name is bound anywhere in the file, in any scope and any way (``imports``: ids of alias
+    nodes whose bindings are left out); a ``global``/``nonlocal`` declaration counts as one more."""
+    counts: dict[str, int] = {}
+    declared = [name for n in ast.walk(tree) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names]
+    for name in [name for name, _ in binding_sites(tree, imports)] + declared:
+        counts[name] = counts.get(name, 0) + 1
     return counts
 
 
 def module_bindings(tree: ast.Module) -> set[str]:
     """The names the module's own top-level code always binds when it runs: a statement's bindings, in both
-    branches of a module-level ``if``, in a ``try`` body and each of its handlers (or its ``finally``), in a
-    ``with`` body; never in a loop (``for np in (): pass`` binds nothing) nor what a def, class, lambda or
-    comprehension binds inside itself. A name deleted or declared ``global`` anywhere is left out."""
+    branches of a module-level ``if``, in a ``try`` body and each of its handlers (or its ``finally``), a ``with``'s
+    ``as`` targets (not its body, which a context manager may cut short); never in a loop (``for np in (): pass``
+    binds nothing) nor what a def, class, lambda or comprehension binds inside itself. A name deleted or declared
+    ``global`` anywhere is left out."""
     unsure = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)}
     unsure |= {name for n in ast.walk(tree) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
     return (_always_bound(tree.body) or set()) - unsure
@@ -218,17 +223,20 @@ def _always_bound(stmts: list[ast.stmt]) -> set[str] | None:
                 return None
             found |= handled | final
         elif isinstance(stmt, ast.With | ast.AsyncWith):
-            found |= {n.id for item in stmt.items if item.optional_vars is not None
-                      for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name)}
-            inner = _always_bound(stmt.body)
-            if inner is None:
-                return None
-            found |= inner
+            # only the ``as`` targets: a context manager may swallow whatever the body raises
+            # (``contextlib.suppress``, any ``__exit__`` returning True), so the body may stop anywhere and go on
+            found |= {n for item in stmt.items if item.optional_vars is not None for n in _stored(item.optional_vars)}
         elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             found.add(stmt.name)
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             found |= {(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"}
         elif isinstance(stmt, ast.Assign | ast.AnnAssign) and getattr(stmt, "value", None) is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            found |= {n for t in targets for n in _stored(t)}
     return found
+
+
+def _stored(target: ast.expr) -> set[str]:
+    """The names an assignment target binds: the names it stores (``a, *b``), not those a subscript or attribute
+    target reads (``table[1 or np] = 0`` reads ``np`` and never evaluates it)."""
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
