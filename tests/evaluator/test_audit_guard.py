@@ -527,3 +527,15 @@ def test_a_dormant_torch_compile_decoration_imports_inductor_but_its_records_sta
     assert report["results"] == {"decorated": "allowed", "own_write": "refused", "handed_write": "refused",
                                  "own_template": "refused"}
     assert report["cache_dir"].startswith(str(scratch) + os.sep)  # torch's own record, in the sandbox's /tmp
+
+
+def test_the_warm_up_imports_filelock_before_any_guard():
+    """On Python >= 3.12 the ``filelock`` package (a torch requirement) adds an audit hook of its own when first
+    imported, which the guard refuses a candidate's import to do; a library's dormant ``@torch.compile`` (fla's)
+    imports ``torch._inductor`` and with it filelock. The warm-up takes that first import out of the candidate's
+    hands."""
+    driver = ("import sys\nsys.path.insert(0, sys.argv[1])\nassert 'filelock' not in sys.modules\n"
+              "from evaluator.sandboxed import guards\nguards.warm_up_guards()\nprint('filelock' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", driver, str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True"
