@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from test_static_check import make
-from test_static_s13 import FUNCTION
+from test_static_s13 import FUNCTION, KERNEL
 
 from evaluator.static_check import check_source
 
@@ -57,16 +57,6 @@ def test_a_blocks_handle_in_a_class_pattern_is_refused():
 
 
 # -- triton.jit only as a decorator or called in place (static_kernel_source.check_jit_values) ----------------------
-
-KERNEL = '''
-def body(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
-
-
-{bind}
-'''
-
 
 @pytest.mark.parametrize("bind", ["K = functools.partial(triton.jit)(body)", "JIT = triton.jit\nK = JIT(body)",
                                   "K = [triton.jit][0](body)", "K = (lambda f: f(body))(triton.jit)"])
