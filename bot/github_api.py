@@ -196,6 +196,15 @@ class GitHubAPI:
         """A git commit object (its ``tree.sha`` is the base for a new tree)."""
         return self._object("GET", f"/repos/{repo}/git/commits/{sha}")
 
+    def commit_files(self, repo: str, sha: str) -> list[dict[str, Any]]:
+        """Every entry of a commit's tree, recursively (path, mode, type, git object id). Raises LookupError when
+        GitHub truncates the listing (over 100,000 entries or 7 MB)."""
+        tree = self.get_commit(repo, sha)["tree"]["sha"]
+        data = self._object("GET", f"/repos/{repo}/git/trees/{tree}", params={"recursive": "1"})
+        if data.get("truncated"):
+            raise LookupError(f"{repo}@{sha[:12]}: GitHub lists the commit's files only in part (too many)")
+        return list(data.get("tree") or [])
+
     def create_blob(self, repo: str, content: bytes) -> str:
         """Store file content; returns the blob SHA."""
         data = self._object("POST", f"/repos/{repo}/git/blobs",

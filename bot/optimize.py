@@ -8,7 +8,9 @@ are packed into the tarball the job carries to the workers.
 
 from __future__ import annotations
 
-from bot import commands, context, jobspec, trust
+from pathlib import Path
+
+from bot import archive_check, commands, context, jobspec, trust
 from bot.github_api import GitHubAPI
 from bot.report import code, escape_md
 from bot.state import PendingRequest
@@ -48,6 +50,9 @@ def request_optimize(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, numbe
     with ctx.workspace(installation_id, repo, pull["base"]["sha"]) as base_root:
         before = context.discover_at(base_root, config)
     with ctx.workspace(installation_id, repo, head_sha) as head_root:
+        changed = _not_the_commit(gh, repo, head_sha, head_root)
+        if changed:
+            return changed
         after = context.discover_at(head_root, config)
         known = sorted(after)
         if command.ops:
@@ -88,6 +93,21 @@ def request_optimize(ctx: context.BotContext, gh: GitHubAPI, *, repo: str, numbe
         parts.append(not_queued_notice(left_out))
     parts += [f"Note: {note}." for note in settings.notes]
     return " ".join(parts)
+
+
+def _not_the_commit(gh: GitHubAPI, repo: str, sha: str, root: Path) -> str | None:
+    """Why the checkout of ``sha`` (GitHub's archive) is not the commit's files, as the PR's notice; None when it
+    is (:mod:`bot.archive_check`)."""
+    try:
+        found = archive_check.differences(root, archive_check.tree_entries(gh.commit_files(repo, sha)))
+    except LookupError as exc:
+        return f"Not started: {escape_md(exc)}; the checkout cannot be compared with the commit."
+    if not found:
+        return None
+    listing = "; ".join(code(line) for line in found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return (f"Not started: GitHub's archive of commit {sha[:12]} is not the commit's files ({listing}). git archive "
+            "applies the commit's `.gitattributes`: `export-subst` rewrites files and `export-ignore` leaves them "
+            "out, so what would run is not what was reviewed. Remove those attributes and push again.")
 
 
 def not_queued_notice(left_out: list[str], shown: int = 20) -> str:

@@ -29,12 +29,25 @@ def slug(text: str, limit: int = 60) -> str:
 
 
 def branch_name(op_name: str, base_branch: str) -> str:
-    """The follow-up branch for an op against a base branch. A base whose slug differs from its name gets a
-    short hash of the exact name, so ``feature/x`` and ``feature-x`` never share a follow-up branch."""
-    base = slug(base_branch)
-    if base != base_branch:
-        base += "-" + hashlib.sha256(base_branch.encode()).hexdigest()[:8]
-    return f"{BRANCH_PREFIX}{slug(op_name)}/{base}"
+    """The follow-up branch for an op against a base branch. Each part is a slug of the exact name, and a part whose
+    slug does not spell the name back (cut at 60 characters, or characters replaced) gets a short hash of the exact
+    name: ``feature/x`` and ``feature-x`` never share a follow-up branch, nor do two kernel folders that differ only
+    past their 60th character (an op of one pull request would push onto another op's open follow-up)."""
+    return f"{BRANCH_PREFIX}{_exact_slug(op_name, kernel_folder=True)}/{_exact_slug(base_branch)}"
+
+
+def _exact_slug(name: str, *, kernel_folder: bool = False) -> str:
+    """``slug(name)``, with a hash of ``name`` where the slug loses it. A kernel folder's name is ``[a-z0-9_]``,
+    which its slug spells back with dashes for underscores (no hash: the branches of existing pull requests keep
+    their names)."""
+    cut = slug(name)
+    spelled = name.replace("_", "-") if kernel_folder and re.fullmatch(r"[a-z0-9_]+", name) else name
+    if cut == spelled:
+        return cut
+    # a pull request's author picks the op's name, so its hash is long enough that no name can be searched out
+    # to match another op's (64 bits); a base branch is the maintainers' (32 bits, as its branches always had)
+    digits = 16 if kernel_folder else 8
+    return cut[:51].strip("-") + "-" + hashlib.sha256(name.encode()).hexdigest()[:digits]
 
 
 def blob_url(repo: str, branch: str, path: str, *, raw: bool = False) -> str:
@@ -64,12 +77,24 @@ class Published:
     url: str | None = None
 
 
+def follow_up_marker(body: str) -> str | None:
+    """The op a follow-up pull request's body names (its ``<!-- kernelevo:follow-up op=... -->`` line), if any."""
+    found = _MARKER.search(body)
+    return found.group(1) if found else None
+
+
+_MARKER = re.compile(r"<!-- kernelevo:follow-up op=(.*?) -->")
+
+
 def publish(gh: GitHubAPI, repo: str, *, base_branch: str, branch: str, files: dict[str, bytes],
             title: str, body: str, message: str, max_open_prs: int, parent: str | None = None) -> Published:
     """Commit ``files`` on top of ``base_branch`` into ``branch`` and open or update its PR. ``parent`` pins the
     commit of ``base_branch`` the files were decided against (its kernel folders); None: the branch's tip."""
     owner = repo.split("/")[0]
     existing_pr = gh.list_pulls(repo, state="open", head=f"{owner}:{branch}")
+    if existing_pr and follow_up_marker(existing_pr[0].get("body") or "") not in (None, follow_up_marker(body)):
+        raise LookupError(f"{repo}: the open pull request #{existing_pr[0]['number']} on {branch} follows up "
+                          "another op; not touching it (two ops map to one follow-up branch)")
     if not existing_pr:
         if count_open_kernel_prs(gh.list_pulls(repo, state="open"), repo) >= max_open_prs:
             return Published("limited", branch)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from kernelevo import pyast
 from kernelevo.globs import glob_matches
-from kernelevo.op import file_hash, op_id, source_hash
+from kernelevo.op import definition_hash, file_hash, op_id
+from kernelevo.pyast import source_lines
 
 # A file is parsed only if its text contains one of these (cheap pre-filter for 10,000-file repos).
 _MARKERS = ("kernelevo", "get_inputs")
@@ -212,6 +213,12 @@ def discover_source(text: str, rel_path: str) -> tuple[list[DiscoveredOp], list[
         return [], [DiscoveryError(rel_path, exc.lineno, f"does not parse: {exc.msg}")]
     except ValueError as exc:  # e.g. null bytes
         return [], [DiscoveryError(rel_path, None, f"does not parse: {exc}")]
+    except (RecursionError, MemoryError):  # an expression nested too deeply for the parser (a.b.b.b..., - - - a)
+        return [], [DiscoveryError(rel_path, None, "does not parse: an expression is nested too deeply for Python's "
+                                   "parser; split it up")]
+    lines = source_lines(text.replace("\r\n", "\n"), keepends=True)  # once per file: every op's hash reads them
+    # the def/class each qualname names, as kernelevo.op.find_definition finds it
+    first: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = {}
     aliases = _Aliases()
     if "kernelevo" in text:
         aliases.collect(tree)
@@ -223,23 +230,21 @@ def discover_source(text: str, rel_path: str) -> tuple[list[DiscoveredOp], list[
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 qualname = prefix + node.name
+                # this walk visits the statements in kernelevo.op.find_definition's order: the first node of a
+                # qualname is the one source_hash(text, qualname) hashes wherever the op is checked later
+                first.setdefault(qualname, node)
                 decorator = next((d for d in node.decorator_list if aliases.is_optimize(d)), None)
                 if decorator is not None:
                     if isinstance(node, ast.ClassDef):
                         kind = "module"
                     else:
                         kind = "method" if in_class else "function"
-                    digest = source_hash(text, qualname, tree)
-                    if digest is None:  # this walk and kernelevo.op.find_definition visit the same statements
-                        errors.append(DiscoveryError(rel_path, node.lineno, f"{qualname}: found here but not by "
-                                                     f"kernelevo.op.find_definition (a bug in kernelevo: report it)"))
-                    else:
-                        ops.append(DiscoveredOp(
-                            op_id=op_id(rel_path, qualname), path=rel_path, qualname=qualname, kind=kind,
-                            line=node.lineno, source_hash=digest,
-                            cases=_literal_cases(_keyword(decorator, "inputs"), top_functions),
-                            small_cases=_literal_cases(_keyword(decorator, "small_inputs"), top_functions),
-                        ))
+                    ops.append(DiscoveredOp(
+                        op_id=op_id(rel_path, qualname), path=rel_path, qualname=qualname, kind=kind,
+                        line=node.lineno, source_hash=definition_hash(lines, first[qualname]),
+                        cases=_literal_cases(_keyword(decorator, "inputs"), top_functions),
+                        small_cases=_literal_cases(_keyword(decorator, "small_inputs"), top_functions),
+                    ))
                 is_class = isinstance(node, ast.ClassDef)
                 visit(node.body, qualname + ("." if is_class else ".<locals>."), is_class)
             elif isinstance(node, (ast.If, ast.Try, ast.With)):

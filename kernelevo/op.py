@@ -101,11 +101,22 @@ def find_definition(tree: ast.Module, qualname: str) -> Definition | None:
 def definition_segment(text: str, node: Definition) -> str:
     """Source of a def/class *including its decorators* (``ast.get_source_segment`` omits them):
     whole lines from the first decorator to the end of the body, first line's indentation removed."""
-    lines = text.splitlines(keepends=True)
+    from kernelevo.pyast import source_lines
+
+    return _segment(source_lines(text, keepends=True), node)  # lines as the parser numbers them
+
+
+def _segment(lines: list[str], node: Definition) -> str:
     start = min([node.lineno] + [d.lineno for d in node.decorator_list])
     chunk = lines[start - 1 : node.end_lineno]
     chunk[0] = chunk[0].lstrip()
     return "".join(chunk).rstrip() + "\n"
+
+
+def definition_hash(lines: list[str], node: Definition) -> str:
+    """:func:`source_hash` of the def/class ``node``, given the file's lines (``\r\n`` made ``\n``, split as
+    :func:`kernelevo.pyast.source_lines` with ends): a caller hashing many ops of one file splits it once."""
+    return _sha256(_segment(lines, node))
 
 
 def _sha256(text: str) -> str:
@@ -135,7 +146,9 @@ def source_hash(text: str, qualname: str | None, tree: ast.Module | None = None)
     node = find_definition(tree, qualname)
     if node is None:
         return None
-    return _sha256(definition_segment(text, node))
+    from kernelevo.pyast import source_lines
+
+    return definition_hash(source_lines(text, keepends=True), node)
 
 
 def _check_callable(name: str, value: object, required: bool) -> None:

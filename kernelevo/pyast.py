@@ -9,6 +9,7 @@ sources and runs static checks on different threads, so every parse in the proje
 from __future__ import annotations
 
 import ast
+import re
 import threading
 
 _PARSE_LOCK = threading.Lock()
@@ -24,3 +25,13 @@ def parse_expression(source: str) -> ast.Expression:
     """``ast.parse(source, mode="eval")`` under the same lock (an annotation or other lone expression)."""
     with _PARSE_LOCK:
         return ast.parse(source, mode="eval")
+
+
+def source_lines(source: str, *, keepends: bool = False) -> list[str]:
+    """``source``'s lines as the tokenizer counts them, and so as ``ast`` line numbers (and
+    ``inspect.getsourcelines``) do: broken at ``\r\n``, ``\r`` and ``\n`` only. ``str.splitlines`` also breaks at
+    form feeds, vertical tabs, ``\x1c``-``\x1e``, ``\x85`` and U+2028/U+2029, which a comment may hold: its line
+    numbers would drift from the parser's."""
+    if keepends:
+        return [line for line in re.split(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)", source) if line]
+    return re.split(r"\r\n|\r|\n", source)

@@ -48,6 +48,7 @@ NEEDS: dict[str, list[Permissions] | None] = {
     "repos/download-tarball-archive": [{"contents": "read"}],
     "git/get-ref": [{"contents": "read"}],
     "git/get-commit": [{"contents": "read"}],
+    "git/get-tree": [{"contents": "read"}],
     "git/create-blob": [{"contents": "write"}],
     "git/create-tree": [{"contents": "write"}],
     "git/create-commit": [{"contents": "write"}],

@@ -31,6 +31,7 @@ ROUTES: list[tuple[str, str]] = [
     ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission"),
     ("POST", "/repos/{owner}/{repo}/git/blobs"),
     ("POST", "/repos/{owner}/{repo}/git/trees"),
+    ("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}"),
     ("POST", "/repos/{owner}/{repo}/git/commits"),
     ("GET", "/repos/{owner}/{repo}/git/commits/{commit_sha}"),
     ("GET", "/repos/{owner}/{repo}/git/ref/{ref}"),
@@ -199,6 +200,23 @@ class _Api:
                      "tree": [{"path": path, "mode": "100644", "type": "blob", "sha": blob,
                                "size": len(fake.blobs[blob]), "url": f"{url}/blobs/{blob}"}
                               for path, blob in sorted(entries.items())]}
+
+    @staticmethod
+    def get_repos_x_x_git_trees_x(fake, p, q, body):
+        if p["tree_sha"] not in fake.trees:
+            raise HTTPError(404, "Not Found")
+        files = fake.trees[p["tree_sha"]]
+        url = f"https://api.github.com/repos/{p['owner']}/{p['repo']}/git"
+        folders = sorted({"/".join(path.split("/")[:i]) for path in files for i in range(1, path.count("/") + 1)})
+        entries = [{"path": d, "mode": "040000", "type": "tree", "sha": hashlib.sha1(d.encode()).hexdigest(),
+                    "url": f"{url}/trees/{d}"} for d in folders]
+        if q.get("recursive") in (None, "", "0", "false"):  # the top level only
+            entries = [e for e in entries if "/" not in e["path"]]
+            files = {path: blob for path, blob in files.items() if "/" not in path}
+        entries += [{"path": path, "mode": "100644", "type": "blob", "sha": blob, "size": len(fake.blobs[blob]),
+                     "url": f"{url}/blobs/{blob}"} for path, blob in files.items()]
+        return 200, {"sha": p["tree_sha"], "url": f"{url}/trees/{p['tree_sha']}", "truncated": False,
+                     "tree": sorted(entries, key=lambda e: e["path"])}
 
     @staticmethod
     def post_repos_x_x_git_commits(fake, p, q, body):

@@ -118,7 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _codeload(self, path: str) -> None:
         owner, repo, sha = path.split("/")[2:5]
         try:
-            files = self.fake.blobs_at(f"{owner}/{repo}", sha)
+            files = self.fake.archive_at(f"{owner}/{repo}", sha)
         except KeyError:
             self._send(404, {"message": "Not Found"})
             return

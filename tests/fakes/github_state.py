@@ -75,6 +75,9 @@ class GitHubState:
         self.repos: dict[str, dict] = {}
         self.blobs: dict[str, bytes] = {}
         self.trees: dict[str, dict[str, str]] = {}
+        # what GitHub's archive of a commit holds other than the commit's files: a commit's .gitattributes
+        # (export-subst, export-ignore) makes git archive rewrite or leave out files; None leaves the path out
+        self.archive_rewrites: dict[str, dict[str, bytes | None]] = {}
         self.commits: dict[str, dict] = {}
         self.refs: dict[str, dict[str, str]] = {}  # repo -> {branch: sha}
         self.pulls: dict[str, dict[int, dict]] = {}
@@ -181,9 +184,23 @@ class GitHubState:
         read those with :meth:`blobs_at`)."""
         return {path: data.decode("utf-8", errors="replace") for path, data in self.blobs_at(repo, ref).items()}
 
+    def archive_at(self, repo: str, ref: str) -> dict[str, bytes]:
+        """The files GitHub's archive (tarball) of a branch or commit holds: the commit's, as
+        :attr:`archive_rewrites` has git archive change them."""
+        files = self.blobs_at(repo, ref)
+        with self.lock:
+            rewrites = self.archive_rewrites.get(self.refs[repo].get(ref, ref), {})
+        for path, data in rewrites.items():
+            if data is None:
+                files.pop(path, None)
+            else:
+                files[path] = data
+        return files
+
     def checkout(self, repo: str, sha: str, dest: Path) -> Path:
-        """Write a commit's files under ``dest`` (the tests' workspace provider), byte for byte."""
-        for path, data in self.blobs_at(repo, sha).items():
+        """Write a commit's files under ``dest`` as GitHub's archive of it holds them (the tests' workspace
+        provider, standing in for downloading and unpacking the tarball)."""
+        for path, data in self.archive_at(repo, sha).items():
             target = dest / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
@@ -198,7 +215,7 @@ class GitHubState:
 
     # -- object store -----------------------------------------------------------------------------
     def _put_blob(self, data: bytes) -> str:
-        sha = _sha("blob", data)
+        sha = _sha(f"blob {len(data)}", data)  # git's object id of a file
         self.blobs[sha] = data
         return sha
 
