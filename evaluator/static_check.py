@@ -155,12 +155,12 @@ from evaluator.static_fold import fold_strings
 from evaluator.static_grids import empty_launch
 from evaluator.static_identity import check_identity_reads
 from evaluator.static_inspect import check_inspect
+from evaluator.static_kernel_body import check_kernel_body
 from evaluator.static_kernel_source import (
     check_block_handles,
     check_jit_values,
     check_kernel_lines,
     check_wrapping,
-    source_lines,
 )
 from evaluator.static_library import check_registrations
 from evaluator.static_liveness import unread_bindings
@@ -376,7 +376,8 @@ def interpreter_names() -> frozenset[str]:
 
 
 def _check_jit_bodies(tree: ast.Module, model: ModuleModel, out: _Collector) -> None:
-    """A @triton.jit body is kernel code: only triton.language, math and other kernels belong there.
+    """A @triton.jit body is kernel code: only triton.language, other kernels and compile-time Python belong there
+    (the rest of what Triton compiles: evaluator.static_kernel_body).
 
     On the GPU, torch inside a kernel fails to compile; under the CPU interpreter the body runs as Python,
     so torch there would do the math unseen (the runtime op recorder exempts the interpreter's frames).
@@ -461,6 +462,9 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
                 "`triton.jit(name)` / `triton.jit(fn=name)`: use one of those")
     check_shadowing(tree, out.report)
     _check_jit_bodies(tree, model, out)
+    jit_names = {fn.name for fn in jitted} | set(model.jit_kernels)
+    for fn in jitted:
+        check_kernel_body(fn, model, jit_names, out.report)
     _check_cuda_sources(tree, model, allow, out)
     first = launched[0] if launched else kernels[0] if kernels else None
     backend = model.kernel_backend.get(first, "unknown") if first else "unknown"
@@ -574,7 +578,7 @@ def check_source(
             msg = f"cannot parse ({type(exc).__name__}: {exc}); keep the file plain UTF-8 text with shallow nesting"
         return StaticReport(Violation("syntax-error", line, col, msg))
     try:
-        return _analyse(mangle(tree), entry, normalise_allow(allow_torch), out, source_lines(source))
+        return _analyse(mangle(tree), entry, normalise_allow(allow_torch), out, pyast.source_lines(source))
     except RecursionError:
         out.add("too-complex", 1, 0, "the file nests expressions too deeply to check; split long or deeply "
                 "nested expressions into smaller statements")

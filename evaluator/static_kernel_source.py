@@ -12,7 +12,6 @@ last line) are judged as the interpreter reads them, and any that begins with ``
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable, Iterable, Sequence
 
 from evaluator.static_model import TRITON_JIT
@@ -103,11 +102,6 @@ def check_block_handles(tree: ast.Module, resolve: Callable[[ast.AST], str | Non
 
 
 _READERS = frozenset({"getattr", "builtins.getattr", "hasattr", "builtins.hasattr", "operator.attrgetter"})
-
-
-def source_lines(source: str) -> list[str]:
-    """``source``'s lines as the tokenizer (and ``ast`` line numbers, and ``inspect.getsourcelines``) count them."""
-    return re.split(r"\r\n|\r|\n", source)
 
 
 def check_kernel_lines(lines: Sequence[str], kernels: Iterable[ast.FunctionDef | ast.AsyncFunctionDef],

@@ -46,10 +46,11 @@ Which rules are lifted there is the visitor's decision (``evaluator.static_visit
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterable, Iterator
 
 from evaluator.static_library import custom_op_key
-from evaluator.static_model import ModuleModel, resolve
+from evaluator.static_model import AUTOGRAD_FUNCTION, ModuleModel, resolve, scope_bindings
 from evaluator.static_paths import made_at_definition, module_bases
 from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
 from evaluator.static_unread import deferred_bindings
@@ -148,6 +149,34 @@ def names_graph_node(tree: ast.Module) -> bool:
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and any(g in n.value for g in GRAPH_NODES):
             return True
     return False
+
+
+def plain_function_class(model: ModuleModel, cls: str) -> bool:
+    """``cls`` derives from ``torch.autograd.Function`` alone (no class decorator, no keyword, no other base: a
+    base of the file's could define ``apply`` first in the lookup), and its body binds ``forward``,
+    ``setup_context`` and ``backward`` only by defs, and no other member of ``torch.autograd.Function`` or special
+    name (``apply = classmethod(...)``, ``setup_context = staticmethod(other)``): what torch calls is then what the
+    checker judges."""
+    node = model.classes.get(cls)
+    if not isinstance(node, ast.ClassDef) or node.decorator_list or node.keywords or len(node.bases) != 1:
+        return False
+    if resolve(node.bases[0], model.aliases) != AUTOGRAD_FUNCTION:
+        return False
+    for name, site in scope_bindings(node):
+        if name in ("forward", "setup_context", "backward"):
+            if not isinstance(site, _FUNCTION):
+                return False
+        elif name in _function_members() or name.startswith("__"):
+            return False
+    return True
+
+
+@functools.cache
+def _function_members() -> frozenset[str]:
+    """Every attribute ``torch.autograd.Function`` has (``apply``, ``vjp``, ``mark_dirty``, ...)."""
+    import torch
+
+    return frozenset(dir(torch.autograd.Function))
 
 
 def ctx_kept_to_itself(model: ModuleModel, cls: str) -> bool:
@@ -302,7 +331,8 @@ class _Liveness:
             parents = self.model.parents
             if self._graph_named is None:
                 self._graph_named = names_graph_node(self.tree)
-            dead = ctx_kept_to_itself(self.model, cls) and not self._graph_named
+            dead = plain_function_class(self.model, cls) and ctx_kept_to_itself(self.model, cls) and \
+                not self._graph_named
             for n in ast.walk(self.tree) if dead else ():
                 if isinstance(n, ast.Name) and n.id == cls and isinstance(n.ctx, ast.Load):
                     up = parents.get(id(n))
