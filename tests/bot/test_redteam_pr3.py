@@ -124,18 +124,29 @@ def {PREFIX60}_legit(x):
 '''
 
 
+def _approved_fork_pr(scene, fake, owner: str, branch: str, files: dict[str, str],
+                      rewrites: dict[str, bytes | None] | None = None) -> int:
+    """``owner``'s fork pushes ``files`` on ``branch`` (GitHub's archive of the commit changed as ``rewrites`` says)
+    and opens a PR; its author asks for a search, maya approves."""
+    from bot_harness import REPO
+
+    fake.fork(REPO, f"{owner}/models")
+    sha = fake.push(f"{owner}/models", branch, files, "an op")
+    fake.archive_rewrites[sha] = rewrites or {}
+    number = fake.open_pull(REPO, branch, "main", owner, head_repo=f"{owner}/models")["number"]
+    scene.send("issue_comment", scene.comment(number, owner, "/kernelevo optimize"))
+    scene.wait_status(number, "comes from a fork")
+    scene.approve(number, "maya")
+    return number
+
+
 def test_a_fork_op_cannot_take_over_another_ops_open_follow_up_pr(scene, fake):
     from bot_harness import REPO, finish_like_a_gpu_worker, gpu_summary, wait_for
 
     legit_op = f"ops/attn.py::{PREFIX60}_legit"
     evil_op = f"evil/attn.py::{PREFIX60}_evil"
     # 1. bob's fork adds the maintained op; maya approves; its follow-up PR opens
-    fake.fork(REPO, "bob/models")
-    fake.push("bob/models", "attn", {"ops/attn.py": LONG_LEGIT}, "fused attention")
-    first = fake.open_pull(REPO, "attn", "main", "bob", head_repo="bob/models")["number"]
-    scene.send("issue_comment", scene.comment(first, "bob", "/kernelevo optimize"))
-    scene.wait_status(first, "comes from a fork")
-    scene.approve(first, "maya")
+    first = _approved_fork_pr(scene, fake, "bob", "attn", {"ops/attn.py": LONG_LEGIT})
     (job,) = scene.wait_jobs(first, 1)
     finish_like_a_gpu_worker(scene.jobs, job.id, gpu_summary(legit_op))
     scene.wait_reported(job.id)
@@ -144,12 +155,7 @@ def test_a_fork_op_cannot_take_over_another_ops_open_follow_up_pr(scene, fake):
     legit_kernel = f"kernels/{_folder(legit_op)}/kernel.py"
     assert legit_op in fake.files_at(REPO, branch)[legit_kernel]
     # 2. mallory's fork adds an innocent-looking op of another name; maya approves that one too
-    fake.fork(REPO, "mallory/models")
-    fake.push("mallory/models", "mine", {"evil/attn.py": LONG_LEGIT.replace("_legit", "_evil")}, "my op")
-    second = fake.open_pull(REPO, "mine", "main", "mallory", head_repo="mallory/models")["number"]
-    scene.send("issue_comment", scene.comment(second, "mallory", "/kernelevo optimize"))
-    scene.wait_status(second, "comes from a fork")
-    scene.approve(second, "maya")
+    second = _approved_fork_pr(scene, fake, "mallory", "mine", {"evil/attn.py": LONG_LEGIT.replace("_legit", "_evil")})
     (job2,) = scene.wait_jobs(second, 1)
     finish_like_a_gpu_worker(scene.jobs, job2.id, gpu_summary(evil_op))
     scene.wait_reported(job2.id)
@@ -196,7 +202,6 @@ def test_a_file_too_deep_to_parse_is_a_discovery_error_of_that_file(tmp_path, bo
     assert [e.path for e in result.errors] == ["ops/deep.py"]
 
 
-
 # -- the archive is not the commit: git archive applies the commit's own .gitattributes ---------------------------
 #
 # The bot checks a commit out from GitHub's tarball, which git archive builds with the commit's own .gitattributes:
@@ -219,17 +224,11 @@ def fast_scale(x):
 
 @pytest.mark.parametrize("rewrite", ["export-subst", "export-ignore"])
 def test_an_approved_fork_commit_whose_archive_is_rewritten_by_gitattributes_is_not_queued(scene, fake, rewrite):
-    from bot_harness import REPO
 
-    fake.fork(REPO, "mallory/models")
     files = {".gitattributes": f"*.py {rewrite}\n", "evil/scale.py": SUBST_OP, "evil/__init__.py": "OK = 1\n"}
-    sha = fake.push("mallory/models", "subst", files, "an op with a build stamp")
-    fake.archive_rewrites[sha] = ({"evil/scale.py": SUBST_OP.replace("$Format:%D$", "HEAD'); import os; ('").encode()}
-                                  if rewrite == "export-subst" else {"evil/__init__.py": None})
-    number = fake.open_pull(REPO, "subst", "main", "mallory", head_repo="mallory/models")["number"]
-    scene.send("issue_comment", scene.comment(number, "mallory", "/kernelevo optimize"))
-    scene.wait_status(number, "comes from a fork")
-    scene.approve(number, "maya")
+    rewrites = ({"evil/scale.py": SUBST_OP.replace("$Format:%D$", "HEAD'); import os; ('").encode()}
+                if rewrite == "export-subst" else {"evil/__init__.py": None})
+    number = _approved_fork_pr(scene, fake, "mallory", "stamp", files, rewrites)
     status = scene.wait_status(number, "is not the commit's files")
     assert ("not the commit's content" if rewrite == "export-subst" else "left out") in status
     assert scene.pr_jobs(number) == []
@@ -237,15 +236,9 @@ def test_an_approved_fork_commit_whose_archive_is_rewritten_by_gitattributes_is_
 
 def test_an_archive_that_is_the_commit_is_queued(scene, fake):
     """The same fork op whose .gitattributes changes nothing in the archive (``text``, ``diff``) is queued."""
-    from bot_harness import REPO
 
-    fake.fork(REPO, "mallory/models")
     files = {".gitattributes": "*.py text diff=python\n", "evil/scale.py": SUBST_OP}
-    fake.push("mallory/models", "plain", files, "an op")
-    number = fake.open_pull(REPO, "plain", "main", "mallory", head_repo="mallory/models")["number"]
-    scene.send("issue_comment", scene.comment(number, "mallory", "/kernelevo optimize"))
-    scene.wait_status(number, "comes from a fork")
-    scene.approve(number, "maya")
+    number = _approved_fork_pr(scene, fake, "mallory", "plain", files)
     assert len(scene.wait_jobs(number, 1)) == 1
 
 
