@@ -22,9 +22,10 @@ Python function handed in as a constexpr). A kernel body is therefore held to wh
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 
-from evaluator.static_model import ModuleModel, resolve
+from evaluator.static_model import ModuleModel, bound_names, resolve, scope_bindings
 
 Report = Callable[[str, ast.AST, str], None]
 
@@ -41,29 +42,12 @@ def check_kernel_body(kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: Mod
                       report: Report) -> None:
     """Report (rule ``cuda-source``) what in ``kernel``'s body Triton's compiler would not compile."""
     name = kernel.name
-    constant, local = _compile_time_names(kernel, model)
-    judge = _Judge(model, jit_names, constant, local)
+    judge = _Judge(kernel, model, jit_names)
     for node in (n for stmt in kernel.body for n in ast.walk(stmt)):  # the body: decorators run on the host
-        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp | ast.Lambda
-                      | ast.Dict | ast.Set):
-            report("cuda-source", node, f"kernel `{name}` builds Python containers ({type(node).__name__}); "
-                   "Triton compiles none, and the CPU interpreter would compute with them on the host: use blocks")
-        elif isinstance(node, ast.List) and not isinstance(model.parents.get(id(node)), ast.Call | ast.keyword):
-            report("cuda-source", node, f"kernel `{name}` builds a Python list; lists stand only as a shape "
-                   "argument (tl.zeros([M, N], ...)): use blocks")
-        elif isinstance(node, ast.JoinedStr) and not _in_message(node, model):
-            report("cuda-source", node, f"kernel `{name}` formats a string outside a message (an f-string of a "
-                   "block is its values as text on the host); f-strings belong in tl.static_assert or "
-                   "tl.device_print")
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and _is_text(node.left) \
-                and not _in_message(node, model):
-            report("cuda-source", node, f"kernel `{name}` formats a string with % outside a message")
-        elif isinstance(node, ast.Call):
-            why = judge.call(node)
-            if why:
-                report("cuda-source", node, f"kernel `{name}` calls {why}, which Triton's compiler runs only at "
-                       "compile time, on tl.constexpr values; with a block it would run on the host in the CPU "
-                       "interpreter: use triton.language operations")
+        why = judge.node(node)
+        if why:
+            report("cuda-source", node, f"kernel `{name}` {why}; in the CPU interpreter it would run on the host, "
+                   "over the block's values: use triton.language operations on blocks")
 
 
 def _is_text(node: ast.AST) -> bool:
@@ -82,61 +66,119 @@ def _in_message(node: ast.AST, model: ModuleModel) -> bool:
     return False
 
 
-def _compile_time_names(kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel
-                        ) -> tuple[set[str], set[str]]:
-    """(names whose values are known when the kernel compiles, the kernel's parameters and locals): ``tl.constexpr``
-    parameters, and locals every assignment of which is compile-time. Other names are globals, looked up when the
-    kernel compiles (:meth:`_Judge.compile_time`)."""
-    args = [*kernel.args.posonlyargs, *kernel.args.args, *kernel.args.kwonlyargs]
-    constant = {a.arg for a in args if a.annotation is not None and resolve(a.annotation, model.aliases) == _CONSTEXPR}
-    params = {a.arg for a in args}
-    stores: dict[str, list[ast.AST | None]] = {}
-    for node in ast.walk(kernel):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                        stores.setdefault(n.id, []).append(node.value if isinstance(target, ast.Name) else None)
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
-            stores.setdefault(node.target.id, []).append(node.value if isinstance(node, ast.AnnAssign) else None)
-        elif isinstance(node, ast.For | ast.comprehension):
-            for n in ast.walk(node.target):
-                if isinstance(n, ast.Name):
-                    stores.setdefault(n.id, []).append(None)  # a loop variable may be a runtime value
-        elif isinstance(node, ast.NamedExpr | ast.withitem):
-            bound: ast.expr | None = node.target if isinstance(node, ast.NamedExpr) else node.optional_vars
-            for n in ast.walk(bound) if bound is not None else ():
-                if isinstance(n, ast.Name):
-                    stores.setdefault(n.id, []).append(None)
-    constant -= set(stores)  # a constexpr parameter assigned again holds what it was assigned
-    judge = _Judge(model, set(), constant, params | set(stores))
-    changed = True
-    while changed:
-        changed = False
-        for local, values in stores.items():
-            if local not in constant and local not in params and values and all(
-                    v is not None and judge.compile_time(v) for v in values):
-                constant.add(local)
-                changed = True
-    return constant, params | set(stores)
+@functools.cache
+def _block_methods() -> frozenset[str]:
+    """The public methods and attributes of Triton's block and dtype types (``x.to``, ``x.sum``, ``dtype.is_fp32``):
+    the only attributes a kernel may call on its own values."""
+    try:
+        import triton.language as tl
+    except ImportError:  # no Triton: nothing is a method of a block
+        return frozenset()
+    types = [tl.tensor, tl.dtype, getattr(tl, "tensor_descriptor", tl.tensor), getattr(tl, "pointer_type", tl.dtype)]
+    return frozenset(n for t in types for n in dir(t) if not n.startswith("_"))
+
+
+Values = dict[str, list[ast.expr | None]]
+
+
+def _immutable(node: ast.AST, model: ModuleModel, values: Values, seen: frozenset[str] = frozenset()) -> bool:
+    """A module-level value that is the same Python value whenever a kernel reads it: a literal, a tuple of them,
+    arithmetic on them, an imported name (``tl.float32``, ``math.pi``), ``tl.constexpr(...)`` or ``math.*`` of such
+    values, or another module-level name bound only to such values."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(_immutable(e, model, values, seen) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _immutable(node.operand, model, values, seen)
+    if isinstance(node, ast.BinOp):
+        return _immutable(node.left, model, values, seen) and _immutable(node.right, model, values, seen)
+    if isinstance(node, ast.Attribute):
+        return resolve(node, model.aliases) is not None
+    if isinstance(node, ast.Call):
+        target = resolve(node.func, model.aliases) or ""
+        return (target == _CONSTEXPR or target.startswith("math.")) and not node.keywords and all(
+            _immutable(a, model, values, seen) for a in node.args)
+    if isinstance(node, ast.Name):
+        return node.id not in seen and _immutable_global(node.id, model, values, seen | {node.id})
+    return False
+
+
+def _immutable_global(name: str, model: ModuleModel, values: Values, seen: frozenset[str] = frozenset()) -> bool:
+    """Every binding of ``name`` in the file is a module-level ``name = value`` (in a module-level ``if``/``try``
+    too: ``if FLAG: SCALE = 2.0 else: SCALE = 1.0``) of an immutable value."""
+    found = values.get(name, [])
+    return bool(found) and model.binding_counts.get(name) == len(found) and all(
+        v is not None and _immutable(v, model, values, seen) for v in found)
+
+
+def _module_values(model: ModuleModel) -> Values:
+    """The value of each module-scope binding (None where it is not a plain ``name = value``)."""
+    module = next((n for n in model.parents.values() if isinstance(n, ast.Module)), None)
+    values: dict[str, list[ast.expr | None]] = {}
+    for name, site in scope_bindings(module) if module is not None else ():
+        values.setdefault(name, []).append(_assigned(site, model))
+    return values
+
+
+def _assigned(site: ast.AST, model: ModuleModel) -> ast.expr | None:
+    """The value a plain ``name = value`` (or ``name: T = value``) binds at ``site``; None for any other binding."""
+    up = model.parents.get(id(site))
+    if isinstance(up, ast.Assign) and site in up.targets or isinstance(up, ast.AnnAssign) and up.target is site:
+        return up.value
+    return None
 
 
 class _Judge:
-    def __init__(self, model: ModuleModel, jit_names: set[str], constant: set[str],
-                 local: set[str] | None = None) -> None:
-        self.model, self.jit_names, self.constant = model, jit_names, constant
-        self.local = local if local is not None else set()
+    """What one kernel's names are (:func:`check_kernel_body`), and whether a node of its body compiles."""
+
+    def __init__(self, kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel, jit_names: set[str]) -> None:
+        self.model, self.jit_names = model, jit_names
+        self.module_values = _module_values(model)
+        args = [*kernel.args.posonlyargs, *kernel.args.args, *kernel.args.kwonlyargs]
+        self.constexpr_params = {a.arg for a in args if a.annotation is not None
+                                 and resolve(a.annotation, model.aliases) == _CONSTEXPR}
+        self.local = bound_names(kernel)  # parameters and every binding form of the kernel's own scope
+        values: dict[str, list[ast.expr | None]] = {}
+        for name, site in scope_bindings(kernel):  # a plain ``name = value``, or None: a loop, capture, import...
+            values.setdefault(name, []).append(_assigned(site, model))
+        self.constant = {p for p in self.constexpr_params if len(values.get(p, [])) == 1}  # the parameter alone
+        changed = True
+        while changed:  # locals every assignment of which is compile-time
+            changed = False
+            for name, found in values.items():
+                if name not in self.constant and name not in self.constexpr_params and all(
+                        v is not None and self.compile_time(v) for v in found):
+                    self.constant.add(name)
+                    changed = True
+
+    # -- names ------------------------------------------------------------------------------------------------
+    def name_allowed(self, node: ast.Name) -> bool:
+        """A name a kernel may read: its own, a jit function, an import (``tl``, ``math``), a compiled builtin, or a
+        module-level name whose value is immutable (no list, instance, class or plain function of the file)."""
+        name = node.id
+        if name in self.local or name in self.jit_names or resolve(node, self.model.aliases) is not None:
+            return True
+        if name in _ALLOWED_BUILTINS and name not in self.model.binding_counts:
+            return True
+        return _immutable_global(name, self.model, self.module_values)
 
     def compile_time(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Constant):
             return True
         if isinstance(node, ast.Name):
-            return node.id in self.constant or node.id not in self.local and node.id not in self.jit_names
+            if node.id in self.local:
+                return node.id in self.constant
+            return node.id not in self.jit_names and (resolve(node, self.model.aliases) is not None
+                                                     or _immutable_global(node.id, self.model, self.module_values))
         if isinstance(node, ast.Attribute):
-            return node.attr in _COMPILE_TIME_ATTRS or resolve(node, self.model.aliases) is not None
+            if resolve(node, self.model.aliases) is not None:
+                return True  # tl.float32, math.pi
+            root = _root(node)
+            return node.attr in _COMPILE_TIME_ATTRS and isinstance(root, ast.Name) and root.id in self.local
         if isinstance(node, ast.Subscript):
             return self.compile_time(node.value) and self.compile_time(node.slice)
-        if isinstance(node, ast.Tuple | ast.List):
+        if isinstance(node, ast.Tuple):
             return all(self.compile_time(e) for e in node.elts)
         if isinstance(node, ast.BinOp):
             return self.compile_time(node.left) and self.compile_time(node.right)
@@ -149,32 +191,97 @@ class _Judge:
         if isinstance(node, ast.IfExp):
             return all(self.compile_time(n) for n in (node.test, node.body, node.orelse))
         if isinstance(node, ast.Call):
-            target = resolve(node.func, self.model.aliases)
-            arguments = [*node.args, *(k.value for k in node.keywords)]
-            if target == _CONSTEXPR:
-                return all(self.compile_time(a) for a in arguments)
-            if target is not None and target.startswith(_TRITON_OPS) or isinstance(node.func, ast.Name) and \
-                    node.func.id in self.jit_names or isinstance(node.func, ast.Attribute) and target is None:
-                return False  # a Triton operation, a jit function or a block's method: a value of the program
-            return all(self.compile_time(a) for a in arguments)  # a host function evaluated at compile time
+            target = resolve(node.func, self.model.aliases) or ""
+            host = target == _CONSTEXPR or target.startswith(_HOST_MODULES) or (
+                isinstance(node.func, ast.Name) and node.func.id in _COMPILE_TIME_BUILTINS
+                and node.func.id not in self.model.binding_counts)
+            return host and not node.keywords and all(self.compile_time(a) for a in node.args)
         return False
 
+    def block(self, node: ast.AST) -> bool:
+        """``node`` is a value of the kernel's program (a block, or its dtype): a parameter or local that is not a
+        constexpr, a Triton operation's or jit function's result, or built from those."""
+        if isinstance(node, ast.Name):
+            return node.id in self.local and node.id not in self.constexpr_params
+        if isinstance(node, ast.Call):
+            target = resolve(node.func, self.model.aliases) or ""
+            if target.startswith(_TRITON_OPS) or isinstance(node.func, ast.Name) and node.func.id in self.jit_names:
+                return True
+            return isinstance(node.func, ast.Attribute) and node.func.attr in _block_methods() and \
+                self.block(node.func.value)
+        if isinstance(node, ast.Attribute):
+            return (node.attr in _block_methods() or node.attr in _COMPILE_TIME_ATTRS) and self.block(node.value)
+        if isinstance(node, ast.Subscript):
+            return self.block(node.value)
+        if isinstance(node, ast.BinOp):
+            return self.block(node.left) or self.block(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self.block(node.operand)
+        return False
+
+    # -- nodes ------------------------------------------------------------------------------------------------
+    def node(self, node: ast.AST) -> str | None:
+        """Why ``node`` does not compile (None: it does)."""
+        model = self.model
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp | ast.Lambda | ast.Dict
+                      | ast.Set):
+            return f"builds Python containers ({type(node).__name__}), which Triton does not compile"
+        if isinstance(node, ast.List) and not isinstance(model.parents.get(id(node)), ast.Call | ast.keyword):
+            return "builds a Python list (a list stands only as a shape argument: tl.zeros([M, N], ...))"
+        if isinstance(node, ast.JoinedStr) and not _in_message(node, model):
+            return "formats a string outside a message (f-strings belong in tl.static_assert or tl.device_print)"
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and _is_text(node.left) and \
+                not _in_message(node, model):
+            return "formats a string with % outside a message"
+        if isinstance(node, ast.Attribute | ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            return f"stores into `{ast.unparse(node)}` (a kernel writes memory with tl.store, not Python objects)"
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and not self.name_allowed(node):
+            return (f"reads `{node.id}`, which is neither its own nor a jit function, an import or an immutable "
+                    "module-level constant (a list, object or plain function there would be Python the host runs)")
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        return None
+
     def call(self, node: ast.Call) -> str | None:
-        """None when the call is one Triton compiles; else what is called, for the message."""
-        func = node.func
-        target = resolve(func, self.model.aliases)
+        func, model = node.func, self.model
+        target = resolve(func, model.aliases)
+        arguments = [*node.args, *(k.value for k in node.keywords)]
         if target is not None and target.startswith(_TRITON_OPS):
             return None
-        if isinstance(func, ast.Name) and (func.id in self.jit_names or func.id in _COMPILED_BUILTINS
-                                           and func.id not in self.model.binding_counts):
+        if isinstance(func, ast.Name) and func.id in self.jit_names:
             return None
-        if isinstance(func, ast.Attribute) and target is None and not _is_text(func.value):
-            return None  # a block's method (x.to(...), x.sum(...)); its handle is refused elsewhere
-        arguments = [*node.args, *(k.value for k in node.keywords)]
-        if all(self.compile_time(a) for a in arguments):
+        if isinstance(func, ast.Name) and func.id in _ALLOWED_BUILTINS and func.id not in model.binding_counts:
+            if func.id == "print":
+                return "calls `print` with keywords (file=, sep=...): use tl.device_print" if node.keywords else None
+            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                return f"calls `{func.id}` with keywords or unpacked arguments (key=, default=, *...)"
+            if func.id in ("min", "max") and len(node.args) < 2:
+                return f"calls `{func.id}` on one argument (it would iterate over it): use tl.min / tl.max"
+            if func.id in _COMPILE_TIME_BUILTINS and not all(self.compile_time(a) for a in arguments):
+                return f"calls `{func.id}` on a value known only when the kernel runs"
             return None
-        if isinstance(func, ast.Name) and func.id in self.constant:
-            return (f"its constexpr parameter `{func.id}` on a block (the interpreter would run whatever function "
-                    "the launch hands in; choose by a constexpr string, `if ACT == \"gelu\": v = gelu(v)`, or call "
-                    "the jit function by name)")
-        return f"`{ast.unparse(func)}` on a value known only when the kernel runs"
+        if isinstance(func, ast.Attribute) and target is None:
+            if func.attr in _block_methods() and self.block(func.value):
+                return None  # a block's method: x.to(...), tl.program_id(0).to(...), (a + b).sum(...)
+            return (f"calls `{ast.unparse(func)}`, which is no method of a block (Triton compiles the methods of its "
+                    "own values only)")
+        if all(self.compile_time(a) for a in arguments) and (target or "").startswith(_HOST_MODULES):
+            return None  # math.log2(math.e), triton.cdiv(N, BLOCK): evaluated when the kernel compiles
+        if isinstance(func, ast.Name) and func.id in self.constexpr_params:
+            return (f"calls its constexpr parameter `{func.id}` (a launch may hand it any Python function; choose "
+                    "by a constexpr string, `if ACT == \"gelu\": v = gelu(v)`, or call the jit function by name)")
+        return (f"calls `{ast.unparse(func)}`, which Triton runs only at compile time on tl.constexpr values "
+                "(math.*, triton.cdiv...)")
+
+
+def _root(node: ast.AST) -> ast.AST:
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+        node = node.value if not isinstance(node, ast.Call) else node.func
+    return node
+
+
+# Builtins Triton's compiler knows: range/len/isinstance/getattr/print, min/max (tl.minimum/maximum on blocks);
+# float/int/bool convert compile-time values only.
+_COMPILE_TIME_BUILTINS = frozenset({"float", "int", "bool"})
+_ALLOWED_BUILTINS = frozenset({"range", "len", "min", "max", "print", "isinstance", "getattr"}) | _COMPILE_TIME_BUILTINS
+_HOST_MODULES = ("math.", "triton.cdiv", "triton.next_power_of_2")
