@@ -20,6 +20,18 @@ KERNEL = '''
 import math
 
 EPS = 1e-6
+SCALES = (1.0, 2.0)
+CELL = [0.0]
+
+
+class Box:
+    value = 0.0
+
+    def parse(self, v):
+        return v
+
+
+BOX = Box()
 
 
 @triton.jit
@@ -52,6 +64,8 @@ def _kernel_findings(body: str) -> list[str]:
     "v = v * triton.cdiv(BLOCK, 16) * float(EPS) * math.log2(math.e)",
     "v = v.to(tl.float32)\nv = v - tl.max(v, axis=0)\nv = helper(v)",
     "s = v.shape[0]\nv = v * len(v.shape) * s",
+    "pid = tl.program_id(0).to(tl.int64)\nv = (v + pid).to(tl.float32) * SCALES[1]",
+    "v = tl.where(v > 0, v, -v) if BLOCK > 1 else v",
     "for i in range(0, BLOCK, 16):\n    v = v + i",
 ])
 def test_what_tritons_compiler_compiles_passes(body):
@@ -71,6 +85,15 @@ def test_what_tritons_compiler_compiles_passes(body):
     "total = sum(tl.load(x_ptr + offs))",
     "w = tl.load(x_ptr + offs)\nv = v * float(w)",
     "v = FN(v)",  # a constexpr parameter: the launch may hand it a plain Python function
+    "CELL[0] = v",  # a module-level list: a store, and a read of a mutable global
+    "v = v * CELL[0]",
+    "BOX.value = v",
+    "v = BOX.parse(v)",  # a method of a module-level object
+    "print(v, file=BOX)",
+    "m = max((v,), key=BOX.parse)",
+    "m = max(v)",  # one argument: iterates the block on the host
+    "match v:\n    case blk:\n        v = helper(float(blk))",
+    "acc = list()",
 ])
 def test_host_python_on_blocks_is_refused(body):
     assert _kernel_findings(body), body
