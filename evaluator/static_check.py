@@ -155,7 +155,7 @@ from evaluator.static_fold import fold_strings
 from evaluator.static_grids import empty_launch
 from evaluator.static_identity import check_identity_reads
 from evaluator.static_inspect import check_inspect
-from evaluator.static_kernel_body import check_kernel_body
+from evaluator.static_kernel_body import check_kernel_bodies
 from evaluator.static_kernel_source import (
     check_block_handles,
     check_jit_values,
@@ -462,9 +462,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
                 "`triton.jit(name)` / `triton.jit(fn=name)`: use one of those")
     check_shadowing(tree, out.report)
     _check_jit_bodies(tree, model, out)
-    jit_names = {fn.name for fn in jitted} | set(model.jit_kernels)
-    for fn in jitted:
-        check_kernel_body(fn, model, jit_names, out.report)
+    check_kernel_bodies(tree, jitted, model, out.report)
     _check_cuda_sources(tree, model, allow, out)
     first = launched[0] if launched else kernels[0] if kernels else None
     backend = model.kernel_backend.get(first, "unknown") if first else "unknown"

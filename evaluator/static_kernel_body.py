@@ -5,18 +5,23 @@ part of Python (``tl`` operations, the kernel's own jit functions, a few builtin
 ``tl.constexpr`` values). Triton's CPU interpreter instead runs the body as Python, where a block is a host object
 backed by a numpy array: anything beyond that part would run on the host, over the block's values, where the kernel
 should (its text ``str(block)``, ``float(block)``, lists and comprehensions of values, ``math.exp`` of them, a plain
-Python function handed in as a constexpr). A kernel body is therefore held to what the compiler would accept:
+Python function handed in as a constexpr or kept in a module-level object). A kernel body is therefore judged
+against an allow-list of what the compiler would accept:
 
+* names: its own parameters and locals, the file's jit functions, imports (``tl``, ``math``), the compiled
+  builtins, and module-level names bound only to immutable values (literals, tuples and arithmetic of them,
+  ``tl.constexpr(...)``); never a list, an object, a class or a plain function of the file;
+* no store into an attribute or a subscript (memory is written with ``tl.store``);
 * no comprehension, lambda, dict or set display, and a list display only as a call's argument (a shape:
   ``tl.zeros([BLOCK_M, BLOCK_N], ...)``);
 * an f-string or ``%``/``.format`` of a string only inside ``tl.static_assert``/``device_assert``/``device_print``,
   ``print`` or an ``assert`` (messages);
-* calls: ``triton.language`` operations, the file's jit functions, methods of blocks (``x.to(...)``: the handle is
-  refused elsewhere), and ``range``/``len``/``min``/``max``/``print``/``isinstance``/``getattr``; any other callable
-  (``float``, ``int``, ``str``, ``sum``, ``math.*``, ``triton.cdiv``, a module function, a constexpr parameter, which
-  the launch may hand any function) only with compile-time arguments: literals, module-level names,
-  ``tl.constexpr`` parameters, a value's ``dtype``/``shape``/``type``/``element_ty``/``numel``/``value``, and
-  locals computed only from those.
+* calls: ``triton.language`` operations, the file's jit functions, methods of its own blocks (``x.to(...)``,
+  ``tl.program_id(0).to(...)``), ``range``/``len``/``isinstance``/``getattr``, ``min``/``max`` on two or more
+  positional arguments, ``print`` without keywords; ``float``/``int``/``bool``, ``math.*``, ``triton.cdiv`` and
+  ``triton.next_power_of_2`` only on compile-time values (literals, immutable module-level names, ``tl.constexpr``
+  parameters, a block's ``dtype``/``shape``..., locals computed only from those); a constexpr parameter is never
+  called (a launch may hand it any Python function).
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ from evaluator.static_model import ModuleModel, bound_names, resolve, scope_bind
 Report = Callable[[str, ast.AST, str], None]
 
 _TRITON_OPS = ("triton.language.",)
-_COMPILED_BUILTINS = frozenset({"range", "len", "min", "max", "print", "isinstance", "getattr"})
 _MESSAGE_CALLS = frozenset({"triton.language.static_assert", "triton.language.device_assert",
                             "triton.language.device_print", "triton.language.static_print", "print"})
 _COMPILE_TIME_ATTRS = frozenset({"dtype", "shape", "type", "element_ty", "numel", "value", "primitive_bitwidth",
@@ -38,16 +42,18 @@ _COMPILE_TIME_ATTRS = frozenset({"dtype", "shape", "type", "element_ty", "numel"
 _CONSTEXPR = "triton.language.constexpr"
 
 
-def check_kernel_body(kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel, jit_names: set[str],
-                      report: Report) -> None:
-    """Report (rule ``cuda-source``) what in ``kernel``'s body Triton's compiler would not compile."""
-    name = kernel.name
-    judge = _Judge(kernel, model, jit_names)
-    for node in (n for stmt in kernel.body for n in ast.walk(stmt)):  # the body: decorators run on the host
-        why = judge.node(node)
-        if why:
-            report("cuda-source", node, f"kernel `{name}` {why}; in the CPU interpreter it would run on the host, "
-                   "over the block's values: use triton.language operations on blocks")
+def check_kernel_bodies(tree: ast.Module, kernels: list[ast.FunctionDef | ast.AsyncFunctionDef], model: ModuleModel,
+                        report: Report) -> None:
+    """Report (rule ``cuda-source``) what in each kernel's body Triton's compiler would not compile."""
+    jit_names = {fn.name for fn in kernels} | set(model.jit_kernels)
+    module_values = _module_values(tree, model)  # once per file: what each module-level name is bound to
+    for kernel in kernels:
+        judge = _Judge(kernel, model, jit_names, module_values)
+        for node in (n for stmt in kernel.body for n in ast.walk(stmt)):  # the body: decorators run on the host
+            why = judge.node(node)
+            if why:
+                report("cuda-source", node, f"kernel `{kernel.name}` {why}; in the CPU interpreter it would run on "
+                       "the host, over the block's values: use triton.language operations on blocks")
 
 
 def _is_text(node: ast.AST) -> bool:
@@ -112,11 +118,10 @@ def _immutable_global(name: str, model: ModuleModel, values: Values, seen: froze
         v is not None and _immutable(v, model, values, seen) for v in found)
 
 
-def _module_values(model: ModuleModel) -> Values:
+def _module_values(tree: ast.Module, model: ModuleModel) -> Values:
     """The value of each module-scope binding (None where it is not a plain ``name = value``)."""
-    module = next((n for n in model.parents.values() if isinstance(n, ast.Module)), None)
-    values: dict[str, list[ast.expr | None]] = {}
-    for name, site in scope_bindings(module) if module is not None else ():
+    values: Values = {}
+    for name, site in scope_bindings(tree):
         values.setdefault(name, []).append(_assigned(site, model))
     return values
 
@@ -132,14 +137,14 @@ def _assigned(site: ast.AST, model: ModuleModel) -> ast.expr | None:
 class _Judge:
     """What one kernel's names are (:func:`check_kernel_body`), and whether a node of its body compiles."""
 
-    def __init__(self, kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel, jit_names: set[str]) -> None:
-        self.model, self.jit_names = model, jit_names
-        self.module_values = _module_values(model)
+    def __init__(self, kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel, jit_names: set[str],
+                 module_values: Values) -> None:
+        self.model, self.jit_names, self.module_values = model, jit_names, module_values
         args = [*kernel.args.posonlyargs, *kernel.args.args, *kernel.args.kwonlyargs]
         self.constexpr_params = {a.arg for a in args if a.annotation is not None
                                  and resolve(a.annotation, model.aliases) == _CONSTEXPR}
         self.local = bound_names(kernel)  # parameters and every binding form of the kernel's own scope
-        values: dict[str, list[ast.expr | None]] = {}
+        values: Values = {}
         for name, site in scope_bindings(kernel):  # a plain ``name = value``, or None: a loop, capture, import...
             values.setdefault(name, []).append(_assigned(site, model))
         self.constant = {p for p in self.constexpr_params if len(values.get(p, [])) == 1}  # the parameter alone
