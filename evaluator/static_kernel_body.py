@@ -222,6 +222,10 @@ class _Judge:
             return self.block(node.left) or self.block(node.right)
         if isinstance(node, ast.UnaryOp):
             return self.block(node.operand)
+        if isinstance(node, ast.Compare):  # (n > 0).to(tl.int32), (a == b).to(tl.float32)
+            return self.block(node.left) or any(self.block(c) for c in node.comparators)
+        if isinstance(node, ast.IfExp):  # (a if FLAG else b).to(...): FLAG is a constexpr, each branch a block
+            return self.block(node.body) and self.block(node.orelse)
         return False
 
     # -- nodes ------------------------------------------------------------------------------------------------

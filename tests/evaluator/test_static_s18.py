@@ -66,6 +66,9 @@ def _kernel_findings(body: str) -> list[str]:
     "s = v.shape[0]\nv = v * len(v.shape) * s",
     "pid = tl.program_id(0).to(tl.int64)\nv = (v + pid).to(tl.float32) * SCALES[1]",
     "v = tl.where(v > 0, v, -v) if BLOCK > 1 else v",
+    "v = v * (n > 0).to(tl.float32)",  # a comparison of blocks is a block: its methods compile
+    "v = v + (tl.load(x_ptr + offs) == v).to(tl.float32)",
+    "v = (v if BLOCK > 1 else -v).to(tl.float32)",
     "for i in range(0, BLOCK, 16):\n    v = v + i",
 ])
 def test_what_tritons_compiler_compiles_passes(body):
