@@ -16,7 +16,9 @@ against an allow-list of what the compiler would accept:
   ``tl.zeros([BLOCK_M, BLOCK_N], ...)``);
 * an f-string or ``%``/``.format`` of a string only inside ``tl.static_assert``/``device_assert``/``device_print``,
   ``print`` or an ``assert`` (messages);
-* calls: ``triton.language`` operations, the file's jit functions, methods of its own blocks (``x.to(...)``,
+* calls: ``triton.language`` operations (by import or by a module-level alias each binding of which is one:
+  ``if FAST: exp = tldevice.fast_expf`` / ``else: exp = tl.exp``; every import a ``try``/``except`` may bind is
+  one), the file's jit functions, methods of its own blocks (``x.to(...)``,
   ``tl.program_id(0).to(...)``), ``range``/``len``/``isinstance``/``getattr``, ``min``/``max`` on two or more
   positional arguments, ``print`` without keywords; ``float``/``int``/``bool``, ``math.*``, ``triton.cdiv`` and
   ``triton.next_power_of_2`` only on compile-time values (literals, immutable module-level names, ``tl.constexpr``
@@ -30,7 +32,7 @@ import ast
 import functools
 from collections.abc import Callable
 
-from evaluator.static_model import ModuleModel, bound_names, resolve, scope_bindings
+from evaluator.static_model import ModuleModel, bound_names, const_getattr, resolve, scope_bindings
 
 Report = Callable[[str, ast.AST, str], None]
 
@@ -134,6 +136,42 @@ def _assigned(site: ast.AST, model: ModuleModel) -> ast.expr | None:
     return None
 
 
+def _import_root(node: ast.AST) -> str | None:
+    """The name at the root of a dotted path (``tldevice`` of ``tldevice.exp``, ``tl`` of ``getattr(tl, "exp")``)."""
+    while True:
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif (lookup := const_getattr(node)) is not None:
+            node = lookup[0]
+        else:
+            return node.id if isinstance(node, ast.Name) else None
+
+
+def _import_paths(node: ast.AST, model: ModuleModel) -> list[str]:
+    """Every dotted path ``node`` may stand for: the one :func:`resolve` reads, and the same path from each other
+    import of its root name (``try: from triton.language.extra.libdevice import tanh`` / ``except ImportError:
+    from math import tanh`` binds math.tanh when the first import fails); none when it resolves to nothing."""
+    target = resolve(node, model.aliases)
+    root = _import_root(node)
+    if target is None or root is None:
+        return []
+    rest = target[len(model.aliases.get(root, "")):]
+    return [target, *(other + rest for other in model.alias_alternatives.get(root, []))]
+
+
+def _triton_op(node: ast.AST, model: ModuleModel, values: Values, seen: frozenset[str] = frozenset()) -> bool:
+    """``node`` is a ``triton.language`` operation whichever way the file binds it: every import its root may come
+    from is in ``triton.language``, and a module-level name bound only by plain assignments is one each value of
+    which is (``if FAST: exp = tldevice.fast_expf`` / ``else: exp = tl.exp``: the compiler reads the global at
+    compile time and finds a Triton operation either way)."""
+    if isinstance(node, ast.Name) and node.id not in seen:
+        assigned = values.get(node.id, [])
+        if assigned and all(v is not None for v in assigned) and model.binding_counts.get(node.id) == len(assigned):
+            return all(_triton_op(v, model, values, seen | {node.id}) for v in assigned if v is not None)
+    paths = _import_paths(node, model)
+    return bool(paths) and all(p.startswith(_TRITON_OPS) for p in paths)
+
+
 class _Judge:
     """What one kernel's names are (:func:`check_kernel_body`), and whether a node of its body compiles."""
 
@@ -156,6 +194,11 @@ class _Judge:
                         v is not None and self.compile_time(v) for v in found):
                     self.constant.add(name)
                     changed = True
+
+    def triton_op(self, func: ast.expr) -> bool:
+        """``func`` is a Triton operation (:func:`_triton_op`), not a local of the kernel that shadows one."""
+        return not (isinstance(func, ast.Name) and func.id in self.local) and _triton_op(func, self.model,
+                                                                                          self.module_values)
 
     # -- names ------------------------------------------------------------------------------------------------
     def name_allowed(self, node: ast.Name) -> bool:
@@ -209,8 +252,7 @@ class _Judge:
         if isinstance(node, ast.Name):
             return node.id in self.local and node.id not in self.constexpr_params
         if isinstance(node, ast.Call):
-            target = resolve(node.func, self.model.aliases) or ""
-            if target.startswith(_TRITON_OPS) or isinstance(node.func, ast.Name) and node.func.id in self.jit_names:
+            if self.triton_op(node.func) or isinstance(node.func, ast.Name) and node.func.id in self.jit_names:
                 return True
             return isinstance(node.func, ast.Attribute) and node.func.attr in _block_methods() and \
                 self.block(node.func.value)
@@ -255,7 +297,7 @@ class _Judge:
         func, model = node.func, self.model
         target = resolve(func, model.aliases)
         arguments = [*node.args, *(k.value for k in node.keywords)]
-        if target is not None and target.startswith(_TRITON_OPS):
+        if self.triton_op(func):  # by import or a module-level alias of one (exp = tl.exp)
             return None
         if isinstance(func, ast.Name) and func.id in self.jit_names:
             return None

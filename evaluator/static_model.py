@@ -21,6 +21,8 @@ from evaluator.static_uses import binding_counts, parent_map
 CUDA_COMPILE = "kernelevo.cuda.compile"
 LOAD_INLINE = "torch.utils.cpp_extension.load_inline"
 TRITON_JIT = "triton.jit"
+# Triton's launch wrappers, applied to a jit kernel by a call as by a decorator (``k = triton.heuristics({...})(k)``)
+TRITON_WRAPPERS = frozenset({"triton.heuristics", "triton.autotune"})
 AUTOGRAD_FUNCTION = "torch.autograd.Function"
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda  # named lambdas count as functions
@@ -221,6 +223,10 @@ def _kernel_of(model: ModuleModel, value: ast.expr, key: str) -> tuple[str, tupl
         name = _const_arg(value, 0, ("name",)) or key
         _add_kernel(model, name, "load_inline")
         return "extension", (name,)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Call) and \
+            _call_name(value.func, model.aliases) in TRITON_WRAPPERS and len(value.args) == 1:
+        ref = binding_key(value.args[0])  # k = triton.heuristics({...})(k): launched as the kernel it wraps
+        return ("launchable", model.launchables[ref]) if ref in model.launchables else None
     if called in WRAP_TRITON and isinstance(value, ast.Call) and value.args:
         ref = binding_key(value.args[0])
         return ("launchable", model.launchables[ref]) if ref in model.launchables else None
@@ -284,7 +290,8 @@ def build_model(tree: ast.Module) -> ModuleModel:
         if handed is None or not isinstance(node, ast.Call):
             continue
         if not isinstance(handed, ast.Name) or handed.id not in defs or \
-                counts.get(handed.id) != len(defs[handed.id]) + _rebinds_itself(node, handed.id, model.parents) or \
+                counts.get(handed.id) != len(defs[handed.id]) + _rebinds_itself(node, handed.id, model.parents) \
+                + _rewraps_after(tree, node, handed.id, model) or \
                 any(getattr(d, "decorator_list", None) for d in defs[handed.id]):
             # triton.jit(*[k]), triton.jit(table[0]), triton.jit(wraps(a)(k)), a name also bound otherwise
             # (k = other; triton.jit(k)) or a decorated def (@swap def k: the name holds what swap returned): the
@@ -333,6 +340,27 @@ def _rebinds_itself(call: ast.Call, name: str, parents: dict[int, ast.AST]) -> i
     up = parents.get(id(call))
     return int(isinstance(up, ast.Assign) and up.value is call and len(up.targets) == 1
                and isinstance(up.targets[0], ast.Name) and up.targets[0].id == name)
+
+
+def _wrapper_rebind(stmt: ast.stmt, name: str, aliases: dict[str, str]) -> bool:
+    """``stmt`` is ``name = triton.heuristics(...)(name)`` or ``name = triton.autotune(...)(name)``."""
+    value = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Call) and \
+        _call_name(value.func, aliases) in TRITON_WRAPPERS and len(value.args) == 1 and not value.keywords and \
+        isinstance(value.args[0], ast.Name) and value.args[0].id == name and isinstance(stmt, ast.Assign) and \
+        isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name
+
+
+def _rewraps_after(tree: ast.Module, call: ast.Call, name: str, model: ModuleModel) -> int:
+    """How many module-level ``name = triton.heuristics(...)(name)`` / ``triton.autotune(...)(name)`` follow the
+    module-level statement ``name = triton.jit(name)`` holding ``call`` (unsloth's way of stacking Triton's
+    decorators): each wraps the jit kernel, never the def the checker judges. 0 when ``call`` is not such a
+    statement's whole value."""
+    up = model.parents.get(id(call))
+    if not _rebinds_itself(call, name, model.parents) or up not in tree.body:
+        return 0
+    later = tree.body[tree.body.index(up) + 1:]  # type: ignore[arg-type]
+    return sum(_wrapper_rebind(stmt, name, model.aliases) for stmt in later)
 
 
 def _jit_argument(node: ast.Call, aliases: dict[str, str]) -> ast.expr | None:

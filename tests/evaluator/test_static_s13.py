@@ -241,6 +241,31 @@ def test_triton_jit_of_a_name_bound_otherwise_too_is_refused():
     assert _rules(rebound) == set()  # k = triton.jit(k): its own binding
 
 
+HEURISTICS = "body = triton.heuristics({'EVEN': lambda args: args['n'] % 1024 == 0})(body)"
+AUTOTUNE = "body = triton.autotune(configs=[triton.Config({}, num_warps=4)], key=['n'])(body)"
+
+
+@pytest.mark.parametrize("wraps", [[HEURISTICS], [HEURISTICS, AUTOTUNE]])
+def test_triton_wrappers_applied_by_call_after_the_jit_rebind_pass(wraps):
+    """unsloth's way of stacking Triton's decorators: ``k = triton.jit(k)`` then ``k = triton.heuristics(...)(k)``."""
+    source = make(module=KERNEL.format(bind="\n".join(["body = triton.jit(body)", *wraps])),
+                  body="body[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert _rules(source) == set()
+    judged = source.replace("tl.store(out_ptr", "v = float(n)\n    tl.store(out_ptr")
+    assert "cuda-source" in _rules(judged)  # the wrapped kernel's body is still judged
+
+
+@pytest.mark.parametrize("bind", [
+    f"{HEURISTICS}\nbody = triton.jit(body)",  # wrapped before jit: triton.jit is handed the wrapper
+    "body = triton.jit(body)\nbody = swap(body)",  # another rebind: the launched object may be anything
+    f"body = triton.jit(body)\n\n\ndef later():\n    global body\n    {HEURISTICS}",  # not module-level
+])
+def test_other_rebinds_of_a_jit_kernel_are_refused(bind):
+    source = make(module="def swap(f):\n    return f\n\n" + KERNEL.format(bind=bind),
+                  body="body[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert "cuda-source" in _rules(source)
+
+
 def test_a_kernel_may_use_only_names_the_file_defines():
     module = '''
 @triton.jit

@@ -1,0 +1,97 @@
+"""Honest kernel bodies in the style of public Triton code must pass the kernel-body allow-list
+(``evaluator.static_kernel_body``): each line below is a form real libraries write, restated in our own words. The
+rule that lets a form through is pinned by its refused twin, a form that would run host Python instead."""
+
+from __future__ import annotations
+
+import pytest
+from test_static_check import make
+
+from evaluator.static_check import check_source
+
+KERNEL = '''
+import math
+
+{module}
+
+
+@triton.jit
+def combine(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr, FLAG: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+{body}
+    tl.store(out_ptr + offs, v, mask=offs < n)
+'''
+
+
+def _findings(body: str, module: str = "") -> list[str]:
+    """The kernel-body findings for ``rows`` with ``body`` spliced in and ``module`` at module level."""
+    source = make(module=KERNEL.format(module=module, body="\n".join("    " + line for line in body.splitlines())),
+                  body="rows[(1,)](x, out, x.numel(), BLOCK=1024, FLAG=True)")
+    return [v.message for v in check_source(source, "cand.py").violations
+            if v.rule == "cuda-source" and "kernel `rows`" in v.message]
+
+
+# -- a module-level alias of a Triton operation, bound in each branch of an ``if`` or ``try`` -------------------------
+
+BRANCH_ALIAS = "USE_EXP2 = False\nif USE_EXP2:\n    fexp = tl.math.exp2\nelse:\n    fexp = tl.exp\n"
+TRY_ALIAS = ("try:\n    from triton.language.extra.libdevice import tanh\n"
+             "except ImportError:\n    from triton.language.extra.cuda.libdevice import tanh\n")
+LIBDEVICE_ALIAS = ("from triton.language.extra import libdevice\n\nif USE_LIB:\n    th = libdevice.tanh\nelse:\n"
+                   "    th = tl.math.tanh\n")
+
+
+@pytest.mark.parametrize(("module", "body"), [
+    (BRANCH_ALIAS, "v = fexp(v)"),
+    (BRANCH_ALIAS, "v = fexp(v - tl.max(v, axis=0)).to(tl.float32)"),  # its result is a block: its methods compile
+    (TRY_ALIAS, "v = tanh(v)"),
+    ("USE_LIB = True\n" + LIBDEVICE_ALIAS, "v = th(v * 0.5)"),
+    ("fexp = tl.exp", "v = fexp(v)"),
+])
+def test_an_alias_of_a_triton_operation_passes(module, body):
+    assert _findings(body, module) == []
+
+
+@pytest.mark.parametrize(("module", "body"), [
+    ("if True:\n    fexp = tl.exp\nelse:\n    fexp = math.exp\n", "v = fexp(v)"),  # one branch runs host Python
+    ("try:\n    from triton.language.extra.absent import tanh\nexcept ImportError:\n    from math import tanh\n",
+     "v = tanh(v)"),
+    ("try:\n    import triton.language.absent as lib\nexcept ImportError:\n    import math as lib\n",
+     "v = lib.tanh(v)"),
+    ("try:\n    import triton.language.absent as lib\nexcept ImportError:\n    import math as lib\nth = lib.tanh\n",
+     "v = th(v)"),
+    (BRANCH_ALIAS + "\ndef swap():\n    global fexp\n    fexp = print\n", "v = fexp(v)"),  # rebound elsewhere
+    (BRANCH_ALIAS, "fexp = math.exp\nv = fexp(v)"),  # the kernel's own local shadows the alias
+])
+def test_an_alias_that_may_be_host_python_is_refused(module, body):
+    assert _findings(body, module), (module, body)
+
+
+# -- forms of tutorial and library kernels (attention, persistent matmul, scans, norms) ------------------------------
+
+@pytest.mark.parametrize("body", [
+    "i = tl.program_id(0).to(tl.int64)\nv = v + i.to(tl.float32)",
+    "lo, hi = 0, n\nfor s in tl.range(lo, hi, BLOCK, num_stages=2, flatten=True):\n    v += 1.0",
+    "for i in tl.static_range(2):\n    v = v * 2.0",
+    "w = tl.join(v, v).permute(1, 0).reshape([2 * BLOCK])\nv = v + tl.sum(w, axis=0)",
+    "a, b = tl.split(tl.reshape(tl.join(v, v), (BLOCK, 2)))\nv = a + b",
+    "order: tl.constexpr = (0,) if FLAG else (0,)\n"
+    "p = tl.make_block_ptr(base=x_ptr, shape=(n,), strides=(1,), offsets=(0,), block_shape=(BLOCK,), order=order)\n"
+    "v = tl.load(p, boundary_check=(0,))\np = tl.advance(p, (BLOCK,))",
+    "d = tl.make_tensor_descriptor(x_ptr, shape=[n], strides=[1], block_shape=[BLOCK])\nv = d.load([0])\n"
+    "d.store([0], v)",
+    "v = tl.associative_scan(v, axis=0, combine_fn=combine)",
+    "m = float('-inf')\nm = tl.maximum(m, tl.max(v, 0))\nv = tl.math.exp2((v - m) * 1.4426950408889634)",
+    "v = tl.where(v >= 0, v + 1.0, tl.exp(tl.minimum(v, 0.0))).to(out_ptr.dtype.element_ty)",
+    "eps = tl.full((), 1e-6, tl.float32)\nv = v * tl.math.rsqrt(tl.sum(v * v, axis=0) / BLOCK + eps)",
+    "if out_ptr.dtype.element_ty == tl.float16:\n    v = v.to(tl.float16)",
+    "tl.static_assert(BLOCK % 16 == 0)\ntl.debug_barrier()",
+    "w = tl.cumsum(v, axis=0, reverse=True)\nv = -w + tl.sum(v, 0)[None] + v",
+])
+def test_library_kernel_forms_pass(body):
+    assert _findings(body) == []
