@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Callable
+from typing import cast
 
 from evaluator.static_model import ModuleModel, bound_names, const_getattr, resolve, scope_bindings
 
@@ -50,6 +51,11 @@ def check_kernel_bodies(tree: ast.Module, kernels: list[ast.FunctionDef | ast.As
     jit_names = {fn.name for fn in kernels} | set(model.jit_kernels)
     module_values = _module_values(tree, model)  # once per file: what each module-level name is bound to
     for kernel in kernels:
+        for default in [*kernel.args.defaults, *(d for d in kernel.args.kw_defaults if d is not None)]:
+            if not _immutable(default, model, module_values):
+                report("cuda-source", default, f"kernel `{kernel.name}` gives a parameter the default "
+                       f"`{ast.unparse(default)}`, which is not a literal or an immutable constant (a default object "
+                       "reaches the interpreted kernel unchecked): default to a number, string, None or dtype")
         judge = _Judge(kernel, model, jit_names, module_values)
         for node in (n for stmt in kernel.body for n in ast.walk(stmt)):  # the body: decorators run on the host
             why = judge.node(node)
@@ -182,8 +188,9 @@ class _Judge:
         self.constexpr_params = {a.arg for a in args if a.annotation is not None
                                  and resolve(a.annotation, model.aliases) == _CONSTEXPR}
         self.local = bound_names(kernel)  # parameters and every binding form of the kernel's own scope
+        self.sites = scope_bindings(kernel)
         values: Values = {}
-        for name, site in scope_bindings(kernel):  # a plain ``name = value``, or None: a loop, capture, import...
+        for name, site in self.sites:  # a plain ``name = value``, or None: a loop, capture, import...
             values.setdefault(name, []).append(_assigned(site, model))
         self.constant = {p for p in self.constexpr_params if len(values.get(p, [])) == 1}  # the parameter alone
         changed = True
@@ -194,6 +201,57 @@ class _Judge:
                         v is not None and self.compile_time(v) for v in found):
                     self.constant.add(name)
                     changed = True
+        self.blocks: set[str] = set()  # filled below; block() reads it while the set is found
+        self.blocks = self._block_names(args)
+
+    def _block_names(self, args: list[ast.arg]) -> set[str]:
+        """The kernel's names that hold values of its program wherever they are bound (the largest such set, so
+        that ``acc = acc + x`` keeps ``acc`` a block): a parameter that is not a constexpr, a plain assignment, an
+        unpacking or a walrus of a block, a loop over ``range``/``tl.range``/``tl.static_range``. A name bound
+        otherwise (``ops = OPS`` of a constexpr, a ``global``, an import, a handler) is no block: its methods are
+        Python the interpreter would run."""
+        params = {a.arg for a in args}
+        blocks = {name for name, _ in self.sites}
+        changed = True
+        while changed:
+            changed = False
+            self.blocks = blocks
+            for name, site in self.sites:
+                if name in blocks and not self._binds_block(name, site, params):
+                    blocks.discard(name)
+                    changed = True
+        return blocks
+
+    def _binds_block(self, name: str, site: ast.AST, params: set[str]) -> bool:
+        if isinstance(site, ast.arg):
+            return name in params and name not in self.constexpr_params
+        if not isinstance(site, ast.Name):
+            return False
+        up, target = self.model.parents.get(id(site)), cast(ast.expr, site)
+        while isinstance(up, ast.Tuple | ast.List | ast.Starred):  # a, b = tl.split(x): unpacking a block
+            target, up = up, self.model.parents.get(id(up))
+        if isinstance(up, ast.AugAssign):
+            return True  # acc += x: the name's other bindings decide
+        if isinstance(up, ast.Assign | ast.AnnAssign | ast.NamedExpr) and up.value is not None:
+            value = up.value
+            if isinstance(value, ast.Tuple) and isinstance(target, ast.Tuple) and target is not site and \
+                    len(value.elts) == len(target.elts) and not any(isinstance(e, ast.Starred) for e in target.elts):
+                index = next(i for i, e in enumerate(target.elts) if site is e or site in ast.walk(e))
+                return self._holds_block(value.elts[index])
+            return self.block(value) or target is site and self._holds_block(value)
+        if isinstance(up, ast.For):
+            iterator = up.iter
+            return isinstance(iterator, ast.Call) and (
+                isinstance(iterator.func, ast.Name) and iterator.func.id == "range"
+                and "range" not in self.model.binding_counts
+                or resolve(iterator.func, self.model.aliases) in ("triton.language.range",
+                                                                   "triton.language.static_range"))
+        return False
+
+    def _holds_block(self, value: ast.expr) -> bool:
+        """A value a name may hold and still count as the program's: a block, or a number made at compile time
+        (``acc = 0.0`` before ``acc += tl.sum(x)``), never a constexpr handed on as it is (``ops = OPS``)."""
+        return self.block(value) or self.compile_time(value) and not _bare_host(value)
 
     def triton_op(self, func: ast.expr) -> bool:
         """``func`` is a Triton operation (:func:`_triton_op`), not a local of the kernel that shadows one."""
@@ -250,13 +308,15 @@ class _Judge:
         """``node`` is a value of the kernel's program (a block, or its dtype): a parameter or local that is not a
         constexpr, a Triton operation's or jit function's result, or built from those."""
         if isinstance(node, ast.Name):
-            return node.id in self.local and node.id not in self.constexpr_params
+            return node.id in self.blocks
         if isinstance(node, ast.Call):
             if self.triton_op(node.func) or isinstance(node.func, ast.Name) and node.func.id in self.jit_names:
                 return True
             return isinstance(node.func, ast.Attribute) and node.func.attr in _block_methods() and \
                 self.block(node.func.value)
         if isinstance(node, ast.Attribute):
+            if (resolve(node, self.model.aliases) or "").startswith(_TRITON_OPS):
+                return True  # tl.float32: a Triton dtype
             return (node.attr in _block_methods() or node.attr in _COMPILE_TIME_ATTRS) and self.block(node.value)
         if isinstance(node, ast.Subscript):
             return self.block(node.value)
@@ -269,6 +329,27 @@ class _Judge:
         if isinstance(node, ast.IfExp):  # (a if FLAG else b).to(...): FLAG is a constexpr, each branch a block
             return self.block(node.body) and self.block(node.orelse)
         return False
+
+    def function_slot(self, node: ast.Call, target: str, method: bool) -> str | None:
+        """Why the function a Triton operation calls back (``tl.reduce``'s ``combine_fn``, ``tl.map_elementwise``'s
+        ``scalar_fn``) is not one Triton compiles (None: it is a jit function of the file or a Triton operation).
+        The interpreter calls it in Python on every element, so a host object there would run over the values."""
+        slot = _FUNCTION_SLOTS.get(target)
+        if slot is None:
+            return None
+        position, keyword = slot
+        position -= int(method)  # x.reduce(axis, fn): the block is the receiver
+        given = [k.value for k in node.keywords if k.arg == keyword] or node.args[position:position + 1]
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return f"calls `{ast.unparse(node.func)}` with unpacked arguments (name its {keyword} plainly)"
+        for fn in given:
+            if isinstance(fn, ast.Name) and fn.id in self.jit_names and fn.id not in self.local:
+                continue
+            if isinstance(fn, ast.Attribute | ast.Name) and self.triton_op(fn):
+                continue
+            return (f"hands `{ast.unparse(fn)}` to `{ast.unparse(node.func)}` as its {keyword}, which is neither a "
+                    "@triton.jit function of the file nor a Triton operation")
+        return None
 
     # -- nodes ------------------------------------------------------------------------------------------------
     def node(self, node: ast.AST) -> str | None:
@@ -284,6 +365,9 @@ class _Judge:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and _is_text(node.left) and \
                 not _in_message(node, model):
             return "formats a string with % outside a message"
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            return (f"declares `{', '.join(node.names)}` {type(node).__name__.lower()} (Triton compiles no such "
+                    "declaration; a kernel reads module-level constants by name)")
         if isinstance(node, ast.Attribute | ast.Subscript) and not isinstance(node.ctx, ast.Load):
             return f"stores into `{ast.unparse(node)}` (a kernel writes memory with tl.store, not Python objects)"
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and not self.name_allowed(node):
@@ -298,7 +382,7 @@ class _Judge:
         target = resolve(func, model.aliases)
         arguments = [*node.args, *(k.value for k in node.keywords)]
         if self.triton_op(func):  # by import or a module-level alias of one (exp = tl.exp)
-            return None
+            return self.function_slot(node, target or "", method=False)
         if isinstance(func, ast.Name) and func.id in self.jit_names:
             return None
         if isinstance(func, ast.Name) and func.id in _ALLOWED_BUILTINS and func.id not in model.binding_counts:
@@ -313,7 +397,8 @@ class _Judge:
             return None
         if isinstance(func, ast.Attribute) and target is None:
             if func.attr in _block_methods() and self.block(func.value):
-                return None  # a block's method: x.to(...), tl.program_id(0).to(...), (a + b).sum(...)
+                # a block's method: x.to(...), tl.program_id(0).to(...), (a + b).sum(...)
+                return self.function_slot(node, f"triton.language.{func.attr}", method=True)
             return (f"calls `{ast.unparse(func)}`, which is no method of a block (Triton compiles the methods of its "
                     "own values only)")
         if all(self.compile_time(a) for a in arguments) and (target or "").startswith(_HOST_MODULES):
@@ -323,6 +408,20 @@ class _Judge:
                     "by a constexpr string, `if ACT == \"gelu\": v = gelu(v)`, or call the jit function by name)")
         return (f"calls `{ast.unparse(func)}`, which Triton runs only at compile time on tl.constexpr values "
                 "(math.*, triton.cdiv...)")
+
+
+def _bare_host(node: ast.AST) -> bool:
+    """``node`` hands a value on unchanged (``OPS if C else OPS``, ``(OPS, 1)[0]``): no arithmetic made it."""
+    if isinstance(node, ast.IfExp):
+        return _bare_host(node.body) or _bare_host(node.orelse)
+    if isinstance(node, ast.BoolOp):
+        return any(_bare_host(v) for v in node.values)
+    return isinstance(node, ast.Name | ast.Subscript | ast.Tuple | ast.Attribute)
+
+
+# Triton operations that call a function back on every element (position counting the block, keyword)
+_FUNCTION_SLOTS = {"triton.language.reduce": (2, "combine_fn"), "triton.language.associative_scan": (2, "combine_fn"),
+                   "triton.language.map_elementwise": (0, "scalar_fn")}
 
 
 def _root(node: ast.AST) -> ast.AST:

@@ -359,7 +359,7 @@ def _rewraps_after(tree: ast.Module, call: ast.Call, name: str, model: ModuleMod
     up = model.parents.get(id(call))
     if not _rebinds_itself(call, name, model.parents) or up not in tree.body:
         return 0
-    later = tree.body[tree.body.index(up) + 1:]  # type: ignore[arg-type]
+    later = tree.body[tree.body.index(up) + 1:]
     return sum(_wrapper_rebind(stmt, name, model.aliases) for stmt in later)
 
 

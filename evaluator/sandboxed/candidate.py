@@ -487,6 +487,11 @@ class CandidateRunner:
         if self.host.violations:
             raise Rejection("cheat_suspected", f"during {where}: {self.host.violations[0]} moves tensor data to the "
                                                "host; the kernels must do the math")
+        if self.launches.host_arguments:
+            raise Rejection("cheat_suspected", f"during {where}: {self.launches.host_arguments[0]}: under the "
+                                               "interpreter a Python object in a kernel runs host code over the "
+                                               "block's values; hand kernels tensors, numbers, strings, dtypes, jit "
+                                               "functions and tuples of them")
         changed = self._changed(self.attrs_before, self._snapshot())
         if changed:
             raise Rejection("cheat_suspected", f"during {where}: the candidate changed {', '.join(changed[:5])}")

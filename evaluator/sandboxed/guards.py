@@ -20,6 +20,7 @@ import signal
 import sys
 import sysconfig
 import threading
+import types
 from collections.abc import Callable
 from pathlib import Path
 from types import CodeType, FrameType, MappingProxyType, ModuleType
@@ -238,6 +239,7 @@ class LaunchCounter:
         self.resources: dict[str, dict[str, int]] = {}  # kernel name -> registers, spills, shared memory
         self.programs = 0  # programs the Triton interpreter ran (CPU): a launch on an empty grid runs none
         self.launching = 0  # launches in progress (programs are counted only inside one)
+        self.host_arguments: list[str] = []  # interpreted launches handed a Python object (see kernel_argument_kind)
         self.interpreted = False
         self._installed = False
 
@@ -253,6 +255,7 @@ class LaunchCounter:
             self._wrap_method(cls, "run")
         if interpreted:
             self._count_interpreted_programs()
+            self._check_interpreted_arguments()
         try:
             import kernelevo.cuda as kcuda
 
@@ -302,6 +305,41 @@ class LaunchCounter:
         self.interpreted = True
         _pin_interpreted_sources()
 
+    def _check_interpreted_arguments(self) -> None:
+        """Under the interpreter, refuse a launch whose arguments (defaults included) are anything a compiled
+        kernel could not be handed: the interpreter passes any other Python object into the kernel unchanged, where
+        its methods (``obj.softmax(block)``) or a ``tl.reduce`` combine function would run host Python over the
+        block's values. A GPU build refuses such arguments itself."""
+        try:
+            from triton.runtime.interpreter import GridExecutor
+        except Exception:  # no Triton, or one without the interpreter
+            return
+        original = GridExecutor.__dict__.get("__call__")
+        if original is None:
+            return
+        counter = self
+
+        def checked(self_: Any, *args: Any, **kwargs: Any) -> Any:
+            fn: Any = getattr(self_, "fn", None)
+            constexprs = set(getattr(self_, "constexprs", ()))
+            try:
+                spec = inspect.getfullargspec(fn)  # as the interpreter does: unknown keywords are dropped
+                named = {k: v for k, v in kwargs.items() if k in spec.args or k in spec.kwonlyargs}
+                bound = inspect.getcallargs(fn, *args, **named)
+            except TypeError:  # the interpreter reports a wrong call itself
+                return original(self_, *args, **kwargs)
+            for name, value in bound.items():
+                why = kernel_argument_refusal(value, name in constexprs)
+                if why:
+                    kernel = getattr(fn, "__name__", "kernel")
+                    counter.host_arguments.append(f"kernel `{kernel}` launched with `{name}` = {why}")
+                    raise PermissionError(f"kernelevo verifier: kernel `{kernel}` was handed `{name}` = {why}; a "
+                                          "Triton kernel takes tensors, numbers, strings, dtypes, jit functions "
+                                          "and tuples of them")
+            return original(self_, *args, **kwargs)
+
+        GridExecutor.__call__ = _disguised(checked, original)
+
     def work_since(self, launches: int, programs: int) -> bool:
         """Whether a kernel did work since the counters read ``launches`` and ``programs``: under the interpreter
         some program must have run (a launch on an empty grid runs none); on a GPU some launch was made (the
@@ -350,6 +388,54 @@ class LaunchCounter:
                 return call
 
         return _Counted()
+
+
+_KERNEL_SCALARS = (bool, int, float, str, type(None))
+
+
+def kernel_argument_refusal(value: Any, constexpr: bool, depth: int = 0) -> str | None:
+    """Why ``value`` may not be handed to a kernel run by Triton's interpreter (None: it may). A kernel takes what
+    a compiled one could be handed: numbers, strings and None of exactly the builtin types (a subclass carries
+    methods of its own), torch and Triton dtypes, ``tl.constexpr`` of those, the file's jit functions, tuples of
+    those, and for a parameter that is not a constexpr a tensor or tensor descriptor, which the interpreter turns
+    into a pointer or a descriptor of its own before the kernel sees it. Pure."""
+    kind = type(value)
+    if kind in _KERNEL_SCALARS or isinstance(value, torch.dtype) or kind in _jit_classes():
+        return None
+    if isinstance(value, tuple) and depth < 8:
+        return next((why for v in value if (why := kernel_argument_refusal(v, constexpr, depth + 1))), None)
+    module = getattr(kind, "__module__", "") or ""
+    if module.startswith("triton.language") and kind.__name__ == "constexpr" and depth < 8:
+        return kernel_argument_refusal(getattr(value, "value", None), constexpr, depth + 1)
+    if module.startswith("triton.language") and _is_triton_dtype(value):
+        return None
+    if kind is types.FunctionType and _triton_operation(value):
+        return None  # one of Triton's own operations (tl.exp as a constexpr): the interpreter runs it on blocks
+    if not constexpr and (isinstance(value, torch.Tensor) or hasattr(value, "data_ptr")
+                          or module.startswith("triton.tools.tensor_descriptor")):
+        return None  # replaced by a pointer (or the interpreter's descriptor) before the kernel runs
+    return f"a `{kind.__name__}` object"
+
+
+@functools.cache
+def _jit_classes() -> tuple[type, ...]:
+    return tuple(_triton_function_classes())
+
+
+def _triton_operation(fn: Any) -> bool:
+    """``fn`` is the function a ``triton.language`` module holds under its name (not one that only says so in
+    its ``__module__``)."""
+    home = str(getattr(fn, "__module__", "") or "")
+    module = sys.modules.get(home) if home.startswith("triton.language") else None
+    return module is not None and getattr(module, str(getattr(fn, "__name__", "")), None) is fn
+
+
+def _is_triton_dtype(value: Any) -> bool:
+    try:
+        import triton.language as tl
+    except Exception:
+        return False
+    return isinstance(value, tl.dtype)
 
 
 def _pin_interpreted_sources() -> None:

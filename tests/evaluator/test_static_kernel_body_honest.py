@@ -95,3 +95,50 @@ def test_an_alias_that_may_be_host_python_is_refused(module, body):
 ])
 def test_library_kernel_forms_pass(body):
     assert _findings(body) == []
+
+
+# -- what holds a value of the program: only names every binding of which is one --------------------------------------
+
+@pytest.mark.parametrize("body", [
+    "acc = 0.0\nacc += tl.sum(v, axis=0)\nv = v * acc.to(tl.float32)",  # a literal start, then blocks
+    "a, b = tl.split(tl.reshape(tl.join(v, v), (BLOCK, 2)))\nv = (a + b).to(tl.float32)",
+    "for i in tl.range(0, 2):\n    v = v + i.to(tl.float32)",
+    "v = tl.reduce(v, 0, combine)\nv = v.reduce(0, combine)",  # a jit function as the combine function
+    "v = tl.associative_scan(v, axis=0, combine_fn=tl.maximum) if FLAG else v",
+    "dt = tl.float32 if FLAG else tl.float16\nv = v.to(dt)",
+    "if (w := tl.max(v, axis=0)) > 0:\n    v = v / w.to(tl.float32)",
+])
+def test_values_of_the_program_keep_their_methods(body):
+    assert _findings(body) == []
+
+
+@pytest.mark.parametrize("module", [
+    "", "EPS = 1e-6",
+])
+def test_literal_parameter_defaults_pass(module):
+    defaults = "FLAG: tl.constexpr, eps=1e-6, DT: tl.constexpr = tl.float32, ACT: tl.constexpr = None):"
+    source = make(module=KERNEL.format(module=module, body="").replace("FLAG: tl.constexpr):", defaults),
+        body="rows[(1,)](x, out, x.numel(), BLOCK=1024, FLAG=True)")
+    assert [v.message for v in check_source(source, "cand.py").violations if "kernel `rows`" in v.message] == []
+
+
+@pytest.mark.parametrize(("module", "body"), [
+    ("", "ops = FLAG\nv = ops.reshape(v)"),  # a constexpr (any Python object a launch hands over) under a new name
+    ("", "ops = FLAG if BLOCK > 1 else FLAG\nv = ops.softmax(v)"),
+    ("", "ops, k = FLAG, 1\nv = ops.sum(v)"),
+    ("STATS = (1.0, 2.0)", "global STATS\nv = v * STATS[0]"),  # Triton compiles no global declaration
+    ("", "v = tl.reduce(v, 0, FLAG)"),  # the interpreter calls the combine function in Python per element
+    ("", "v = v.reduce(0, combine_fn=FLAG)"),
+    ("", "v = tl.associative_scan(v, 0, *(FLAG,))"),
+    ("", "v = tl.map_elementwise(FLAG, v)"),
+])
+def test_python_objects_inside_a_kernel_are_refused(module, body):
+    assert _findings(body, module), (module, body)
+
+
+def test_a_parameter_default_other_than_a_constant_is_refused():
+    module = "class Stats:\n    pass\n\n\nSTATS = Stats()\n"
+    source = make(module=KERNEL.format(module=module, body="").replace("FLAG: tl.constexpr):", "FLAG: tl.constexpr, "
+                                                                       "stats=STATS):"),
+                  body="rows[(1,)](x, out, x.numel(), BLOCK=1024, FLAG=True)")
+    assert any("default" in v.message for v in check_source(source, "cand.py").violations), source
