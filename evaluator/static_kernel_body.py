@@ -50,13 +50,23 @@ def check_kernel_bodies(tree: ast.Module, kernels: list[ast.FunctionDef | ast.As
     """Report (rule ``cuda-source``) what in each kernel's body Triton's compiler would not compile."""
     jit_names = {fn.name for fn in kernels} | set(model.jit_kernels)
     module_values = _module_values(tree, model)  # once per file: what each module-level name is bound to
-    for kernel in kernels:
+    jit_defs = {fn.name: fn for fn in kernels}
+    fed: dict[str, set[str]] = {}  # jit function -> its constexpr parameters some call hands a value of the program
+    changed = True
+    while changed:  # grows only: each round adds a parameter or stops
+        changed = False
+        judges = [_Judge(kernel, model, jit_names, module_values, jit_defs, fed.get(kernel.name, set()))
+                  for kernel in kernels]
+        for callee, param in {pair for judge in judges for pair in judge.program_values_to_constexprs()}:
+            if param not in fed.setdefault(callee, set()):
+                fed[callee].add(param)
+                changed = True
+    for kernel, judge in zip(kernels, judges, strict=True):
         for default in [*kernel.args.defaults, *(d for d in kernel.args.kw_defaults if d is not None)]:
             if not _immutable(default, model, module_values):
                 report("cuda-source", default, f"kernel `{kernel.name}` gives a parameter the default "
                        f"`{ast.unparse(default)}`, which is not a literal or an immutable constant (a default object "
                        "reaches the interpreted kernel unchecked): default to a number, string, None or dtype")
-        judge = _Judge(kernel, model, jit_names, module_values)
         for node in (n for stmt in kernel.body for n in ast.walk(stmt)):  # the body: decorators run on the host
             why = judge.node(node)
             if why:
@@ -69,14 +79,17 @@ def _is_text(node: ast.AST) -> bool:
 
 
 def _in_message(node: ast.AST, model: ModuleModel) -> bool:
+    """``node`` (a formatted string) is itself a message: an argument of a message call or an ``assert``'s message,
+    possibly inside other formatted strings or ``+`` of strings, never bound to a name (``(t := f"{x}")``) or handed
+    to anything else on the way (the block's text would leave the message)."""
     up = model.parents.get(id(node))
-    while up is not None and not isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef):
-        if isinstance(up, ast.Assert):
-            return True
-        if isinstance(up, ast.Call):
-            target = resolve(up.func, model.aliases) or (up.func.id if isinstance(up.func, ast.Name) else "")
-            return target in _MESSAGE_CALLS
+    while isinstance(up, ast.JoinedStr | ast.FormattedValue | ast.BinOp | ast.keyword):
         up = model.parents.get(id(up))
+    if isinstance(up, ast.Assert):
+        return True
+    if isinstance(up, ast.Call):
+        target = resolve(up.func, model.aliases) or (up.func.id if isinstance(up.func, ast.Name) else "")
+        return target in _MESSAGE_CALLS
     return False
 
 
@@ -105,6 +118,10 @@ def _immutable(node: ast.AST, model: ModuleModel, values: Values, seen: frozense
         return all(_immutable(e, model, values, seen) for e in node.elts)
     if isinstance(node, ast.UnaryOp):
         return _immutable(node.operand, model, values, seen)
+    if isinstance(node, ast.IfExp):
+        return all(_immutable(n, model, values, seen) for n in (node.test, node.body, node.orelse))
+    if isinstance(node, ast.Compare):
+        return all(_immutable(n, model, values, seen) for n in (node.left, *node.comparators))
     if isinstance(node, ast.BinOp):
         return _immutable(node.left, model, values, seen) and _immutable(node.right, model, values, seen)
     if isinstance(node, ast.Attribute):
@@ -170,6 +187,8 @@ def _triton_op(node: ast.AST, model: ModuleModel, values: Values, seen: frozense
     from is in ``triton.language``, and a module-level name bound only by plain assignments is one each value of
     which is (``if FAST: exp = tldevice.fast_expf`` / ``else: exp = tl.exp``: the compiler reads the global at
     compile time and finds a Triton operation either way)."""
+    if isinstance(node, ast.IfExp):  # exp = tl.exp if FAST else tl.exp2
+        return _triton_op(node.body, model, values, seen) and _triton_op(node.orelse, model, values, seen)
     if isinstance(node, ast.Name) and node.id not in seen:
         assigned = values.get(node.id, [])
         if assigned and all(v is not None for v in assigned) and model.binding_counts.get(node.id) == len(assigned):
@@ -182,8 +201,10 @@ class _Judge:
     """What one kernel's names are (:func:`check_kernel_body`), and whether a node of its body compiles."""
 
     def __init__(self, kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel, jit_names: set[str],
-                 module_values: Values) -> None:
-        self.model, self.jit_names, self.module_values = model, jit_names, module_values
+                 module_values: Values, jit_defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+                 fed: set[str]) -> None:
+        self.model, self.jit_names, self.module_values, self.jit_defs = model, jit_names, module_values, jit_defs
+        self.kernel = kernel
         args = [*kernel.args.posonlyargs, *kernel.args.args, *kernel.args.kwonlyargs]
         self.constexpr_params = {a.arg for a in args if a.annotation is not None
                                  and resolve(a.annotation, model.aliases) == _CONSTEXPR}
@@ -192,7 +213,9 @@ class _Judge:
         values: Values = {}
         for name, site in self.sites:  # a plain ``name = value``, or None: a loop, capture, import...
             values.setdefault(name, []).append(_assigned(site, model))
-        self.constant = {p for p in self.constexpr_params if len(values.get(p, [])) == 1}  # the parameter alone
+        # the parameter alone, and not one another jit function hands a value of the program (Triton's attention
+        # tutorial hands `offs_m` so): Python on it (float, math.*) would run over the block's values
+        self.constant = {p for p in self.constexpr_params if len(values.get(p, [])) == 1 and p not in fed}
         changed = True
         while changed:  # locals every assignment of which is compile-time
             changed = False
@@ -310,14 +333,20 @@ class _Judge:
         if isinstance(node, ast.Name):
             return node.id in self.blocks
         if isinstance(node, ast.Call):
+            if resolve(node.func, self.model.aliases) == _CONSTEXPR:
+                return False  # tl.constexpr(v) holds any Python value
             if self.triton_op(node.func) or isinstance(node.func, ast.Name) and node.func.id in self.jit_names:
                 return True
+            if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and \
+                    node.func.id not in self.model.binding_counts and any(self.block(a) for a in node.args):
+                return True  # min(x, 1.0) compiles to tl.minimum
             return isinstance(node.func, ast.Attribute) and node.func.attr in _block_methods() and \
                 self.block(node.func.value)
         if isinstance(node, ast.Attribute):
             if (resolve(node, self.model.aliases) or "").startswith(_TRITON_OPS):
                 return True  # tl.float32: a Triton dtype
-            return (node.attr in _block_methods() or node.attr in _COMPILE_TIME_ATTRS) and self.block(node.value)
+            return node.attr != "value" and (node.attr in _block_methods() or node.attr in _COMPILE_TIME_ATTRS) \
+                and self.block(node.value)  # .value of a constexpr is any Python value
         if isinstance(node, ast.Subscript):
             return self.block(node.value)
         if isinstance(node, ast.BinOp):
@@ -326,8 +355,9 @@ class _Judge:
             return self.block(node.operand)
         if isinstance(node, ast.Compare):  # (n > 0).to(tl.int32), (a == b).to(tl.float32)
             return self.block(node.left) or any(self.block(c) for c in node.comparators)
-        if isinstance(node, ast.IfExp):  # (a if FLAG else b).to(...): FLAG is a constexpr, each branch a block
-            return self.block(node.body) and self.block(node.orelse)
+        if isinstance(node, ast.IfExp):  # (a if FLAG else 0.0).to(...): each branch holds a block, one is one
+            branches = (node.body, node.orelse)
+            return all(self._holds_block(b) for b in branches) and any(self.block(b) for b in branches)
         return False
 
     def function_slot(self, node: ast.Call, target: str, method: bool) -> str | None:
@@ -349,6 +379,49 @@ class _Judge:
                 continue
             return (f"hands `{ast.unparse(fn)}` to `{ast.unparse(node.func)}` as its {keyword}, which is neither a "
                     "@triton.jit function of the file nor a Triton operation")
+        return None
+
+    def _constexpr_slots(self, node: ast.Call, callee: ast.FunctionDef | ast.AsyncFunctionDef
+                         ) -> list[tuple[str, ast.expr]]:
+        """(parameter, argument) for each ``tl.constexpr`` parameter of ``callee`` that ``node`` hands a value."""
+        params = [*callee.args.posonlyargs, *callee.args.args]
+        given = [(params[i] if i < len(params) else None, a) for i, a in enumerate(node.args)]
+        by_name = {p.arg: p for p in [*params, *callee.args.kwonlyargs]}
+        given += [(by_name.get(k.arg or ""), k.value) for k in node.keywords]
+        return [(p.arg, v) for p, v in given if p is not None and p.annotation is not None
+                and resolve(p.annotation, self.model.aliases) == _CONSTEXPR]
+
+    def _known_at_compile_time(self, value: ast.expr) -> bool:
+        jit_function = isinstance(value, ast.Name) and value.id in self.jit_names and value.id not in self.local
+        return jit_function or self.compile_time(value)
+
+    def program_values_to_constexprs(self) -> list[tuple[str, str]]:
+        """(jit function, constexpr parameter) for each call in this kernel that hands a constexpr parameter of
+        another jit function a value known only when the kernel runs."""
+        out = []
+        for node in (n for stmt in self.kernel.body for n in ast.walk(stmt)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.jit_defs \
+                    and node.func.id not in self.local:
+                callee = self.jit_defs[node.func.id]
+                out += [(callee.name, p) for p, v in self._constexpr_slots(node, callee)
+                        if not self._known_at_compile_time(v)]
+        return out
+
+    def constexpr_arguments(self, node: ast.Call, name: str) -> str | None:
+        """Why a call of the jit function ``name`` hands one of its ``tl.constexpr`` parameters something that is
+        neither a compile-time value here nor a value of the program (None: it does not). Under the interpreter a
+        jit function calls another as plain Python, no launch in between: a constexpr parameter there takes
+        whatever it is handed (a block, which the callee then treats as one, or text or an object laundered
+        through ``tl.constexpr(...).value``, which it must not get)."""
+        callee = self.jit_defs.get(name)
+        if callee is None:
+            return None
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return f"calls its jit function `{name}` with unpacked arguments (hand each argument by name or position)"
+        for param, value in self._constexpr_slots(node, callee):
+            if not (self._known_at_compile_time(value) or self.block(value)):
+                return (f"hands `{ast.unparse(value)}` to the tl.constexpr parameter `{param}` of `{name}`, which is "
+                        "neither a value known when the kernel compiles nor a value of the program")
         return None
 
     # -- nodes ------------------------------------------------------------------------------------------------
@@ -384,7 +457,7 @@ class _Judge:
         if self.triton_op(func):  # by import or a module-level alias of one (exp = tl.exp)
             return self.function_slot(node, target or "", method=False)
         if isinstance(func, ast.Name) and func.id in self.jit_names:
-            return None
+            return self.constexpr_arguments(node, func.id)
         if isinstance(func, ast.Name) and func.id in _ALLOWED_BUILTINS and func.id not in model.binding_counts:
             if func.id == "print":
                 return "calls `print` with keywords (file=, sep=...): use tl.device_print" if node.keywords else None

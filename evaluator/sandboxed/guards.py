@@ -402,14 +402,14 @@ def kernel_argument_refusal(value: Any, constexpr: bool, depth: int = 0) -> str 
     kind = type(value)
     if kind in _KERNEL_SCALARS or isinstance(value, torch.dtype) or kind in _jit_classes():
         return None
-    if isinstance(value, tuple) and depth < 8:
+    if kind is tuple and depth < 8:  # exactly a tuple: the interpreter rebuilds a subclass, methods and all
         return next((why for v in value if (why := kernel_argument_refusal(v, constexpr, depth + 1))), None)
     module = getattr(kind, "__module__", "") or ""
-    if module.startswith("triton.language") and kind.__name__ == "constexpr" and depth < 8:
+    if _triton_own(kind) and kind.__name__ == "constexpr" and depth < 8:
         return kernel_argument_refusal(getattr(value, "value", None), constexpr, depth + 1)
-    if module.startswith("triton.language") and _is_triton_dtype(value):
+    if _triton_own(kind) and _is_triton_dtype(value):
         return None
-    if kind is types.FunctionType and _triton_operation(value):
+    if kind is types.FunctionType and _triton_own(value):
         return None  # one of Triton's own operations (tl.exp as a constexpr): the interpreter runs it on blocks
     if not constexpr and (isinstance(value, torch.Tensor) or hasattr(value, "data_ptr")
                           or module.startswith("triton.tools.tensor_descriptor")):
@@ -422,12 +422,12 @@ def _jit_classes() -> tuple[type, ...]:
     return tuple(_triton_function_classes())
 
 
-def _triton_operation(fn: Any) -> bool:
-    """``fn`` is the function a ``triton.language`` module holds under its name (not one that only says so in
-    its ``__module__``)."""
-    home = str(getattr(fn, "__module__", "") or "")
+def _triton_own(obj: Any) -> bool:
+    """``obj`` (a function or class) is the one a ``triton.language`` module holds under its name, not one that
+    only says so in its ``__module__``."""
+    home = str(getattr(obj, "__module__", "") or "")
     module = sys.modules.get(home) if home.startswith("triton.language") else None
-    return module is not None and getattr(module, str(getattr(fn, "__name__", "")), None) is fn
+    return module is not None and getattr(module, str(getattr(obj, "__name__", "")), None) is obj
 
 
 def _is_triton_dtype(value: Any) -> bool:

@@ -3,6 +3,8 @@ kernel could be handed, nothing that carries Python methods of its own into the 
 
 from __future__ import annotations
 
+import collections
+
 import pytest
 import torch
 import triton
@@ -28,6 +30,14 @@ def _disguised():
 _disguised.__module__ = "triton.language.core"
 
 
+class _Row(tuple):
+    def softmax(self, block):
+        return block
+
+
+_Pair = collections.namedtuple("_Pair", "a b")
+
+
 class _Int(int):
     def softmax(self, block):
         return block
@@ -49,7 +59,7 @@ def test_tensors_pass_only_where_the_interpreter_turns_them_into_pointers():
 
 
 @pytest.mark.parametrize("value", [_Stats(), _Int(3), (1, _Stats()), tl.constexpr(_Stats()), [1, 2], {"a": 1},
-                                   print, len, object(), _disguised])
+                                   print, len, object(), _disguised, _Row(), _Row((1, 2)), _Pair(1, 2)])
 def test_python_objects_are_refused_in_any_slot(value):
     for constexpr in (True, False):
         why = kernel_argument_refusal(value, constexpr=constexpr)
