@@ -51,17 +51,8 @@ def check_kernel_bodies(tree: ast.Module, kernels: list[ast.FunctionDef | ast.As
     jit_names = {fn.name for fn in kernels} | set(model.jit_kernels)
     module_values = _module_values(tree, model)  # once per file: what each module-level name is bound to
     jit_defs = {fn.name: fn for fn in kernels}
-    fed: dict[str, set[str]] = {}  # jit function -> its constexpr parameters some call hands a value of the program
-    changed = True
-    while changed:  # grows only: each round adds a parameter or stops
-        changed = False
-        judges = [_Judge(kernel, model, jit_names, module_values, jit_defs, fed.get(kernel.name, set()))
-                  for kernel in kernels]
-        for callee, param in {pair for judge in judges for pair in judge.program_values_to_constexprs()}:
-            if param not in fed.setdefault(callee, set()):
-                fed[callee].add(param)
-                changed = True
-    for kernel, judge in zip(kernels, judges, strict=True):
+    for kernel in kernels:
+        judge = _Judge(kernel, model, jit_names, module_values, jit_defs)
         for default in [*kernel.args.defaults, *(d for d in kernel.args.kw_defaults if d is not None)]:
             if not _immutable(default, model, module_values):
                 report("cuda-source", default, f"kernel `{kernel.name}` gives a parameter the default "
@@ -201,8 +192,7 @@ class _Judge:
     """What one kernel's names are (:func:`check_kernel_body`), and whether a node of its body compiles."""
 
     def __init__(self, kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel, jit_names: set[str],
-                 module_values: Values, jit_defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
-                 fed: set[str]) -> None:
+                 module_values: Values, jit_defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> None:
         self.model, self.jit_names, self.module_values, self.jit_defs = model, jit_names, module_values, jit_defs
         self.kernel = kernel
         args = [*kernel.args.posonlyargs, *kernel.args.args, *kernel.args.kwonlyargs]
@@ -213,9 +203,17 @@ class _Judge:
         values: Values = {}
         for name, site in self.sites:  # a plain ``name = value``, or None: a loop, capture, import...
             values.setdefault(name, []).append(_assigned(site, model))
-        # the parameter alone, and not one another jit function hands a value of the program (Triton's attention
-        # tutorial hands `offs_m` so): Python on it (float, math.*) would run over the block's values
-        self.constant = {p for p in self.constexpr_params if len(values.get(p, [])) == 1 and p not in fed}
+        self.constant: set[str] = set()
+        self.host_constant: set[str] = set()
+        changed = True
+        while changed:  # locals every assignment of which is known without reading a constexpr parameter
+            changed = False
+            for name, found in values.items():
+                if name not in self.host_constant and name not in self.constexpr_params and all(
+                        v is not None and self.compile_time(v, host=True) for v in found):
+                    self.host_constant.add(name)
+                    changed = True
+        self.constant = {p for p in self.constexpr_params if len(values.get(p, [])) == 1}  # the parameter alone
         changed = True
         while changed:  # locals every assignment of which is compile-time
             changed = False
@@ -292,39 +290,48 @@ class _Judge:
             return True
         return _immutable_global(name, self.model, self.module_values)
 
-    def compile_time(self, node: ast.AST) -> bool:
+    def compile_time(self, node: ast.AST, host: bool = False) -> bool:
+        """``node`` is known when the kernel compiles. ``host``: known without reading a constexpr parameter, the
+        only values Python's own callables (``float``, ``int``, ``bool``, ``math.*``) may be handed: under the
+        interpreter a jit function calls another as plain Python, so a constexpr parameter may hold a block (as
+        Triton's attention tutorial hands one ``offs_m``), which ``float`` would read through the interpreter's
+        ``__index__``; the callers that could hand one are not always found by name."""
+        constant = self.host_constant if host else self.constant
         if isinstance(node, ast.Constant):
             return True
         if isinstance(node, ast.Name):
             if node.id in self.local:
-                return node.id in self.constant
+                return node.id in constant
             return node.id not in self.jit_names and (resolve(node, self.model.aliases) is not None
                                                      or _immutable_global(node.id, self.model, self.module_values))
         if isinstance(node, ast.Attribute):
             if resolve(node, self.model.aliases) is not None:
                 return True  # tl.float32, math.pi
             root = _root(node)
+            if node.attr == "value":  # a constexpr's payload: compile-time only where the constexpr is
+                return isinstance(node.value, ast.Name) and node.value.id in constant
             return node.attr in _COMPILE_TIME_ATTRS and isinstance(root, ast.Name) and root.id in self.local
         if isinstance(node, ast.Subscript):
-            return self.compile_time(node.value) and self.compile_time(node.slice)
+            return self.compile_time(node.value, host) and self.compile_time(node.slice, host)
         if isinstance(node, ast.Tuple):
-            return all(self.compile_time(e) for e in node.elts)
+            return all(self.compile_time(e, host) for e in node.elts)
         if isinstance(node, ast.BinOp):
-            return self.compile_time(node.left) and self.compile_time(node.right)
+            return self.compile_time(node.left, host) and self.compile_time(node.right, host)
         if isinstance(node, ast.UnaryOp):
-            return self.compile_time(node.operand)
+            return self.compile_time(node.operand, host)
         if isinstance(node, ast.BoolOp):
-            return all(self.compile_time(v) for v in node.values)
+            return all(self.compile_time(v, host) for v in node.values)
         if isinstance(node, ast.Compare):
-            return self.compile_time(node.left) and all(self.compile_time(c) for c in node.comparators)
+            return self.compile_time(node.left, host) and all(self.compile_time(c, host) for c in node.comparators)
         if isinstance(node, ast.IfExp):
-            return all(self.compile_time(n) for n in (node.test, node.body, node.orelse))
+            return all(self.compile_time(n, host) for n in (node.test, node.body, node.orelse))
         if isinstance(node, ast.Call):
             target = resolve(node.func, self.model.aliases) or ""
-            host = target == _CONSTEXPR or target.startswith(_HOST_MODULES) or (
+            python = target.startswith(_PYTHON_MODULES) or (
                 isinstance(node.func, ast.Name) and node.func.id in _COMPILE_TIME_BUILTINS
                 and node.func.id not in self.model.binding_counts)
-            return host and not node.keywords and all(self.compile_time(a) for a in node.args)
+            return (target == _CONSTEXPR or python or target.startswith(_HOST_MODULES)) and not node.keywords and all(
+                self.compile_time(a, host or python) for a in node.args)
         return False
 
     def block(self, node: ast.AST) -> bool:
@@ -335,7 +342,8 @@ class _Judge:
         if isinstance(node, ast.Call):
             if resolve(node.func, self.model.aliases) == _CONSTEXPR:
                 return False  # tl.constexpr(v) holds any Python value
-            if self.triton_op(node.func) or isinstance(node.func, ast.Name) and node.func.id in self.jit_names:
+            if self.triton_op(node.func) or isinstance(node.func, ast.Name) and node.func.id in self.jit_names \
+                    and node.func.id not in self.local:
                 return True
             if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and \
                     node.func.id not in self.model.binding_counts and any(self.block(a) for a in node.args):
@@ -395,18 +403,6 @@ class _Judge:
         jit_function = isinstance(value, ast.Name) and value.id in self.jit_names and value.id not in self.local
         return jit_function or self.compile_time(value)
 
-    def program_values_to_constexprs(self) -> list[tuple[str, str]]:
-        """(jit function, constexpr parameter) for each call in this kernel that hands a constexpr parameter of
-        another jit function a value known only when the kernel runs."""
-        out = []
-        for node in (n for stmt in self.kernel.body for n in ast.walk(stmt)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.jit_defs \
-                    and node.func.id not in self.local:
-                callee = self.jit_defs[node.func.id]
-                out += [(callee.name, p) for p, v in self._constexpr_slots(node, callee)
-                        if not self._known_at_compile_time(v)]
-        return out
-
     def constexpr_arguments(self, node: ast.Call, name: str) -> str | None:
         """Why a call of the jit function ``name`` hands one of its ``tl.constexpr`` parameters something that is
         neither a compile-time value here nor a value of the program (None: it does not). Under the interpreter a
@@ -456,7 +452,7 @@ class _Judge:
         arguments = [*node.args, *(k.value for k in node.keywords)]
         if self.triton_op(func):  # by import or a module-level alias of one (exp = tl.exp)
             return self.function_slot(node, target or "", method=False)
-        if isinstance(func, ast.Name) and func.id in self.jit_names:
+        if isinstance(func, ast.Name) and func.id in self.jit_names and func.id not in self.local:
             return self.constexpr_arguments(node, func.id)
         if isinstance(func, ast.Name) and func.id in _ALLOWED_BUILTINS and func.id not in model.binding_counts:
             if func.id == "print":
@@ -465,8 +461,9 @@ class _Judge:
                 return f"calls `{func.id}` with keywords or unpacked arguments (key=, default=, *...)"
             if func.id in ("min", "max") and len(node.args) < 2:
                 return f"calls `{func.id}` on one argument (it would iterate over it): use tl.min / tl.max"
-            if func.id in _COMPILE_TIME_BUILTINS and not all(self.compile_time(a) for a in arguments):
-                return f"calls `{func.id}` on a value known only when the kernel runs"
+            if func.id in _COMPILE_TIME_BUILTINS and not all(self.compile_time(a, host=True) for a in arguments):
+                return (f"calls `{func.id}` on a value known only when the kernel runs (or on a constexpr parameter, "
+                        "which another jit function may hand a block: compute with tl operations instead)")
             return None
         if isinstance(func, ast.Attribute) and target is None:
             if func.attr in _block_methods() and self.block(func.value):
@@ -474,8 +471,12 @@ class _Judge:
                 return self.function_slot(node, f"triton.language.{func.attr}", method=True)
             return (f"calls `{ast.unparse(func)}`, which is no method of a block (Triton compiles the methods of its "
                     "own values only)")
-        if all(self.compile_time(a) for a in arguments) and (target or "").startswith(_HOST_MODULES):
+        python = (target or "").startswith(_PYTHON_MODULES)  # math.*: Python floats, never blocks
+        if all(self.compile_time(a, host=python) for a in arguments) and (target or "").startswith(_HOST_MODULES):
             return None  # math.log2(math.e), triton.cdiv(N, BLOCK): evaluated when the kernel compiles
+        if (target or "").startswith(_HOST_MODULES):
+            return (f"calls `{ast.unparse(func)}` on a value known only when the kernel runs or on a constexpr "
+                    "parameter (another jit function may hand one a block): use tl operations (tl.exp, tl.cdiv...)")
         if isinstance(func, ast.Name) and func.id in self.constexpr_params:
             return (f"calls its constexpr parameter `{func.id}` (a launch may hand it any Python function; choose "
                     "by a constexpr string, `if ACT == \"gelu\": v = gelu(v)`, or call the jit function by name)")
@@ -508,3 +509,4 @@ def _root(node: ast.AST) -> ast.AST:
 _COMPILE_TIME_BUILTINS = frozenset({"float", "int", "bool"})
 _ALLOWED_BUILTINS = frozenset({"range", "len", "min", "max", "print", "isinstance", "getattr"}) | _COMPILE_TIME_BUILTINS
 _HOST_MODULES = ("math.", "triton.cdiv", "triton.next_power_of_2")
+_PYTHON_MODULES = ("math.",)  # what converts its arguments to Python numbers (triton.cdiv of a block stays a block)

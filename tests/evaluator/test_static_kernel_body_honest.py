@@ -26,11 +26,6 @@ def scale(v, WIDTH: tl.constexpr, FN: tl.constexpr):
 
 
 @triton.jit
-def widen(v, K: tl.constexpr):
-    return v * float(K)
-
-
-@triton.jit
 def rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr, FLAG: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     v = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
@@ -123,7 +118,6 @@ def test_library_kernel_forms_pass(body):
     "m = min(v, 1.0)\nv = m.to(tl.float32)",
     "v = scale(v, BLOCK, combine)",  # constexpr parameters of a jit function: compile-time values and jit functions
     "v = scale(v, tl.max(v, 0), combine)",  # ... or a block, as Triton's attention tutorial hands offs_m
-    "v = widen(v, BLOCK)",
 ])
 def test_values_of_the_program_keep_their_methods(body):
     assert _findings(body) == []
@@ -139,6 +133,9 @@ def test_literal_parameter_defaults_pass(module):
     assert [v.message for v in check_source(source, "cand.py").violations if "kernel `rows`" in v.message] == []
 
 
+WIDEN = "@triton.jit\ndef widen(v, K: tl.constexpr):\n    return v * float(K)\n"
+
+
 @pytest.mark.parametrize(("module", "body"), [
     ("", "ops = FLAG\nv = ops.reshape(v)"),  # a constexpr (any Python object a launch hands over) under a new name
     ("", "ops = FLAG if BLOCK > 1 else FLAG\nv = ops.softmax(v)"),
@@ -150,7 +147,9 @@ def test_literal_parameter_defaults_pass(module):
     ("", "v = tl.map_elementwise(FLAG, v)"),
     ("", "v = tl.constexpr(FLAG).value.softmax(v)"),  # tl.constexpr holds any Python value, and so does .value
     ("", "tl.static_assert(True, (t := f'{v}'))\nv = scale(v, t, combine)"),  # a block's text out of its message
-    ("", "v = widen(v, tl.max(v, 0))"),  # then float(K) in widen would run on the block's value
+    (WIDEN, "v = widen(v, BLOCK)"),  # float(K) on a constexpr parameter: another jit function may hand it a block
+    (WIDEN, "v = widen(v, tl.max(v, 0))"),  # ... as here, read through the interpreter's __index__
+    ("", "v = v * math.exp(FLAG)"),
     ("", "v = scale(v, BLOCK, *(combine,))"),
 ])
 def test_python_objects_inside_a_kernel_are_refused(module, body):
