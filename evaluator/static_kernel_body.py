@@ -33,7 +33,7 @@ import functools
 from collections.abc import Callable
 from typing import cast
 
-from evaluator.static_model import ModuleModel, bound_names, const_getattr, resolve, scope_bindings
+from evaluator.static_model import ModuleModel, bound_names, chain_root, resolve, scope_bindings
 
 Report = Callable[[str, ast.AST, str], None]
 
@@ -150,27 +150,16 @@ def _assigned(site: ast.AST, model: ModuleModel) -> ast.expr | None:
     return None
 
 
-def _import_root(node: ast.AST) -> str | None:
-    """The name at the root of a dotted path (``tldevice`` of ``tldevice.exp``, ``tl`` of ``getattr(tl, "exp")``)."""
-    while True:
-        if isinstance(node, ast.Attribute):
-            node = node.value
-        elif (lookup := const_getattr(node)) is not None:
-            node = lookup[0]
-        else:
-            return node.id if isinstance(node, ast.Name) else None
-
-
 def _import_paths(node: ast.AST, model: ModuleModel) -> list[str]:
     """Every dotted path ``node`` may stand for: the one :func:`resolve` reads, and the same path from each other
     import of its root name (``try: from triton.language.extra.libdevice import tanh`` / ``except ImportError:
     from math import tanh`` binds math.tanh when the first import fails); none when it resolves to nothing."""
     target = resolve(node, model.aliases)
-    root = _import_root(node)
+    root = chain_root(node)  # tldevice of tldevice.exp
     if target is None or root is None:
         return []
-    rest = target[len(model.aliases.get(root, "")):]
-    return [target, *(other + rest for other in model.alias_alternatives.get(root, []))]
+    rest = target[len(model.aliases.get(root.id, "")):]
+    return [target, *(other + rest for other in model.alias_alternatives.get(root.id, []))]
 
 
 def _triton_op(node: ast.AST, model: ModuleModel, values: Values, seen: frozenset[str] = frozenset()) -> bool:

@@ -106,6 +106,18 @@ def const_getattr(node: ast.AST) -> tuple[ast.expr, str] | None:
     return None if name is None else (node.args[0], name)
 
 
+def chain_root(node: ast.AST) -> ast.Name | None:
+    """The name at the root of an attribute chain (``tl`` of ``tl.math.exp`` or ``getattr(tl, "exp")``); None
+    when the chain starts at anything else (a call, a subscript)."""
+    while True:
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif (lookup := const_getattr(node)) is not None:
+            node = lookup[0]
+        else:
+            return node if isinstance(node, ast.Name) else None
+
+
 def binding_key(node: ast.AST) -> str | None:
     """The key a value is stored under: ``k``, ``self.k``, and ``k[]`` / ``self.k[]`` for containers."""
     if isinstance(node, ast.Name):

@@ -32,6 +32,7 @@ from evaluator.static_model import (
     Scope,
     binding_key,
     bound_names,
+    chain_root,
     const_getattr,
     device_functions,
     is_import_only_try,
@@ -127,16 +128,6 @@ def _constant_decorators(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
-
-
-def _chain_base(node: ast.AST) -> ast.Name | None:
-    while True:
-        if isinstance(node, ast.Attribute):
-            node = node.value
-        elif (lookup := const_getattr(node)) is not None:
-            node = lookup[0]
-        else:
-            return node if isinstance(node, ast.Name) else None
 
 
 def _chain_inner(node: ast.AST) -> ast.expr | None:
@@ -246,14 +237,14 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
 
     def _resolve(self, node: ast.AST) -> str | None:
         """``resolve`` that respects scopes: a local named like an imported module is not that module."""
-        base = _chain_base(node)
+        base = chain_root(node)
         if base is None or self._is_shadowed(base.id):
             return None
         return resolve(node, self.model.aliases)
 
     def _alternatives(self, node: ast.AST, dotted: str) -> list[str]:
         """``dotted`` and what it reads as under the other imports of its base name (try/except imports)."""
-        base = _chain_base(node)
+        base = chain_root(node)
         others = self.model.alias_alternatives.get(base.id, []) if base is not None else []
         primary = self.model.aliases.get(base.id, "") if base is not None else ""
         return [dotted, *(other + dotted[len(primary):] for other in others if dotted.startswith(primary))]
