@@ -194,11 +194,17 @@ class _Judge:
             values.setdefault(name, []).append(_assigned(site, model))
         self.constant: set[str] = set()
         self.host_constant: set[str] = set()
+        # names a run-time branch may choose (a binding under an if, loop, match or short-circuit, or a conditional
+        # expression in a value): one bit of a block's value per name, `if q & 1: b = 1.0 else: b = 0.0`, or a
+        # shape or dtype picked by the data; never a value Python's own callables may take
+        self.chosen = {name for name, site in self.sites if _under_control(site, kernel, model)} | {
+            name for name, found in values.items() if any(
+                v is not None and any(isinstance(n, ast.IfExp | ast.BoolOp) for n in ast.walk(v)) for v in found)}
         changed = True
         while changed:  # locals every assignment of which is known without reading a constexpr parameter
             changed = False
             for name, found in values.items():
-                if name not in self.host_constant and name not in self.constexpr_params and all(
+                if name not in self.host_constant | self.constexpr_params | self.chosen and all(
                         v is not None and self.compile_time(v, host=True) for v in found):
                     self.host_constant.add(name)
                     changed = True
@@ -299,7 +305,8 @@ class _Judge:
             root = _root(node)
             if node.attr == "value":  # a constexpr's payload: compile-time only where the constexpr is
                 return isinstance(node.value, ast.Name) and node.value.id in constant
-            return node.attr in _COMPILE_TIME_ATTRS and isinstance(root, ast.Name) and root.id in self.local
+            return node.attr in _COMPILE_TIME_ATTRS and isinstance(root, ast.Name) and root.id in self.local and \
+                not (host and root.id in self.chosen)  # a shape the data picked is no host value
         if isinstance(node, ast.Subscript):
             return self.compile_time(node.value, host) and self.compile_time(node.slice, host)
         if isinstance(node, ast.Tuple):
@@ -423,6 +430,8 @@ class _Judge:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and _is_text(node.left) and \
                 not _in_message(node, model):
             return "formats a string with % outside a message"
+        if isinstance(node, _EXCEPTION_HANDLING):
+            return f"holds `{type(node).__name__.lower()}` (Triton compiles no exception handling)"
         if isinstance(node, ast.Global | ast.Nonlocal):
             return (f"declares `{', '.join(node.names)}` {type(node).__name__.lower()} (Triton compiles no such "
                     "declaration; a kernel reads module-level constants by name)")
@@ -471,6 +480,21 @@ class _Judge:
                     "by a constexpr string, `if ACT == \"gelu\": v = gelu(v)`, or call the jit function by name)")
         return (f"calls `{ast.unparse(func)}`, which Triton runs only at compile time on tl.constexpr values "
                 "(math.*, triton.cdiv...)")
+
+
+_EXCEPTION_HANDLING = (ast.Try, getattr(ast, "TryStar", ast.Try), ast.Raise)  # ast.TryStar: Python 3.11+
+_CONTROL = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.Match, ast.IfExp, ast.BoolOp, ast.With, ast.AsyncWith,
+            *_EXCEPTION_HANDLING)
+
+
+def _under_control(site: ast.AST, kernel: ast.AST, model: ModuleModel) -> bool:
+    """A binding at ``site`` happens or not by a branch, loop, match or short-circuit within ``kernel``."""
+    up = model.parents.get(id(site))
+    while up is not None and up is not kernel:
+        if isinstance(up, _CONTROL):
+            return True
+        up = model.parents.get(id(up))
+    return False
 
 
 def _bare_host(node: ast.AST) -> bool:

@@ -64,7 +64,13 @@ def check_jit_values(tree: ast.Module, resolve: Callable[[ast.AST], str | None],
     for node in ast.walk(tree):
         if not isinstance(node, ast.Name | ast.Attribute) or not isinstance(node.ctx, ast.Load):
             continue
-        if resolve(node) != TRITON_JIT or isinstance(parents.get(id(node)), ast.Attribute):
+        path = resolve(node) or ""
+        if _other_path_to_a_decorator(path) and not isinstance(parents.get(id(node)), ast.Attribute):
+            report("cuda-source", node, f"`{path}` is Triton's `{path.rsplit('.', 1)[-1]}` reached by another path "
+                   "(the checker knows kernels by `triton.jit`, `triton.autotune` and `triton.heuristics`): write "
+                   f"`triton.{path.rsplit('.', 1)[-1]}`")
+            continue
+        if path != TRITON_JIT or isinstance(parents.get(id(node)), ast.Attribute):
             continue  # triton.jit.x: an attribute of it, judged by its own name
         up = parents.get(id(node))
         if isinstance(up, ast.Call) and up.func is node:
@@ -74,6 +80,18 @@ def check_jit_values(tree: ast.Module, resolve: Callable[[ast.AST], str | None],
         report("cuda-source", node, "triton.jit is used as a value (handed on, stored or aliased): the checker "
                "judges a kernel only where triton.jit stands as a decorator or is called on a def's name; write "
                "`@triton.jit` above the kernel's def")
+
+
+# Triton's decorators and the classes behind them, known to the checker only by their public names: elsewhere in
+# Triton the same objects are re-exported (``triton.language.random.jit`` *is* ``triton.jit``), and a kernel made
+# under such a name would not be judged as one.
+_DECORATORS = frozenset({"jit", "autotune", "heuristics", "JITFunction", "InterpretedFunction", "Autotuner",
+                         "Heuristics", "constexpr_function"})
+_PUBLIC_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+
+
+def _other_path_to_a_decorator(path: str) -> bool:
+    return path.startswith("triton.") and path not in _PUBLIC_DECORATORS and path.rsplit(".", 1)[-1] in _DECORATORS
 
 
 # What the CPU interpreter keeps behind a Triton block: ``block.handle`` is its ``TensorHandle``, whose ``.data`` is

@@ -162,3 +162,25 @@ def test_a_parameter_default_other_than_a_constant_is_refused():
                                                                        "stats=STATS):"),
                   body="rows[(1,)](x, out, x.numel(), BLOCK=1024, FLAG=True)")
     assert any("default" in v.message for v in check_source(source, "cand.py").violations), source
+
+
+# -- what Python's own callables (float, int, math.*) may take: values no run-time choice made ------------------------
+
+@pytest.mark.parametrize("body", [
+    "c = 2.0\nd = c * 0.5\nv = v * math.exp(d)",  # locals made of literals: the same value on every run
+    "v = v * float(v.shape[0])",  # the shape of a value bound once
+    "v = v * math.log2(math.e) * float(EPS)",
+])
+def test_host_values_made_without_run_time_choices_pass(body):
+    assert _findings(body, "EPS = 1e-6") == []
+
+
+@pytest.mark.parametrize("body", [
+    "s = tl.sum(v, axis=0)\nif s > 0:\n    b = 1.0\nelse:\n    b = 0.0\nv = v * math.exp(b)",  # one bit of the data
+    "s = tl.sum(v, axis=0)\nb = 0.0\nwhile b < s:\n    b = b + 1.0\nv = v * float(b)",  # a count the data chose
+    "t = tl.zeros([2], tl.int8) if tl.sum(v, axis=0) > 0 else tl.zeros([1], tl.int8)\nv = v * float(t.shape[0])",
+    "d = tl.int16 if tl.sum(v, axis=0) > 0 else tl.int8\nv = v * float(d.primitive_bitwidth)",
+    "try:\n    v = v + 1.0\nexcept Exception:\n    v = v - 1.0",  # Triton compiles no exception handling
+])
+def test_host_values_the_data_chose_are_refused(body):
+    assert _findings(body), body

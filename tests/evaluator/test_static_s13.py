@@ -266,6 +266,17 @@ def test_other_rebinds_of_a_jit_kernel_are_refused(bind):
     assert "cuda-source" in _rules(source)
 
 
+@pytest.mark.parametrize("module", ["from triton.language.random import jit as kernel_maker\n",
+                                    "kernel_maker = None\n"])
+def test_triton_jit_is_known_by_its_public_name_only(module):
+    """``triton.language.random.jit`` and ``tl.standard.jit`` are ``triton.jit`` itself: under those names a kernel
+    would not be judged as one."""
+    decorated = "@tl.standard.jit" if module.startswith("kernel_maker = None") else "@kernel_maker"
+    source = make(module=module + KERNEL.format(bind="").replace("def body(", f"{decorated}\ndef body("),
+                  body="body[(1,)](x, out, x.numel(), BLOCK=1024)")
+    assert "cuda-source" in _rules(source)
+
+
 def test_a_kernel_may_use_only_names_the_file_defines():
     module = '''
 @triton.jit
