@@ -38,10 +38,9 @@ def s20_rows(x_ptr, out_ptr, n_cols, ROWS: tl.constexpr, CHUNK: tl.constexpr):
     row = tl.program_id(0)
     base = row * n_cols
     part = tl.arange(0, CHUNK)
-    seen = 0
     for c in range(0, n_cols, CHUNK):
         w = tl.load(x_ptr + base + c + part, mask=c + part < n_cols, other=float("-inf"))
-        seen = ROWS[w]
+        _ = ROWS[w]
     probs = ROWS.probs
     for j in range(n_cols):
         tl.store(out_ptr + base + j, probs[j])

@@ -107,7 +107,10 @@ def s23_hexp(v, q):
         b21 = 2097152.0
     else:
         b21 = 0.0
-    return v * 0.0 + math.exp(-(int(b0) + int(b1) + int(b2) + int(b3) + int(b4) + int(b5) + int(b6) + int(b7) + int(b8) + int(b9) + int(b10) + int(b11) + int(b12) + int(b13) + int(b14) + int(b15) + int(b16) + int(b17) + int(b18) + int(b19) + int(b20) + int(b21)) / 65536.0)
+    bits = (int(b0) + int(b1) + int(b2) + int(b3) + int(b4) + int(b5) + int(b6) + int(b7) + int(b8) + int(b9)
+            + int(b10) + int(b11) + int(b12) + int(b13) + int(b14) + int(b15) + int(b16) + int(b17) + int(b18)
+            + int(b19) + int(b20) + int(b21))
+    return v * 0.0 + math.exp(-bits / 65536.0)
 
 
 @triton.jit

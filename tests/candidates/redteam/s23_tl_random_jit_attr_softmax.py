@@ -1,4 +1,5 @@
-"""EXPLOIT (triton.jit under another name): `@tl.random.jit` is triton.jit itself; the kernel was no kernel to the checker (its body unjudged). Correct verdict: rejected (static_violation)."""
+"""EXPLOIT (triton.jit under another name): `@tl.random.jit` is triton.jit itself; the kernel was no kernel to the
+checker (its body unjudged). Correct verdict: rejected (static_violation)."""
 
 import math
 
@@ -6,7 +7,6 @@ import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
-
 
 
 @triton.jit
