@@ -52,7 +52,7 @@ def check_kernel_bodies(tree: ast.Module, kernels: list[ast.FunctionDef | ast.As
     module_values = _module_values(tree, model)  # once per file: what each module-level name is bound to
     jit_defs = {fn.name: fn for fn in kernels}
     for kernel in kernels:
-        judge = _Judge(kernel, model, jit_names, module_values, jit_defs)
+        judge = _Judge(kernel, model, jit_names, module_values, jit_defs, launched_only(tree, kernel, model))
         for default in [*kernel.args.defaults, *(d for d in kernel.args.kw_defaults if d is not None)]:
             if not _immutable(default, model, module_values):
                 report("cuda-source", default, f"kernel `{kernel.name}` gives a parameter the default "
@@ -181,7 +181,8 @@ class _Judge:
     """What one kernel's names are (:func:`check_kernel_body`), and whether a node of its body compiles."""
 
     def __init__(self, kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel, jit_names: set[str],
-                 module_values: Values, jit_defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> None:
+                 module_values: Values, jit_defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+                 launched: bool = False) -> None:
         self.model, self.jit_names, self.module_values, self.jit_defs = model, jit_names, module_values, jit_defs
         self.kernel = kernel
         args = [*kernel.args.posonlyargs, *kernel.args.args, *kernel.args.kwonlyargs]
@@ -194,6 +195,8 @@ class _Judge:
             values.setdefault(name, []).append(_assigned(site, model))
         self.constant: set[str] = set()
         self.host_constant: set[str] = set()
+        if launched:  # only a launch hands its constexpr parameters values, each checked there (a number, a string...)
+            self.host_constant = {p for p in self.constexpr_params if len(values.get(p, [])) == 1}
         # names a run-time branch may choose (a binding under an if, loop, match or short-circuit, or a conditional
         # expression in a value): one bit of a block's value per name, `if q & 1: b = 1.0 else: b = 0.0`, or a
         # shape or dtype picked by the data; never a value Python's own callables may take
@@ -480,6 +483,47 @@ class _Judge:
                     "by a constexpr string, `if ACT == \"gelu\": v = gelu(v)`, or call the jit function by name)")
         return (f"calls `{ast.unparse(func)}`, which Triton runs only at compile time on tl.constexpr values "
                 "(math.*, triton.cdiv...)")
+
+
+def launched_only(tree: ast.Module, kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> bool:
+    """``kernel`` is a module-level def the file only ever launches (``kernel[grid](...)``), the one def of its name:
+    never called by another jit function (which, under the interpreter, could hand its constexpr parameters blocks),
+    never handed on, aliased, rebound (but by ``kernel = triton.jit(kernel)`` or Triton's wrappers at module level)
+    or shadowed. Its constexpr parameters then hold only what a launch hands over, which the interpreter's launch
+    check limits to numbers, strings, dtypes and jit functions."""
+    name = kernel.name
+    if kernel not in tree.body:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name \
+                and node is not kernel:
+            return False
+        if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names or \
+                isinstance(node, ast.arg) and node.arg == name or \
+                isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] == name:
+            return False
+        if isinstance(node, ast.Name) and node.id == name and not _launch_or_rebind(node, tree, model):
+            return False
+    return True
+
+
+def _launch_or_rebind(node: ast.Name, tree: ast.Module, model: ModuleModel) -> bool:
+    """``node`` (the kernel's name) stands in ``name[grid](...)``, or in a module-level ``name = triton.jit(name)`` /
+    ``name = triton.heuristics(...)(name)`` (as the argument or the target)."""
+    up = model.parents.get(id(node))
+    if isinstance(node.ctx, ast.Load) and isinstance(up, ast.Subscript) and up.value is node:
+        call = model.parents.get(id(up))
+        return isinstance(call, ast.Call) and call.func is up
+    statement = up if isinstance(node.ctx, ast.Store) else model.parents.get(id(up))
+    if not (isinstance(statement, ast.Assign) and statement in tree.body and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == node.id):
+        return False
+    value = statement.value
+    if not (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords
+            and isinstance(value.args[0], ast.Name) and value.args[0].id == node.id):
+        return False
+    maker = value.func.func if isinstance(value.func, ast.Call) else value.func
+    return resolve(maker, model.aliases) in ("triton.jit", "triton.heuristics", "triton.autotune")
 
 
 _EXCEPTION_HANDLING = (ast.Try, getattr(ast, "TryStar", ast.Try), ast.Raise)  # ast.TryStar: Python 3.11+

@@ -149,7 +149,6 @@ WIDEN = "@triton.jit\ndef widen(v, K: tl.constexpr):\n    return v * float(K)\n"
     ("", "tl.static_assert(True, (t := f'{v}'))\nv = scale(v, t, combine)"),  # a block's text out of its message
     (WIDEN, "v = widen(v, BLOCK)"),  # float(K) on a constexpr parameter: another jit function may hand it a block
     (WIDEN, "v = widen(v, tl.max(v, 0))"),  # ... as here, read through the interpreter's __index__
-    ("", "v = v * math.exp(FLAG)"),
     ("", "v = scale(v, BLOCK, *(combine,))"),
 ])
 def test_python_objects_inside_a_kernel_are_refused(module, body):
@@ -170,6 +169,7 @@ def test_a_parameter_default_other_than_a_constant_is_refused():
     "c = 2.0\nd = c * 0.5\nv = v * math.exp(d)",  # locals made of literals: the same value on every run
     "v = v * float(v.shape[0])",  # the shape of a value bound once
     "v = v * math.log2(math.e) * float(EPS)",
+    "v = v / math.sqrt(BLOCK) * float(FLAG)",  # a kernel only ever launched: its constexprs are what launches hand
 ])
 def test_host_values_made_without_run_time_choices_pass(body):
     assert _findings(body, "EPS = 1e-6") == []
@@ -184,3 +184,14 @@ def test_host_values_made_without_run_time_choices_pass(body):
 ])
 def test_host_values_the_data_chose_are_refused(body):
     assert _findings(body), body
+
+
+@pytest.mark.parametrize("launch", [
+    "rows[(1,)](x, out, x.numel(), BLOCK=1024, FLAG=True)\nlauncher = rows",  # handed on: may be called
+    "rows.run(x, out, x.numel(), BLOCK=1024, FLAG=True, grid=(1,), warmup=False)",  # not the launch form
+])
+def test_host_math_on_constexprs_needs_a_kernel_only_ever_launched(launch):
+    module = KERNEL.format(module="", body="    v = v / math.sqrt(BLOCK)")
+    found = [v.message for v in check_source(make(module=module, body=launch), "cand.py").violations
+             if v.message.startswith("kernel `rows` calls `math.sqrt`")]
+    assert found, launch
