@@ -33,7 +33,15 @@ import functools
 from collections.abc import Callable
 from typing import cast
 
-from evaluator.static_model import ModuleModel, bound_names, chain_root, resolve, scope_bindings
+from evaluator.static_model import (
+    TRITON_WRAPPERS,
+    ModuleModel,
+    bound_names,
+    chain_root,
+    resolve,
+    scope_bindings,
+    triton_rebind,
+)
 
 Report = Callable[[str, ast.AST, str], None]
 
@@ -515,15 +523,8 @@ def _launch_or_rebind(node: ast.Name, tree: ast.Module, model: ModuleModel) -> b
         call = model.parents.get(id(up))
         return isinstance(call, ast.Call) and call.func is up
     statement = up if isinstance(node.ctx, ast.Store) else model.parents.get(id(up))
-    if not (isinstance(statement, ast.Assign) and statement in tree.body and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == node.id):
-        return False
-    value = statement.value
-    if not (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords
-            and isinstance(value.args[0], ast.Name) and value.args[0].id == node.id):
-        return False
-    maker = value.func.func if isinstance(value.func, ast.Call) else value.func
-    return resolve(maker, model.aliases) in ("triton.jit", "triton.heuristics", "triton.autotune")
+    return statement in tree.body and triton_rebind(statement, node.id, model.aliases,
+                                                    TRITON_WRAPPERS | {"triton.jit"})
 
 
 _EXCEPTION_HANDLING = (ast.Try, getattr(ast, "TryStar", ast.Try), ast.Raise)  # ast.TryStar: Python 3.11+

@@ -354,13 +354,18 @@ def _rebinds_itself(call: ast.Call, name: str, parents: dict[int, ast.AST]) -> i
                and isinstance(up.targets[0], ast.Name) and up.targets[0].id == name)
 
 
-def _wrapper_rebind(stmt: ast.stmt, name: str, aliases: dict[str, str]) -> bool:
-    """``stmt`` is ``name = triton.heuristics(...)(name)`` or ``name = triton.autotune(...)(name)``."""
-    value = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
-    return isinstance(value, ast.Call) and isinstance(value.func, ast.Call) and \
-        _call_name(value.func, aliases) in TRITON_WRAPPERS and len(value.args) == 1 and not value.keywords and \
-        isinstance(value.args[0], ast.Name) and value.args[0].id == name and isinstance(stmt, ast.Assign) and \
-        isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name
+def triton_rebind(stmt: ast.AST, name: str, aliases: dict[str, str], makers: frozenset[str] = TRITON_WRAPPERS) -> bool:
+    """``stmt`` is ``name = maker(...)(name)`` (``triton.heuristics({...})(k)``) or ``name = maker(name)``
+    (``triton.jit(k)``) for one of ``makers``."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == name):
+        return False
+    value = stmt.value
+    if not (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords
+            and isinstance(value.args[0], ast.Name) and value.args[0].id == name):
+        return False
+    maker = value.func.func if isinstance(value.func, ast.Call) else value.func
+    return resolve(maker, aliases) in makers
 
 
 def _rewraps_after(tree: ast.Module, call: ast.Call, name: str, model: ModuleModel) -> int:
@@ -372,7 +377,7 @@ def _rewraps_after(tree: ast.Module, call: ast.Call, name: str, model: ModuleMod
     if not _rebinds_itself(call, name, model.parents) or up not in tree.body:
         return 0
     later = tree.body[tree.body.index(up) + 1:]
-    return sum(_wrapper_rebind(stmt, name, model.aliases) for stmt in later)
+    return sum(triton_rebind(stmt, name, model.aliases) for stmt in later)
 
 
 def _jit_argument(node: ast.Call, aliases: dict[str, str]) -> ast.expr | None:
