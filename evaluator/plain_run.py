@@ -106,16 +106,27 @@ def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool
 
 def with_near_duplicates(calls: list[PlainCall], near: list[tuple[InputSet, InputSet, int]],
                          rng: random.Random) -> list[PlainCall]:
-    """``calls`` with, right after the first judged call of each base input set, a call of its near-duplicate
-    (``near``: base, near-duplicate, the reference's key): a cache keyed by part of the previous input answers it
+    """``calls`` with, right after the first judged call of each base input set, its near-duplicates (``near``:
+    base, near-duplicate, the reference's key), each after a call of the base (the first after the judged one,
+    the others after an unjudged call added for it): a cache keyed by part of the previous input answers each
     stale (pure)."""
-    out = list(calls)
+    by_base: dict[InputSet, list[tuple[InputSet, int]]] = {}
     for base, duplicate, key in near:
+        by_base.setdefault(base, []).append((duplicate, key))
+    out = list(calls)
+    for base, duplicates in by_base.items():
         at = next((k for k, c in enumerate(out) if c.judged and c.inputs == base and not c.varied_init), None)
         if at is None:
             continue
-        out.insert(at + 1, PlainCall(f"n{at}-{rng.getrandbits(32):08x}", duplicate, out[at].autograd,
-                                     training=out[at].training, near=key))
+        first = out[at]
+        added: list[PlainCall] = []
+        for n, (duplicate, key) in enumerate(duplicates):
+            if n:
+                added.append(PlainCall(f"b{at}-{rng.getrandbits(32):08x}", base, first.autograd,
+                                       training=first.training, judged=False))
+            added.append(PlainCall(f"n{at}-{rng.getrandbits(32):08x}", duplicate, first.autograd,
+                                   training=first.training, near=key))
+        out[at + 1:at + 1] = added
     return out
 
 
@@ -152,9 +163,12 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     guarded_calls = int(evidence["overhead"].get("checked_calls") or 0)
     if session.device == "cuda":  # and the timed calls
         guarded_calls += session.options.timing_trials * len(session.plan["cases"])
-    calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file), total=run_length(guarded_calls, rng),
+    near = _near_duplicates(session, sets, rng, evidence)
+    added = 2 * len(near) - len({base for base, _duplicate, _key in near})  # each, and a base call before all but one
+    calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file),
+                             total=max(0, run_length(guarded_calls, rng) - added),
                              training_free=bool(session.plan.get("training_mode_free")))
-    calls = with_near_duplicates(calls, _near_duplicates(session, sets, rng, evidence), rng)
+    calls = with_near_duplicates(calls, near, rng)
     files = sorted({c.inputs.file for c in calls})
     index = {f: k for k, f in enumerate(files)}
     worker = worker or spawn_plain(session)
@@ -213,17 +227,21 @@ def _described(sent: dict[str, Any], name: str) -> Any:
 
 def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: random.Random,
                      evidence: dict[str, Any]) -> list[tuple[InputSet, InputSet, int]]:
-    """One near-duplicate per case (of a random seed's input set), made by the reference process."""
+    """Per case, near-duplicates of a random seed's input set, one of each kind the reference process makes
+    (:data:`evaluator.sandboxed.reference.NEAR_KINDS`), from a secret key."""
     by_case: dict[int, list[InputSet]] = {}
     for inputs in sets:
         by_case.setdefault(inputs.case, []).append(inputs)
     near = []
     for case, candidates in sorted(by_case.items()):
-        base, key = rng.choice(candidates), secrets.randbits(62)
-        made = session.reference_request({"op": "near_duplicate", "case": case, "seed": base.seed, "key": key},
-                                         max(session.options.timeout_s, 600))
-        if made.get("ok") and made.get("file"):
-            near.append((base, InputSet(case, base.seed, str(made["file"]), base.distribution), key))
+        base = rng.choice(candidates)
+        made = session.reference_request({"op": "near_duplicates", "case": case, "seed": base.seed,
+                                          "key": secrets.randbits(62)}, max(session.options.timeout_s, 600))
+        if not made.get("ok"):
+            evidence.setdefault("flags", []).append(f"no near-duplicate inputs for case {case}: "
+                                                    f"{str(made.get('error'))[:200]}")
+        for item in made.get("near") or [] if made.get("ok") else []:
+            near.append((base, InputSet(case, base.seed, str(item["file"]), base.distribution), int(item["key"])))
     return near
 
 
@@ -235,8 +253,8 @@ def _unobserved_failure(rejected: Verdict, phase: str, varied_init: list[dict[st
     data.pop("verdict")
     if phase == NEAR_PHASE:
         why = ("[plain process, near-duplicate inputs] wrong for an input set that differs from the one called "
-               "just before it in a few values: a cache keyed by part of the input (or by where it lives) answers "
-               f"it stale; compute every call from its inputs: {detail}")
+               "just before it in some values (one, or a block): a cache keyed by part of the input (or by where it "
+               f"lives) answers it stale; compute every call from its inputs: {detail}")
     elif phase == VARIED_PHASE and varied_init is not None:
         given = ", ".join(repr(v.get("value")) if "value" in v else "a tensor" for v in varied_init)
         why = (f"[plain process, other constructor arguments] ModelNew({given}) is wrong where Model({given}) is "

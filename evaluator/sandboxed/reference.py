@@ -13,6 +13,7 @@ also measures the baselines.
 from __future__ import annotations
 
 import os
+import random
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -124,14 +125,25 @@ def _well_defined(native: list[torch.Tensor], ref: list[torch.Tensor]) -> bool:
     return True
 
 
-NEAR_MOVES = 3  # values moved per floating input of a near-duplicate input set
-MAX_NEAR_KEPT = 16  # near-duplicates whose answers are kept (one per case of the evaluations in flight)
+# How a near-duplicate input set differs from its base (evaluator.plain_run calls each right after a call of the base):
+# one value at the head, at the tail, at a random position of each floating input; or a block of values replaced
+# (the first half, the second half, a random interior block). A cache keyed by a few input values escapes a
+# variant only when the variant touches one of them: a prefix key never sees the tail and second-half variants, a
+# suffix key never sees the head and first-half ones, a head-and-tail key never sees the random point or the
+# interior block. Single values change an elementwise or row-wise answer; blocks change a global reduction's.
+NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block")
+MAX_NEAR_KEPT = 48  # near-duplicates whose answers are kept (others are computed again when judged)
+MAX_NEAR_MADE = 4096  # near-duplicates this process remembers making (case, seed, key -> kind)
 
 
-def near_duplicate_inputs(inputs: list[Any], key: int, keep: frozenset[int] = frozenset()) -> list[Any]:
-    """``inputs`` with, in each floating tensor not kept as drawn (``keep``: KEEP_INPUTS), a few values replaced by
-    values found elsewhere in the same tensor (the op's domain is kept: no value is new to it), at positions drawn
-    from ``key``: a cache keyed by part of an input (its first row, say) returns a stale answer for it (pure)."""
+def near_duplicate_inputs(inputs: list[Any], key: int, kind: str,
+                          keep: frozenset[int] = frozenset()) -> list[Any]:
+    """``inputs`` with, in each floating tensor not kept as drawn (``keep``: KEEP_INPUTS), the values ``kind`` names
+    (:data:`NEAR_KINDS`) replaced by values found elsewhere in the same tensor (the op's domain is kept: no value
+    is new to it; a single moved value differs from the one it replaces where the tensor holds another), the
+    random choices drawn from ``key`` (pure)."""
+    if kind not in NEAR_KINDS:
+        raise ValueError(f"unknown near-duplicate kind {kind!r} (one of {', '.join(NEAR_KINDS)})")
     generator = torch.Generator().manual_seed(key & 0x7FFFFFFFFFFFFFFF)
     out = []
     for k, value in enumerate(inputs):
@@ -139,11 +151,40 @@ def near_duplicate_inputs(inputs: list[Any], key: int, keep: frozenset[int] = fr
             out.append(value)
             continue
         flat = value.detach().clone().reshape(-1)
-        where = torch.randint(0, flat.numel(), (NEAR_MOVES,), generator=generator)
-        source = torch.randint(0, flat.numel(), (NEAR_MOVES,), generator=generator)
-        flat[where] = flat[source].clone()
+        n = flat.numel()
+        if kind in ("head", "tail", "point"):
+            at = 0 if kind == "head" else n - 1 if kind == "tail" else int(torch.randint(0, n, (1,),
+                                                                                           generator=generator))
+            flat[at] = _another_value(flat, at, generator)
+        else:
+            start, stop = _block(n, kind, generator)
+            flat[start:stop] = flat[torch.randint(0, n, (stop - start,), generator=generator)].clone()
         out.append(flat.reshape(value.shape))
     return out
+
+
+def _another_value(flat: torch.Tensor, at: int, generator: torch.Generator) -> torch.Tensor:
+    """A value of ``flat`` other than ``flat[at]`` (``flat[at]`` itself where every value equals it)."""
+    for _ in range(4):
+        sources = torch.randint(0, flat.numel(), (64,), generator=generator)
+        other = sources[flat[sources] != flat[at]]
+        if other.numel():
+            return flat[other[0]].clone()
+    differs = (flat != flat[at]).nonzero()
+    return flat[differs[0, 0]].clone() if differs.numel() else flat[at].clone()
+
+
+def _block(n: int, kind: str, generator: torch.Generator) -> tuple[int, int]:
+    """The positions ``[start, stop)`` a block variant replaces in a tensor of ``n`` values (``n >= 2``)."""
+    half = n // 2
+    if kind == "first_half":
+        return 0, max(1, half)
+    if kind == "second_half" or n < 4:
+        return half, n
+    length = int(torch.randint(max(1, n // 4), max(2, half) + 1, (1,), generator=generator))
+    length = min(length, n - 2)  # the first and the last value stay
+    start = int(torch.randint(1, n - length, (1,), generator=generator))
+    return start, start + length
 
 
 class ReferenceRunner:
@@ -175,6 +216,7 @@ class ReferenceRunner:
         self.varied_refs: dict[tuple[int, int], tuple[list[torch.Tensor], list[cmp.Tolerance]]] = {}
         # Near-duplicates of input sets (evaluator.plain_run): (case, seed, key) -> their answers and tolerances.
         self.near_refs: dict[tuple[int, int, int], tuple[list[torch.Tensor], list[cmp.Tolerance]]] = {}
+        self.near_made: dict[tuple[int, int, int], str] = {}  # (case, seed, key) -> kind of a near-duplicate made
 
     def load(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         self.small = req["small"]
@@ -417,19 +459,43 @@ class ReferenceRunner:
         base = self.base_tolerance.get(ci) or []
         return [r.detach() for r in ref], [cmp.widened(t, n, r) for t, n, r in zip(base, native, ref)]
 
-    def near_duplicate(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        """An input set like case ``req["case"]``'s under ``req["seed"]`` with a few of its floating values moved
-        (:func:`near_duplicate_inputs`, positions and moves from ``req["key"]``), written to a file of its own for
-        candidates, with its answers kept for ``compare`` (``near``: the key)."""
+    def near_duplicates(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Input sets like case ``req["case"]``'s under ``req["seed"]``, one of each kind in :data:`NEAR_KINDS`
+        (:func:`near_duplicate_inputs`, random choices from keys derived from the secret ``req["key"]``), each
+        written to a file of its own for candidates, with its answers kept for ``compare``. The reply's
+        ``near``: ``{"file", "key"}`` per kind, the key to name in ``compare`` (an output's ``near``)."""
+        ci, seed = int(req["case"]), int(req["seed"])
+        keys = random.Random(int(req["key"])).sample(range(1 << 62), len(NEAR_KINDS))
+        made = []
+        for key, kind in zip(keys, NEAR_KINDS):
+            while len(self.near_made) >= MAX_NEAR_MADE:  # an evaluation long judged
+                self.near_made.pop(next(iter(self.near_made)))
+            self.near_made[(ci, seed, key)] = kind
+            inputs = self._near_inputs(ci, seed, key, kind)
+            self._near_answers(ci, seed, key, inputs)
+            made.append({"file": self._write_inputs(inputs), "key": key})
+        return {"ok": True, "near": made}
+
+    def _near_inputs(self, ci: int, seed: int, key: int, kind: str) -> list[Any]:
         assert self.task is not None
-        ci, seed, key = int(req["case"]), int(req["seed"]), int(req["key"])
         case = taskspec.generate_case(self.task, self.small, seed, self.dists.get(seed, "task"), ci)
-        inputs = near_duplicate_inputs(case, key, self.task.keep_inputs)
-        while len(self.near_refs) >= MAX_NEAR_KEPT:  # an earlier evaluation's, long judged
+        return near_duplicate_inputs(case, key, kind, self.task.keep_inputs)
+
+    def _near_answers(self, ci: int, seed: int, key: int,
+                      inputs: list[Any] | None = None) -> tuple[list[torch.Tensor], list[cmp.Tolerance]]:
+        """The answers for a near-duplicate this process made: kept from its making, else computed again (they
+        are a pure function of case, seed, key and kind, so evaluations in flight never evict each other's)."""
+        found = self.near_refs.get((ci, seed, key))
+        if found is not None:
+            return found
+        if inputs is None:
+            inputs = self._near_inputs(ci, seed, key, self.near_made[(ci, seed, key)])
+        while len(self.near_refs) >= MAX_NEAR_KEPT:
             self.near_refs.pop(next(iter(self.near_refs)))
-        self.near_refs[(ci, seed, key)] = self._answers(self.model_native, self.model_ref, inputs, ci,
-                                                        f"case {ci}, seed {seed}, a near-duplicate input set")
-        return {"ok": True, "file": self._write_inputs(inputs)}
+        answers = self._answers(self.model_native, self.model_ref, inputs, ci,
+                                f"case {ci}, seed {seed}, a near-duplicate input set")
+        self.near_refs[(ci, seed, key)] = answers
+        return answers
 
     def _forward(self, model: torch.nn.Module, inputs: list[Any], where: str) -> list[torch.Tensor]:
         assert self.task is not None
@@ -487,8 +553,8 @@ class ReferenceRunner:
         for item in req["outputs"]:
             ci, seed = int(item["case"]), int(item["seed"])
             scale = item.get("scale")
-            if item.get("near") is not None and (ci, seed, int(item["near"])) in self.near_refs:
-                refs, tolerances = self.near_refs[(ci, seed, int(item["near"]))]
+            if item.get("near") is not None and (ci, seed, int(item["near"])) in self.near_made:
+                refs, tolerances = self._near_answers(ci, seed, int(item["near"]))
             elif item.get("varied_init") and self.varied_models is not None:
                 refs, tolerances = self.varied_reference(ci, seed)
             else:

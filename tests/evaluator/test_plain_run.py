@@ -17,7 +17,7 @@ from evaluator.callplan import InputSet
 from evaluator.plain_run import AUTOGRAD_STATES, MAX_CALLS, plan_plain_calls, run_length, with_near_duplicates
 from evaluator.sandboxed import handoff
 from evaluator.sandboxed.plain import VISIBLE_PACKAGES
-from evaluator.sandboxed.reference import NEAR_MOVES, near_duplicate_inputs
+from evaluator.sandboxed.reference import NEAR_KINDS, near_duplicate_inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -73,27 +73,75 @@ def test_the_plain_run_is_longer_than_the_guarded_one():
     assert run_length(10**6, rng) == MAX_CALLS
 
 
-def test_a_near_duplicate_follows_its_base_input_set():
+def test_near_duplicates_each_follow_a_call_of_their_base_input_set():
     sets = _sets(9)
     calls = plan_plain_calls(sets, random.Random(2), total=40)
-    duplicate = InputSet(case=sets[4].case, seed=sets[4].seed, file="/inputs/near.pt")
-    out = with_near_duplicates(calls, [(sets[4], duplicate, 77)], random.Random(3))
-    assert len(out) == len(calls) + 1
-    at = next(k for k, c in enumerate(out) if c.near == 77)
-    assert out[at].inputs == duplicate and out[at].judged and out[at].kind == "near"
-    assert out[at - 1].inputs == sets[4] and out[at - 1].judged  # right after the first judged call of its base
-    assert out[at].autograd == out[at - 1].autograd and out[at].training == out[at - 1].training
+    duplicates = [InputSet(case=sets[4].case, seed=sets[4].seed, file=f"/inputs/near{k}.pt") for k in range(3)]
+    out = with_near_duplicates(calls, [(sets[4], d, 70 + k) for k, d in enumerate(duplicates)], random.Random(3))
+    assert len(out) == len(calls) + 3 + 2  # each duplicate, and a call of the base before the second and third
+    for k, duplicate in enumerate(duplicates):
+        at = next(n for n, c in enumerate(out) if c.near == 70 + k)
+        assert out[at].inputs == duplicate and out[at].judged and out[at].kind == "near"
+        assert out[at - 1].inputs == sets[4]  # right after a call of its base
+        assert out[at].autograd == out[at - 1].autograd and out[at].training == out[at - 1].training
+    first = next(n for n, c in enumerate(out) if c.near == 70)
+    assert out[first - 1].judged  # the first right after the base's first judged call
+    added = [c for c in out if c not in calls]
+    assert [c.judged for c in added] == [True, False, True, False, True]
 
 
-def test_near_duplicate_inputs_move_a_few_values_within_each_tensor():
+def _changed(before: torch.Tensor, after: torch.Tensor) -> list[int]:
+    return (before.reshape(-1) != after.reshape(-1)).nonzero().reshape(-1).tolist()
+
+
+def test_near_duplicate_inputs_change_only_what_their_kind_names():
     x, ids, kept = torch.randn(16, 128), torch.arange(10), torch.randn(32)
-    moved = near_duplicate_inputs([x, ids, kept, 0.5], key=1234, keep=frozenset({2}))
-    assert moved[1] is ids and moved[2] is kept and moved[3] == 0.5  # integers, kept inputs and values untouched
-    changed = (moved[0] != x).sum().item()
-    assert 0 < changed <= NEAR_MOVES
-    assert set(moved[0].reshape(-1).tolist()) <= set(x.reshape(-1).tolist())  # no value new to the op
-    assert torch.equal(near_duplicate_inputs([x], key=1234)[0], moved[0])  # the key decides
-    assert not torch.equal(near_duplicate_inputs([x], key=99)[0], moved[0])
+    n = x.numel()
+    for kind in NEAR_KINDS:
+        moved = near_duplicate_inputs([x, ids, kept, 0.5], key=1234, kind=kind, keep=frozenset({2}))
+        assert moved[1] is ids and moved[2] is kept and moved[3] == 0.5  # integers, kept inputs and values untouched
+        changed = _changed(x, moved[0])
+        assert changed, kind
+        assert set(moved[0].reshape(-1).tolist()) <= set(x.reshape(-1).tolist())  # no value new to the op
+        assert torch.equal(near_duplicate_inputs([x], key=1234, kind=kind)[0], moved[0])  # the key decides
+        if kind == "head":
+            assert changed == [0]
+        elif kind == "tail":
+            assert changed == [n - 1]
+        elif kind == "point":
+            assert len(changed) == 1
+        elif kind == "first_half":
+            assert max(changed) < n // 2 and len(changed) > n // 4
+        elif kind == "second_half":
+            assert min(changed) >= n // 2 and len(changed) > n // 4
+        else:  # an interior block: the first and the last value stay
+            assert 0 < min(changed) and max(changed) < n - 1 and len(changed) > n // 8
+    points = {tuple(_changed(x, near_duplicate_inputs([x], key=k, kind="point")[0])) for k in range(20)}
+    assert len(points) > 10  # the point is the key's
+
+
+def test_a_cache_keyed_by_a_few_values_misses_some_near_duplicate():
+    """Whatever few positions a cache compares (a prefix, a suffix, both ends, a sparse sample), some kind of
+    near-duplicate leaves them all as they were and changes other values: the cache answers it stale."""
+    x = torch.randn(8, 64)
+    n = x.numel()
+    for key_positions in ([*range(8)], [*range(n - 8, n)], [0, n - 1], [0, 1, n // 2, n - 1], [*range(0, n, 97)]):
+        missed = []
+        for kind in NEAR_KINDS:
+            changed = set(_changed(x, near_duplicate_inputs([x], key=5, kind=kind)[0]))
+            if changed and not changed & set(key_positions):
+                missed.append(kind)
+        assert missed, key_positions
+
+
+def test_a_constant_tensor_and_two_values_are_handled():
+    const = torch.full((5,), 2.0)
+    assert torch.equal(near_duplicate_inputs([const], key=1, kind="head")[0], const)  # nothing else to move in
+    two = torch.tensor([1.0, 2.0])
+    for kind in NEAR_KINDS:
+        assert near_duplicate_inputs([two], key=3, kind=kind)[0].shape == (2,)
+    with pytest.raises(ValueError, match="unknown near-duplicate kind"):
+        near_duplicate_inputs([two], key=3, kind="middle")
 
 
 def test_the_order_is_not_the_plans():

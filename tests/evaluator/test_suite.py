@@ -88,8 +88,6 @@ def _params() -> list:
                 marks.append(pytest.mark.slow)
             if entry.get("xfail"):  # a known limit, said in docs/verifier.md: strict, so a fix shows up
                 marks.append(pytest.mark.xfail(strict=True, reason=entry["xfail"]))
-            elif entry.get("caught_sometimes"):  # caught by a randomised check only: a miss is a known limit
-                marks.append(pytest.mark.xfail(strict=False, reason=entry["caught_sometimes"]))
             params.append(pytest.param(entry, device, id=entry_id(entry, device), marks=marks))
     return params
 
