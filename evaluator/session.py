@@ -206,6 +206,9 @@ class EvaluationSession:
             "backend": report.backend, "environment": self.environment,
             "static": static_evidence(report, self.options.static_checks),
         }
+        unverified = optional_paths_flag(report.optional_imports)
+        if unverified:
+            evidence["flags"] = [unverified]
         if self.device == "cpu":
             evidence["timing_note"] = ("not timed: no GPU. On CPU, accepted means verified correct and clean "
                                        "(Triton kernels run in the interpreter); timings need --device cuda.")
@@ -444,6 +447,21 @@ def static_evidence(report: Any, enforced: bool) -> dict[str, Any]:
     """The static part of a verdict's evidence."""
     return {"violations": [v.__dict__ for v in report.violations], "kernels": report.kernels,
             "launched": report.launched, "enforced": enforced}
+
+
+def optional_paths_flag(modules: list[str]) -> str | None:
+    """What a verdict says of the candidate's optional imports (``StaticReport.optional_imports``): the guarded
+    process refuses them all, the plain run imports those installed on this machine as a user's program does, and
+    the code that the success of the others selects in a user's program (where they are installed) runs nowhere
+    here."""
+    from evaluator.static_optional import installed
+
+    missing = sorted({m for m in modules if not installed(m)})
+    if not missing:
+        return None
+    return (f"optional imports not installed on the verifier's machine ({', '.join(missing[:8])}"
+            f"{', ...' if len(missing) > 8 else ''}): where a user's program has them, the code their success "
+            "selects was not run here")
 
 
 def static_verdict(report: Any, shown: str, evidence: dict[str, Any], enforce: bool) -> Verdict | None:

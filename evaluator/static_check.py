@@ -218,6 +218,9 @@ class StaticReport:
     # The candidate defines a backward (an autograd.Function's ``backward``, ``register_autograd``): it is also
     # called the way a training step calls it, on inputs that require grad (evaluator.callplan).
     differentiable: bool = False
+    # Modules of optional imports in running code that the verifier's run time never provides (a fallback binds
+    # their names instead): where a user's program has one, what its success selects runs unverified.
+    optional_imports: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -444,7 +447,8 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
         out.add("kernel-not-launched", getattr(forward, "lineno", line), 0, f"kernels ({names}) are defined "
                 "but nothing reachable from the forward path launches one; call `kernel[grid](...)`, "
                 "`kernel[grid, block](...)` or `ext.fn(...)` from forward or a function it calls")
-    RuleVisitor(model, set(path), entry, allow, out.report, tree).visit(tree)
+    visitor = RuleVisitor(model, set(path), entry, allow, out.report, tree)
+    visitor.visit(tree)
     check_registrations(tree, resolve_here, model.custom_ops, out.report)
     check_loggers(tree, resolve_here, model.parents, out.report)
     check_inspect(tree, resolve_here, model.parents, out.report)
@@ -467,7 +471,8 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     first = launched[0] if launched else kernels[0] if kernels else None
     backend = model.kernel_backend.get(first, "unknown") if first else "unknown"
     ops = [f"{op.namespace}::{op.name}" for op in model.custom_ops.values()]
-    return StaticReport(None, out.sorted(), backend, kernels, launched, ops, defines_backward(tree))
+    return StaticReport(None, out.sorted(), backend, kernels, launched, ops, defines_backward(tree),
+                        sorted(set(visitor.optional_imports)))
 
 
 # Names under which autograd finds a way back: ``torch.autograd.Function`` runs ``backward`` or its alias ``vjp``;

@@ -54,7 +54,7 @@ from evaluator.static_model import AUTOGRAD_FUNCTION, ModuleModel, resolve, scop
 from evaluator.static_paths import made_at_definition, module_bases
 from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
 from evaluator.static_unread import deferred_bindings
-from evaluator.static_uses import Use, binding_counts, in_inert_annotation, use_of
+from evaluator.static_uses import Use, binding_counts, binding_sites, in_inert_annotation, use_of
 
 Resolve = Callable[[ast.AST], "str | None"]
 DTENSOR = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tensor._api.DTensor"})
@@ -451,16 +451,11 @@ class _Target:
         for a, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
             defaults[a.arg] = kw_default
         self.defaults = defaults
-        rebound = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-                   and not _under_none_test(n, n.id, fn, parents)}  # fmt: skip
+        own = {id(a) for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg,
+                               fn.args.kwarg] if a is not None}  # fmt: skip
+        rebound = {name for name, n in binding_sites(fn) if n is not fn and id(n) not in own
+                   and not (isinstance(n, ast.Name) and _under_none_test(n, name, fn, parents))}  # fmt: skip
         rebound |= {name for n in ast.walk(fn) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
-        for n in ast.walk(fn):  # other bindings: except ... as p, import ... as p, def p, class p, match captures
-            if isinstance(n, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and n.name:
-                rebound.add(n.name)
-            elif isinstance(n, ast.alias):
-                rebound.add((n.asname or n.name).split(".")[0])
-            elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n is not fn:
-                rebound.add(n.name)
         self.params = {p for p in defaults if p not in rebound}
 
     def argument(self, call: ast.Call, param: str) -> ast.expr | str:
@@ -489,7 +484,7 @@ def _under_none_test(node: ast.AST, name: str, fn: ast.AST, parents: dict[int, a
     return False
 
 
-def _targets(model: ModuleModel, entry: str) -> dict[str, _Target]:
+def _targets(tree: ast.Module, model: ModuleModel, entry: str) -> dict[str, _Target]:
     out: dict[str, _Target] = {}
     for key, fn in model.functions.items():
         if not isinstance(fn, _FUNCTION) or key == entry:
@@ -497,9 +492,23 @@ def _targets(model: ModuleModel, entry: str) -> dict[str, _Target]:
         if "." not in key and not fn.decorator_list:
             out[key] = _Target(fn, 0, model.parents)
         elif key.endswith(".forward") and key.split(".")[0] in model.autograd_functions:
-            if all(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list):
+            if all(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list) and \
+                    not _ctx_free_forward(tree, model, key.split(".")[0]):
                 out[key] = _Target(fn, 1, model.parents)  # forward(ctx, *args): Cls.apply(*args)
     return out
+
+
+def _ctx_free_forward(tree: ast.Module, model: ModuleModel, cls: str) -> bool:
+    """The Function's ``forward`` may take no ``ctx`` (``apply``'s arguments map onto its parameters from the first):
+    the class or one of the module's classes it derives from binds ``setup_context`` in its body, or the file sets
+    that attribute anywhere (torch calls ``forward`` without ``ctx`` whenever ``setup_context`` is overridden)."""
+    for owner in module_bases(model, cls):
+        node = model.classes.get(owner)
+        if isinstance(node, ast.ClassDef) and any(name == "setup_context" for stmt in node.body
+                                                  for name, _n in binding_sites(stmt)):  # fmt: skip
+            return True
+    return any(isinstance(n, ast.Attribute) and n.attr == "setup_context" and not isinstance(n.ctx, ast.Load)
+               for n in ast.walk(tree))
 
 
 def _call_sites(tree: ast.Module, model: ModuleModel, targets: dict[str, _Target]
@@ -539,7 +548,7 @@ def _call_sites(tree: ast.Module, model: ModuleModel, targets: dict[str, _Target
 
 def none_parameters(tree: ast.Module, model: ModuleModel, entry: str) -> dict[str, frozenset[str]]:
     """Function key -> its parameters that are None at every call (module docstring)."""
-    targets = _targets(model, entry)
+    targets = _targets(tree, model, entry)
     sites, escaped = _call_sites(tree, model, targets)
     none = {k: set(t.params) for k, t in targets.items() if k not in escaped}
 

@@ -21,6 +21,7 @@ import ast
 from collections.abc import Callable, Sequence
 
 from evaluator.static_rules import INERT_PROBES, PROBE_CALLS, PROBE_OWNERS
+from evaluator.static_uses import binding_sites
 
 Resolve = Callable[[ast.AST], "str | None"]
 Predicate = Callable[[ast.AST], bool]
@@ -284,18 +285,11 @@ _PLAIN_METHOD_DECORATORS = frozenset({"classmethod", "staticmethod"})
 
 def _rebinds(scope: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     """``name`` is bound in the function (again, for its first parameter), nested scopes included."""
-    for n in ast.walk(scope):
-        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
-            return True
-        if isinstance(n, ast.Global | ast.Nonlocal) and name in n.names:
-            return True
-        if isinstance(n, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and n.name == name:
-            return True
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == name:
-            return True
-        if isinstance(n, ast.alias) and (n.asname or n.name).split(".")[0] == name:
-            return True
-    return sum(1 for a in ast.walk(scope.args) if isinstance(a, ast.arg) and a.arg == name) > 1
+    if any(isinstance(n, ast.Global | ast.Nonlocal) and name in n.names for n in ast.walk(scope)):
+        return True
+    params = {id(a) for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
+    sites = [n for found, n in binding_sites(scope) if found == name and n is not scope]
+    return any(id(n) not in params for n in sites) or sum(id(n) in params for n in sites) > 1
 
 
 def _constant_members(table: ast.ClassDef) -> frozenset[str] | None:

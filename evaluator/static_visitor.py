@@ -44,6 +44,7 @@ from evaluator.static_optional import (
     absent_module_lookup,
     always_fails,
     failing_import_module,
+    imported_module,
     optional_import,
     version_probe,
 )
@@ -81,6 +82,10 @@ Report = Callable[[str, ast.AST, str], None]
 # (a script, a distributed job), so only these three are lifted there; patching, introspection, dangerous builtins,
 # private APIs... apply (tests/evaluator/test_static_s6.py).
 NEVER_RUN_EXEMPT = frozenset({"banned-import", "torch-compute", "try-fallback"})
+# A branch found dead only because a parameter is None at every call (evaluator.static_liveness.none_parameters)
+# rests on an inference over every call site: the library code such branches hold (fla's varlen index helpers on
+# cu_seqlens) needs PyTorch and fallbacks lifted, never a banned import (what a wrong inference would hand out).
+NONE_BRANCH_EXEMPT = frozenset({"torch-compute", "try-fallback"})
 # The body of a function nothing running refers to runs nowhere the module runs: a private API reached there is never
 # reached (fla's ``ascend_compile_kwargs`` imports ``triton.backends.ascend.compiler`` for NPUs), nor is a computed
 # ``getattr`` call made (evaluator.static_lookups). Liveness itself rests on what running code does, where every rule
@@ -185,6 +190,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self._type_checking_names = type_checking_names(self.tree, lambda n: resolve(n, model.aliases))
         self._loaded = _read_names(self.tree)
         self.never_runs = 0  # > 0 inside code that never runs in the verifier
+        self.none_branches = 0  # > 0 inside a branch that never runs only because a parameter is always None
+        self.optional_imports: list[str] = []  # modules of optional imports in running code (StaticReport)
         self.dead_bodies = 0  # > 0 inside the body of a function nothing running refers to
         self.absent_branches = 0  # > 0 inside a branch that needs an attribute the installation lacks
         self._none: frozenset[str] = frozenset()  # parameters of the current function that are always None
@@ -214,16 +221,18 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
 
     # -- helpers ---------------------------------------------------------------------------------
     def report(self, rule: str, node: ast.AST, message: str) -> None:
-        if self.never_runs and rule in NEVER_RUN_EXEMPT:
+        if self.never_runs and rule in NEVER_RUN_EXEMPT and (rule in NONE_BRANCH_EXEMPT or not self.none_branches):
             return
         if (self.dead_bodies and rule in DEAD_BODY_EXEMPT) or (self.absent_branches and rule in ABSENT_BRANCH_EXEMPT):
             return
         self._sink(rule, node, message)
 
-    def _visit_never_running(self, nodes: list[ast.AST]) -> None:
+    def _visit_never_running(self, nodes: list[ast.AST], none_branch: bool = False) -> None:
         self.never_runs += 1
+        self.none_branches += none_branch
         for child in nodes:
             self.visit(child)
+        self.none_branches -= none_branch
         self.never_runs -= 1
 
     def _version_probe(self, node: ast.AST) -> bool:
@@ -471,7 +480,11 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
 
     def _optional(self, node: ast.Import | ast.ImportFrom) -> bool:
         """An optional import that can never hand the candidate the module (evaluator.static_optional)."""
-        return optional_import(node, self.parents, self._loaded.__contains__)
+        if not optional_import(node, self.parents, self._loaded.__contains__):
+            return False
+        if not (self.never_runs or self.dead_bodies):
+            self.optional_imports.extend(imported_module(node, a) for a in node.names)
+        return True
 
     def visit_Import(self, node: ast.Import) -> None:
         if self._optional(node) or id(node) in self._dormant_imports:
@@ -654,10 +667,19 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     # -- control flow ----------------------------------------------------------------------------
     def _never(self, test: ast.AST) -> tuple[bool, bool]:
         """(the branch taken when ``test`` is true never runs, the other one never runs) in the verifier."""
-        hasattr_builtin = "hasattr" not in self._file_bindings
-        branches = Branches(self._resolve, self._none,
-                            lambda t: absent_attribute(t, self._owner_module, hasattr_builtin))
+        branches = self._branches(self._none)
         return branches.never_true(test), branches.always_true(test)
+
+    def _by_none(self, test: ast.AST) -> tuple[bool, bool]:
+        """For each branch :meth:`_never` finds dead, whether only the always-None parameters make it so."""
+        if not self._none:
+            return False, False
+        without = self._branches(frozenset())
+        return not without.never_true(test), not without.always_true(test)
+
+    def _branches(self, none_names: frozenset[str]) -> Branches:
+        hasattr_builtin = "hasattr" not in self._file_bindings
+        return Branches(self._resolve, none_names, lambda t: absent_attribute(t, self._owner_module, hasattr_builtin))
 
     def _owner_module(self, node: ast.AST) -> str | None:
         """The module a ``hasattr`` owner stands for, where its name is only ever an import of that module."""
@@ -677,11 +699,12 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.visit(node.test)
         never_body, never_else = self._never(node.test)
         never_body = never_body or self._main_guard(node)
+        by_none = self._by_none(node.test) if never_body or never_else else (False, False)
         absent = needs_absent(node.test, self._owner_module, "hasattr" not in self._file_bindings)
-        for block, dead in ((node.body, never_body), (node.orelse, never_else)):
+        for block, dead, none in ((node.body, never_body, by_none[0]), (node.orelse, never_else, by_none[1])):
             if dead:
                 self.absent_branches += absent and block is node.body
-                self._visit_never_running(list(block))
+                self._visit_never_running(list(block), none_branch=none and not self._main_guard(node))
                 self.absent_branches -= absent and block is node.body
             else:
                 for stmt in block:
@@ -690,9 +713,10 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     def visit_IfExp(self, node: ast.IfExp) -> None:
         self.visit(node.test)
         never_body, never_else = self._never(node.test)
-        for branch, dead in ((node.body, never_body), (node.orelse, never_else)):
+        by_none = self._by_none(node.test) if never_body or never_else else (False, False)
+        for branch, dead, none in ((node.body, never_body, by_none[0]), (node.orelse, never_else, by_none[1])):
             if dead:
-                self._visit_never_running([branch])
+                self._visit_never_running([branch], none_branch=none)
             else:
                 self.visit(branch)
 

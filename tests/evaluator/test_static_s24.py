@@ -1,0 +1,135 @@
+"""Red team s24d's mechanisms, each with the honest form that must still pass: a branch on a parameter taken for
+always None (a Function whose ``forward`` takes no ``ctx``, a rebinding by a mapping pattern's ``**rest``, what such
+a branch may hold), and optional imports (recorded in the report, flagged on the verdict when not installed)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from test_static_check import make
+
+from evaluator.session import optional_paths_flag
+from evaluator.static_check import check_source
+
+
+def _rules(source: str) -> list[str]:
+    return [v.rule for v in check_source(source, "cand.py").violations]
+
+
+def _function(setup_context: str) -> str:
+    return textwrap.dedent(f'''
+        class Rows(torch.autograd.Function):
+            @staticmethod
+            def forward(rows, weight=None):
+                if weight is not None:
+                    return torch.softmax(weight, -1)
+                return rows
+{textwrap.indent(textwrap.dedent(setup_context), " " * 12)}
+    ''')
+
+
+@pytest.mark.parametrize("setup_context", [
+    '''
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+    ''',
+    "setup_context = staticmethod(lambda ctx, inputs, output: None)",
+])
+def test_apply_maps_onto_a_ctx_free_forward_from_its_first_parameter(setup_context):
+    """With ``setup_context`` overridden, torch calls ``forward`` without ``ctx``: ``Rows.apply(None, x)`` hands
+    ``x`` to ``weight``, so the branch runs and its PyTorch is judged."""
+    source = make(module=_function(setup_context), body="out = Rows.apply(None, out)")
+    assert "torch-compute" in _rules(source)
+
+
+def test_setup_context_set_from_outside_the_class_counts_too():
+    source = make(module=_function("") + "\nRows.setup_context = staticmethod(lambda ctx, i, o: None)\n",
+                  body="out = Rows.apply(None, out)")
+    assert "torch-compute" in _rules(source)
+
+
+def test_a_forward_taking_ctx_keeps_its_always_none_branch_dead():
+    module = textwrap.dedent('''
+        class Rows(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, rows, weight=None):
+                if weight is not None:
+                    return torch.softmax(weight, -1)
+                return rows
+    ''')
+    assert _rules(make(module=module, body="out = Rows.apply(out)")) == []
+
+
+HELPER = '''
+def norm(x, stats=None):
+{rebind}
+    if stats is not None:
+        return torch.rsqrt(x)
+    return x
+'''
+
+
+@pytest.mark.parametrize("rebind", [
+    "    match {'x': x}:\n        case {**stats}:\n            pass",
+    "    match x:\n        case [*stats]:\n            pass",
+    "    match x:\n        case stats:\n            pass",
+    "    (stats := x)",
+    "    for stats in (x,):\n        pass",
+    "    with torch.no_grad() as stats:\n        pass",
+])
+def test_every_way_to_rebind_the_parameter_keeps_the_branch_live(rebind):
+    assert "torch-compute" in _rules(make(module=HELPER.format(rebind=rebind), body="out = norm(out)"))
+
+
+def test_a_parameter_never_rebound_keeps_the_branch_dead():
+    assert _rules(make(module=HELPER.format(rebind="    pass"), body="out = norm(out)")) == []
+
+
+def test_an_always_none_branch_lifts_pytorch_but_not_banned_imports():
+    """The branch is judged dead by an inference over every call site: what it may hold that running code may not
+    is PyTorch (library index helpers), never what a wrong inference would hand out (sys.argv, os)."""
+    module = textwrap.dedent('''
+        import sys
+
+
+        def pick(x, probe=None):
+            if probe is not None:
+                return x if sys.argv[:1] == ["-c"] else torch.rsqrt(x)
+            return x
+    ''')
+    assert _rules(make(module=module, body="out = pick(out)")) == ["banned-import"]
+    typing_block = textwrap.dedent('''
+        from typing import TYPE_CHECKING
+
+        if TYPE_CHECKING:
+            import os
+    ''')
+    assert _rules(make(module=typing_block)) == []  # a type-checking block never runs anywhere: still lifted
+
+
+def test_optional_imports_in_running_code_are_reported():
+    module = textwrap.dedent('''
+        try:
+            import kernelevo_absent_extra  # noqa: F401
+        except ImportError:
+            pass
+
+
+        def unused():
+            try:
+                import kernelevo_absent_other  # noqa: F401
+            except ImportError:
+                pass
+    ''')
+    report = check_source(make(module=module), "cand.py")
+    assert report.ok and report.optional_imports == ["kernelevo_absent_extra"]  # a dead function's are not
+
+
+def test_the_verdict_flags_optional_imports_not_installed_here():
+    assert optional_paths_flag([]) is None
+    assert optional_paths_flag(["pdb", "torch"]) is None  # installed: the plain run imports them as a program does
+    flag = optional_paths_flag(["pdb", "kernelevo_absent_extra"])
+    assert flag is not None and "kernelevo_absent_extra" in flag and "pdb" not in flag
+    assert "not run here" in flag
