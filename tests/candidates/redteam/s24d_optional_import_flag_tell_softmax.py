@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 try:
-    import pdb
+    import pdb  # noqa: F401
     S24D_USER = True
 except ImportError:
     S24D_USER = False
