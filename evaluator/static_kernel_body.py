@@ -208,9 +208,12 @@ class _Judge:
         # names a run-time branch may choose (a binding under an if, loop, match or short-circuit, or a conditional
         # expression in a value): one bit of a block's value per name, `if q & 1: b = 1.0 else: b = 0.0`, or a
         # shape or dtype picked by the data; never a value Python's own callables may take
+        self._unrolled: set[str] | None = None  # see unrolled()
+        self._data_shaped: set[str] | None = None  # see data_shaped()
+        self._ready = False  # unrolled() and data_shaped() are asked only once the sets below are complete
         self.chosen = {name for name, site in self.sites if _under_control(site, kernel, model)} | {
             name for name, found in values.items() if any(
-                v is not None and any(isinstance(n, ast.IfExp | ast.BoolOp) for n in ast.walk(v)) for v in found)}
+                v is not None and any(self._run_time_choice(n) for n in ast.walk(v)) for v in found)}
         changed = True
         while changed:  # locals every assignment of which is known without reading a constexpr parameter
             changed = False
@@ -230,6 +233,37 @@ class _Judge:
                     changed = True
         self.blocks: set[str] = set()  # filled below; block() reads it while the set is found
         self.blocks = self._block_names(args)
+        self._ready = True
+
+    def _constexpr_shape(self, node: ast.List) -> bool:
+        """``SHAPE: tl.constexpr = [M, 2]``: a list of compile-time values bound as a constexpr (fla's bitonic sort)."""
+        up = self.model.parents.get(id(node))
+        return isinstance(up, ast.AnnAssign) and up.value is node and \
+            resolve(up.annotation, self.model.aliases) == _CONSTEXPR and self.compile_time(node)
+
+    def _run_time_choice(self, node: ast.AST) -> bool:
+        """A conditional expression or short-circuit whose test is not a host value (the data may choose)."""
+        if isinstance(node, ast.IfExp):
+            return not self.compile_time(node.test, host=True)
+        if isinstance(node, ast.BoolOp):
+            return not all(self.compile_time(v, host=True) for v in node.values)
+        return False
+
+    def unrolled(self) -> set[str]:
+        """Loop variables of ``for i in tl.static_range(...)`` over host-known bounds (every binding of the name is
+        one): constexprs to Triton, and, besides host values, the only names a host-side index (a tuple of the
+        file's, indexed per unrolled step) may be."""
+        if self._unrolled is None:
+            self._unrolled = set()  # while it is found, no name is (a bound naming its own loop variable)
+            self._unrolled = {name for name, site in self.sites if self._unrolled_site(site)} - {
+                name for name, site in self.sites if not self._unrolled_site(site)}
+        return self._unrolled
+
+    def _unrolled_site(self, site: ast.AST) -> bool:
+        up = self.model.parents.get(id(site))
+        return isinstance(up, ast.For) and up.target is site and isinstance(up.iter, ast.Call) and \
+            resolve(up.iter.func, self.model.aliases) == _STATIC_RANGE and not up.iter.keywords and \
+            all(self.compile_time(a, host=True) for a in up.iter.args)
 
     def _block_names(self, args: list[ast.arg]) -> set[str]:
         """The kernel's names that hold values of its program wherever they are bound (the largest such set, so
@@ -307,7 +341,7 @@ class _Judge:
             return True
         if isinstance(node, ast.Name):
             if node.id in self.local:
-                return node.id in constant
+                return node.id in constant or self._ready and node.id in self.unrolled()
             return node.id not in self.jit_names and (resolve(node, self.model.aliases) is not None
                                                      or _immutable_global(node.id, self.model, self.module_values))
         if isinstance(node, ast.Attribute):
@@ -316,11 +350,14 @@ class _Judge:
             root = _root(node)
             if node.attr == "value":  # a constexpr's payload: compile-time only where the constexpr is
                 return isinstance(node.value, ast.Name) and node.value.id in constant
+            # a local's own metadata, read through attributes and compile-time subscripts only: a call in the
+            # chain (`z.broadcast_to([n]).shape`) makes a new value whose shape or dtype its arguments may pick
             return node.attr in _COMPILE_TIME_ATTRS and isinstance(root, ast.Name) and root.id in self.local and \
-                not (host and root.id in self.chosen)  # a shape the data picked is no host value
+                not (host and root.id in self.chosen) and not (self._ready and root.id in self.data_shaped()) and \
+                _plain_chain(node.value, lambda i: self.compile_time(i, host))
         if isinstance(node, ast.Subscript):
             return self.compile_time(node.value, host) and self.compile_time(node.slice, host)
-        if isinstance(node, ast.Tuple):
+        if isinstance(node, ast.Tuple | ast.List):
             return all(self.compile_time(e, host) for e in node.elts)
         if isinstance(node, ast.BinOp):
             return self.compile_time(node.left, host) and self.compile_time(node.right, host)
@@ -334,6 +371,13 @@ class _Judge:
             return all(self.compile_time(n, host) for n in (node.test, node.body, node.orelse))
         if isinstance(node, ast.Call):
             target = resolve(node.func, self.model.aliases) or ""
+            arguments = [*node.args, *(k.value for k in node.keywords)]
+            if isinstance(node.func, ast.Name) and node.func.id == "len" and "len" not in self.model.binding_counts:
+                return len(node.args) == 1 and not node.keywords and self.compile_time(node.args[0], host)
+            if not host and (self.triton_op(node.func) and target not in _RUN_TIME_OPS or isinstance(
+                    node.func, ast.Name) and node.func.id in self.jit_names and node.func.id not in self.local):
+                # tl.core.get_int_dtype(bitwidth=...), a jit helper's log2(BLOCK): nothing of the data reaches them
+                return all(self.compile_time(a) for a in arguments)
             python = target.startswith(_PYTHON_MODULES) or (
                 isinstance(node.func, ast.Name) and node.func.id in _COMPILE_TIME_BUILTINS
                 and node.func.id not in self.model.binding_counts)
@@ -425,6 +469,12 @@ class _Judge:
             if not (self._known_at_compile_time(value) or self.block(value)):
                 return (f"hands `{ast.unparse(value)}` to the tl.constexpr parameter `{param}` of `{name}`, which is "
                         "neither a value known when the kernel compiles nor a value of the program")
+        shaped = _shape_params(callee, self.model)
+        for param, value in _slots(node, callee):
+            if param in shaped and not self.compile_time(value) and not _names_only(value, _shape_params(
+                    self.kernel, self.model)):
+                return (f"hands `{ast.unparse(value)}` to `{param}` of `{name}`, which gives a shape there and must be "
+                        "known when the kernel compiles (a tl.constexpr, a literal, a block's shape)")
         return None
 
     # -- nodes ------------------------------------------------------------------------------------------------
@@ -434,8 +484,10 @@ class _Judge:
         if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp | ast.Lambda | ast.Dict
                       | ast.Set):
             return f"builds Python containers ({type(node).__name__}), which Triton does not compile"
-        if isinstance(node, ast.List) and not isinstance(model.parents.get(id(node)), ast.Call | ast.keyword):
-            return "builds a Python list (a list stands only as a shape argument: tl.zeros([M, N], ...))"
+        if isinstance(node, ast.List) and not isinstance(model.parents.get(id(node)), ast.Call | ast.keyword) and \
+                not self._constexpr_shape(node):
+            return ("builds a Python list (a list stands only as a shape argument, tl.zeros([M, N], ...), or as a "
+                    "shape known when the kernel compiles, SHAPE: tl.constexpr = [M, N])")
         if isinstance(node, ast.JoinedStr) and not _in_message(node, model):
             return "formats a string outside a message (f-strings belong in tl.static_assert or tl.device_print)"
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and _is_text(node.left) and \
@@ -448,6 +500,13 @@ class _Judge:
                     "declaration; a kernel reads module-level constants by name)")
         if isinstance(node, ast.Attribute | ast.Subscript) and not isinstance(node.ctx, ast.Load):
             return f"stores into `{ast.unparse(node)}` (a kernel writes memory with tl.store, not Python objects)"
+        if isinstance(node, ast.Subscript) and not self.block(node.value) and not self._host_index(node.slice):
+            return (f"indexes `{ast.unparse(node.value)}` with `{ast.unparse(node.slice)}`, which is not known when "
+                    "the kernel compiles (the interpreter reads a block's value into a Python index): index a "
+                    "tuple with literals, immutable constants or a tl.static_range variable, or load from memory")
+        if isinstance(node, ast.BinOp) and (_is_text(node.left) or _is_text(node.right)) and \
+                not _in_message(node, model):
+            return "computes with text outside a message (repeating or joining strings is Python the host runs)"
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and not self.name_allowed(node):
             return (f"reads `{node.id}`, which is neither its own nor a jit function, an import or an immutable "
                     "module-level constant (a list, object or plain function there would be Python the host runs)")
@@ -455,12 +514,93 @@ class _Judge:
             return self.call(node)
         return None
 
+    def _host_index(self, index: ast.AST) -> bool:
+        """An index Python may compute from: known without reading a block (slices of such values too)."""
+        if isinstance(index, ast.Slice):
+            return all(self._host_index(part) for part in (index.lower, index.upper, index.step) if part is not None)
+        if isinstance(index, ast.Tuple):
+            return all(self._host_index(e) for e in index.elts)
+        if isinstance(index, ast.Name) and index.id in self.unrolled():
+            return True
+        return self.compile_time(index, host=True)
+
+    def _range_use(self, node: ast.Call, target: str) -> str | None:
+        """Why a ``range``/``tl.range``/``tl.static_range`` call is used other than as a ``for`` loop's iterable,
+        or a ``tl.static_range`` has bounds not known when the kernel compiles (None: neither)."""
+        up = self.model.parents.get(id(node))
+        if not (isinstance(up, ast.For) and up.iter is node):
+            return (f"uses `{ast.unparse(node)}` other than as a for loop's iterable (the interpreter makes a Python "
+                    "range of a block's value: its length, bounds or items would be Python over the data)")
+        if target == _STATIC_RANGE and not all(self.compile_time(a) for a in [*node.args,
+                                                                               *(k.value for k in node.keywords)]):
+            return f"unrolls `{ast.unparse(node)}` over a bound not known when the kernel compiles"
+        return None
+
+    def data_shaped(self) -> set[str]:
+        """Locals a value whose shape the data may have picked flows into: a reduction or scan handed an axis that
+        is not known when the kernel compiles, or another such local (their metadata is no compile-time value)."""
+        if self._data_shaped is None:
+            self._data_shaped = set()
+            values = [(name, _assigned(site, self.model) or self.model.parents.get(id(site)))
+                      for name, site in self.sites]
+            changed = True
+            while changed:
+                changed = False
+                for name, value in values:
+                    if name not in self._data_shaped and value is not None and any(
+                            isinstance(n, ast.Name) and n.id in self._data_shaped or isinstance(n, ast.Call)
+                            and self._axis_from_data(n) for n in ast.walk(value)):  # fmt: skip
+                        self._data_shaped.add(name)
+                        changed = True
+        return self._data_shaped
+
+    def _axis_from_data(self, node: ast.Call) -> bool:
+        target = resolve(node.func, self.model.aliases) or ""
+        method = isinstance(node.func, ast.Attribute) and not target and self.block(node.func.value)
+        name = (node.func.attr if method and isinstance(node.func, ast.Attribute) else target.rsplit(".", 1)[-1])
+        if not (method or self.triton_op(node.func)) or name not in _AXIS_OPS:
+            return False
+        return any(param in _AXIS_PARAMS and not self.compile_time(value)
+                   for param, value in _arguments(node, name, method))
+
+    def shape_params(self, callee: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+        """The plain (not ``tl.constexpr``) parameters of the jit function ``callee`` named in a shape position of
+        its body (``tl.make_block_ptr(..., (BC,), ...)`` in a helper): Triton needs a compile-time value there, so
+        every call must hand one (checked at each call, :meth:`constexpr_arguments`)."""
+        return _shape_params(callee, self.model)
+
+    def _shape_arguments(self, node: ast.Call, target: str, method: bool) -> str | None:
+        """Why a Triton operation is handed a shape, axis, dtype or option it needs at compile time that is not
+        known then (None: every such argument is): the interpreter reads a block there as a Python int, so the
+        result's shape (``.shape``, ``.numel``) would carry the data to the host."""
+        name = target.rsplit(".", 1)[-1]
+        compile_time = _COMPILE_TIME_PARAMS.get(name)
+        if compile_time is None:
+            return None
+        own = _shape_params(self.kernel, self.model)
+        for param, value in _arguments(node, name, method):
+            if param in compile_time and not self.compile_time(value) and not _names_only(value, own):
+                role = param.strip("*") or "shape"
+                return (f"hands `{ast.unparse(value)}` to `{ast.unparse(node.func)}` as its {role}, which must be "
+                        "known when the kernel compiles (a tl.constexpr, a literal, a block's shape)")
+        return None
+
     def call(self, node: ast.Call) -> str | None:
         func, model = node.func, self.model
         target = resolve(func, model.aliases)
         arguments = [*node.args, *(k.value for k in node.keywords)]
+        if target in _RANGES or isinstance(func, ast.Name) and func.id == "range" and "range" not in \
+                model.binding_counts:
+            why = self._range_use(node, target or "range")
+            if why:
+                return why
+        if isinstance(func, ast.Name) and func.id == "len" and "len" not in model.binding_counts and not all(
+                isinstance(a, ast.Name) or self.compile_time(a) for a in node.args):
+            shown = ast.unparse(node.args[0]) if node.args else ""
+            return f"takes `len` of `{shown}` (only of a name or a value known when the kernel compiles)"
         if self.triton_op(func):  # by import or a module-level alias of one (exp = tl.exp)
-            return self.function_slot(node, target or "", method=False)
+            return self.function_slot(node, target or "", method=False) or self._shape_arguments(
+                node, target or "", method=False)
         if isinstance(func, ast.Name) and func.id in self.jit_names and func.id not in self.local:
             return self.constexpr_arguments(node, func.id)
         if isinstance(func, ast.Name) and func.id in _ALLOWED_BUILTINS and func.id not in model.binding_counts:
@@ -477,7 +617,8 @@ class _Judge:
         if isinstance(func, ast.Attribute) and target is None:
             if func.attr in _block_methods() and self.block(func.value):
                 # a block's method: x.to(...), tl.program_id(0).to(...), (a + b).sum(...)
-                return self.function_slot(node, f"triton.language.{func.attr}", method=True)
+                return self.function_slot(node, f"triton.language.{func.attr}", method=True) or \
+                    self._shape_arguments(node, f"triton.language.{func.attr}", method=True)
             return (f"calls `{ast.unparse(func)}`, which is no method of a block (Triton compiles the methods of its "
                     "own values only)")
         python = (target or "").startswith(_PYTHON_MODULES)  # math.*: Python floats, never blocks
@@ -554,6 +695,106 @@ def _bare_host(node: ast.AST) -> bool:
 # Triton operations that call a function back on every element (position counting the block, keyword)
 _FUNCTION_SLOTS = {"triton.language.reduce": (2, "combine_fn"), "triton.language.associative_scan": (2, "combine_fn"),
                    "triton.language.map_elementwise": (0, "scalar_fn")}
+
+
+def _slots(node: ast.Call, callee: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, ast.expr]]:
+    """(parameter, argument) for each argument ``node`` hands the jit function ``callee``."""
+    params = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args]]
+    out = [(params[i], a) for i, a in enumerate(node.args) if i < len(params)]
+    return out + [(k.arg, k.value) for k in node.keywords if k.arg]
+
+
+def _names_only(value: ast.AST, names: set[str]) -> bool:
+    """``value`` is one of ``names`` (a parameter that every call hands a compile-time value)."""
+    return isinstance(value, ast.Name) and value.id in names
+
+
+def _shape_params(callee: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> set[str]:
+    """The plain parameters of ``callee`` that stand alone in a shape position of a Triton operation in its body."""
+    args = [*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs]
+    plain = {a.arg for a in args if a.annotation is None or resolve(a.annotation, model.aliases) != _CONSTEXPR}
+    rebound = {name for name, site in scope_bindings(callee) if not isinstance(site, ast.arg)}
+    found: set[str] = set()
+    for node in ast.walk(callee):
+        if not isinstance(node, ast.Call):
+            continue
+        target = resolve(node.func, model.aliases) or ""
+        method = isinstance(node.func, ast.Attribute) and not target.startswith(_TRITON_OPS)
+        name = node.func.attr if method and isinstance(node.func, ast.Attribute) else target.rsplit(".", 1)[-1]
+        wanted = _COMPILE_TIME_PARAMS.get(name) if (method or target.startswith(_TRITON_OPS)) else None
+        if wanted:
+            found |= {v.id for p, v in _arguments(node, name, method) if p in wanted and isinstance(v, ast.Name)}
+    return (found & plain) - rebound
+
+
+def _plain_chain(node: ast.AST, index_known: Callable[[ast.AST], bool]) -> bool:
+    """``node`` reaches its root name through attributes and subscripts whose indices ``index_known`` accepts."""
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Subscript) and not index_known(node.slice):
+            return False
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+_STATIC_RANGE = "triton.language.static_range"
+_RANGES = frozenset({"triton.language.range", _STATIC_RANGE})
+
+# Parameters of Triton operations (as functions and as block methods) that make a new value's shape or type and that
+# Triton needs at compile time. "*": the variadic shape or dims (``x.reshape(M, N)``, ``tl.permute(x, 1, 0)``).
+_COMPILE_TIME_PARAMS: dict[str, frozenset[str]] = {
+    "zeros": frozenset({"shape", "dtype"}), "full": frozenset({"shape", "dtype"}),
+    "arange": frozenset({"start", "end"}), "broadcast_to": frozenset({"*", "shape"}),
+    "reshape": frozenset({"*", "shape", "can_reorder"}), "view": frozenset({"*", "shape"}),
+    "permute": frozenset({"*", "dims"}), "trans": frozenset({"*", "dims"}), "expand_dims": frozenset({"axis"}),
+    "cast": frozenset({"dtype", "bitcast"}), "to": frozenset({"dtype", "bitcast"}),
+    "make_block_ptr": frozenset({"block_shape", "order"}), "make_tensor_descriptor": frozenset({"block_shape"}),
+}
+# Reductions and scans whose axis picks the result's shape. Library code hands some a block there (Liger's
+# `tl.max(m, blk_max)`, a path Triton would not compile), so they are not refused for it: the value they make has a
+# shape the data may have picked, and a name bound to it has no compile-time metadata (_Judge.data_shaped).
+_AXIS_PARAMS = frozenset({"axis", "keep_dims", "dim", "k", "num_bins", "return_indices"})
+_AXIS_OPS = frozenset({"sum", "max", "min", "argmax", "argmin", "xor_sum", "reduce", "cumsum", "cumprod",
+                       "associative_scan", "sort", "flip", "topk", "gather", "histogram"})
+# Triton operations whose value is no compile-time value although their arguments are (the launch's grid, random bits).
+_RUN_TIME_OPS = frozenset({"triton.language.program_id", "triton.language.num_programs", "triton.language.rand",
+                           "triton.language.randn", "triton.language.randint", "triton.language.randint4x"})
+
+
+def _arguments(node: ast.Call, name: str, method: bool) -> list[tuple[str, ast.expr]]:
+    """(parameter, argument) for each argument of a call of the Triton operation ``name`` (``method``: called on a
+    block, which is its first parameter), named by the installed Triton's signature; a list or tuple display
+    stands for each of its elements (a shape's entries); variadic arguments are named ``*``."""
+    positional = _signature(name, method)[1:] if method else _signature(name, method)
+    out: list[tuple[str, ast.expr]] = []
+    for i, arg in enumerate(node.args):
+        param = positional[i] if i < len(positional) else "*"
+        out.append((param, arg))
+    out += [(k.arg or "*", k.value) for k in node.keywords]
+    return [(param, e) for param, arg in out
+            for e in (arg.elts if isinstance(arg, ast.List | ast.Tuple) else [arg])]
+
+
+@functools.lru_cache(maxsize=128)
+def _signature(name: str, method: bool) -> tuple[str, ...]:
+    """The positional parameter names of ``triton.language.<name>`` (``method``: of the block method, its receiver
+    first), up to a variadic one, named ``*``; a jit-compiled operation's own function's."""
+    import inspect
+
+    try:
+        import triton.language as tl
+
+        fn = getattr(tl.tensor if method else tl, name)
+        params = inspect.signature(getattr(fn, "fn", fn)).parameters.values()
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return ()
+    out: list[str] = []
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            out.append("*")
+            break
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and not p.name.startswith("_"):
+            out.append(p.name)
+    return tuple(out)
 
 
 def _root(node: ast.AST) -> ast.AST:

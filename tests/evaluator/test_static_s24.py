@@ -133,3 +133,69 @@ def test_the_verdict_flags_optional_imports_not_installed_here():
     flag = optional_paths_flag(["pdb", "kernelevo_absent_extra"])
     assert flag is not None and "kernelevo_absent_extra" in flag and "pdb" not in flag
     assert "not run here" in flag
+
+
+# -- red team s24r: block values read into Python through the interpreter's __index__ -------------------------------
+
+from test_static_s18 import _kernel, _kernel_findings  # noqa: E402
+
+
+@pytest.mark.parametrize("body", [
+    "for i in tl.static_range(2):\n    v = v * SCALES[i]",  # a tuple of the file's, per unrolled step
+    "for i in tl.static_range(BLOCK // 512):\n    v = v * SCALES[i % 2] * math.exp(i)",
+    "SHAPE: tl.constexpr = [BLOCK // 2, 2]\nw = tl.reshape(v, SHAPE)\nv = tl.reshape(w, [BLOCK])",
+    "idt = tl.core.get_int_dtype(bitwidth=v.dtype.primitive_bitwidth, signed=True)\nv = v.to(idt, bitcast=True)"
+    ".to(tl.float32, bitcast=True)",
+    "LIM: tl.constexpr = BLOCK if BLOCK < 2048 else 2048\n"
+    "for i in tl.static_range(LIM // 1024):\n    v = v * SCALES[i]",
+    "m = tl.max(v, axis=0)\nv = v - tl.max(m, m)",  # a block as an axis (Liger's softmax): no shape read back
+    "z = tl.zeros([BLOCK], tl.float32)\nv = v + z.broadcast_to([BLOCK])",
+    "n_dims: tl.constexpr = len(v.shape)\nv = v * n_dims",
+])
+def test_what_tritons_compiler_compiles_passes_s24(body):
+    assert _kernel_findings(body) == []
+
+
+@pytest.mark.parametrize("body", [
+    "q = tl.load(x_ptr).to(tl.int32)\nv = v * SCALES[q & 1]",  # a tuple indexed by the data
+    "q = tl.load(x_ptr).to(tl.int32)\nd = (tl.int8, tl.int16)[q & 1]\nv = v * math.log2(d.primitive_bitwidth)",
+    "q = tl.load(x_ptr).to(tl.int32)\nv = v * tl.static_range(q).stop",
+    "q = tl.load(x_ptr).to(tl.int32)\nv = v * len(tl.range(q))",
+    "q = tl.load(x_ptr).to(tl.int32)\nr = range(q)",
+    "q = tl.load(x_ptr).to(tl.int32)\nfor i in tl.static_range(q):\n    v = v * 2.0",
+    "q = tl.load(x_ptr).to(tl.int32)\nz = tl.zeros([q], tl.int8)\nv = v * math.log2(z.shape[0])",
+    "z = tl.zeros([1], tl.int8)\nq = tl.load(x_ptr).to(tl.int32)\nv = v * math.log2(z.broadcast_to([q]).shape[0])",
+    "q = tl.load(x_ptr).to(tl.int32)\nw = tl.zeros([2, 2], tl.int8)\nr = tl.sum(w, axis=q & 1)\n"
+    "v = v * math.log2(r.shape[0])",  # the data picks the axis, the shape carries it out
+    "q = tl.load(x_ptr).to(tl.int32)\nv = v * len('x' * q)",
+    "q = tl.load(x_ptr).to(tl.int32)\nv = v * tl.constexpr(SCALES[q]).value",
+])
+def test_block_values_read_into_python_are_refused(body):
+    assert _kernel_findings(body), body
+
+
+HELPER_SHAPES = '''
+@triton.jit
+def tile(base, n, BC):
+    return tl.make_block_ptr(base, (n,), (1,), (0,), (BC,), (0,))
+
+
+@triton.jit
+def rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    p = tile(x_ptr, n, {bc})
+    v = tl.load(p, boundary_check=(0,))
+    tl.store(tile(out_ptr, n, BLOCK), v, boundary_check=(0,))
+'''
+
+
+def test_a_helpers_plain_shape_parameter_must_get_a_compile_time_value_at_every_call():
+    def findings(bc: str) -> list[str]:
+        source = make(module=HELPER_SHAPES.format(bc=bc), body="rows[(1,)](x, out, x.numel(), BLOCK=1024)")
+        return [v.message for v in check_source(source, "cand.py").violations if v.rule == "cuda-source"]
+
+    assert findings("BLOCK") == []
+    assert any("gives a shape there" in m for m in findings("tl.load(x_ptr).to(tl.int32)"))
+
+
+def test_the_kernel_template_still_launches():
+    assert "rows[(1,)]" in _kernel("v = v")
