@@ -59,8 +59,20 @@ def check_kernel_bodies(tree: ast.Module, kernels: list[ast.FunctionDef | ast.As
     jit_names = {fn.name for fn in kernels} | set(model.jit_kernels)
     module_values = _module_values(tree, model)  # once per file: what each module-level name is bound to
     jit_defs = {fn.name: fn for fn in kernels}
-    for kernel in kernels:
-        judge = _Judge(kernel, model, jit_names, module_values, jit_defs, launched_only(tree, kernel, model))
+    shaped: set[str] = set()  # jit functions that may return a value whose shape the data picked
+    judges = [_Judge(kernel, model, jit_names, module_values, jit_defs, launched_only(tree, kernel, model), shaped)
+              for kernel in kernels]
+    changed = True
+    while changed:  # a helper returning such a value makes its callers' results so, transitively
+        changed = False
+        for judge in judges:
+            if judge.kernel.name not in shaped and judge.returns_data_shaped():
+                shaped.add(judge.kernel.name)
+                changed = True
+                for other in judges:
+                    other.forget_shapes()
+    for judge in judges:
+        kernel = judge.kernel
         for default in [*kernel.args.defaults, *(d for d in kernel.args.kw_defaults if d is not None)]:
             if not _immutable(default, model, module_values):
                 report("cuda-source", default, f"kernel `{kernel.name}` gives a parameter the default "
@@ -190,8 +202,9 @@ class _Judge:
 
     def __init__(self, kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel, jit_names: set[str],
                  module_values: Values, jit_defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
-                 launched: bool = False) -> None:
+                 launched: bool = False, shaped_functions: set[str] | None = None) -> None:
         self.model, self.jit_names, self.module_values, self.jit_defs = model, jit_names, module_values, jit_defs
+        self.shaped_functions = shaped_functions if shaped_functions is not None else set()
         self.kernel = kernel
         args = [*kernel.args.posonlyargs, *kernel.args.args, *kernel.args.kwonlyargs]
         self.constexpr_params = {a.arg for a in args if a.annotation is not None
@@ -554,13 +567,25 @@ class _Judge:
                         changed = True
         return self._data_shaped
 
+    def forget_shapes(self) -> None:
+        self._data_shaped = self._unrolled = None
+
+    def returns_data_shaped(self) -> bool:
+        """A ``return`` of this function hands back a value whose shape the data may have picked."""
+        return any(isinstance(n, ast.Return) and n.value is not None and any(
+            isinstance(m, ast.Name) and m.id in self.data_shaped() or isinstance(m, ast.Call)
+            and self._axis_from_data(m) for m in ast.walk(n.value)) for n in ast.walk(self.kernel))  # fmt: skip
+
     def _axis_from_data(self, node: ast.Call) -> bool:
+        if isinstance(node.func, ast.Name) and node.func.id in self.shaped_functions and node.func.id not in self.local:
+            return True  # a jit helper that returns such a value
         target = resolve(node.func, self.model.aliases) or ""
         method = isinstance(node.func, ast.Attribute) and not target and self.block(node.func.value)
         name = (node.func.attr if method and isinstance(node.func, ast.Attribute) else target.rsplit(".", 1)[-1])
         if not (method or self.triton_op(node.func)) or name not in _AXIS_OPS:
             return False
-        return any(param in _AXIS_PARAMS and not self.compile_time(value)
+        own = _shape_params(self.kernel, self.model)  # every call hands these a compile-time value
+        return any(param in _AXIS_PARAMS and not self.compile_time(value) and not _names_only(value, own)
                    for param, value in _arguments(node, name, method))
 
     def shape_params(self, callee: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -710,7 +735,8 @@ def _names_only(value: ast.AST, names: set[str]) -> bool:
 
 
 def _shape_params(callee: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> set[str]:
-    """The plain parameters of ``callee`` that stand alone in a shape position of a Triton operation in its body."""
+    """The plain parameters of ``callee`` that stand alone in a shape position (or a reduction's axis) of a Triton
+    operation in its body."""
     args = [*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs]
     plain = {a.arg for a in args if a.annotation is None or resolve(a.annotation, model.aliases) != _CONSTEXPR}
     rebound = {name for name, site in scope_bindings(callee) if not isinstance(site, ast.arg)}
@@ -721,7 +747,8 @@ def _shape_params(callee: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleM
         target = resolve(node.func, model.aliases) or ""
         method = isinstance(node.func, ast.Attribute) and not target.startswith(_TRITON_OPS)
         name = node.func.attr if method and isinstance(node.func, ast.Attribute) else target.rsplit(".", 1)[-1]
-        wanted = _COMPILE_TIME_PARAMS.get(name) if (method or target.startswith(_TRITON_OPS)) else None
+        wanted = (_COMPILE_TIME_PARAMS.get(name) or (_AXIS_PARAMS if name in _AXIS_OPS else None)) if (
+            method or target.startswith(_TRITON_OPS)) else None
         if wanted:
             found |= {v.id for p, v in _arguments(node, name, method) if p in wanted and isinstance(v, ast.Name)}
     return (found & plain) - rebound

@@ -199,3 +199,40 @@ def test_a_helpers_plain_shape_parameter_must_get_a_compile_time_value_at_every_
 
 def test_the_kernel_template_still_launches():
     assert "rows[(1,)]" in _kernel("v = v")
+
+
+REDUCE_HELPER = '''
+@triton.jit
+def reduce_rows(w, a):
+    return tl.sum(w, axis=a)
+
+
+@triton.jit
+def reduce_bit(w, q):
+    r = tl.sum(w, axis=q & 1)
+    return r
+
+
+@triton.jit
+def rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    q = tl.load(x_ptr).to(tl.int32)
+    w = tl.zeros([2, 4], tl.float32)
+{body}
+    tl.store(out_ptr + offs, v, mask=offs < n)
+'''
+
+
+@pytest.mark.parametrize(("body", "refused"), [
+    ("r = reduce_rows(w, 0)\nv = v * math.log2(r.shape[0])", False),  # a compile-time axis through a helper
+    ("r = reduce_rows(w, q & 1)", True),  # the helper's axis parameter handed the data
+    ("r = reduce_bit(w, q)\nv = v * math.log2(r.shape[0])", True),  # the helper returns a data-shaped value
+    ("r = reduce_bit(w, q)\nv = v + tl.sum(r, axis=0)", False),  # using it as a block is fine
+])
+def test_a_helpers_data_chosen_shape_does_not_reach_the_host(body, refused):
+    module = REDUCE_HELPER.format(body="\n".join("    " + line for line in body.splitlines()))
+    source = make(module="import math\n" + module, body="rows[(1,)](x, out, x.numel(), BLOCK=1024)")
+    found = [v.message for v in check_source(source, "cand.py").violations if v.rule == "cuda-source"
+             and "kernel `rows`" in v.message]
+    assert bool(found) is refused, found
