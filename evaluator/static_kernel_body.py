@@ -236,17 +236,50 @@ class _Judge:
                     self.host_constant.add(name)
                     changed = True
         self.constant = {p for p in self.constexpr_params if len(values.get(p, [])) == 1}  # the parameter alone
+        # a name the data may steer to one of its values: bound more than once, once under a branch or loop the data
+        # steers (`if q & 1: nK: tl.constexpr = 2 else: ... = 1`; a branch on compile-time values, `if BLOCK > 64:`,
+        # steers nothing), or a loop's target over run-time bounds. One binding inside a run-time loop (fla's
+        # `n_dims: tl.constexpr = log2(b.shape[0])`) is the same value on every pass.
+        counts: dict[str, int] = {}
+        for name, _site in self.sites:
+            counts[name] = counts.get(name, 0) + 1
+        steered = {name for name, site in self.sites if self._run_time_control(site) and (
+            counts[name] > 1 or isinstance(self.model.parents.get(id(site)), ast.For | ast.AsyncFor))}
         changed = True
         while changed:  # locals every assignment of which is compile-time
             changed = False
             for name, found in values.items():
-                if name not in self.constant and name not in self.constexpr_params and all(
+                if name not in self.constant and name not in self.constexpr_params and name not in steered and all(
                         v is not None and self.compile_time(v) for v in found):
                     self.constant.add(name)
                     changed = True
         self.blocks: set[str] = set()  # filled below; block() reads it while the set is found
         self.blocks = self._block_names(args)
         self._ready = True
+
+    def _run_time_control(self, site: ast.AST) -> bool:
+        """A binding at ``site`` happens or not (or how often) by a test or a loop the data may steer: an ``if``,
+        ``while`` or conditional expression whose test is not compile-time, a loop whose bounds are not, a
+        ``match``, ``with`` or short-circuit. A loop's own target counts as steered unless the loop is a
+        ``tl.static_range`` over compile-time bounds."""
+        child, up = site, self.model.parents.get(id(site))
+        while up is not None and up is not self.kernel:
+            if isinstance(up, ast.If | ast.While | ast.IfExp) and child is not up.test:
+                if not self.compile_time(up.test):
+                    return True
+            elif isinstance(up, ast.For | ast.AsyncFor):
+                loop = up.iter if isinstance(up.iter, ast.Call) else None
+                target = resolve(loop.func, self.model.aliases) if loop is not None else None
+                bounded = loop is not None and (target in _RANGES or (
+                    isinstance(loop.func, ast.Name) and loop.func.id == "range"
+                    and "range" not in self.model.binding_counts)) and all(
+                    self.compile_time(a) for a in [*loop.args, *(k.value for k in loop.keywords)])
+                if not bounded or (child is up.target and target != _STATIC_RANGE):
+                    return True
+            elif isinstance(up, _CONTROL):
+                return True
+            child, up = up, self.model.parents.get(id(up))
+        return False
 
     def _constexpr_shape(self, node: ast.List) -> bool:
         """``SHAPE: tl.constexpr = [M, 2]``: a list of compile-time values bound as a constexpr (fla's bitonic sort)."""
@@ -506,6 +539,14 @@ class _Judge:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and _is_text(node.left) and \
                 not _in_message(node, model):
             return "formats a string with % outside a message"
+        if isinstance(node, ast.Break | ast.Continue):
+            return (f"holds `{type(node).__name__.lower()}` (Triton compiles no break or continue; under the "
+                    "interpreter a loop left at a point the data picks hands its variable out as a Python int)")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not (
+                self.compile_time(node.left) and self.compile_time(node.right)):
+            return (f"raises to a power with `**` on a value known only when the kernel runs (`{ast.unparse(node)}`: "
+                    "Triton blocks have no `**`, so the interpreter computes it in Python): use tl.exp2/tl.exp or "
+                    "libdevice pow")
         if isinstance(node, _EXCEPTION_HANDLING):
             return f"holds `{type(node).__name__.lower()}` (Triton compiles no exception handling)"
         if isinstance(node, ast.Global | ast.Nonlocal):
@@ -735,10 +776,10 @@ def _names_only(value: ast.AST, names: set[str]) -> bool:
 
 
 def _shape_params(callee: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> set[str]:
-    """The plain parameters of ``callee`` that stand alone in a shape position (or a reduction's axis) of a Triton
-    operation in its body."""
-    args = [*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs]
-    plain = {a.arg for a in args if a.annotation is None or resolve(a.annotation, model.aliases) != _CONSTEXPR}
+    """The parameters of ``callee`` that stand alone in a shape position (or a reduction's axis) of a Triton operation
+    in its body: every call must hand them a compile-time value."""
+    # tl.constexpr parameters too: a call may hand one a block (Triton's attention tutorial does), which is no shape
+    plain = {a.arg for a in [*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs]}
     rebound = {name for name, site in scope_bindings(callee) if not isinstance(site, ast.arg)}
     found: set[str] = set()
     for node in ast.walk(callee):

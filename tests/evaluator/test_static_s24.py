@@ -236,3 +236,19 @@ def test_a_helpers_data_chosen_shape_does_not_reach_the_host(body, refused):
     found = [v.message for v in check_source(source, "cand.py").violations if v.rule == "cuda-source"
              and "kernel `rows`" in v.message]
     assert bool(found) is refused, found
+
+
+@pytest.mark.parametrize(("body", "refused"), [
+    ("for u in range(n, n + 1):\n    v = v * 2.0 ** u", True),  # `**` on a Python int the data set
+    ("k: tl.int32 = 0\nfor i in range(n):\n    k += 1\nv = v * k ** 2", True),
+    ("v = v * 2.0 ** 3 * BLOCK ** 2", False),  # compile-time powers
+    ("for i in range(4):\n    if i > 2:\n        break", True),  # Triton compiles no break
+    ("q = tl.load(x_ptr).to(tl.int32)\nif q > 0:\n    NK: tl.constexpr = 2\nelse:\n    NK: tl.constexpr = 1\n"
+     "v = v + tl.sum(tl.zeros([NK], tl.float32), axis=0)", True),  # a data-steered constexpr as a shape
+    ("if BLOCK > 512:\n    NK: tl.constexpr = 2\nelse:\n    NK: tl.constexpr = 1\n"
+     "v = v + tl.sum(tl.zeros([NK], tl.float32), axis=0)", False),  # steered by a compile-time test: fine
+    ("for i in range(n):\n    W: tl.constexpr = v.shape[0] // 2\n    v = v + tl.sum(tl.zeros([W], tl.float32), axis=0)",
+     False),  # one binding inside a run-time loop: the same value on every pass
+])
+def test_python_values_the_interpreter_keeps(body, refused):
+    assert bool(_kernel_findings(body)) is refused, _kernel_findings(body)
