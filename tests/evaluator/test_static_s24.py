@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 from test_static_check import make
+from test_static_s18 import _kernel, _kernel_findings
 
 from evaluator.session import optional_paths_flag
 from evaluator.static_check import check_source
@@ -136,9 +137,6 @@ def test_the_verdict_flags_optional_imports_not_installed_here():
 
 
 # -- red team s24r: block values read into Python through the interpreter's __index__ -------------------------------
-
-from test_static_s18 import _kernel, _kernel_findings  # noqa: E402
-
 
 @pytest.mark.parametrize("body", [
     "for i in tl.static_range(2):\n    v = v * SCALES[i]",  # a tuple of the file's, per unrolled step
