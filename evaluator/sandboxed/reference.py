@@ -130,7 +130,9 @@ def _well_defined(native: list[torch.Tensor], ref: list[torch.Tensor]) -> bool:
 # (the first half, the second half, a random interior block). A cache keyed by a few input values escapes a
 # variant only when the variant touches one of them: a prefix key never sees the tail and second-half variants, a
 # suffix key never sees the head and first-half ones, a head-and-tail key never sees the random point or the
-# interior block. Single values change an elementwise or row-wise answer; blocks change a global reduction's.
+# interior block. Single values change an elementwise or row-wise answer; blocks change a global reduction's. A
+# block takes a run of the tensor's other values, none twice (a row inside it meets no new tie for an argmax or a
+# sort to break).
 NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block")
 MAX_NEAR_KEPT = 48  # near-duplicates whose answers are kept (others are computed again when judged)
 MAX_NEAR_MADE = 4096  # near-duplicates this process remembers making (case, seed, key -> kind)
@@ -158,9 +160,18 @@ def near_duplicate_inputs(inputs: list[Any], key: int, kind: str,
             flat[at] = _another_value(flat, at, generator)
         else:
             start, stop = _block(n, kind, generator)
-            flat[start:stop] = flat[torch.randint(0, n, (stop - start,), generator=generator)].clone()
+            flat[start:stop] = _moved_run(flat, start, stop, generator)
         out.append(flat.reshape(value.shape))
     return out
+
+
+def _moved_run(flat: torch.Tensor, start: int, stop: int, generator: torch.Generator) -> torch.Tensor:
+    """``stop - start`` values of ``flat`` from outside ``[start, stop)``, each position at most once (a run of the
+    rest of the tensor from a random offset, wrapping around): the block's values are other values of the op's
+    domain, and no value is repeated in it (a repeat would make a tie an argmax or a sort may break either way)."""
+    outside = torch.cat([flat[:start], flat[stop:]])
+    offset = int(torch.randint(0, outside.numel(), (1,), generator=generator))
+    return torch.roll(outside, -offset)[:stop - start].clone()
 
 
 def _another_value(flat: torch.Tensor, at: int, generator: torch.Generator) -> torch.Tensor:
@@ -176,11 +187,11 @@ def _another_value(flat: torch.Tensor, at: int, generator: torch.Generator) -> t
 
 def _block(n: int, kind: str, generator: torch.Generator) -> tuple[int, int]:
     """The positions ``[start, stop)`` a block variant replaces in a tensor of ``n`` values (``n >= 2``)."""
-    half = n // 2
+    half = n // 2  # the outside always holds at least as many values as the block
     if kind == "first_half":
         return 0, max(1, half)
     if kind == "second_half" or n < 4:
-        return half, n
+        return n - max(1, half), n
     length = int(torch.randint(max(1, n // 4), max(2, half) + 1, (1,), generator=generator))
     length = min(length, n - 2)  # the first and the last value stay
     start = int(torch.randint(1, n - length, (1,), generator=generator))

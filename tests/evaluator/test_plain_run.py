@@ -225,3 +225,15 @@ def test_a_link_in_place_of_the_raw_file_is_refused(tmp_path):
     os.symlink(secret, item["file"])
     with pytest.raises(handoff.HandoffError):
         handoff.receive(item, "cpu", None)
+
+
+def test_a_block_repeats_no_value_of_distinct_inputs():
+    """A block takes other values of the tensor, each at most once: within it no value repeats, so a row inside it
+    meets no tie (for an argmax or a sort) that the base inputs did not have."""
+    x = torch.randperm(4096).to(torch.float32).reshape(32, 128)  # every value distinct
+    for kind in ("first_half", "second_half", "block"):
+        for key in range(5):
+            moved = near_duplicate_inputs([x], key=key, kind=kind)[0].reshape(-1)
+            changed = _changed(x, moved)
+            assert len(changed) > 4096 // 8
+            assert moved[changed].unique().numel() == len(changed), (kind, key)
