@@ -240,7 +240,8 @@ def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: rand
         if not made.get("ok"):
             evidence.setdefault("flags", []).append(f"no near-duplicate inputs for case {case}: "
                                                     f"{str(made.get('error'))[:200]}")
-        for item in made.get("near") or [] if made.get("ok") else []:
+            continue
+        for item in made.get("near") or []:
             near.append((base, InputSet(case, base.seed, str(item["file"]), base.distribution), int(item["key"])))
     return near
 

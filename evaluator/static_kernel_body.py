@@ -60,8 +60,9 @@ def check_kernel_bodies(tree: ast.Module, kernels: list[ast.FunctionDef | ast.As
     module_values = _module_values(tree, model)  # once per file: what each module-level name is bound to
     jit_defs = {fn.name: fn for fn in kernels}
     shaped: set[str] = set()  # jit functions that may return a value whose shape the data picked
-    judges = [_Judge(kernel, model, jit_names, module_values, jit_defs, launched_only(tree, kernel, model), shaped)
-              for kernel in kernels]
+    shape_params = {fn.name: _shape_params(fn, model) for fn in kernels}
+    judges = [_Judge(kernel, model, jit_names, module_values, jit_defs, launched_only(tree, kernel, model), shaped,
+                     shape_params) for kernel in kernels]
     changed = True
     while changed:  # a helper returning such a value makes its callers' results so, transitively
         changed = False
@@ -202,10 +203,13 @@ class _Judge:
 
     def __init__(self, kernel: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel, jit_names: set[str],
                  module_values: Values, jit_defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
-                 launched: bool = False, shaped_functions: set[str] | None = None) -> None:
+                 launched: bool = False, shaped_functions: set[str] | None = None,
+                 shape_params: dict[str, set[str]] | None = None) -> None:
         self.model, self.jit_names, self.module_values, self.jit_defs = model, jit_names, module_values, jit_defs
         self.shaped_functions = shaped_functions if shaped_functions is not None else set()
+        self.shape_params = shape_params if shape_params is not None else {}  # jit function -> _shape_params
         self.kernel = kernel
+        self.own_shape_params = self.shape_params.get(kernel.name) or _shape_params(kernel, model)
         args = [*kernel.args.posonlyargs, *kernel.args.args, *kernel.args.kwonlyargs]
         self.constexpr_params = {a.arg for a in args if a.annotation is not None
                                  and resolve(a.annotation, model.aliases) == _CONSTEXPR}
@@ -268,13 +272,10 @@ class _Judge:
                 if not self.compile_time(up.test):
                     return True
             elif isinstance(up, ast.For | ast.AsyncFor):
-                loop = up.iter if isinstance(up.iter, ast.Call) else None
-                target = resolve(loop.func, self.model.aliases) if loop is not None else None
-                bounded = loop is not None and (target in _RANGES or (
-                    isinstance(loop.func, ast.Name) and loop.func.id == "range"
-                    and "range" not in self.model.binding_counts)) and all(
-                    self.compile_time(a) for a in [*loop.args, *(k.value for k in loop.keywords)])
-                if not bounded or (child is up.target and target != _STATIC_RANGE):
+                kind = self._range_kind(up.iter)
+                bounded = kind is not None and isinstance(up.iter, ast.Call) and all(
+                    self.compile_time(a) for a in [*up.iter.args, *(k.value for k in up.iter.keywords)])
+                if not bounded or (child is up.target and kind != _STATIC_RANGE):
                     return True
             elif isinstance(up, _CONTROL):
                 return True
@@ -307,8 +308,8 @@ class _Judge:
 
     def _unrolled_site(self, site: ast.AST) -> bool:
         up = self.model.parents.get(id(site))
-        return isinstance(up, ast.For) and up.target is site and isinstance(up.iter, ast.Call) and \
-            resolve(up.iter.func, self.model.aliases) == _STATIC_RANGE and not up.iter.keywords and \
+        return isinstance(up, ast.For) and up.target is site and self._range_kind(up.iter) == _STATIC_RANGE and \
+            isinstance(up.iter, ast.Call) and not up.iter.keywords and \
             all(self.compile_time(a, host=True) for a in up.iter.args)
 
     def _block_names(self, args: list[ast.arg]) -> set[str]:
@@ -347,13 +348,18 @@ class _Judge:
                 return self._holds_block(value.elts[index])
             return self.block(value) or target is site and self._holds_block(value)
         if isinstance(up, ast.For):
-            iterator = up.iter
-            return isinstance(iterator, ast.Call) and (
-                isinstance(iterator.func, ast.Name) and iterator.func.id == "range"
-                and "range" not in self.model.binding_counts
-                or resolve(iterator.func, self.model.aliases) in ("triton.language.range",
-                                                                   "triton.language.static_range"))
+            return self._range_kind(up.iter) is not None
         return False
+
+    def _range_kind(self, node: ast.AST) -> str | None:
+        """``"range"`` (the builtin), ``triton.language.range`` or ``triton.language.static_range`` for a call of
+        one (None: ``node`` is none)."""
+        if not isinstance(node, ast.Call):
+            return None
+        if isinstance(node.func, ast.Name) and node.func.id == "range" and "range" not in self.model.binding_counts:
+            return "range"
+        target = resolve(node.func, self.model.aliases)
+        return target if target in _RANGES else None
 
     def _holds_block(self, value: ast.expr) -> bool:
         """A value a name may hold and still count as the program's: a block, or a number made at compile time
@@ -393,14 +399,13 @@ class _Judge:
         if isinstance(node, ast.Attribute):
             if resolve(node, self.model.aliases) is not None:
                 return True  # tl.float32, math.pi
-            root = _root(node)
             if node.attr == "value":  # a constexpr's payload: compile-time only where the constexpr is
                 return isinstance(node.value, ast.Name) and node.value.id in constant
             # a local's own metadata, read through attributes and compile-time subscripts only: a call in the
             # chain (`z.broadcast_to([n]).shape`) makes a new value whose shape or dtype its arguments may pick
-            return node.attr in _COMPILE_TIME_ATTRS and isinstance(root, ast.Name) and root.id in self.local and \
-                not (host and root.id in self.chosen) and not (self._ready and root.id in self.data_shaped()) and \
-                _plain_chain(node.value, lambda i: self.compile_time(i, host))
+            root = _plain_root(node.value, lambda i: self.compile_time(i, host))
+            return node.attr in _COMPILE_TIME_ATTRS and root is not None and root.id in self.local and \
+                not (host and root.id in self.chosen) and not (self._ready and root.id in self.data_shaped())
         if isinstance(node, ast.Subscript):
             return self.compile_time(node.value, host) and self.compile_time(node.slice, host)
         if isinstance(node, ast.Tuple | ast.List):
@@ -515,10 +520,9 @@ class _Judge:
             if not (self._known_at_compile_time(value) or self.block(value)):
                 return (f"hands `{ast.unparse(value)}` to the tl.constexpr parameter `{param}` of `{name}`, which is "
                         "neither a value known when the kernel compiles nor a value of the program")
-        shaped = _shape_params(callee, self.model)
+        shaped = self.shape_params.get(name, set())
         for param, value in _slots(node, callee):
-            if param in shaped and not self.compile_time(value) and not _names_only(value, _shape_params(
-                    self.kernel, self.model)):
+            if param in shaped and not self.compile_time(value) and not _names_only(value, self.own_shape_params):
                 return (f"hands `{ast.unparse(value)}` to `{param}` of `{name}`, which gives a shape there and must be "
                         "known when the kernel compiles (a tl.constexpr, a literal, a block's shape)")
         return None
@@ -625,15 +629,9 @@ class _Judge:
         name = (node.func.attr if method and isinstance(node.func, ast.Attribute) else target.rsplit(".", 1)[-1])
         if not (method or self.triton_op(node.func)) or name not in _AXIS_OPS:
             return False
-        own = _shape_params(self.kernel, self.model)  # every call hands these a compile-time value
-        return any(param in _AXIS_PARAMS and not self.compile_time(value) and not _names_only(value, own)
+        return any(param in _AXIS_PARAMS and not self.compile_time(value)
+                   and not _names_only(value, self.own_shape_params)  # every call hands these a compile-time value
                    for param, value in _arguments(node, name, method))
-
-    def shape_params(self, callee: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-        """The plain (not ``tl.constexpr``) parameters of the jit function ``callee`` named in a shape position of
-        its body (``tl.make_block_ptr(..., (BC,), ...)`` in a helper): Triton needs a compile-time value there, so
-        every call must hand one (checked at each call, :meth:`constexpr_arguments`)."""
-        return _shape_params(callee, self.model)
 
     def _shape_arguments(self, node: ast.Call, target: str, method: bool) -> str | None:
         """Why a Triton operation is handed a shape, axis, dtype or option it needs at compile time that is not
@@ -643,9 +641,8 @@ class _Judge:
         compile_time = _COMPILE_TIME_PARAMS.get(name)
         if compile_time is None:
             return None
-        own = _shape_params(self.kernel, self.model)
         for param, value in _arguments(node, name, method):
-            if param in compile_time and not self.compile_time(value) and not _names_only(value, own):
+            if param in compile_time and not self.compile_time(value) and not _names_only(value, self.own_shape_params):
                 role = param.strip("*") or "shape"
                 return (f"hands `{ast.unparse(value)}` to `{ast.unparse(node.func)}` as its {role}, which must be "
                         "known when the kernel compiles (a tl.constexpr, a literal, a block's shape)")
@@ -655,9 +652,9 @@ class _Judge:
         func, model = node.func, self.model
         target = resolve(func, model.aliases)
         arguments = [*node.args, *(k.value for k in node.keywords)]
-        if target in _RANGES or isinstance(func, ast.Name) and func.id == "range" and "range" not in \
-                model.binding_counts:
-            why = self._range_use(node, target or "range")
+        kind = self._range_kind(node)
+        if kind is not None:
+            why = self._range_use(node, kind)
             if why:
                 return why
         if isinstance(func, ast.Name) and func.id == "len" and "len" not in model.binding_counts and not all(
@@ -795,13 +792,14 @@ def _shape_params(callee: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleM
     return (found & plain) - rebound
 
 
-def _plain_chain(node: ast.AST, index_known: Callable[[ast.AST], bool]) -> bool:
-    """``node`` reaches its root name through attributes and subscripts whose indices ``index_known`` accepts."""
+def _plain_root(node: ast.AST, index_known: Callable[[ast.AST], bool]) -> ast.Name | None:
+    """The name ``node`` reaches through attributes and subscripts whose indices ``index_known`` accepts (None: a
+    call, another expression or an unaccepted index stands in the way)."""
     while isinstance(node, ast.Attribute | ast.Subscript):
         if isinstance(node, ast.Subscript) and not index_known(node.slice):
-            return False
+            return None
         node = node.value
-    return isinstance(node, ast.Name)
+    return node if isinstance(node, ast.Name) else None
 
 
 _STATIC_RANGE = "triton.language.static_range"
@@ -863,12 +861,6 @@ def _signature(name: str, method: bool) -> tuple[str, ...]:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and not p.name.startswith("_"):
             out.append(p.name)
     return tuple(out)
-
-
-def _root(node: ast.AST) -> ast.AST:
-    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
-        node = node.value if not isinstance(node, ast.Call) else node.func
-    return node
 
 
 # Builtins Triton's compiler knows: range/len/isinstance/getattr/print, min/max (tl.minimum/maximum on blocks);

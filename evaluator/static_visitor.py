@@ -671,11 +671,12 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         return branches.never_true(test), branches.always_true(test)
 
     def _by_none(self, test: ast.AST) -> tuple[bool, bool]:
-        """For each branch :meth:`_never` finds dead, whether only the always-None parameters make it so."""
+        """For each branch of ``test``: it never runs, and only because a parameter is always None."""
         if not self._none:
             return False, False
-        without = self._branches(frozenset())
-        return not without.never_true(test), not without.always_true(test)
+        full, without = self._branches(self._none), self._branches(frozenset())
+        return (full.never_true(test) and not without.never_true(test),
+                full.always_true(test) and not without.always_true(test))
 
     def _branches(self, none_names: frozenset[str]) -> Branches:
         hasattr_builtin = "hasattr" not in self._file_bindings
@@ -699,12 +700,12 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.visit(node.test)
         never_body, never_else = self._never(node.test)
         never_body = never_body or self._main_guard(node)
-        by_none = self._by_none(node.test) if never_body or never_else else (False, False)
+        by_none = self._by_none(node.test)
         absent = needs_absent(node.test, self._owner_module, "hasattr" not in self._file_bindings)
         for block, dead, none in ((node.body, never_body, by_none[0]), (node.orelse, never_else, by_none[1])):
             if dead:
                 self.absent_branches += absent and block is node.body
-                self._visit_never_running(list(block), none_branch=none and not self._main_guard(node))
+                self._visit_never_running(list(block), none_branch=none)
                 self.absent_branches -= absent and block is node.body
             else:
                 for stmt in block:
@@ -713,7 +714,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     def visit_IfExp(self, node: ast.IfExp) -> None:
         self.visit(node.test)
         never_body, never_else = self._never(node.test)
-        by_none = self._by_none(node.test) if never_body or never_else else (False, False)
+        by_none = self._by_none(node.test)
         for branch, dead, none in ((node.body, never_body, by_none[0]), (node.orelse, never_else, by_none[1])):
             if dead:
                 self._visit_never_running([branch], none_branch=none)

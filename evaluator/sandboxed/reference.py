@@ -477,20 +477,26 @@ class ReferenceRunner:
         ``near``: ``{"file", "key"}`` per kind, the key to name in ``compare`` (an output's ``near``)."""
         ci, seed = int(req["case"]), int(req["seed"])
         keys = random.Random(int(req["key"])).sample(range(1 << 62), len(NEAR_KINDS))
+        base = self._base_case(ci, seed)  # drawn once: each kind copies what it changes
         made = []
         for key, kind in zip(keys, NEAR_KINDS):
             while len(self.near_made) >= MAX_NEAR_MADE:  # an evaluation long judged
                 self.near_made.pop(next(iter(self.near_made)))
             self.near_made[(ci, seed, key)] = kind
-            inputs = self._near_inputs(ci, seed, key, kind)
+            inputs = self._near_inputs(base, key, kind)
             self._near_answers(ci, seed, key, inputs)
             made.append({"file": self._write_inputs(inputs), "key": key})
         return {"ok": True, "near": made}
 
-    def _near_inputs(self, ci: int, seed: int, key: int, kind: str) -> list[Any]:
+    def _base_case(self, ci: int, seed: int) -> list[Any]:
         assert self.task is not None
-        case = taskspec.generate_case(self.task, self.small, seed, self.dists.get(seed, "task"), ci)
-        return near_duplicate_inputs(case, key, kind, self.task.keep_inputs)
+        return taskspec.generate_case(self.task, self.small, seed, self.dists.get(seed, "task"), ci)
+
+    def _near_inputs(self, base: list[Any], key: int, kind: str) -> list[Any]:
+        """A near-duplicate of ``base`` of its own (a reference that writes into its inputs changes no other's)."""
+        assert self.task is not None
+        own = [v.clone() if isinstance(v, torch.Tensor) else v for v in base]
+        return near_duplicate_inputs(own, key, kind, self.task.keep_inputs)
 
     def _near_answers(self, ci: int, seed: int, key: int,
                       inputs: list[Any] | None = None) -> tuple[list[torch.Tensor], list[cmp.Tolerance]]:
@@ -500,7 +506,7 @@ class ReferenceRunner:
         if found is not None:
             return found
         if inputs is None:
-            inputs = self._near_inputs(ci, seed, key, self.near_made[(ci, seed, key)])
+            inputs = self._near_inputs(self._base_case(ci, seed), key, self.near_made[(ci, seed, key)])
         while len(self.near_refs) >= MAX_NEAR_KEPT:
             self.near_refs.pop(next(iter(self.near_refs)))
         answers = self._answers(self.model_native, self.model_ref, inputs, ci,
