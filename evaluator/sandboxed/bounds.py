@@ -160,6 +160,13 @@ class BoundsChecker:
                    f"({_where(int(outside[0]), self._extents)})")
         if not any(v.startswith(f"kernel {self._kernel} {verb} ") for v in self.violations):
             self.violations.append(message)
+        # Never perform it: past the allocation lies unmapped memory (a SIGSEGV that would hide this finding) or
+        # another allocation. The launch stops here; the finding stands even if the candidate catches the error.
+        raise OutOfBounds(f"kernelevo verifier: {message}")
+
+
+class OutOfBounds(MemoryError):
+    """A kernel run by the interpreter accessed memory outside its tensor arguments (refused before it happened)."""
 
 
 def _noting_bf16(original: Any, checker: BoundsChecker) -> Any:

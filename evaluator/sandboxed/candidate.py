@@ -393,6 +393,7 @@ class CandidateRunner:
         except Rejection:
             raise
         except Exception as exc:
+            self._check_bounds(where)  # an access refused by the bounds checks stops the launch with an error
             limit = interpreter_limit(exc) if self.device == "cpu" else None
             if limit:
                 raise Rejection("needs_gpu", f"{where}: the CPU's Triton interpreter cannot run this kernel ({limit}); "
@@ -408,9 +409,7 @@ class CandidateRunner:
             self.own_bodies.active[0] = None
             self._set_deterministic(deterministic)
         self._check_guards(where)
-        if self.bounds.violations:
-            raise Rejection("incorrect", f"{where}: {self.bounds.violations[0]}; mask that access to the tensor's own "
-                                         "elements (on a GPU it reads another allocation's memory or faults)")
+        self._check_bounds(where)
         self.small_ops.update(recorder.small_ops)
         if recorder.violations:
             raise Rejection("cheat_suspected", f"{where}: forward ran torch ops {', '.join(recorder.violations)}; "
@@ -440,6 +439,11 @@ class CandidateRunner:
                 raise Rejection("incorrect", f"{where}: the candidate wrote outside input {k} (out-of-bounds store)")
         self.kept_outputs.extend(outs)
         return outs
+
+    def _check_bounds(self, where: str) -> None:
+        if self.bounds.violations:
+            raise Rejection("incorrect", f"{where}: {self.bounds.violations[0]}; mask that access to the tensor's own "
+                                         "elements (on a GPU it reads another allocation's memory or faults)")
 
     def time(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Time the candidate on the rotating timing input sets (CUDA only); ``fds``: one file per set per case."""

@@ -100,32 +100,43 @@ CHECKER_SCRIPT = textwrap.dedent('''
     import os
     os.environ["TRITON_INTERPRET"] = "1"
     import torch, triton, triton.language as tl
-    from evaluator.sandboxed.bounds import BoundsChecker
+    from evaluator.sandboxed.bounds import BoundsChecker, OutOfBounds
 
     checker = BoundsChecker()
     checker.install()
     assert checker.installed
 
     @triton.jit
-    def copy_kernel(x_ptr, out_ptr, n, SHIFT: tl.constexpr, BLOCK: tl.constexpr):
+    def copy_kernel(x_ptr, out_ptr, n, READ_SHIFT: tl.constexpr, WRITE_SHIFT: tl.constexpr, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
-        tl.store(out_ptr + offs + SHIFT, tl.load(x_ptr + offs - SHIFT, mask=offs < n), mask=offs < n)
+        x = tl.load(x_ptr + offs - READ_SHIFT, mask=offs < n)
+        tl.store(out_ptr + offs + WRITE_SHIFT, x, mask=offs < n)
 
     guarded = torch.randn(300)
-    x, out = guarded[100:200], torch.empty(100)   # a view inside a larger buffer (guard regions)
-    copy_kernel[(1,)](x, out, 100, SHIFT=0, BLOCK=128)
+    x = guarded[100:200]                       # a view inside a larger buffer (guard regions)
+    beyond = torch.zeros(110)
+    out = beyond[:100]                         # what lies past the output is memory a write could reach
+    copy_kernel[(1,)](x, out, 100, READ_SHIFT=0, WRITE_SHIFT=0, BLOCK=128)
     assert checker.violations == [], checker.violations
-    copy_kernel[(1,)](x, out, 100, SHIFT=2, BLOCK=128)
+    for read, write in ((2, 0), (0, 2)):
+        try:
+            copy_kernel[(1,)](x, out, 100, READ_SHIFT=read, WRITE_SHIFT=write, BLOCK=128)
+        except Exception as exc:  # the interpreter wraps what its ops raise; the cause is the refusal
+            if isinstance(exc.__cause__, OutOfBounds):
+                print("stopped", read, write)
+    print("performed" if bool(beyond[100:].any()) else "not performed")
     print(checker.violations)
 ''')
 
 
-def test_reads_before_a_view_and_writes_past_an_output_are_both_reported():
+def test_reads_before_a_view_and_writes_past_an_output_are_refused_before_they_happen():
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", CHECKER_SCRIPT], cwd=root, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
     outside = "element(s) outside every tensor argument"
+    assert "stopped 2 0" in done.stdout and "stopped 0 2" in done.stdout, done.stdout
+    assert "not performed" in done.stdout, done.stdout  # the launch stops at the access: the memory past is untouched
     assert f"copy_kernel read 2 {outside} (8 bytes before the start of x_ptr)" in done.stdout
     assert f"copy_kernel wrote 2 {outside} (0 bytes past the end of out_ptr)" in done.stdout
 
@@ -329,7 +340,10 @@ DESCRIPTOR_SCRIPT = textwrap.dedent('''
     tile_copy[(4,)](TensorDescriptor.from_tensor(x, block_shape=[16, 16]), out, BM=16, BN=16)
     print("from_tensor", checker.violations, torch.equal(out, x))
     too_tall = TensorDescriptor(x, shape=[68, 16], strides=[16, 1], block_shape=[16, 16])
-    tile_copy[(5,)](too_tall, torch.empty(80, 16), BM=16, BN=16)   # rows 64..67 lie past the end of x
+    try:
+        tile_copy[(5,)](too_tall, torch.empty(80, 16), BM=16, BN=16)   # rows 64..67 lie past the end of x
+    except Exception:  # the access is refused before it happens: the launch stops there
+        pass
     print("too_tall", checker.violations)
     checker.violations.clear()
     a, b, total = torch.randn(32), torch.randn(32), torch.empty(32)
