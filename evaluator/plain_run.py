@@ -163,7 +163,10 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     guarded_calls = int(evidence["overhead"].get("checked_calls") or 0)
     if session.device == "cuda":  # and the timed calls
         guarded_calls += session.options.timing_trials * len(session.plan["cases"])
+    phases: dict[str, float] = {}
+    mark = _Stopwatch(phases)
     near = _near_duplicates(session, sets, rng, evidence)
+    mark("near_duplicates_s")
     added = 2 * len(near) - len({base for base, _duplicate, _key in near})  # each, and a base call before all but one
     calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file),
                              total=max(0, run_length(guarded_calls, rng) - added),
@@ -177,6 +180,7 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         write_candidate(session, worker, source)
         session.stage_builds(worker, source)
         call_worker(worker, None, timeout, evidence)
+        mark("ready_s")  # the process started (it was started ahead where processes are) and the builds staged
         inits = [session.plan["init_file"], *([varied_file] if varied_file else [])]
         fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in inits]
         try:
@@ -185,9 +189,11 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
             for fd in fds:
                 os.close(fd)
         call_worker(worker, {"op": "load"}, timeout, evidence, already_sent=True)
+        mark("load_s")
         with session.gpu.shared():  # other evaluations may check at the same time, none is timing
             ran = call_worker(worker, {"op": "run", "calls": [c.request(index[c.inputs.file]) for c in calls]},
                               timeout, evidence, files=files)
+        mark("calls_s")
         reply_sent = ran.get("sent")
         sent: dict[str, Any] = reply_sent if isinstance(reply_sent, dict) else {}
         channel = OutputChannel(worker, secrets.randbits(62))
@@ -204,6 +210,7 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
                       for name in (c.name, f"{c.name}-end")]
             if judged:
                 judge_outputs(session, channel, judged, evidence, phase)
+        mark("judge_s")
     except StopEvaluation as stop:
         return _unobserved_failure(stop.verdict, phase, session.plan.get("varied_init_inputs"))
     finally:
@@ -211,6 +218,7 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         worker.remove_private()
         evidence["overhead"]["output_handoff"] = handoff
     evidence["overhead"]["plain_run_s"] = round(time.perf_counter() - started, 3)
+    evidence["overhead"]["plain_phases"] = phases
     evidence["overhead"]["plain_calls"] = len(calls)
     evidence["overhead"]["plain_judged_calls"] = sum(c.judged for c in calls)
     checks = [CHECK, *([VARIED_CHECK] if varied_file else [])]
@@ -218,6 +226,18 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     if guarded_logs:
         evidence["logs"] = guarded_logs
     return Verdict.accept(verdict.detail + f"; the same outputs in a plain process ({len(calls)} calls)", **evidence)
+
+
+class _Stopwatch:
+    """``mark(name)`` records the seconds since the previous mark (or since it was made) under ``name``."""
+
+    def __init__(self, into: dict[str, float]):
+        self.into, self.last = into, time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.into[name] = round(now - self.last, 3)
+        self.last = now
 
 
 def _described(sent: dict[str, Any], name: str) -> Any:

@@ -352,6 +352,10 @@ class Overhead(_GivenFields):
     revalidate_s: float | None = None
     trace_s: float | None = None  # waiting for and judging the kernel trace (GPU), every phase's together
     cleanup_s: float | None = None  # ending the candidate's process, keeping its builds, removing its folder
+    plain_run_s: float | None = None  # the plain run of an accepted candidate (evaluator.plain_run), all of it
+    plain_phases: dict[str, float] = {}  # near-duplicate inputs made, process ready, load, calls, judging
+    plain_calls: int | None = None
+    plain_judged_calls: int | None = None
     peak_gpu_memory_mb: float | None = None
     peak_host_memory_mb: float | None = None
     total_s: float | None = None

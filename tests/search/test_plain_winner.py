@@ -47,3 +47,6 @@ def test_an_honest_winner_carries_the_plain_run(tmp_path):
     assert any("plain process" in c for c in checks)
     phases = {c["phase"] for case in result.best["verdict"]["correctness"]["cases"] for c in case["checks"]}
     assert {"correctness", "plain process"} <= phases
+    overhead = result.best["verdict"]["overhead"]  # where the plain run's time went, phase by phase
+    assert set(overhead["plain_phases"]) == {"near_duplicates_s", "ready_s", "load_s", "calls_s", "judge_s"}
+    assert overhead["plain_calls"] >= overhead["plain_judged_calls"] > 0
