@@ -159,17 +159,17 @@ def proposer():
 
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_every_strategy_is_accepted_by_the_verifier(name, tmp_path, proposer):
-    from evaluator import EvaluationSession
+    from offline_judging import judge, session_for
 
     task = tmp_path / f"{name}.py"
     task.write_text(TASKS[name])
     cells = proposer.strategies(TASKS[name])
     assert cells, f"no strategy for {name}"
-    with EvaluationSession(str(task), device="cpu") as session:
+    with session_for(str(task)) as session:
         for i in range(len(cells)):
             [p] = proposer.propose(ProposalRequest(name, TASKS[name], seed=i))
             assert p.error is None and p.strategy == cells[i]
-            verdict = session.evaluate_source(p.source, name=f"{name}-{p.strategy}")
+            verdict = judge(session, p.source, f"{name}-{p.strategy}", plain=i == 0)
             assert verdict.accepted, f"{name} / {p.strategy}: {verdict.reason}: {verdict.detail}\n{p.source}"
             assert verdict.backend == "triton"
 
@@ -234,6 +234,8 @@ BENCH_OPS = sorted(p.stem for p in (ROOT / "bench" / "ops").glob("*.py") if not 
 @pytest.mark.slow
 @pytest.mark.parametrize("op", BENCH_OPS)
 def test_bench_op_gets_an_accepted_kernel(op, proposer, tmp_path):
+    from offline_judging import GUARDED
+
     from evaluator import evaluate
 
     path = ROOT / "bench" / "ops" / f"{op}.py"
@@ -241,7 +243,7 @@ def test_bench_op_gets_an_accepted_kernel(op, proposer, tmp_path):
     assert p.error is None, p.error
     cand = tmp_path / f"offline_{op}.py"
     cand.write_text(p.source)
-    verdict = evaluate(str(path), str(cand), device="cpu")
+    verdict = evaluate(str(path), str(cand), device="cpu", options=GUARDED)
     assert verdict.accepted, f"{op} / {p.strategy}: {verdict.reason}: {verdict.detail}"
 
 

@@ -90,17 +90,18 @@ def proposer():
 
 
 def _accepted(proposer, tmp_path, name, source, seeds=(0,), strategy=None):
-    """The offline proposer's candidate for each seed, each accepted by the verifier on CPU (and of ``strategy``)."""
-    from evaluator import EvaluationSession
+    """The offline proposer's candidate for each seed, each accepted by the verifier on CPU (and of ``strategy``; the
+    first also by the plain run, offline_judging.py)."""
+    from offline_judging import judge, session_for
 
     task = tmp_path / f"{name}.py"
     task.write_text(source)
     sources = []
-    with EvaluationSession(str(task), device="cpu") as session:
+    with session_for(str(task)) as session:
         for seed in seeds:
             [p] = proposer.propose(ProposalRequest(name, source, seed=seed))
             assert p.error is None and strategy in (None, p.strategy), (p.error, p.strategy)
-            verdict = session.evaluate_source(p.source, name=f"{name}-{seed}-{p.strategy}")
+            verdict = judge(session, p.source, f"{name}-{seed}-{p.strategy}", plain=not sources)
             where = f"{name} / seed {seed} / {p.strategy}"
             assert verdict.accepted, f"{where}: {verdict.reason}: {verdict.detail}\n{p.source}"
             sources.append(p.source)

@@ -352,6 +352,8 @@ def get_small_cases():
     ("smoothed_ce", SMOOTHED_CE, ""),  # copy_ in its decomposition, smoothing / classes computed by the forward
 ])
 def test_rewritten_shapes_are_accepted_by_the_verifier(tmp_path, op_id, source, returned):
+    from offline_judging import GUARDED
+
     from evaluator import evaluate
 
     task = tmp_path / f"{op_id}.py"
@@ -361,7 +363,7 @@ def test_rewritten_shapes_are_accepted_by_the_verifier(tmp_path, op_id, source, 
     assert returned in p.source.split("def forward", 1)[1].rsplit("return", 1)[1]
     candidate = tmp_path / "cand.py"
     candidate.write_text(p.source)
-    verdict = evaluate(task, candidate, device="cpu")
+    verdict = evaluate(task, candidate, device="cpu", options=GUARDED)
     assert verdict.accepted, verdict.detail
 
 

@@ -54,7 +54,7 @@ def proposer():
 
 @pytest.mark.parametrize("name,source", [("softmax_stats", SOFTMAX_STATS), ("rms_norm", RMS_NORM)])
 def test_split_reductions_are_accepted_by_the_verifier(proposer, tmp_path, name, source):
-    from evaluator import EvaluationSession
+    from offline_judging import session_for
 
     cells = proposer.strategies(source)
     assert cells == ["rowwise-looped", "rowwise-split"]  # 1-pass refuses a 1M-wide row: never offered
@@ -63,7 +63,7 @@ def test_split_reductions_are_accepted_by_the_verifier(proposer, tmp_path, name,
     [p] = proposer.propose(ProposalRequest(name, source, seed=1))
     assert p.strategy == "rowwise-split" and p.error is None
     assert "_partial_kernel[grid](" in p.source and "_finish_kernel[grid](" in p.source
-    with EvaluationSession(str(task), device="cpu") as session:
+    with session_for(str(task)) as session:
         verdict = session.evaluate_source(p.source, name=name)
     assert verdict.accepted, f"{verdict.reason}: {verdict.detail}\n{p.source}"
 

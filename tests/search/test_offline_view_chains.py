@@ -143,6 +143,8 @@ def get_inputs():
 ])
 def test_vector_products_and_view_chains_are_accepted_by_the_verifier(tmp_path, op_id, source, strategy,
                                                                       in_forward):
+    from offline_judging import GUARDED
+
     from evaluator import evaluate
 
     task = tmp_path / f"{op_id}.py"
@@ -157,7 +159,7 @@ def test_vector_products_and_view_chains_are_accepted_by_the_verifier(tmp_path, 
         assert "tl.dot" not in p.source  # no tile of which one row or column is used (or no matmul at all)
     candidate = tmp_path / "cand.py"
     candidate.write_text(p.source)
-    verdict = evaluate(task, candidate, device="cpu")
+    verdict = evaluate(task, candidate, device="cpu", options=GUARDED)
     assert verdict.accepted, verdict.detail
 
 
