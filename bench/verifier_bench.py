@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -38,11 +39,23 @@ def main() -> None:
     parser.add_argument("--ready", type=int, default=None,
                         help="candidate processes started ahead (EvalOptions.ready_workers; default: what a search "
                              "of one evaluation in flight keeps, evaluator.options.ready_workers_for)")
+    parser.add_argument("--cost", nargs=2, type=Path, metavar=("BEFORE_ROWS", "AFTER_ROWS"),
+                        help="compare two runs' rows.json (an older verifier's and this one's, same card) and write "
+                             "the cost per evaluation to --out/cost.json instead of evaluating")
+    parser.add_argument("--gpu", type=Path, help="with --cost: the GPU and version lines of bench/device_run.sh")
     parser.add_argument("--plain-run", action="store_true",
                         help="run every accepted candidate once more in a plain process (kernelevo eval's default; "
                              "a search runs it on its winner only, so per-evaluation costs leave it off)")
     args = parser.parse_args()
 
+    if args.cost:
+        args.out.mkdir(parents=True, exist_ok=True)
+        cost = cost_per_evaluation(json.loads(args.cost[0].read_text()), json.loads(args.cost[1].read_text()))
+        cost["sources"] = [str(p) for p in args.cost]
+        cost["gpu"] = args.gpu.read_text().strip().splitlines() if args.gpu else None
+        (args.out / "cost.json").write_text(json.dumps(cost, indent=2))
+        print(json.dumps(cost, indent=2))
+        return
     os.chdir(ROOT)  # relative paths in verdicts: results carry no machine-specific paths
     from evaluator import EvalOptions, EvaluationSession
     from evaluator.options import ready_workers_for
@@ -105,6 +118,40 @@ def main() -> None:
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=2, default=str))
+
+
+def cost_per_evaluation(before: list[dict], after: list[dict], target: float = 1.10) -> dict:
+    """The verifier's cost per evaluation on the evaluations both runs made (task, candidate, repeat): the whole
+    evaluation, its guarded part (without the plain run) and the plain run, against ``before``'s; and since a
+    search runs the plain run on its winner only, the fewest evaluations a search must make for its cost per
+    evaluation, winner's plain run included, to stay within ``target`` times ``before``'s."""
+    def key(row: dict) -> tuple:
+        return row["task"], row["candidate"], row["repeat"]
+
+    old = {key(r): float(r["overhead"]["total_s"]) for r in before if r.get("overhead", {}).get("total_s")}
+    both = [r for r in after if key(r) in old and r.get("overhead", {}).get("total_s")]
+    if not both:
+        return {"evaluations": 0}
+    n = len(both)
+    total = sum(float(r["overhead"]["total_s"]) for r in both)
+    plain = sum(float(r["overhead"].get("plain_run_s") or 0.0) for r in both)
+    base = sum(old[key(r)] for r in both)
+    phases: dict[str, float] = {}
+    for r in both:
+        for name, value in (r["overhead"].get("plain_phases") or {}).items():
+            phases[name] = round(phases.get(name, 0.0) + float(value), 3)
+    guarded, plain_each, base_each = (total - plain) / n, plain / n, base / n
+    # guarded * N + plain_each <= target * base_each * N
+    room = target * base_each - guarded
+    break_even = math.ceil(plain_each / room) if room > 0 else None
+    return {
+        "evaluations": n, "evaluated": sorted({f"{r['task']}: {r['candidate']}" for r in both}),
+        "before_s_per_evaluation": round(base_each, 3), "after_s_per_evaluation": round(total / n, 3),
+        "guarded_s_per_evaluation": round(guarded, 3), "plain_run_s_per_evaluation": round(plain_each, 3),
+        "ratio_with_plain_run": round(total / base, 3), "ratio_guarded_only": round((total - plain) / base, 3),
+        "plain_phases_s_sum": phases, "target_ratio": target,
+        "search_evaluations_to_meet_target": break_even,
+    }
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ class InputSet:
     seed: int
     file: str
     distribution: str = "task"
+    patch: str | None = None  # a near-duplicate of ``file``'s set: the file of the values it replaces there
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,12 @@ class PlainCall:
     grads: bool = False  # its trainable parameters' .grad filled, as after a training step
     near: int | None = None  # a near-duplicate of the call before it: the reference's key for its answers
 
-    def request(self, index: int) -> dict[str, Any]:
-        return {"name": self.name, "input": index, "autograd": self.autograd, "varied_init": self.varied_init,
-                "judged": self.judged, "training": self.training, "grads": self.grads}
+    def request(self, index: dict[str, int]) -> dict[str, Any]:
+        """The call as the plain process is asked to make it (``index``: the descriptors' positions by file)."""
+        patch = self.inputs.patch
+        return {"name": self.name, "input": index[self.inputs.file], "patch": None if patch is None else index[patch],
+                "autograd": self.autograd, "varied_init": self.varied_init, "judged": self.judged,
+                "training": self.training, "grads": self.grads}
 
     @property
     def kind(self) -> str:
@@ -165,16 +168,21 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         guarded_calls += session.options.timing_trials * len(session.plan["cases"])
     phases: dict[str, float] = {}
     mark = _Stopwatch(phases)
-    near = _near_duplicates(session, sets, rng, evidence)
+    worker = worker or spawn_plain(session)  # it starts up while the reference makes the near-duplicates
+    try:
+        near = _near_duplicates(session, sets, rng, evidence)
+    except BaseException:
+        worker.kill()
+        worker.remove_private()
+        raise
     mark("near_duplicates_s")
     added = 2 * len(near) - len({base for base, _duplicate, _key in near})  # each, and a base call before all but one
     calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file),
                              total=max(0, run_length(guarded_calls, rng) - added),
                              training_free=bool(session.plan.get("training_mode_free")))
     calls = with_near_duplicates(calls, near, rng)
-    files = sorted({c.inputs.file for c in calls})
+    files = sorted({c.inputs.file for c in calls} | {c.inputs.patch for c in calls if c.inputs.patch is not None})
     index = {f: k for k, f in enumerate(files)}
-    worker = worker or spawn_plain(session)
     phase = PHASE
     try:
         write_candidate(session, worker, source)
@@ -191,7 +199,7 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         call_worker(worker, {"op": "load"}, timeout, evidence, already_sent=True)
         mark("load_s")
         with session.gpu.shared():  # other evaluations may check at the same time, none is timing
-            ran = call_worker(worker, {"op": "run", "calls": [c.request(index[c.inputs.file]) for c in calls]},
+            ran = call_worker(worker, {"op": "run", "calls": [c.request(index) for c in calls]},
                               timeout, evidence, files=files)
         mark("calls_s")
         reply_sent = ran.get("sent")
@@ -248,13 +256,15 @@ def _described(sent: dict[str, Any], name: str) -> Any:
 def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: random.Random,
                      evidence: dict[str, Any]) -> list[tuple[InputSet, InputSet, int]]:
     """Per case, near-duplicates of a random seed's input set, one of each kind the reference process makes
-    (:data:`evaluator.sandboxed.reference.NEAR_KINDS`), from a secret key."""
+    (:data:`evaluator.sandboxed.near.NEAR_KINDS`), from a secret key."""
     by_case: dict[int, list[InputSet]] = {}
     for inputs in sets:
         by_case.setdefault(inputs.case, []).append(inputs)
     near = []
     for case, candidates in sorted(by_case.items()):
-        base = rng.choice(candidates)
+        # not a set of magnitudes near 1e-3 where another exists: one value moved there changes an answer by less
+        # than the tolerance sees, so a cache answering stale would pass
+        base = rng.choice([c for c in candidates if c.distribution != "small"] or candidates)
         made = session.reference_request({"op": "near_duplicates", "case": case, "seed": base.seed,
                                           "key": secrets.randbits(62)}, max(session.options.timeout_s, 600))
         if not made.get("ok"):
@@ -262,7 +272,8 @@ def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: rand
                                                     f"{str(made.get('error'))[:200]}")
             continue
         for item in made.get("near") or []:
-            near.append((base, InputSet(case, base.seed, str(item["file"]), base.distribution), int(item["key"])))
+            duplicate = dataclasses.replace(base, patch=str(item["patch"]))
+            near.append((base, duplicate, int(item["key"])))
     return near
 
 

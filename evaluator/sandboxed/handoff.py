@@ -357,13 +357,19 @@ def _receive_raw(item: dict[str, Any], device: str) -> list[torch.Tensor]:
         if size != expected:
             raise HandoffError("invalid", f"the outputs file holds {size} bytes, not the {expected} its description "
                                           "says")
-        data = bytearray(handle.read())
+        data = bytearray(size)  # read once into memory of this process's own (the outputs are views of it)
+        view, got = memoryview(data), 0
+        while got < size:
+            n = handle.readinto(view[got:])
+            if not n:
+                raise HandoffError("invalid", "the outputs file ended early")
+            got += n
     outputs, start = [], 0
     for d in described:
         end = start + d.nbytes()
         flat = torch.frombuffer(data, dtype=torch.uint8, offset=start, count=end - start) if end > start \
             else torch.empty(0, dtype=torch.uint8)
-        outputs.append(flat.view(_DTYPES[d.dtype]).reshape(d.shape).clone().to(device))
+        outputs.append(flat.view(_DTYPES[d.dtype]).reshape(d.shape).to(device))
         start = end
     return outputs
 

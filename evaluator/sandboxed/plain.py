@@ -14,7 +14,7 @@ makes them; its outputs go to the reference process, which judges them as it jud
 What the outputs travel through is built so that no candidate code runs while they travel: every function the
 hand-over calls is a C function bound before the candidate is imported, applied only to a ``torch.Tensor`` of that
 exact type, with no torch function or dispatch mode left pushed; a host tensor's bytes are read from its memory
-(``ctypes.string_at`` of its data pointer, past torch's dispatcher, where a Python kernel registered for a copy op
+(a ``ctypes`` view of its data pointer, past torch's dispatcher, where a Python kernel registered for a copy op
 would run), a device tensor's copied to the host first; the bytes are written raw (no pickling, whose registries a
 candidate could extend). Judged outputs stay alive to the end, as a program may keep them, and are written again
 after the last call: an output in a kept one's memory, or one changed after it was returned, is refused. That a
@@ -35,6 +35,7 @@ import torch
 from evaluator import placement
 from evaluator.sandboxed import taskspec
 from evaluator.sandboxed.loading import enter_repository, hand_over_state, load_fd, seed_construction
+from evaluator.sandboxed.near import Patches, apply_patches
 from evaluator.sandboxed.output_checks import Rejection, output_list
 
 # The packages whose loaded modules a kernel can see by attribute (``hasattr(torch.utils, "cpp_extension")``).
@@ -66,7 +67,7 @@ class PlainRunner:
         self._data_ptr, self._element_size = base.data_ptr, base.element_size
         self._is_cpu = base.__dict__["is_cpu"].__get__
         self._untyped_storage, self._storage_data_ptr = base.untyped_storage, torch.UntypedStorage.data_ptr
-        self._string_at = ctypes.string_at
+        self._bytes_at, self._view = ctypes.c_char.__mul__, memoryview  # (c_char * n).from_address: no copy
         self._train = torch.nn.Module.train
         self._is_sparse, self._layout_of = base.__dict__["is_sparse"].__get__, base.__dict__["layout"].__get__
         self._dtype_of, self._shape_of = base.__dict__["dtype"].__get__, base.__dict__["shape"].__get__
@@ -141,14 +142,14 @@ class PlainRunner:
         if not self.models:
             raise taskspec.TaskError("run before load")
         inputs = [load_fd(fd) for fd in fds]
+        staged = _Staged(inputs, self.device)
         sent: dict[str, Any] = {}
         kept: list[tuple[str, list[torch.Tensor]]] = []
         kept_storages: set[int] = set()
         for k, call in enumerate(req["calls"]):
             where = f"plain call {k + 1}"
-            # plain tensors as a program makes them: on the device, contiguous, in memory of their own
-            values = [v.to(self.device).contiguous().clone() if isinstance(v, torch.Tensor) else v
-                      for v in inputs[int(call["input"])]]
+            patch = call.get("patch")
+            values = staged.fresh(int(call["input"]), None if patch is None else int(patch))
             mode = self._modes.get(str(call.get("autograd", "no_grad")), torch.no_grad)
             varied = bool(call.get("varied_init"))
             if varied and (self.varied_refused or len(self.models) < 2):
@@ -212,14 +213,41 @@ class PlainRunner:
                               "shape": [int(n) for n in self._shape_of(host)]})
             size = self._numel(host) * self._element_size(host)
             if size:
-                chunks.append(self._string_at(self._data_ptr(host), size))
+                chunks.append((host, self._bytes_at(size).from_address(self._data_ptr(host))))
         fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
-            for chunk in chunks:
-                data = memoryview(chunk)
+            for _host, chunk in chunks:  # the host tensor kept alive while its memory is written
+                data = self._view(chunk).cast("B")
                 while len(data):
                     written = self._write(fd, data[:MAX_WRITE])
                     data = data[written:]
         finally:
             self._close(fd)
         return {"raw": described}
+
+
+class _Staged:
+    """The input sets on the device, each copied there once (up to a quarter of the device's free memory; the
+    rest from host memory per call); ``fresh(i, p)``: set ``i`` (with near-duplicate patches ``p`` applied) as a
+    program makes its tensors, on the device, contiguous, each in memory of its own (a copy per call: a kernel never
+    sees the same buffer twice)."""
+
+    def __init__(self, inputs: list[Any], device: str):
+        self.inputs, self.device = inputs, device
+        self.on_device: dict[int, list[Any]] = {}
+        self.room = 0
+        if device == "cuda":
+            free, _total = torch.cuda.mem_get_info()
+            self.room = free // 4
+
+    def fresh(self, index: int, patch: int | None = None) -> list[Any]:
+        values = self.on_device.get(index)
+        if values is None:
+            values = [v.to(self.device).contiguous() if isinstance(v, torch.Tensor) else v
+                      for v in self.inputs[index]]
+            size = sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+            if self.device == "cuda" and size <= self.room:
+                self.on_device[index], self.room = values, self.room - size
+        patches: Patches = self.inputs[patch] if patch is not None else [None] * len(values)
+        own = [v.clone() if isinstance(v, torch.Tensor) and p is None else v for v, p in zip(values, patches)]
+        return apply_patches(own, patches)

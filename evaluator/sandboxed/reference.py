@@ -24,6 +24,7 @@ import torch
 
 from evaluator.sandboxed import compare as cmp
 from evaluator.sandboxed import environment, handoff, taskspec
+from evaluator.sandboxed.near import NEAR_KINDS, Patches, apply_patches, near_duplicate_patches
 from evaluator.sandboxed.output_checks import same_bits
 
 MAX_EVALUATIONS_KEPT = 8
@@ -125,77 +126,8 @@ def _well_defined(native: list[torch.Tensor], ref: list[torch.Tensor]) -> bool:
     return True
 
 
-# How a near-duplicate input set differs from its base (evaluator.plain_run calls each right after a call of the base):
-# one value at the head, at the tail, at a random position of each floating input; or a block of values replaced
-# (the first half, the second half, a random interior block). A cache keyed by a few input values escapes a
-# variant only when the variant touches one of them: a prefix key never sees the tail and second-half variants, a
-# suffix key never sees the head and first-half ones, a head-and-tail key never sees the random point or the
-# interior block. Single values change an elementwise or row-wise answer; blocks change a global reduction's. A
-# block takes a run of the tensor's other values, none twice (a row inside it meets no new tie for an argmax or a
-# sort to break).
-NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block")
 MAX_NEAR_KEPT = 48  # near-duplicates whose answers are kept (others are computed again when judged)
 MAX_NEAR_MADE = 4096  # near-duplicates this process remembers making (case, seed, key -> kind)
-
-
-def near_duplicate_inputs(inputs: list[Any], key: int, kind: str,
-                          keep: frozenset[int] = frozenset()) -> list[Any]:
-    """``inputs`` with, in each floating tensor not kept as drawn (``keep``: KEEP_INPUTS), the values ``kind`` names
-    (:data:`NEAR_KINDS`) replaced by values found elsewhere in the same tensor (the op's domain is kept: no value
-    is new to it; a single moved value differs from the one it replaces where the tensor holds another), the
-    random choices drawn from ``key`` (pure)."""
-    if kind not in NEAR_KINDS:
-        raise ValueError(f"unknown near-duplicate kind {kind!r} (one of {', '.join(NEAR_KINDS)})")
-    generator = torch.Generator().manual_seed(key & 0x7FFFFFFFFFFFFFFF)
-    out = []
-    for k, value in enumerate(inputs):
-        if k in keep or not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() < 2:
-            out.append(value)
-            continue
-        flat = value.detach().clone().reshape(-1)
-        n = flat.numel()
-        if kind in ("head", "tail", "point"):
-            at = 0 if kind == "head" else n - 1 if kind == "tail" else int(torch.randint(0, n, (1,),
-                                                                                           generator=generator))
-            flat[at] = _another_value(flat, at, generator)
-        else:
-            start, stop = _block(n, kind, generator)
-            flat[start:stop] = _moved_run(flat, start, stop, generator)
-        out.append(flat.reshape(value.shape))
-    return out
-
-
-def _moved_run(flat: torch.Tensor, start: int, stop: int, generator: torch.Generator) -> torch.Tensor:
-    """``stop - start`` values of ``flat`` from outside ``[start, stop)``, each position at most once (a run of the
-    rest of the tensor from a random offset, wrapping around): the block's values are other values of the op's
-    domain, and no value is repeated in it (a repeat would make a tie an argmax or a sort may break either way)."""
-    outside = torch.cat([flat[:start], flat[stop:]])
-    offset = int(torch.randint(0, outside.numel(), (1,), generator=generator))
-    return torch.roll(outside, -offset)[:stop - start].clone()
-
-
-def _another_value(flat: torch.Tensor, at: int, generator: torch.Generator) -> torch.Tensor:
-    """A value of ``flat`` other than ``flat[at]`` (``flat[at]`` itself where every value equals it)."""
-    for _ in range(4):
-        sources = torch.randint(0, flat.numel(), (64,), generator=generator)
-        other = sources[flat[sources] != flat[at]]
-        if other.numel():
-            return flat[other[0]].clone()
-    differs = (flat != flat[at]).nonzero()
-    return flat[differs[0, 0]].clone() if differs.numel() else flat[at].clone()
-
-
-def _block(n: int, kind: str, generator: torch.Generator) -> tuple[int, int]:
-    """The positions ``[start, stop)`` a block variant replaces in a tensor of ``n`` values (``n >= 2``)."""
-    half = n // 2  # the outside always holds at least as many values as the block
-    if kind == "first_half":
-        return 0, max(1, half)
-    if kind == "second_half" or n < 4:
-        return n - max(1, half), n
-    length = int(torch.randint(max(1, n // 4), max(2, half) + 1, (1,), generator=generator))
-    length = min(length, n - 2)  # the first and the last value stay
-    start = int(torch.randint(1, n - length, (1,), generator=generator))
-    return start, start + length
 
 
 class ReferenceRunner:
@@ -214,8 +146,9 @@ class ReferenceRunner:
         self.init_seed = 0
         self.perturb_seed = 0
         self.inputs_dir: Path | None = None
+        self.input_files: dict[tuple[int, int], str] = {}  # (case, seed) -> the file its input set was written to
         # evaluation key -> repeat group -> outputs of its first call (a few evaluations may be in flight)
-        self.groups: dict[int, dict[str, list[torch.Tensor]]] = {}
+        self.groups: dict[int, dict[str, tuple[list[torch.Tensor], dict[str, Any]]]] = {}  # key: outputs, judgement
         self.natives: dict[tuple[int, int, float | None], list[torch.Tensor]] = {}  # eager, in the task's dtypes
         # (case, timing seed) -> the file this process wrote that input set to for candidates, and the generator's
         # state after drawing it: a re-validated timed call maps the file instead of drawing its seed again
@@ -263,7 +196,9 @@ class ReferenceRunner:
             for ci, (inputs, native, ref) in enumerate(computed):
                 errs = [cmp.relative_l2(n, r) if n.is_floating_point() else 0.0 for n, r in zip(native, ref)]
                 eager_err[ci] = [max(a, b) for a, b in zip(eager_err.get(ci, errs), errs)]
-                inputs_files.append({"case": ci, "seed": seed, "file": self._write_inputs(inputs)})
+                written = self._write_inputs(inputs)
+                self.input_files[(ci, seed)] = written
+                inputs_files.append({"case": ci, "seed": seed, "file": written})
                 if si == 0:
                     self.output_dtypes[ci] = [str(n.dtype) for n in native]
                     cases_meta.append({
@@ -320,9 +255,13 @@ class ReferenceRunner:
 
     def _write_inputs(self, inputs: list[Any]) -> str:
         """One input set in its own file, named by a random token (the candidate learns nothing from the name)."""
+        return self._write_file([v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in inputs])
+
+    def _write_file(self, value: Any) -> str:
+        """``value`` saved for candidate processes in a file named by a random token."""
         assert self.inputs_dir is not None
         path = self.inputs_dir / f"in-{secrets.token_hex(8)}.pt"
-        torch.save([v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in inputs], path)
+        torch.save(value, path)
         return str(path)
 
     def _compute_seed(self, seed: int, dist: str, scale: float | None = None,
@@ -472,31 +411,39 @@ class ReferenceRunner:
 
     def near_duplicates(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Input sets like case ``req["case"]``'s under ``req["seed"]``, one of each kind in :data:`NEAR_KINDS`
-        (:func:`near_duplicate_inputs`, random choices from keys derived from the secret ``req["key"]``), each
-        written to a file of its own for candidates, with its answers kept for ``compare``. The reply's
-        ``near``: ``{"file", "key"}`` per kind, the key to name in ``compare`` (an output's ``near``)."""
+        (:func:`evaluator.sandboxed.near.near_duplicate_patches`, random choices from keys derived from the secret
+        ``req["key"]``), with their answers kept for ``compare``. Each travels as the values it replaces in the base
+        set's file (a small file of its own, :data:`Patches`: the plain process applies them to a fresh copy of the
+        base it holds). The reply's ``near``: ``{"patch", "key"}`` per kind, the key to name in ``compare``."""
         ci, seed = int(req["case"]), int(req["seed"])
         keys = random.Random(int(req["key"])).sample(range(1 << 62), len(NEAR_KINDS))
-        base = self._base_case(ci, seed)  # drawn once: each kind copies what it changes
+        base = self._base_case(ci, seed)  # read once: each kind copies what it changes
         made = []
         for key, kind in zip(keys, NEAR_KINDS):
             while len(self.near_made) >= MAX_NEAR_MADE:  # an evaluation long judged
                 self.near_made.pop(next(iter(self.near_made)))
             self.near_made[(ci, seed, key)] = kind
-            inputs = self._near_inputs(base, key, kind)
+            inputs, patches = self._near_inputs(base, key, kind)
             self._near_answers(ci, seed, key, inputs)
-            made.append({"file": self._write_inputs(inputs), "key": key})
+            made.append({"patch": self._write_file(patches), "key": key})
         return {"ok": True, "near": made}
 
     def _base_case(self, ci: int, seed: int) -> list[Any]:
+        """Case ``ci``'s input set under ``seed`` as candidates were given it: mapped from the file written for them
+        (the bytes a near-duplicate's patches apply to in the plain process), else drawn again."""
         assert self.task is not None
+        path = self.input_files.get((ci, seed))
+        if path is not None:
+            return list(torch.load(path, weights_only=True, map_location="cpu", mmap=True))
         return taskspec.generate_case(self.task, self.small, seed, self.dists.get(seed, "task"), ci)
 
-    def _near_inputs(self, base: list[Any], key: int, kind: str) -> list[Any]:
-        """A near-duplicate of ``base`` of its own (a reference that writes into its inputs changes no other's)."""
+    def _near_inputs(self, base: list[Any], key: int, kind: str) -> tuple[list[Any], Patches]:
+        """A near-duplicate of ``base`` of its own (a reference that writes into its inputs changes no other's),
+        and its patches."""
         assert self.task is not None
-        own = [v.clone() if isinstance(v, torch.Tensor) else v for v in base]
-        return near_duplicate_inputs(own, key, kind, self.task.keep_inputs)
+        patches = near_duplicate_patches(base, key, kind, self.task.keep_inputs)
+        own = [v.clone() if isinstance(v, torch.Tensor) and patch is None else v for v, patch in zip(base, patches)]
+        return apply_patches(own, patches), patches
 
     def _near_answers(self, ci: int, seed: int, key: int,
                       inputs: list[Any] | None = None) -> tuple[list[torch.Tensor], list[cmp.Tolerance]]:
@@ -506,7 +453,7 @@ class ReferenceRunner:
         if found is not None:
             return found
         if inputs is None:
-            inputs = self._near_inputs(self._base_case(ci, seed), key, self.near_made[(ci, seed, key)])
+            inputs, _patches = self._near_inputs(self._base_case(ci, seed), key, self.near_made[(ci, seed, key)])
         while len(self.near_refs) >= MAX_NEAR_KEPT:
             self.near_refs.pop(next(iter(self.near_refs)))
         answers = self._answers(self.model_native, self.model_ref, inputs, ci,
@@ -586,28 +533,44 @@ class ReferenceRunner:
                                 "outputs": []})
                 continue
             imported += "vmm" in item["sent"]
-            result = self._compare_one(ci, refs, tolerances, outs)
             group = item.get("group")
-            if result["ok"] and group:
-                problem = self._same_as_group(int(req.get("key") or 0), group, outs)
-                if problem:
-                    result = {"ok": False, "problem": problem, "outputs": result["outputs"]}
+            result = self._as_group_first(int(req.get("key") or 0), group, outs) if group else None
+            if result is None:  # not bitwise the group's first outputs: judged in full
+                result = self._compare_one(ci, refs, tolerances, outs)
+                if result["ok"] and group:
+                    problem = self._same_as_group(int(req.get("key") or 0), group, outs, result)
+                    if problem:
+                        result = {"ok": False, "problem": problem, "outputs": result["outputs"]}
             results.append({"name": item["name"], **result})
             del outs
         return {"ok": True, "results": results, "vmm_imported": imported}
 
-    def _same_as_group(self, key: int, group: str, outs: list[Any]) -> str | None:
+    def _groups_of(self, key: int) -> dict[str, tuple[list[torch.Tensor], dict[str, Any]]]:
         if key not in self.groups:
             while len(self.groups) >= MAX_EVALUATIONS_KEPT:  # the oldest evaluation has long finished
                 self.groups.pop(next(iter(self.groups)))
             self.groups[key] = {}
-        groups = self.groups[key]
+        return self.groups[key]
+
+    def _as_group_first(self, key: int, group: str, outs: Any) -> dict[str, Any] | None:
+        """The judgement of the group's first outputs where ``outs`` are bitwise the same tensors (the same
+        bytes judge the same way: a repeated call, or an output read again after the last call); else None."""
+        first = self._groups_of(key).get(group)
+        if first is None or not isinstance(outs, list) or len(outs) != len(first[0]) or \
+                not all(type(o) is torch.Tensor and same_bits(x, o) for x, o in zip(first[0], outs)):
+            return None
+        return first[1]
+
+    def _same_as_group(self, key: int, group: str, outs: list[Any], result: dict[str, Any]) -> str | None:
+        """None where ``outs`` (judged ``result``) agree with the group's first outputs, which the first call
+        records; else what differs. Bitwise, unless the task declares NONDETERMINISTIC_OK."""
+        groups = self._groups_of(key)
         first = groups.get(group)
         if first is None:
-            groups[group] = [o.detach().clone() for o in outs]
+            groups[group] = ([o.detach().clone() for o in outs], result)
             return None
         assert self.task is not None
-        for k, (x, y) in enumerate(zip(first, outs)):
+        for k, (x, y) in enumerate(zip(first[0], outs)):
             if self.task.nondeterministic_ok:
                 same = x.shape == y.shape and torch.allclose(x, y, rtol=1e-3, atol=1e-5, equal_nan=True)
             else:

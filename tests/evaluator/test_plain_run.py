@@ -16,8 +16,8 @@ from evaluator import processes
 from evaluator.callplan import InputSet
 from evaluator.plain_run import AUTOGRAD_STATES, MAX_CALLS, plan_plain_calls, run_length, with_near_duplicates
 from evaluator.sandboxed import handoff
+from evaluator.sandboxed.near import NEAR_KINDS, near_duplicate_inputs
 from evaluator.sandboxed.plain import VISIBLE_PACKAGES
-from evaluator.sandboxed.reference import NEAR_KINDS, near_duplicate_inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -132,6 +132,39 @@ def test_a_cache_keyed_by_a_few_values_misses_some_near_duplicate():
             if changed and not changed & set(key_positions):
                 missed.append(kind)
         assert missed, key_positions
+
+
+def test_the_plain_process_rebuilds_a_near_duplicate_from_its_patches():
+    """The plain process gets a near-duplicate as the values it replaces and applies them to a fresh copy of the
+    base it holds: the set is the one the reference answered, in memory of its own (the base is left as it was)."""
+    from evaluator.sandboxed.near import apply_patches, near_duplicate_patches
+    from evaluator.sandboxed.plain import _Staged
+
+    x, ids = torch.randn(8, 33).t(), torch.arange(6)  # a transposed (non-contiguous) base
+    for kind in NEAR_KINDS:
+        patches = near_duplicate_patches([x, ids], key=77, kind=kind)
+        expected = near_duplicate_inputs([x, ids], key=77, kind=kind)
+        staged = _Staged([[x, ids], patches], "cpu")
+        for _ in range(2):
+            got = staged.fresh(0, 1)
+            assert torch.equal(got[0], expected[0]) and torch.equal(got[1], ids) and got[0].is_contiguous()
+            assert got[0].data_ptr() != x.data_ptr() and got[1].data_ptr() != ids.data_ptr()
+        assert torch.equal(staged.fresh(0)[0], x)  # the base itself, untouched by the patched copies
+        assert torch.equal(apply_patches([x, ids], patches)[0], expected[0])
+
+
+def test_a_moved_value_is_far_from_the_one_it_replaces():
+    """A point near-duplicate moves in a value far from the one it replaces (the farthest of a sample), so the answer
+    changes by more than a tolerance: at magnitudes near 1e-3, a neighbouring value left a softmax within it."""
+    x = torch.randn(16, 128) * 1e-3
+    flat = x.reshape(-1)
+    typical = float((flat[:, None] - flat[None, :]).abs().median())
+    for key in range(30):
+        moved = near_duplicate_inputs([x], key=key, kind="point")[0].reshape(-1)
+        at = _changed(x, moved.reshape(x.shape))[0]
+        assert abs(float(moved[at] - flat[at])) > typical
+        change = torch.softmax(moved.double().reshape(x.shape), -1) - torch.softmax(x.double(), -1)
+        assert float(change.norm() / torch.softmax(x.double(), -1).norm()) > 1e-5  # float32's relative L2 bound
 
 
 def test_a_constant_tensor_and_two_values_are_handled():

@@ -70,7 +70,6 @@ def cache_dir(tmp_path, monkeypatch, shared_headers):
 def test_compile_check_ok_for_vector_add():
     check = cuda.compile_check(VECTOR_ADD, "vector_add")
     assert check.ok, check.log
-    assert check.seconds > 0
 
 
 def test_compile_produces_cubin_defining_the_kernel():

@@ -1,0 +1,108 @@
+"""Near-duplicate input sets: a base set with a few of its values replaced (the plain run's stale-cache check).
+
+How a near-duplicate differs from its base (:mod:`evaluator.plain_run` calls each right after a call of the base):
+one value at the head, at the tail, at a random position of each floating input; or a block of values replaced
+(the first half, the second half, a random interior block). A cache keyed by a few input values escapes a variant
+only when the variant touches one of them: a prefix key never sees the tail and second-half variants, a suffix key
+never sees the head and first-half ones, a head-and-tail key never sees the random point or the interior block.
+Single values change an elementwise or row-wise answer; blocks change a global reduction's. A block takes a run of
+the tensor's other values, none twice (a row inside it meets no new tie for an argmax or a sort to break).
+
+A near-duplicate travels as its :data:`Patches` (which values of the base's flattened tensors it replaces, and
+with what), not as a copy of the whole set: the reference process makes them, the plain process applies them to
+a fresh copy of the base it already holds. Both sides apply them with :func:`apply_patches`, so the set the
+candidate is called on is the set the reference answered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block")
+
+# Per input of a set: None (as in the base), or (start, stop, values) replacing flat positions [start, stop).
+Patches = list[tuple[int, int, torch.Tensor] | None]
+
+
+def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozenset[int] = frozenset()) -> Patches:
+    """What the near-duplicate ``kind`` (:data:`NEAR_KINDS`) of ``inputs`` replaces: in each floating tensor not kept
+    as drawn (``keep``: KEEP_INPUTS), values found elsewhere in the same tensor (the op's domain is kept: no value is
+    new to it; a single moved value differs from the one it replaces where the tensor holds another), the random
+    choices drawn from ``key`` (pure)."""
+    if kind not in NEAR_KINDS:
+        raise ValueError(f"unknown near-duplicate kind {kind!r} (one of {', '.join(NEAR_KINDS)})")
+    generator = torch.Generator().manual_seed(key & 0x7FFFFFFFFFFFFFFF)
+    patches: Patches = []
+    for k, value in enumerate(inputs):
+        if k in keep or not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() < 2:
+            patches.append(None)
+            continue
+        flat = value.detach().reshape(-1)
+        n = flat.numel()
+        if kind in ("head", "tail", "point"):
+            at = 0 if kind == "head" else n - 1 if kind == "tail" else int(torch.randint(0, n, (1,),
+                                                                                           generator=generator))
+            patches.append((at, at + 1, _another_value(flat, at, generator).reshape(1).cpu()))
+        else:
+            start, stop = _block(n, kind, generator)
+            patches.append((start, stop, _moved_run(flat, start, stop, generator).cpu()))
+    return patches
+
+
+def apply_patches(inputs: list[Any], patches: Patches) -> list[Any]:
+    """``inputs`` with ``patches`` applied, each patched tensor a contiguous copy of its own (the others as given)."""
+    if len(patches) != len(inputs):
+        raise ValueError(f"{len(patches)} patches for {len(inputs)} inputs")
+    out = []
+    for value, patch in zip(inputs, patches):
+        if patch is None:
+            out.append(value)
+            continue
+        start, stop, values = patch
+        own = value.detach().clone(memory_format=torch.contiguous_format)
+        own.view(-1)[start:stop] = values.to(own.device)
+        out.append(own)
+    return out
+
+
+def near_duplicate_inputs(inputs: list[Any], key: int, kind: str, keep: frozenset[int] = frozenset()) -> list[Any]:
+    """``inputs`` made into their near-duplicate ``kind`` (see :func:`near_duplicate_patches`; pure)."""
+    return apply_patches(inputs, near_duplicate_patches(inputs, key, kind, keep))
+
+
+def _moved_run(flat: torch.Tensor, start: int, stop: int, generator: torch.Generator) -> torch.Tensor:
+    """``stop - start`` values of ``flat`` from outside ``[start, stop)``, each position at most once (a run of the
+    rest of the tensor from a random offset, wrapping around): the block's values are other values of the op's
+    domain, and no value is repeated in it (a repeat would make a tie an argmax or a sort may break either way)."""
+    outside = torch.cat([flat[:start], flat[stop:]])
+    offset = int(torch.randint(0, outside.numel(), (1,), generator=generator))
+    return torch.roll(outside, -offset)[:stop - start].clone()
+
+
+def _another_value(flat: torch.Tensor, at: int, generator: torch.Generator) -> torch.Tensor:
+    """A value of ``flat`` other than ``flat[at]``, the farthest from it of a random sample (``flat[at]`` itself
+    where every value equals it): a value next to the one it replaces would change the answer by less than the
+    tolerance, and a cache answering stale would pass."""
+    here = flat[at].double()
+    for _ in range(4):
+        sources = torch.randint(0, flat.numel(), (64,), generator=generator)
+        distance = (flat[sources].double() - here).abs().nan_to_num(nan=0.0)
+        if bool((distance > 0).any()):
+            return flat[sources[int(distance.argmax())]].clone()
+    differs = (flat != flat[at]).nonzero()
+    return flat[differs[0, 0]].clone() if differs.numel() else flat[at].clone()
+
+
+def _block(n: int, kind: str, generator: torch.Generator) -> tuple[int, int]:
+    """The positions ``[start, stop)`` a block variant replaces in a tensor of ``n`` values (``n >= 2``)."""
+    half = n // 2  # the outside always holds at least as many values as the block
+    if kind == "first_half":
+        return 0, max(1, half)
+    if kind == "second_half" or n < 4:
+        return n - max(1, half), n
+    length = int(torch.randint(max(1, n // 4), max(2, half) + 1, (1,), generator=generator))
+    length = min(length, n - 2)  # the first and the last value stay
+    start = int(torch.randint(1, n - length, (1,), generator=generator))
+    return start, start + length
