@@ -14,8 +14,10 @@ Every role: the system read-only, no network, its own PID/user/IPC namespaces (:
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.placement import load_op_calls
@@ -41,25 +43,53 @@ def looks_secret(name: str) -> bool:
     return any(word in upper for word in SECRET_WORDS)
 
 
-NEUTRAL_HOME = Path("/home/user")  # where a sandboxed process's private home is bound
-NEUTRAL_USER = NEUTRAL_HOME.name
+# Account names as machines that run ML code have them (cloud images, notebooks, CI runners, people's own).
+ACCOUNT_NAMES = (
+    "ubuntu", "ec2-user", "admin", "jovyan", "runner", "dev", "ml", "research", "train", "gpu", "alex", "sam", "maria",
+    "chen", "priya", "omar", "anna", "david", "li", "yuki", "jose", "emma", "noah", "fatima", "ivan", "kim", "lucas",
+    "mia", "raj", "sara", "tom", "wei", "zoe", "ben", "eli", "hana", "jin", "kai", "lea", "max", "nina", "paul",
+    "rosa", "tara", "umar", "vera", "yan", "ali", "ada", "leo",
+)
 
 
-def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] | None = None) -> dict[str, str]:
+@dataclass(frozen=True)
+class Identity:
+    """Who a sandboxed process runs as: its account name and home (where its private home folder is bound)."""
+
+    user: str
+
+    @property
+    def home(self) -> Path:
+        return Path("/home") / self.user
+
+
+def draw_identity() -> Identity:
+    """A plausible account, drawn afresh for every process: no value of HOME, USER or a path under the home is
+    the same in every verifier process, so none tells a kernel it is being verified (a fixed ``/home/user`` was
+    one: a kernel right only there passed the guarded and the plain run alike)."""
+    name = secrets.choice(ACCOUNT_NAMES)
+    if secrets.randbelow(3) == 0:
+        name += str(secrets.randbelow(100))
+    return Identity(name)
+
+
+def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] | None = None,
+                        identity: Identity | None = None) -> dict[str, str]:
     """The environment of a sandboxed process: an allowlist of the parent's, never a secret.
 
     Nothing in it says "you are being verified": no KernelEvo variable, the caches are the usual ones under
-    a private HOME (what a user's program sees on a fresh machine).
+    a private HOME of a drawn account (``identity``; what a user's program sees on a fresh machine).
     """
+    identity = identity or draw_identity()
     source = os.environ if parent_env is None else parent_env
     env = {k: v for k, v in source.items() if k in ENV_ALLOWLIST and not looks_secret(k)}
-    (private / "home").mkdir(parents=True, exist_ok=True)  # bound at NEUTRAL_HOME (see policy)
+    (private / "home").mkdir(parents=True, exist_ok=True)  # bound at identity.home (see policy)
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     # HOME names a path any machine may have, not the verifier's work folder (a kernel reading it must not learn
     # it is being verified), and the variables a login shell sets are there as on a user's machine (their absence
     # was a tell); no TMPDIR: the sandbox's /tmp is a private tmpfs, as /tmp is on a user's machine. Nothing only
     # the verifier would set (the processes start with -I: PYTHON* variables would be ignored anyway).
-    env.update(HOME=str(NEUTRAL_HOME), USER=NEUTRAL_USER, LOGNAME=NEUTRAL_USER, SHELL="/bin/bash", SHLVL="1",
+    env.update(HOME=str(identity.home), USER=identity.user, LOGNAME=identity.user, SHELL="/bin/bash", SHLVL="1",
                _=sys.executable)  # what bash exports to a program it starts
     env.setdefault("TERM", "xterm-256color")
     if device == "cpu":
@@ -98,19 +128,20 @@ def task_read_roots(task_path: Path) -> list[Path]:
 
 def policy(role: str, device: str, private: Path, *, read_only: Sequence[Path] = (),
            writable: Sequence[Path] = (), memory_mb: int | None = None, workspace: str | None = None) -> SandboxPolicy:
-    """The sandbox of one verifier process (see the module docstring for what each role gets). ``workspace``: a
-    folder of the neutral home the process works in (a candidate's repository, :mod:`evaluator.placement`);
-    otherwise its private folder."""
+    """The sandbox of one verifier process (see the module docstring for what each role gets), running as a
+    freshly drawn account (:func:`draw_identity`). ``workspace``: a folder of its home the process works in (a
+    candidate's repository, :mod:`evaluator.placement`); otherwise its private folder."""
+    identity = draw_identity()
     # The project's packages, not its checkout (.git, runs/, untracked files stay out of view).
     packages = [PROJECT_ROOT / name for name in ("kernelevo", "evaluator")]
     binds = [*system_binds([*packages, *read_only]), Bind(source=private.resolve(), writable=True),
-             Bind(source=(private / "home").resolve(), target=NEUTRAL_HOME, writable=True)]
+             Bind(source=(private / "home").resolve(), target=identity.home, writable=True)]
     binds += [Bind(source=Path(p).resolve(), writable=True) for p in writable]
     if device == "cuda":
         binds += gpu_binds()
-    env = sandbox_environment(device, private)  # makes the private home
+    env = sandbox_environment(device, private, identity=identity)  # makes the private home
     cwd = private
     if workspace is not None:
         (private / "home" / workspace).mkdir(parents=True, exist_ok=True)
-        cwd = NEUTRAL_HOME / workspace
+        cwd = identity.home / workspace
     return SandboxPolicy(name=role, binds=tuple(binds), env=env, cwd=cwd, gpu=device == "cuda", memory_mb=memory_mb)

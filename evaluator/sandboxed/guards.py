@@ -619,9 +619,9 @@ class AuditGuard:
         self.candidate_file = str(Path(candidate_file).resolve())
         self._private_root = str(Path(candidate_file).resolve().parent) + os.sep
         self._outbox = self._private_root + "outbox" + os.sep
-        # The process's writable folders: its private folder, its home (bound elsewhere, at a neutral path:
-        # evaluator.roles.NEUTRAL_HOME), read now, before any candidate code could change the environment, and in a
-        # sandbox its own /tmp (``scratch``: Triton writes the C source of its launcher to a temporary folder).
+        # The process's writable folders: its private folder, its home (bound under /home as a drawn account's:
+        # evaluator.roles.draw_identity), read now, before any candidate code could change the environment, and
+        # in a sandbox its own /tmp (``scratch``: Triton writes the C source of its launcher to a temporary folder).
         home = os.environ.get("HOME", "")
         roots = [str(Path(home).resolve()) + os.sep] if home.startswith(os.sep) else []
         roots += [str(Path(scratch).resolve()) + os.sep] if scratch is not None else []

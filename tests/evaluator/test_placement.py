@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path, PurePosixPath
 
 import pytest
 
 from evaluator import EvalOptions, evaluate
 from evaluator.placement import CandidatePlace, from_request, place_for
-from evaluator.roles import NEUTRAL_HOME, policy
+from evaluator.roles import policy
 from kernelevo import sandbox
 from kernelevo.kernel_store import kernel_module_name
 from kernelevo.sandbox.launch import host_view_env, host_view_path
@@ -47,7 +48,7 @@ def test_the_candidate_process_refuses_a_place_that_is_not_one_component_each(va
 
 def test_inside_the_sandbox_the_process_works_in_the_repository_and_outside_it_in_the_private_home(tmp_path):
     view = policy("candidate", "cpu", tmp_path, workspace="tasks")
-    assert view.cwd == NEUTRAL_HOME / "tasks" and (tmp_path / "home" / "tasks").is_dir()
+    assert view.cwd == Path(view.env["HOME"]) / "tasks" and (tmp_path / "home" / "tasks").is_dir()
     assert host_view_path(view, view.cwd) == (tmp_path / "home" / "tasks").resolve()
     assert host_view_env(view)["HOME"] == str((tmp_path / "home").resolve())
     assert host_view_path(view, Path("/usr/bin")) == Path("/usr/bin")
@@ -71,9 +72,11 @@ def test_a_candidate_sees_the_layout_of_a_users_repository_not_the_verifiers_fol
     candidate = tmp_path / "sees.py"
     candidate.write_text(SEES)
     verdict = evaluate(TASKS / "axpy.py", candidate, "cpu", EvalOptions(static_checks=False, seeds=1))
-    module = NEUTRAL_HOME / "tasks" / "kernels" / "axpy" / "kernel.py"
     assert verdict.reason == "compile_error", verdict.detail
-    assert f"file={module} cwd={NEUTRAL_HOME / 'tasks'} name={kernel_module_name('axpy', SEES)}" in verdict.detail
+    seen = re.search(r"file=(/home/[a-z0-9-]+)/tasks/kernels/axpy/kernel\.py cwd=(\S+) name=(\S+)", verdict.detail)
+    assert seen, verdict.detail
+    home = seen.group(1)
+    assert seen.group(2) == f"{home}/tasks" and seen.group(3) == kernel_module_name("axpy", SEES)
     assert "kernelevo-eval" not in verdict.detail
 
 

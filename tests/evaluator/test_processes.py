@@ -4,7 +4,7 @@ from pathlib import Path
 
 from evaluator import EvalOptions, evaluate
 from evaluator.processes import process_tree_rss_mb
-from evaluator.roles import NEUTRAL_HOME, sandbox_environment
+from evaluator.roles import ACCOUNT_NAMES, sandbox_environment
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 
@@ -17,9 +17,18 @@ def test_environment_is_an_allowlist_without_secrets(tmp_path):
     assert not any(v in env.values() for v in ("ghs_x", "sk-x", "k", "a"))
     assert "MY_APP_SETTING" not in env
     assert env["TRITON_INTERPRET"] == "1"
-    # a neutral home (the private one is bound there), never the parent's, and no path naming the work folder
-    assert env["HOME"] == str(NEUTRAL_HOME) and (tmp_path / "home").is_dir()
+    # a drawn account's home (the private one is bound there), never the parent's, no path naming the work folder
+    user = env["USER"]
+    assert env["LOGNAME"] == user and user.rstrip("0123456789") in ACCOUNT_NAMES
+    assert env["HOME"] == f"/home/{user}" and (tmp_path / "home").is_dir()
     assert not any(str(tmp_path) in v for v in env.values()) and "TMPDIR" not in env
+
+
+def test_every_process_runs_as_an_account_of_its_own():
+    """No home path or account name is the same in every verifier process (a fixed one told a kernel where it ran)."""
+    from evaluator.roles import draw_identity
+
+    assert len({draw_identity().home for _ in range(60)}) > 10
 
 
 def test_without_a_sandbox_the_home_is_the_private_folder(tmp_path):
