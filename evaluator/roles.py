@@ -63,11 +63,23 @@ class Identity:
         return Path("/home") / self.user
 
 
+_ONSETS = ("b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "ch", "sh",
+           "th", "br", "kr", "st", "")
+_VOWELS = ("a", "e", "i", "o", "u", "ai", "ia", "ou", "y")
+_CODAS = ("", "", "", "n", "r", "l", "s", "k", "m", "x")
+
+
 def draw_identity() -> Identity:
     """A plausible account, drawn afresh for every process: no value of HOME, USER or a path under the home is
     the same in every verifier process, so none tells a kernel it is being verified (a fixed ``/home/user`` was
-    one: a kernel right only there passed the guarded and the plain run alike)."""
-    name = secrets.choice(ACCOUNT_NAMES)
+    one: a kernel right only there passed the guarded and the plain run alike). Half the names come from
+    :data:`ACCOUNT_NAMES`, half are made of random syllables (a kernel testing the list is wrong half the time
+    here), some with digits after them."""
+    if secrets.randbelow(2):
+        name = secrets.choice(ACCOUNT_NAMES)
+    else:
+        name = "".join(secrets.choice(_ONSETS) + secrets.choice(_VOWELS) + secrets.choice(_CODAS)
+                       for _ in range(2 + secrets.randbelow(2)))
     if secrets.randbelow(3) == 0:
         name += str(secrets.randbelow(100))
     return Identity(name)
