@@ -256,7 +256,7 @@ def _described(sent: dict[str, Any], name: str) -> Any:
 def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: random.Random,
                      evidence: dict[str, Any]) -> list[tuple[InputSet, InputSet, int]]:
     """Per case, near-duplicates of a random seed's input set, one of each kind the reference process makes
-    (:data:`evaluator.sandboxed.near.NEAR_KINDS`), from a secret key."""
+    (:func:`evaluator.sandboxed.near.kinds_for`), from a secret key."""
     by_case: dict[int, list[InputSet]] = {}
     for inputs in sets:
         by_case.setdefault(inputs.case, []).append(inputs)
@@ -285,8 +285,9 @@ def _unobserved_failure(rejected: Verdict, phase: str, varied_init: list[dict[st
     data.pop("verdict")
     if phase == NEAR_PHASE:
         why = ("[plain process, near-duplicate inputs] wrong for an input set that differs from the one called "
-               "just before it in some values (one, or a block): a cache keyed by part of the input (or by where it "
-               f"lives) answers it stale; compute every call from its inputs: {detail}")
+               "just before it in some values (one, a block, two of a row exchanged, or one input alone): a cache "
+               "keyed by part of the input, by a summary of it or by where it lives answers it stale; compute every "
+               f"call from its inputs: {detail}")
     elif phase == VARIED_PHASE and varied_init is not None:
         given = ", ".join(repr(v.get("value")) if "value" in v else "a tensor" for v in varied_init)
         why = (f"[plain process, other constructor arguments] ModelNew({given}) is wrong where Model({given}) is "

@@ -54,27 +54,60 @@ ACCOUNT_NAMES = (
 
 @dataclass(frozen=True)
 class Identity:
-    """Who a sandboxed process runs as: its account name and home (where its private home folder is bound)."""
+    """Who a sandboxed process runs as: root (``user`` None: ``HOME=/root``, no ``USER``, as in a container or a
+    notebook) or an account of its own (``<homes>/<user>``); ``uid``: its user and group id inside the sandbox."""
 
-    user: str
+    user: str | None
+    uid: int
+    homes: str = "/home"  # the folder of people's homes (clusters have /home/<group> or /u)
 
     @property
     def home(self) -> Path:
-        return Path("/home") / self.user
+        return Path("/root") if self.user is None else Path(self.homes) / self.user
+
+    def passwd(self, host: str) -> str:
+        """The sandbox's ``/etc/passwd``: the host's system accounts (ids below 1000, ``nobody``) and this one,
+        whose entry names this home (pure): ``getpwuid(getuid())`` agrees with ``HOME``, as after a login."""
+        keep = [line for line in host.splitlines() if _system_entry(line) and _field(line, 2) != str(self.uid)]
+        mine = (f"{self.user}:x:{self.uid}:{self.uid}::{self.home}:/bin/bash" if self.user is not None else
+                next((line for line in host.splitlines() if _field(line, 2) == "0"), "root:x:0:0:root:/root:/bin/bash"))
+        return "\n".join([*keep, mine]) + "\n"
+
+    def group(self, host: str) -> str:
+        """The sandbox's ``/etc/group``: the host's system groups and this account's own (pure)."""
+        keep = [line for line in host.splitlines() if _system_entry(line) and _field(line, 2) != str(self.uid)]
+        mine = f"{self.user}:x:{self.uid}:" if self.user is not None else "root:x:0:"
+        return "\n".join([*keep, mine]) + "\n"
 
 
+def _field(line: str, index: int) -> str:
+    parts = line.split(":")
+    return parts[index] if len(parts) > index else ""
+
+
+def _system_entry(line: str) -> bool:
+    """A passwd or group line of a system account or group (id below 1000, or nobody/nogroup's 65534)."""
+    number = _field(line, 2)
+    return number.isdigit() and (int(number) < 1000 or int(number) == 65534)
+
+
+HOME_FOLDERS = ("/home/users", "/home/staff", "/home/research", "/u", "/users", "/data/home", "/mnt/home")
 _ONSETS = ("b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "ch", "sh",
            "th", "br", "kr", "st", "")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ia", "ou", "y")
 _CODAS = ("", "", "", "n", "r", "l", "s", "k", "m", "x")
 
 
-def draw_identity() -> Identity:
-    """A plausible account, drawn afresh for every process: no value of HOME, USER or a path under the home is
-    the same in every verifier process, so none tells a kernel it is being verified (a fixed ``/home/user`` was
-    one: a kernel right only there passed the guarded and the plain run alike). Half the names come from
-    :data:`ACCOUNT_NAMES`, half are made of random syllables (a kernel testing the list is wrong half the time
-    here), some with digits after them."""
+def draw_identity(caller_uid: int | None = None) -> Identity:
+    """A plausible identity, drawn afresh for every process, so that no value of HOME, USER, the password database's
+    entry or a path under the home is the same in every verifier process (a fixed ``/home/user`` was one: a kernel
+    right only there passed the guarded and the plain run alike). A quarter are root in ``/root``; the others an
+    account of their own, named half from :data:`ACCOUNT_NAMES`, half of random syllables (a kernel testing the list
+    is wrong half the time here), some with digits after them, a third with a home outside ``/home/<name>``
+    (:data:`HOME_FOLDERS`), with the caller's uid (1000 where the caller is root). Half the processes have the
+    layout most users have (``/home/<name>``): a kernel right only there is seen in any of the others."""
+    if secrets.randbelow(4) == 0:
+        return Identity(None, 0)
     if secrets.randbelow(2):
         name = secrets.choice(ACCOUNT_NAMES)
     else:
@@ -82,7 +115,9 @@ def draw_identity() -> Identity:
                        for _ in range(2 + secrets.randbelow(2)))
     if secrets.randbelow(3) == 0:
         name += str(secrets.randbelow(100))
-    return Identity(name)
+    uid = os.getuid() if caller_uid is None else caller_uid
+    homes = "/home" if secrets.randbelow(3) else secrets.choice(HOME_FOLDERS)
+    return Identity(name, uid or 1000, homes)
 
 
 def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] | None = None,
@@ -101,8 +136,9 @@ def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] |
     # it is being verified), and the variables a login shell sets are there as on a user's machine (their absence
     # was a tell); no TMPDIR: the sandbox's /tmp is a private tmpfs, as /tmp is on a user's machine. Nothing only
     # the verifier would set (the processes start with -I: PYTHON* variables would be ignored anyway).
-    env.update(HOME=str(identity.home), USER=identity.user, LOGNAME=identity.user, SHELL="/bin/bash", SHLVL="1",
-               _=sys.executable)  # what bash exports to a program it starts
+    env.update(HOME=str(identity.home), SHELL="/bin/bash", SHLVL="1", _=sys.executable)  # as bash exports them
+    if identity.user is not None:  # a login sets them; root in a container has neither
+        env.update(USER=identity.user, LOGNAME=identity.user)
     env.setdefault("TERM", "xterm-256color")
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
@@ -146,8 +182,11 @@ def policy(role: str, device: str, private: Path, *, read_only: Sequence[Path] =
     identity = draw_identity()
     # The project's packages, not its checkout (.git, runs/, untracked files stay out of view).
     packages = [PROJECT_ROOT / name for name in ("kernelevo", "evaluator")]
-    binds = [*system_binds([*packages, *read_only]), Bind(source=private.resolve(), writable=True),
-             Bind(source=(private / "home").resolve(), target=identity.home, writable=True)]
+    accounts = _account_files(identity, private)
+    binds = [*(b for b in system_binds([*packages, *read_only]) if b.inside not in accounts.values()),
+             Bind(source=private.resolve(), writable=True),
+             Bind(source=(private / "home").resolve(), target=identity.home, writable=True),
+             *(Bind(source=source.resolve(), target=target) for source, target in accounts.items())]
     binds += [Bind(source=Path(p).resolve(), writable=True) for p in writable]
     if device == "cuda":
         binds += gpu_binds()
@@ -156,4 +195,26 @@ def policy(role: str, device: str, private: Path, *, read_only: Sequence[Path] =
     if workspace is not None:
         (private / "home" / workspace).mkdir(parents=True, exist_ok=True)
         cwd = identity.home / workspace
-    return SandboxPolicy(name=role, binds=tuple(binds), env=env, cwd=cwd, gpu=device == "cuda", memory_mb=memory_mb)
+    return SandboxPolicy(name=role, binds=tuple(binds), env=env, cwd=cwd, gpu=device == "cuda", memory_mb=memory_mb,
+                         uid=identity.uid)
+
+
+def _account_files(identity: Identity, private: Path) -> dict[Path, Path]:
+    """The sandbox's password and group files, written beside its private folder (not inside it: the process
+    cannot rewrite them) and bound over the host's; the home gets the shell's start-up files, as a new account's
+    does (``/etc/skel``). Returns {file here: where the sandbox sees it}."""
+    made = {}
+    (private / "home").mkdir(parents=True, exist_ok=True)
+    for name, render in (("passwd", identity.passwd), ("group", identity.group)):
+        try:
+            host = Path("/etc", name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            host = ""
+        path = private.parent / f"{private.name}.{name}"
+        path.write_text(render(host), encoding="utf-8")
+        made[path] = Path("/etc", name)
+    skel = Path("/etc/skel")
+    for item in (skel.iterdir() if skel.is_dir() else ()):
+        if item.is_file() and not item.is_symlink():
+            (private / "home" / item.name).write_bytes(item.read_bytes())
+    return made

@@ -6,7 +6,10 @@ one value at the head, at the tail, at a random position of each floating input;
 only when the variant touches one of them: a prefix key never sees the tail and second-half variants, a suffix key
 never sees the head and first-half ones, a head-and-tail key never sees the random point or the interior block.
 Single values change an elementwise or row-wise answer; blocks change a global reduction's. A block takes a run of
-the tensor's other values, none twice (a row inside it meets no new tie for an argmax or a sort to break).
+the tensor's other values, none twice (a row inside it meets no new tie for an argmax or a sort to break). Two more
+kinds reach caches keyed by everything a few values cannot move: ``swap`` exchanges two far-apart values of one row
+(a key of the row's sum, moments, maximum or histogram stays as it was), and where a set has two floating inputs or
+more, ``only-<k>`` replaces a block of input ``k`` alone (a key of the other inputs stays).
 
 A near-duplicate travels as its :data:`Patches` (which values of the base's flattened tensors it replaces, and
 with what), not as a copy of the whole set: the reference process makes them, the plain process applies them to
@@ -20,23 +23,39 @@ from typing import Any
 
 import torch
 
-NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block")
+NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block", "swap")
+ONLY = "only-"  # an input set's kind "only-<k>": a block of its floating input k replaced, every other input as drawn
 
 # Per input of a set: None (as in the base), or (start, stop, values) replacing flat positions [start, stop).
 Patches = list[tuple[int, int, torch.Tensor] | None]
 
 
+def _varied(value: Any, k: int, keep: frozenset[int]) -> bool:
+    """Whether input ``k`` is one a near-duplicate changes: a floating tensor of two values or more, not kept."""
+    return k not in keep and isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel() >= 2
+
+
+def kinds_for(inputs: list[Any], keep: frozenset[int] = frozenset()) -> tuple[str, ...]:
+    """The near-duplicate kinds of an input set: :data:`NEAR_KINDS` (each changes every floating input), and where
+    two inputs or more are changed, one ``only-<k>`` kind per such input (a cache keyed by the other inputs alone
+    answers it stale: ``y = a*x + y`` with ``x`` fixed and ``y`` carried over, in a user's loop)."""
+    varied = [k for k, value in enumerate(inputs) if _varied(value, k, keep)]
+    return NEAR_KINDS + (tuple(f"{ONLY}{k}" for k in varied) if len(varied) > 1 else ())
+
+
 def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozenset[int] = frozenset()) -> Patches:
-    """What the near-duplicate ``kind`` (:data:`NEAR_KINDS`) of ``inputs`` replaces: in each floating tensor not kept
-    as drawn (``keep``: KEEP_INPUTS), values found elsewhere in the same tensor (the op's domain is kept: no value is
-    new to it; a single moved value differs from the one it replaces where the tensor holds another), the random
-    choices drawn from ``key`` (pure)."""
-    if kind not in NEAR_KINDS:
-        raise ValueError(f"unknown near-duplicate kind {kind!r} (one of {', '.join(NEAR_KINDS)})")
+    """What the near-duplicate ``kind`` (:func:`kinds_for`) of ``inputs`` replaces: in each floating tensor not kept
+    as drawn (``keep``: KEEP_INPUTS; for ``only-<k>``, in input ``k`` alone), values found elsewhere in the same
+    tensor (the op's domain is kept: no value is new to it; a single moved value differs from the one it replaces
+    where the tensor holds another; ``swap`` exchanges two values of one row, so every order-blind summary of the row
+    stays), the random choices drawn from ``key`` (pure)."""
+    only = int(kind[len(ONLY):]) if kind.startswith(ONLY) and kind[len(ONLY):].isdigit() else None
+    if kind not in NEAR_KINDS and (only is None or not 0 <= only < len(inputs)):
+        raise ValueError(f"unknown near-duplicate kind {kind!r} (one of {', '.join(NEAR_KINDS)}, or only-<input>)")
     generator = torch.Generator().manual_seed(key & 0x7FFFFFFFFFFFFFFF)
     patches: Patches = []
     for k, value in enumerate(inputs):
-        if k in keep or not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() < 2:
+        if not _varied(value, k, keep) or (only is not None and k != only):
             patches.append(None)
             continue
         flat = value.detach().reshape(-1)
@@ -45,10 +64,35 @@ def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozens
             at = 0 if kind == "head" else n - 1 if kind == "tail" else int(torch.randint(0, n, (1,),
                                                                                            generator=generator))
             patches.append((at, at + 1, _another_value(flat, at, generator).reshape(1).cpu()))
+        elif kind == "swap":
+            patches.append(_swapped(flat, value.shape[-1] if value.dim() else n, generator))
         else:
-            start, stop = _block(n, kind, generator)
+            start, stop = _block(n, "block" if only is not None else kind, generator)
             patches.append((start, stop, _moved_run(flat, start, stop, generator).cpu()))
     return patches
+
+
+def _swapped(flat: torch.Tensor, row: int, generator: torch.Generator) -> tuple[int, int, torch.Tensor] | None:
+    """Two values of one row (``row``: the length of the last dimension) exchanged, the second the farthest in value
+    from the first of the row's others: ``(start, stop, values)`` spanning both; None where the row's values are all
+    equal (nothing to exchange)."""
+    row = max(1, min(row, flat.numel()))
+    first = int(torch.randint(0, flat.numel(), (1,), generator=generator))
+    begin = first - first % row
+    values = flat[begin:begin + row]
+    distance = (values.double() - values[first - begin].double()).abs().nan_to_num(nan=0.0)
+    if not bool((distance > 0).any()):
+        return None
+    second = begin + int(distance.argmax())
+    start, stop = min(first, second), max(first, second) + 1
+    span = flat[start:stop].clone()
+    span[0], span[-1] = flat[stop - 1], flat[start]
+    return start, stop, span.cpu()
+
+
+def near_duplicate_inputs(inputs: list[Any], key: int, kind: str, keep: frozenset[int] = frozenset()) -> list[Any]:
+    """``inputs`` made into their near-duplicate ``kind`` (see :func:`near_duplicate_patches`; pure)."""
+    return apply_patches(inputs, near_duplicate_patches(inputs, key, kind, keep))
 
 
 def apply_patches(inputs: list[Any], patches: Patches) -> list[Any]:
@@ -65,11 +109,6 @@ def apply_patches(inputs: list[Any], patches: Patches) -> list[Any]:
         own.view(-1)[start:stop] = values.to(own.device)
         out.append(own)
     return out
-
-
-def near_duplicate_inputs(inputs: list[Any], key: int, kind: str, keep: frozenset[int] = frozenset()) -> list[Any]:
-    """``inputs`` made into their near-duplicate ``kind`` (see :func:`near_duplicate_patches`; pure)."""
-    return apply_patches(inputs, near_duplicate_patches(inputs, key, kind, keep))
 
 
 def _moved_run(flat: torch.Tensor, start: int, stop: int, generator: torch.Generator) -> torch.Tensor:

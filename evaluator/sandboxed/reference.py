@@ -24,7 +24,7 @@ import torch
 
 from evaluator.sandboxed import compare as cmp
 from evaluator.sandboxed import environment, handoff, taskspec
-from evaluator.sandboxed.near import NEAR_KINDS, Patches, apply_patches, near_duplicate_patches
+from evaluator.sandboxed.near import Patches, apply_patches, kinds_for, near_duplicate_patches
 from evaluator.sandboxed.output_checks import same_bits
 
 MAX_EVALUATIONS_KEPT = 8
@@ -410,16 +410,18 @@ class ReferenceRunner:
         return [r.detach() for r in ref], [cmp.widened(t, n, r) for t, n, r in zip(base, native, ref)]
 
     def near_duplicates(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        """Input sets like case ``req["case"]``'s under ``req["seed"]``, one of each kind in :data:`NEAR_KINDS`
+        """Input sets like case ``req["case"]``'s under ``req["seed"]``, one of each kind :func:`kinds_for` names
         (:func:`evaluator.sandboxed.near.near_duplicate_patches`, random choices from keys derived from the secret
         ``req["key"]``), with their answers kept for ``compare``. Each travels as the values it replaces in the base
         set's file (a small file of its own, :data:`Patches`: the plain process applies them to a fresh copy of the
         base it holds). The reply's ``near``: ``{"patch", "key"}`` per kind, the key to name in ``compare``."""
+        assert self.task is not None
         ci, seed = int(req["case"]), int(req["seed"])
-        keys = random.Random(int(req["key"])).sample(range(1 << 62), len(NEAR_KINDS))
         base = self._base_case(ci, seed)  # read once: each kind copies what it changes
+        kinds = kinds_for(base, self.task.keep_inputs)
+        keys = random.Random(int(req["key"])).sample(range(1 << 62), len(kinds))
         made = []
-        for key, kind in zip(keys, NEAR_KINDS):
+        for key, kind in zip(keys, kinds):
             while len(self.near_made) >= MAX_NEAR_MADE:  # an evaluation long judged
                 self.near_made.pop(next(iter(self.near_made)))
             self.near_made[(ci, seed, key)] = kind

@@ -60,6 +60,7 @@ class SandboxPolicy(BaseModel):
     memory_mb: int | None = Field(default=None, ge=64, description="cgroup memory.max where cgroup v2 is delegated")
     pids_max: int | None = Field(default=512, ge=8, description="cgroup pids.max where cgroup v2 is delegated")
     tmp_size_mb: int = Field(default=4096, ge=16, description="size of the private /tmp (tmpfs)")
+    uid: int | None = Field(default=None, ge=0, description="the user and group id inside (None: the caller's)")
 
 
 # Repositories this (trusted) process wrote a task for: ``kernelevo.op_task.write_task`` vouches for the root it
@@ -246,7 +247,9 @@ def bwrap_argv(policy: SandboxPolicy, command: Sequence[str], *, bwrap: str = "b
         argv.append("--unshare-cgroup-try")
     if disable_userns:  # no nested user namespaces: the kernel attack surface behind most container escapes
         argv.append("--disable-userns")
-    # The caller's own uid and the host's name inside: nothing tells the code it is not in an ordinary process.
+    # The host's name inside and the policy's uid (else the caller's): nothing says it is no ordinary process.
+    if policy.uid is not None:
+        argv += ["--uid", str(policy.uid), "--gid", str(policy.uid)]
     argv += ["--hostname", os.uname().nodename,
              "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL", "--clearenv"]
     for key, value in sorted(policy.env.items()):

@@ -114,6 +114,10 @@ def test_near_duplicate_inputs_change_only_what_their_kind_names():
             assert max(changed) < n // 2 and len(changed) > n // 4
         elif kind == "second_half":
             assert min(changed) >= n // 2 and len(changed) > n // 4
+        elif kind == "swap":  # two values of one row exchanged: the row holds the same values
+            assert len(changed) == 2 and changed[0] // 128 == changed[1] // 128
+            row = changed[0] // 128
+            assert torch.equal(moved[0][row].sort().values, x[row].sort().values)
         else:  # an interior block: the first and the last value stay
             assert 0 < min(changed) and max(changed) < n - 1 and len(changed) > n // 8
     points = {tuple(_changed(x, near_duplicate_inputs([x], key=k, kind="point")[0])) for k in range(20)}
@@ -165,6 +169,32 @@ def test_a_moved_value_is_far_from_the_one_it_replaces():
         assert abs(float(moved[at] - flat[at])) > typical
         change = torch.softmax(moved.double().reshape(x.shape), -1) - torch.softmax(x.double(), -1)
         assert float(change.norm() / torch.softmax(x.double(), -1).norm()) > 1e-5  # float32's relative L2 bound
+
+
+def test_each_input_of_a_set_is_also_changed_alone():
+    """Where a set has two floating inputs or more, one kind per input changes it alone (a cache keyed by the others
+    answers stale); a kept input, an integer one and a set of one floating input get no such kind."""
+    from evaluator.sandboxed.near import kinds_for
+
+    x, y, ids = torch.randn(64), torch.randn(64), torch.arange(64)
+    assert kinds_for([x, ids]) == NEAR_KINDS and kinds_for([x, y], keep=frozenset({1})) == NEAR_KINDS
+    assert kinds_for([x, ids, y]) == (*NEAR_KINDS, "only-0", "only-2")
+    for k, other in ((0, 2), (2, 0)):
+        moved = near_duplicate_inputs([x, ids, y], key=9, kind=f"only-{k}")
+        changed = _changed([x, ids, y][k], moved[k])
+        assert len(changed) > 64 // 8 and moved[other] is [x, ids, y][other] and moved[1] is ids
+    with pytest.raises(ValueError, match="unknown near-duplicate kind"):
+        near_duplicate_inputs([x, y], key=9, kind="only-5")
+
+
+def test_a_cache_keyed_by_what_a_row_holds_misses_a_swap():
+    """A key of a row's order-blind summaries (sum, sum of squares, max) is the same for the swap kind, whose answer
+    differs (softmax of a row with two values exchanged)."""
+    x = torch.randn(8, 64)
+    moved = near_duplicate_inputs([x], key=11, kind="swap")[0]
+    for summary in (lambda t: t.sum(-1), lambda t: (t * t).sum(-1), lambda t: t.amax(-1)):
+        assert torch.allclose(summary(moved), summary(x))
+    assert not torch.allclose(torch.softmax(moved, -1), torch.softmax(x, -1))
 
 
 def test_a_constant_tensor_and_two_values_are_handled():

@@ -19,9 +19,10 @@ def test_environment_is_an_allowlist_without_secrets(tmp_path):
     assert "MY_APP_SETTING" not in env
     assert env["TRITON_INTERPRET"] == "1"
     # a drawn account's home (the private one is bound there), never the parent's, no path naming the work folder
-    user = env["USER"]
-    assert env["LOGNAME"] == user and re.fullmatch(r"[a-z][a-z0-9-]*", user)
-    assert env["HOME"] == f"/home/{user}" and (tmp_path / "home").is_dir()
+    user = env.get("USER")
+    assert env.get("LOGNAME") == user and (user is None or re.fullmatch(r"[a-z][a-z0-9-]*", user))
+    assert env["HOME"] == "/root" if user is None else env["HOME"].endswith(f"/{user}")
+    assert (tmp_path / "home").is_dir()
     assert not any(str(tmp_path) in v for v in env.values()) and "TMPDIR" not in env
 
 
@@ -29,9 +30,24 @@ def test_every_process_runs_as_an_account_of_its_own():
     """No home path or account name is the same in every verifier process (a fixed one told a kernel where it ran),
     and no list of names holds them all (a kernel testing ACCOUNT_NAMES is wrong about half of them)."""
     users = [draw_identity().user for _ in range(200)]
-    assert len(set(users)) > 50
-    listed = sum(user.rstrip("0123456789") in ACCOUNT_NAMES for user in users)
-    assert 40 < listed < 160
+    assert len(set(users)) > 50 and 20 < users.count(None) < 80  # a quarter are root in /root
+    listed = sum(user.rstrip("0123456789") in ACCOUNT_NAMES for user in users if user is not None)
+    assert 40 < listed < 120
+
+
+def test_the_password_database_agrees_with_the_home():
+    """The sandbox's /etc/passwd maps its uid to its account and home (a login's view), keeps the host's system
+    accounts and leaves out the host's people."""
+    from evaluator.roles import Identity
+
+    host = ("root:x:0:0:root:/root:/bin/bash\nbin:x:2:2:bin:/bin:/usr/sbin/nologin\n"
+            "alice:x:1000:1000::/home/alice:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+    lines = Identity("kai", 1000).passwd(host).splitlines()
+    assert "kai:x:1000:1000::/home/kai:/bin/bash" in lines and not any(line.startswith("alice") for line in lines)
+    assert any(line.startswith("root:") for line in lines) and any(line.startswith("nobody:") for line in lines)
+    root = Identity(None, 0)
+    assert root.home == Path("/root") and root.passwd(host).splitlines().count("root:x:0:0:root:/root:/bin/bash") == 1
+    assert "kai:x:1000:" in Identity("kai", 1000).group("root:x:0:\nalice:x:1000:\n")
 
 
 def test_without_a_sandbox_the_home_is_the_private_folder(tmp_path):

@@ -250,3 +250,28 @@ def test_refused_module_messages_say_what_that_module_does():
     assert "threads" in message("import threading")
     assert "file I/O" in message("import pathlib")
     assert "not on the candidate allowlist" in message("import yaml")
+
+
+HELPER_READ = '''
+import os
+
+def _flag(name, default=""):
+    return os.environ.get(name, default)
+
+def _env(prefix, name="DEBUG"):
+    return os.getenv(prefix + name)
+
+A = _flag({first!r})
+B = _env({second!r})
+'''
+
+
+@pytest.mark.parametrize("first,second,refused", [
+    ("HOME", "TRITON_", True),  # the helper's parameter carries an identity variable's name
+    ("TRITON_DEBUG", "XDG_", True),  # folded through the parameter and the other's default: XDG_DEBUG
+    ("TRITON_DEBUG", "TRITON_", False),  # flags a library reads stay allowed
+])
+def test_an_environment_read_through_a_helpers_parameter_is_folded_at_its_calls(first, second, refused):
+    report = check_source(HELPER_READ.format(first=first, second=second))
+    found = [v for v in report.violations if v.rule == "introspection"]
+    assert bool(found) is refused, found
