@@ -105,6 +105,7 @@ class Judged:
     group: str | None = None
     varied_init: bool = False  # the model built with other constructor arguments (evaluator.plain_run)
     near: int | None = None  # a near-duplicate input set's key (evaluator.plain_run)
+    stepped: int | None = None  # made after the parameters were stepped in place under this key (evaluator.plain_run)
 
     def request(self) -> dict[str, Any]:
         request = {"name": self.name, "case": self.case, "seed": self.seed, "scale": self.scale, "group": self.group,
@@ -113,6 +114,8 @@ class Judged:
             request["varied_init"] = True
         if self.near is not None:
             request["near"] = self.near
+        if self.stepped is not None:
+            request["stepped"] = self.stepped
         return request
 
 

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 PHASE = "plain process"
 VARIED_PHASE = "plain process, other constructor arguments"
 NEAR_PHASE = "plain process, near-duplicate inputs"
-PHASES = {"plain": PHASE, "varied": VARIED_PHASE, "near": NEAR_PHASE}
+STEPPED_PHASE = "plain process, parameters changed in place"
+PHASES = {"plain": PHASE, "varied": VARIED_PHASE, "near": NEAR_PHASE, "stepped": STEPPED_PHASE}
 CHECK = ("accepted candidates run once more in a plain process (no instrumentation, modules as a user's program "
          "loads them), every output judged")
 VARIED_CHECK = ("and, in that process, a second ModelNew built with the task's float constructor arguments scaled by "
@@ -53,18 +54,22 @@ class PlainCall:
     training: bool = False  # ModelNew's training flag
     grads: bool = False  # its trainable parameters' .grad filled, as after a training step
     near: int | None = None  # a near-duplicate of the call before it: the reference's key for its answers
+    step: str | None = None  # before this call, ModelNew's trainable parameters are stepped by this file's changes
+    stepped: bool = False  # made after the step: judged against the stepped reference
 
     def request(self, index: dict[str, int]) -> dict[str, Any]:
         """The call as the plain process is asked to make it (``index``: the descriptors' positions by file)."""
         patch = self.inputs.patch
         return {"name": self.name, "input": index[self.inputs.file], "patch": None if patch is None else index[patch],
                 "autograd": self.autograd, "varied_init": self.varied_init, "judged": self.judged,
-                "training": self.training, "grads": self.grads}
+                "training": self.training, "grads": self.grads,
+                "step": None if self.step is None else index[self.step]}
 
     @property
     def kind(self) -> str:
         """Which model and inputs the call's outputs are judged against (see :data:`PHASES`)."""
-        return "varied" if self.varied_init else "near" if self.near is not None else "plain"
+        return "varied" if self.varied_init else "near" if self.near is not None else \
+            "stepped" if self.stepped else "plain"
 
     @property
     def kept_group(self) -> str:
@@ -133,6 +138,25 @@ def with_near_duplicates(calls: list[PlainCall], near: list[tuple[InputSet, Inpu
     return out
 
 
+def with_parameter_step(calls: list[PlainCall], sets: list[InputSet], step: str, rng: random.Random) -> list[PlainCall]:
+    """``calls`` followed by a call of one random input set of each case, then the same sets again in the reverse
+    order, judged, the first of them after ModelNew's trainable parameters were changed in place (``step``: the
+    file of the changes), as an optimizer step changes them between two calls on one batch: a cache keyed by the
+    inputs alone (the previous call of a shape, or the previous call) answers them stale (pure)."""
+    by_case: dict[int, list[InputSet]] = {}
+    for inputs in sets:
+        by_case.setdefault(inputs.case, []).append(inputs)
+    chosen = [rng.choice(candidates) for _case, candidates in sorted(by_case.items())]
+    if not chosen:
+        return list(calls)
+    before = [PlainCall(f"q{k}-{rng.getrandbits(32):08x}", inputs, rng.choice(AUTOGRAD_STATES), judged=False)
+              for k, inputs in enumerate(chosen)]
+    after = [PlainCall(f"s{k}-{rng.getrandbits(32):08x}", inputs, rng.choice(AUTOGRAD_STATES), stepped=True,
+                       step=step if k == 0 else None)
+             for k, inputs in enumerate(reversed(chosen))]
+    return [*calls, *before, *after]
+
+
 def run_length(guarded_calls: int, rng: random.Random) -> int:
     """How many calls the plain run makes: more than the guarded process made (a secret number between 1.5 and 2.5
     times as many), so that a kernel latching "unobserved" gains nothing by counting calls; at most MAX_CALLS."""
@@ -181,7 +205,12 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
                              total=max(0, run_length(guarded_calls, rng) - added),
                              training_free=bool(session.plan.get("training_mode_free")))
     calls = with_near_duplicates(calls, near, rng)
-    files = sorted({c.inputs.file for c in calls} | {c.inputs.patch for c in calls if c.inputs.patch is not None})
+    step_key = secrets.randbits(62)
+    step = _parameter_step(session, step_key, evidence)
+    if step is not None:
+        calls = with_parameter_step(calls, sets, step, rng)
+    files = sorted({c.inputs.file for c in calls} | {c.inputs.patch for c in calls if c.inputs.patch is not None}
+                   | ({step} if step is not None else set()))
     index = {f: k for k, f in enumerate(files)}
     phase = PHASE
     try:
@@ -213,7 +242,8 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         for kind, phase in PHASES.items():
             judged = [Judged(name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
                              {"file": str(worker.outbox / f"{name}.raw"), "raw": _described(sent, name)},
-                             group=c.kept_group, varied_init=c.varied_init, near=c.near)
+                             group=c.kept_group, varied_init=c.varied_init, near=c.near,
+                             stepped=step_key if c.stepped else None)
                       for c in calls if c.judged and c.kind == kind and not (refused and c.varied_init)
                       for name in (c.name, f"{c.name}-end")]
             if judged:
@@ -253,6 +283,16 @@ def _described(sent: dict[str, Any], name: str) -> Any:
     return item.get("raw") if isinstance(item, dict) else None
 
 
+def _parameter_step(session: EvaluationSession, key: int, evidence: dict[str, Any]) -> str | None:
+    """The file of a secret in-place step of the model's trainable parameters, made by the reference process from
+    ``key`` (it answers the calls after it with a model stepped alike); None where nothing is trainable."""
+    made = session.reference_request({"op": "step", "key": key}, max(session.options.timeout_s, 600))
+    if not made.get("ok"):
+        evidence.setdefault("flags", []).append(f"no parameter step: {str(made.get('message'))[:200]}")
+        return None
+    return str(made["file"]) if made.get("names") else None
+
+
 def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: random.Random,
                      evidence: dict[str, Any]) -> list[tuple[InputSet, InputSet, int]]:
     """Per case, near-duplicates of a random seed's input set, one of each kind the reference process makes
@@ -288,6 +328,10 @@ def _unobserved_failure(rejected: Verdict, phase: str, varied_init: list[dict[st
                "just before it in some values (one, a block, two of a row exchanged, or one input alone): a cache "
                "keyed by part of the input, by a summary of it or by where it lives answers it stale; compute every "
                f"call from its inputs: {detail}")
+    elif phase == STEPPED_PHASE:
+        why = ("[plain process, parameters changed in place] wrong on inputs called before, once ModelNew's trainable "
+               "parameters were changed in place as an optimizer step changes them: a cache that leaves the "
+               f"parameters out of its key (or weights copied earlier); read them on every call: {detail}")
     elif phase == VARIED_PHASE and varied_init is not None:
         given = ", ".join(repr(v.get("value")) if "value" in v else "a tensor" for v in varied_init)
         why = (f"[plain process, other constructor arguments] ModelNew({given}) is wrong where Model({given}) is "

@@ -155,6 +155,8 @@ class PlainRunner:
             if varied and (self.varied_refused or len(self.models) < 2):
                 continue  # it refused the other arguments: not judged (the dispatcher pins the verified ones)
             model = self.models[-1] if varied else self.models[0]
+            if call.get("step") is not None:  # an optimizer step between two calls, as the parent asks
+                self._step(self.models[0], inputs[int(call["step"])])
             try:
                 self._train(model, bool(call.get("training")))
                 self._fill_grads(model, bool(call.get("grads")))
@@ -187,6 +189,15 @@ class PlainRunner:
         for name, outs in kept:
             sent[f"{name}-end"] = self._hand_over(outs, self.outbox / f"{name}-end.raw", f"{name} after the last call")
         return {"ok": True, "sent": sent, "varied_refused": self.varied_refused}
+
+    def _step(self, model: torch.nn.Module, deltas: dict[str, torch.Tensor]) -> None:
+        """Add the reference's changes to ``ModelNew``'s parameters of the same names, in place."""
+        parameters = dict(model.named_parameters())
+        with torch.no_grad():
+            for name, delta in deltas.items():
+                parameter = parameters.get(name)
+                if parameter is not None and parameter.shape == delta.shape:
+                    parameter.add_(delta.to(parameter.device, parameter.dtype))
 
     def _fill_grads(self, model: torch.nn.Module, filled: bool) -> None:
         """The trainable parameters' ``.grad``: random values as a training step leaves them, or none."""

@@ -12,6 +12,7 @@ also measures the baselines.
 
 from __future__ import annotations
 
+import copy
 import os
 import random
 import secrets
@@ -89,6 +90,25 @@ def perturb_parameters(model: torch.nn.Module, seed: int) -> None:
                 move(getattr(module, "running_var", None), scaled=True)
 
 
+def parameter_step(model: torch.nn.Module, key: int) -> dict[str, torch.Tensor]:
+    """Add to each trainable floating parameter of ``model``, in place, noise of :data:`PARAMETER_JITTER` times its
+    mean magnitude drawn from ``key``, in the parameter's dtype: what an optimizer step does between two calls.
+    Returns the changes by parameter name (on the CPU), which the plain process adds to ``ModelNew``'s alike."""
+    generator = torch.Generator().manual_seed(key & 0x7FFFFFFFFFFFFFFF)
+    deltas = {}
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if not param.requires_grad or not param.is_floating_point() or param.numel() == 0:
+                continue
+            magnitude = float(param.detach().abs().double().mean())
+            magnitude = magnitude if magnitude == magnitude and 0 < magnitude < float("inf") else 1.0
+            delta = (torch.randn(param.shape, generator=generator, dtype=torch.float64) * PARAMETER_JITTER
+                     * magnitude).to(param.dtype)
+            param.add_(delta.to(param.device))
+            deltas[name] = delta
+    return deltas
+
+
 @contextmanager
 def _owned(fds: list[int]) -> Iterator[list[int]]:
     """A request's descriptors, taken from the request loop (which closes what is left in its list): each is
@@ -161,6 +181,10 @@ class ReferenceRunner:
         # Near-duplicates of input sets (evaluator.plain_run): (case, seed, key) -> their answers and tolerances.
         self.near_refs: dict[tuple[int, int, int], tuple[list[torch.Tensor], list[cmp.Tolerance]]] = {}
         self.near_made: dict[tuple[int, int, int], str] = {}  # (case, seed, key) -> kind of a near-duplicate made
+        # Parameters stepped in place (evaluator.plain_run): step key -> the stepped native and float64 models, and
+        # their answers per (case, seed).
+        self.stepped: dict[int, tuple[torch.nn.Module, torch.nn.Module | None]] = {}
+        self.stepped_refs: dict[tuple[int, int, int], tuple[list[torch.Tensor], list[cmp.Tolerance]]] = {}
 
     def load(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         self.small = req["small"]
@@ -398,6 +422,35 @@ class ReferenceRunner:
                                                             f"case {k}, seed {seed}, other constructor arguments")
         return self.varied_refs[(ci, seed)]
 
+    def step(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """A secret in-place step of the model's trainable parameters, as an optimizer takes one between two calls
+        (:func:`parameter_step`, drawn from ``req["key"]``): written to a file for the plain process (by parameter
+        name), and a stepped copy of the model kept to answer ``compare``'s outputs marked ``stepped`` with that
+        key. The reply's ``names``: the stepped parameters (none: nothing is trainable, and no file)."""
+        assert self.task is not None
+        key = int(req["key"])
+        native = copy.deepcopy(self.model_native)
+        deltas = parameter_step(native, key)
+        if not deltas:
+            return {"ok": True, "names": []}
+        while len(self.stepped) >= MAX_EVALUATIONS_KEPT:  # an evaluation long judged
+            self.stepped.pop(next(iter(self.stepped)))
+        ref = copy.deepcopy(native).to(torch.float64) if self.model_ref is not None else None
+        self.stepped[key] = (native, ref)
+        return {"ok": True, "names": sorted(deltas), "file": self._write_file(deltas)}
+
+    def stepped_reference(self, ci: int, seed: int, key: int) -> tuple[list[torch.Tensor], list[cmp.Tolerance]]:
+        """Case ``ci``'s answers under ``seed`` for the model stepped under ``key`` (computed on first use)."""
+        found = self.stepped_refs.get((ci, seed, key))
+        if found is None:
+            native, ref = self.stepped[key]
+            while len(self.stepped_refs) >= MAX_NEAR_KEPT:
+                self.stepped_refs.pop(next(iter(self.stepped_refs)))
+            found = self._answers(native, ref, self._base_case(ci, seed), ci,
+                                  f"case {ci}, seed {seed}, parameters stepped")
+            self.stepped_refs[(ci, seed, key)] = found
+        return found
+
     def _answers(self, native_model: torch.nn.Module, ref_model: torch.nn.Module | None, inputs: list[Any], ci: int,
                  where: str) -> tuple[list[torch.Tensor], list[cmp.Tolerance]]:
         """Case ``ci``'s answers on ``inputs`` (float64 where ``ref_model`` is, else the native model's), with its
@@ -521,6 +574,8 @@ class ReferenceRunner:
             scale = item.get("scale")
             if item.get("near") is not None and (ci, seed, int(item["near"])) in self.near_made:
                 refs, tolerances = self._near_answers(ci, seed, int(item["near"]))
+            elif item.get("stepped") is not None and int(item["stepped"]) in self.stepped:
+                refs, tolerances = self.stepped_reference(ci, seed, int(item["stepped"]))
             elif item.get("varied_init") and self.varied_models is not None:
                 refs, tolerances = self.varied_reference(ci, seed)
             else:

@@ -14,7 +14,14 @@ import torch
 
 from evaluator import processes
 from evaluator.callplan import InputSet
-from evaluator.plain_run import AUTOGRAD_STATES, MAX_CALLS, plan_plain_calls, run_length, with_near_duplicates
+from evaluator.plain_run import (
+    AUTOGRAD_STATES,
+    MAX_CALLS,
+    plan_plain_calls,
+    run_length,
+    with_near_duplicates,
+    with_parameter_step,
+)
 from evaluator.sandboxed import handoff
 from evaluator.sandboxed.near import NEAR_KINDS, near_duplicate_inputs
 from evaluator.sandboxed.plain import VISIBLE_PACKAGES
@@ -195,6 +202,40 @@ def test_a_cache_keyed_by_what_a_row_holds_misses_a_swap():
     for summary in (lambda t: t.sum(-1), lambda t: (t * t).sum(-1), lambda t: t.amax(-1)):
         assert torch.allclose(summary(moved), summary(x))
     assert not torch.allclose(torch.softmax(moved, -1), torch.softmax(x, -1))
+
+
+def test_the_run_ends_with_the_same_inputs_before_and_after_a_parameter_step():
+    """One set per case, then the step, then the same sets in the reverse order, judged against the stepped model: the
+    call right after the step repeats the call right before it (a cache of the previous call, or of the shape)."""
+    sets = _sets(9)
+    calls = plan_plain_calls(sets, random.Random(1))
+    out = with_parameter_step(calls, sets, "/inputs/step.pt", random.Random(2))
+    assert out[:len(calls)] == calls
+    added = out[len(calls):]
+    before, after = added[:3], added[3:]
+    assert [c.inputs.case for c in before] == [0, 1, 2] and not any(c.judged for c in before)
+    assert [c.inputs for c in after] == [c.inputs for c in reversed(before)]
+    assert all(c.judged and c.stepped and c.kind == "stepped" for c in after)
+    assert [c.step for c in after] == ["/inputs/step.pt", None, None]
+    index = {c.inputs.file: k for k, c in enumerate(out)} | {"/inputs/step.pt": 99}
+    assert after[0].request(index)["step"] == 99 and after[1].request(index)["step"] is None
+
+
+def test_a_parameter_step_moves_every_trainable_parameter_and_nothing_else():
+    from evaluator.sandboxed.reference import parameter_step
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.LayerNorm(3))
+    model[1].bias.requires_grad_(False)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    deltas = parameter_step(model, key=5)
+    assert sorted(deltas) == ["0.bias", "0.weight", "1.weight"]
+    for name, parameter in model.named_parameters():
+        expected = before[name] + deltas[name] if name in deltas else before[name]
+        assert torch.equal(parameter.detach(), expected)
+    again = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.LayerNorm(3))
+    again.load_state_dict({n: before[n] for n in before})
+    again[1].bias.requires_grad_(False)
+    assert all(torch.equal(deltas[n], d) for n, d in parameter_step(again, key=5).items())  # the key decides
 
 
 def test_a_constant_tensor_and_two_values_are_handled():
