@@ -193,8 +193,10 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     phases: dict[str, float] = {}
     mark = _Stopwatch(phases)
     worker = worker or spawn_plain(session)  # it starts up while the reference makes the near-duplicates
-    try:
+    step_key = secrets.randbits(62)
+    try:  # the reference's requests before the process is used: a failure must not leave it running
         near = _near_duplicates(session, sets, rng, evidence)
+        step = _parameter_step(session, step_key, evidence)
     except BaseException:
         worker.kill()
         worker.remove_private()
@@ -205,8 +207,6 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
                              total=max(0, run_length(guarded_calls, rng) - added),
                              training_free=bool(session.plan.get("training_mode_free")))
     calls = with_near_duplicates(calls, near, rng)
-    step_key = secrets.randbits(62)
-    step = _parameter_step(session, step_key, evidence)
     if step is not None:
         calls = with_parameter_step(calls, sets, step, rng)
     files = sorted({c.inputs.file for c in calls} | {c.inputs.patch for c in calls if c.inputs.patch is not None}

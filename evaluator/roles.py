@@ -68,14 +68,14 @@ class Identity:
     def passwd(self, host: str) -> str:
         """The sandbox's ``/etc/passwd``: the host's system accounts (ids below 1000, ``nobody``) and this one,
         whose entry names this home (pure): ``getpwuid(getuid())`` agrees with ``HOME``, as after a login."""
-        keep = [line for line in host.splitlines() if _system_entry(line) and _field(line, 2) != str(self.uid)]
+        keep = _system_lines(host, self.uid)
         mine = (f"{self.user}:x:{self.uid}:{self.uid}::{self.home}:/bin/bash" if self.user is not None else
                 next((line for line in host.splitlines() if _field(line, 2) == "0"), "root:x:0:0:root:/root:/bin/bash"))
         return "\n".join([*keep, mine]) + "\n"
 
     def group(self, host: str) -> str:
         """The sandbox's ``/etc/group``: the host's system groups and this account's own (pure)."""
-        keep = [line for line in host.splitlines() if _system_entry(line) and _field(line, 2) != str(self.uid)]
+        keep = _system_lines(host, self.uid)
         mine = f"{self.user}:x:{self.uid}:" if self.user is not None else "root:x:0:"
         return "\n".join([*keep, mine]) + "\n"
 
@@ -85,10 +85,12 @@ def _field(line: str, index: int) -> str:
     return parts[index] if len(parts) > index else ""
 
 
-def _system_entry(line: str) -> bool:
-    """A passwd or group line of a system account or group (id below 1000, or nobody/nogroup's 65534)."""
-    number = _field(line, 2)
-    return number.isdigit() and (int(number) < 1000 or int(number) == 65534)
+def _system_lines(host: str, uid: int) -> list[str]:
+    """The passwd or group lines of system accounts or groups (id below 1000, or nobody/nogroup's 65534), but the
+    one of ``uid``, which the sandbox's own account takes."""
+    def system(number: str) -> bool:
+        return number.isdigit() and number != str(uid) and (int(number) < 1000 or int(number) == 65534)
+    return [line for line in host.splitlines() if system(_field(line, 2))]
 
 
 HOME_FOLDERS = ("/home/users", "/home/staff", "/home/research", "/u", "/users", "/data/home", "/mnt/home")

@@ -98,7 +98,7 @@ def parameter_step(model: torch.nn.Module, key: int) -> dict[str, torch.Tensor]:
     deltas = {}
     with torch.no_grad():
         for name, param in model.named_parameters():
-            if not param.requires_grad or not param.is_floating_point() or param.numel() == 0:
+            if not _steppable(param):
                 continue
             magnitude = float(param.detach().abs().double().mean())
             magnitude = magnitude if magnitude == magnitude and 0 < magnitude < float("inf") else 1.0
@@ -107,6 +107,11 @@ def parameter_step(model: torch.nn.Module, key: int) -> dict[str, torch.Tensor]:
             param.add_(delta.to(param.device))
             deltas[name] = delta
     return deltas
+
+
+def _steppable(param: torch.Tensor) -> bool:
+    """A parameter an optimizer changes: trainable, floating, not empty."""
+    return param.requires_grad and param.is_floating_point() and param.numel() > 0
 
 
 @contextmanager
@@ -429,6 +434,8 @@ class ReferenceRunner:
         key. The reply's ``names``: the stepped parameters (none: nothing is trainable, and no file)."""
         assert self.task is not None
         key = int(req["key"])
+        if not any(_steppable(p) for p in self.model_native.parameters()):
+            return {"ok": True, "names": []}  # nothing to step: no copy of the model made
         native = copy.deepcopy(self.model_native)
         deltas = parameter_step(native, key)
         if not deltas:
