@@ -20,6 +20,7 @@ from evaluator.run_candidate import sent_for
 from evaluator.sandboxed import entry, handoff
 from evaluator.session import attach_handoff_fds
 from kernelevo import sandbox
+from tests.support import descriptors
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = 0x2F3A_1B4C_5D6E_7F80
@@ -56,11 +57,17 @@ def test_only_descriptors_an_allocation_can_have_are_accepted(tmp_path: Path):
         b.close()
 
 
-# A process that sends descriptors on its fd 0 (the request socket of a worker) as a hostile harness might.
-SENDER = textwrap.dedent("""
+# A process that sends descriptors on its fd 0 (the request socket of a worker) as a hostile harness might;
+# argv[2] logs what it sent for the test's leak check.
+SENDER = descriptors.LOG_IDENTITIES + textwrap.dedent("""
     import os, socket, sys, tempfile
     mode = sys.argv[1]
     channel = socket.socket(fileno=0)
+    send_fds = socket.send_fds
+    def logged_send(sock, data, fds):
+        log_identities(sys.argv[2], fds)
+        return send_fds(sock, data, fds)
+    socket.send_fds = logged_send
     files = [tempfile.TemporaryFile() for _ in range(3)]
     fds = [f.fileno() for f in files]
     if mode == "two":
@@ -83,20 +90,17 @@ SENDER = textwrap.dedent("""
 """)
 
 
-def _sent_by(mode: str) -> tuple[socket.socket, subprocess.Popen]:
+def _sent_by(mode: str, log: Path) -> tuple[socket.socket, subprocess.Popen]:
     parent_end, child_end = socket.socketpair()
-    child = subprocess.Popen([sys.executable, "-c", SENDER, mode], stdin=child_end.fileno(), stdout=subprocess.PIPE)
+    child = subprocess.Popen([sys.executable, "-c", SENDER, mode, str(log)], stdin=child_end.fileno(),
+                             stdout=subprocess.PIPE)
     child_end.close()
     assert child.stdout is not None and child.stdout.readline() == b"sent\n"
     return parent_end, child
 
 
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-def test_declared_descriptors_are_read_and_checked():
-    channel, child = _sent_by("two")
+def test_declared_descriptors_are_read_and_checked(tmp_path: Path):
+    channel, child = _sent_by("two", tmp_path / "sent.log")
     try:
         fds = processes.receive_declared_fds(channel, 2)
         assert len(fds) == 2 and all(stat.S_ISREG(os.fstat(fd).st_mode) for fd in fds)
@@ -120,14 +124,15 @@ def test_declared_descriptors_are_read_and_checked():
     ("two", entry.MAX_FDS_PER_MESSAGE + 1, "declared 65"),
     ("two", "2", "declared '2'"),
 ])
-def test_descriptors_that_do_not_arrive_as_declared_are_refused_and_closed(mode, declared, why):
-    channel, child = _sent_by(mode)
-    before = _open_fds()
+def test_descriptors_that_do_not_arrive_as_declared_are_refused_and_closed(tmp_path, mode, declared, why):
+    log = tmp_path / "sent.log"
+    before = descriptors.snapshot()
+    channel, child = _sent_by(mode, log)
     try:
         with pytest.raises(processes.FdProtocolError) as caught:
             processes.receive_declared_fds(channel, declared, timeout_s=0.5)
         assert why in str(caught.value)
-        assert _open_fds() == before  # whatever arrived was closed again
+        assert descriptors.held_since(before, descriptors.logged(log)) == []  # whatever arrived was closed again
     finally:
         channel.close()
         child.kill()

@@ -27,12 +27,14 @@ from evaluator.calls import sent_for
 from evaluator.sandboxed import handoff
 from evaluator.session import attach_handoff_fds
 from kernelevo import sandbox
+from tests.support import descriptors
 
 GRANULE = 1 << 21
 
 # The hostile harness: argv[1] the reply pipe, argv[2] the nonce, argv[3] the attack (Python, run with the helpers
-# below in scope). After the attack it waits until the parent closes the socket, so that it never dies first.
-HOSTILE = textwrap.dedent("""
+# below in scope), argv[4] the log of what it sent (the test's, for its leak checks). After the attack it waits until
+# the parent closes the socket, so that it never dies first.
+HOSTILE = descriptors.LOG_IDENTITIES + textwrap.dedent("""
     import json, os, socket, sys, tempfile, time
     out, nonce = os.fdopen(int(sys.argv[1]), "wb", buffering=0), sys.argv[2]
     channel = socket.socket(fileno=0)
@@ -41,6 +43,7 @@ HOSTILE = textwrap.dedent("""
     def raw(data):
         out.write(data)
     def send_fds(fds, data=b"\\0"):
+        log_identities(sys.argv[4], fds)
         return socket.send_fds(channel, [data], fds)
     def files(n):
         kept = [tempfile.TemporaryFile() for _ in range(n)]
@@ -58,7 +61,9 @@ def _worker(tmp_path: Path, attack: str) -> processes.Worker:
     parent_end, child_end = socket.socketpair()
     read_fd, write_fd = os.pipe()
     nonce = "n" * 32
-    proc = subprocess.Popen([sys.executable, "-c", HOSTILE, str(write_fd), nonce, textwrap.dedent(attack)],
+    descriptors.log_identities(_log(tmp_path), (parent_end.fileno(), read_fd))
+    proc = subprocess.Popen([sys.executable, "-c", HOSTILE, str(write_fd), nonce, textwrap.dedent(attack),
+                             str(_log(tmp_path))],
                             stdin=child_end.fileno(), pass_fds=(write_fd,), start_new_session=True)
     child_end.close()
     os.close(write_fd)
@@ -69,13 +74,23 @@ def _worker(tmp_path: Path, attack: str) -> processes.Worker:
                             nonce=nonce, memory_mb=4096)
 
 
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def _log(tmp_path: Path) -> Path:
+    return tmp_path / "theirs.log"
+
+
+def _theirs(tmp_path: Path, before: dict[int, descriptors.Identity]) -> list[int]:
+    """The parent's descriptors on the worker's objects (its two channels, anything it sent), opened since
+    ``before``: the worker's channels while it lives, what its last reply declared, and after a kill nothing."""
+    return descriptors.held_since(before, descriptors.logged(_log(tmp_path)))
+
+
+def _channels(worker: processes.Worker) -> list[int]:
+    return [worker.requests.fileno(), worker.result_fd]
 
 
 def _forged(tmp_path: Path, attack: str) -> str:
     """What the parent said when it killed a worker running ``attack`` (it must, and leak no descriptor)."""
-    before = _open_fds()
+    before = descriptors.snapshot()
     worker = _worker(tmp_path, attack)
     try:
         with pytest.raises(processes.WorkerForgery) as caught:
@@ -83,7 +98,7 @@ def _forged(tmp_path: Path, attack: str) -> str:
         assert worker.process.poll() is not None and worker.reply_fds() == []
     finally:
         worker.kill()
-    assert _open_fds() == before
+    assert _theirs(tmp_path, before) == []
     return str(caught.value)
 
 
@@ -100,23 +115,23 @@ def test_a_declaration_that_is_no_count_of_one_message_kills_the_worker(tmp_path
 @pytest.mark.parametrize("nfds", ["0", "0.0", "false"])
 def test_descriptors_no_reply_declares_never_enter_the_parents_table(tmp_path, nfds):
     """A reply declaring none leaves what was sent in the socket: it is the kernel's until the socket closes."""
-    before = _open_fds()
+    before = descriptors.snapshot()
     worker = _worker(tmp_path, f"""
         send_fds(files(3))
         raw(b'{{"nonce": "%s", "ok": true, "nfds": {nfds}}}\\n' % nonce.encode())
     """)
     try:
         assert worker.receive(120)["ok"] is True
-        assert worker.reply_fds() == [] and _open_fds() == before + 2  # the socket and the pipe, nothing else
+        assert worker.reply_fds() == [] and _theirs(tmp_path, before) == sorted(_channels(worker))  # nothing else
     finally:
         worker.kill()
-    assert _open_fds() == before
+    assert _theirs(tmp_path, before) == []
 
 
 def test_a_flood_of_undeclared_descriptors_costs_the_parent_none(tmp_path):
     """Hundreds of messages of 64 descriptors each, then an honest reply: in flight, they are the kernel's (bounded
     by the sender's own descriptor limit and the socket's buffer); the parent's table does not grow."""
-    before = _open_fds()
+    before = descriptors.snapshot()
     worker = _worker(tmp_path, """
         fds, sent = files(64), 0
         channel.setblocking(False)  # socket.send_fds drops its flags before Python 3.12
@@ -131,16 +146,16 @@ def test_a_flood_of_undeclared_descriptors_costs_the_parent_none(tmp_path):
     """)
     try:
         reply = worker.receive(120)
-        assert reply["sent"] > 10 and _open_fds() == before + 2
+        assert reply["sent"] > 10 and _theirs(tmp_path, before) == sorted(_channels(worker))
     finally:
         worker.kill()
-    assert _open_fds() == before
+    assert _theirs(tmp_path, before) == []
 
 
 def test_undeclared_descriptors_queued_before_a_declaring_reply_are_read_in_its_place_and_no_more(tmp_path):
     """The parent reads one message per declaring reply, the first in the queue: which descriptors a reply gets is
     the sending process's choice either way (only it writes there), and never more than declared."""
-    before = _open_fds()
+    before = descriptors.snapshot()
     worker = _worker(tmp_path, """
         send_fds(files(2))  # declared by nothing
         send_fds(files(2))
@@ -148,10 +163,11 @@ def test_undeclared_descriptors_queued_before_a_declaring_reply_are_read_in_its_
     """)
     try:
         worker.receive(120)
-        assert len(worker.reply_fds()) == 2 and _open_fds() == before + 4
+        assert len(worker.reply_fds()) == 2
+        assert _theirs(tmp_path, before) == sorted(_channels(worker) + worker.reply_fds())
     finally:
         worker.kill()
-    assert _open_fds() == before
+    assert _theirs(tmp_path, before) == []
 
 
 @pytest.mark.parametrize("attack,why", [
@@ -165,7 +181,7 @@ def test_descriptors_that_arrive_otherwise_than_declared_kill_the_worker(tmp_pat
 
 
 def test_descriptors_sent_after_their_reply_are_still_read_and_bounded_in_count(tmp_path):
-    before = _open_fds()
+    before = descriptors.snapshot()
     worker = _worker(tmp_path, """
         reply(ok=True, nfds=64)
         time.sleep(0.2)
@@ -174,10 +190,10 @@ def test_descriptors_sent_after_their_reply_are_still_read_and_bounded_in_count(
     try:
         worker.receive(120)
         fds = worker.reply_fds()
-        assert len(fds) == 64 and _open_fds() == before + 2 + 64
+        assert len(fds) == 64 and _theirs(tmp_path, before) == sorted(_channels(worker) + fds)
     finally:
         worker.kill()
-    assert _open_fds() == before
+    assert _theirs(tmp_path, before) == []
 
 
 OPENERS = {
@@ -211,7 +227,7 @@ ACCEPTED = {
 
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_descriptors_the_parent_cannot_tell_from_an_export_are_taken_close_on_exec(tmp_path, name):
-    before = _open_fds()
+    before = descriptors.snapshot()
     worker = _worker(tmp_path, f"fd = {ACCEPTED[name]}; send_fds([fd]); reply(ok=True, nfds=1)")
     try:
         worker.receive(120)
@@ -220,7 +236,7 @@ def test_descriptors_the_parent_cannot_tell_from_an_export_are_taken_close_on_ex
         assert processes.refused_descriptor(os.fstat(fd).st_mode, os.fstat(fd).st_rdev) is None
     finally:
         worker.kill()
-    assert _open_fds() == before
+    assert _theirs(tmp_path, before) == []
 
 
 # -- the parent: the reply pipe --------------------------------------------------------------------------------
