@@ -231,6 +231,10 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
             ran = call_worker(worker, {"op": "run", "calls": [c.request(index) for c in calls]},
                               timeout, evidence, files=files)
         mark("calls_s")
+        inside = ran.get("phases")
+        if isinstance(inside, dict):  # the plain process's own account of calls_s (its figures: for measuring only)
+            phases.update({f"calls.{key}": float(value) for key, value in inside.items()
+                           if isinstance(value, (int, float)) and not isinstance(value, bool)})
         reply_sent = ran.get("sent")
         sent: dict[str, Any] = reply_sent if isinstance(reply_sent, dict) else {}
         channel = OutputChannel(worker, secrets.randbits(62))

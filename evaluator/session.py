@@ -67,6 +67,8 @@ class EvaluationSession:
         self.task_roots = roles.task_read_roots(self.task_path)
         self.placement = place_for(self.task_path, _text(self.task_path))
         self._prefetched: dict[str, processes.Worker] = {}
+        self._plain: processes.Worker | None = None  # a plain process started ahead that has seen no candidate
+        self._closed = False
         # evaluate_source may run on several threads at once (the search's parallel evaluations)
         self._lock = threading.Lock()  # the prefetched candidates
         self._reference_lock = threading.RLock()  # one request at a time to the reference process
@@ -94,6 +96,7 @@ class EvaluationSession:
         # the static checker's first use imports torch and triton (seconds): done while the reference starts
         threading.Thread(target=warm_up, name="kernelevo-static-warm-up", daemon=True).start()
         try:
+            self._return_plain(None)  # the first plain process starts with the candidate pool's (on a GPU host)
             self._start_reference()
             if device == "cuda" and self.options.output_handoff == "auto":
                 self._decide_handoff()
@@ -223,23 +226,61 @@ class EvaluationSession:
 
         with self._lock:
             worker = self._prefetched.pop(_source_key(source), None)
-        from evaluator.plain_run import spawn_plain
-
-        # Started while the guarded run goes on where processes are started ahead (a GPU host); on a small CPU machine
-        # it would compete for the cores, and a rejected candidate never needs it: started on acceptance there.
-        plain = spawn_plain(self) if self.options.plain_run and self.starts_ahead() else None
+        plain = self._take_plain()
         try:
             verdict = run_candidate(self, source, evidence, report, prefetched=worker)
             verdict.overhead["static_s"] = static_s
             if self.options.plain_run and verdict.accepted:
-                verdict = self.confirm_plain(source, verdict, plain)
+                used, plain = plain, None
+                verdict = self.confirm_plain(source, verdict, used)  # it ends the process it is given
         finally:
-            if plain is not None:
-                plain.kill()
+            self._return_plain(plain)
         if self.options.sanitize and verdict.accepted and self.device == "cuda":
             verdict = self._sanitized(source, verdict)
         verdict.overhead["total_s"] = round(time.perf_counter() - started, 3)
         return verdict
+
+    def _take_plain(self) -> processes.Worker | None:
+        """A plain process for this evaluation's acceptance, started ahead where processes are (a GPU host): the one
+        kept since an earlier evaluation or one started now, so that it starts up while the guarded run goes on. On a
+        small CPU machine it would compete for the cores, and a rejected candidate never needs it: None there (the
+        plain run starts its own on acceptance)."""
+        if not (self.options.plain_run and self.starts_ahead()):
+            return None
+        with self._lock:
+            kept, self._plain = self._plain, None
+        if kept is not None and kept.process.poll() is None:
+            return kept
+        if kept is not None:
+            kept.kill()
+        from evaluator.plain_run import spawn_plain
+
+        return spawn_plain(self)
+
+    def _return_plain(self, unused: processes.Worker | None) -> None:
+        """After an evaluation: a plain process it did not use (its candidate was rejected) is kept for the next one,
+        else the next one is started now, so that it is ready by the next acceptance. Unused means it has seen
+        no candidate: nothing was written to its folder and its start-up message is still unread."""
+        if not (self.options.plain_run and self.starts_ahead()) or self._closed:
+            if unused is not None:
+                unused.kill()
+            return
+        with self._lock:
+            if self._plain is None and unused is not None:
+                self._plain, unused = unused, None
+            wanted = self._plain is None
+        if unused is not None:
+            unused.kill()
+        if not wanted:
+            return
+        from evaluator.plain_run import spawn_plain
+
+        started = spawn_plain(self)
+        with self._lock:
+            if self._plain is None and not self._closed:
+                self._plain, started = started, None
+        if started is not None:
+            started.kill()
 
     def confirm_plain(self, source: str, verdict: Verdict, worker: processes.Worker | None = None) -> Verdict:
         """An accepted verdict kept only if the candidate computes the same in a plain process, as a user's program
@@ -357,9 +398,13 @@ class EvaluationSession:
 
     def close(self) -> None:
         """Stop the processes and remove the session's scratch files."""
-        for worker in self._prefetched.values():
+        with self._lock:
+            self._closed = True
+            plain, self._plain = self._plain, None
+            prefetched = list(self._prefetched.values())
+            self._prefetched.clear()
+        for worker in [*prefetched, *([plain] if plain is not None else [])]:
             worker.kill()
-        self._prefetched.clear()
         self.pool.close()
         if getattr(self, "reference", None) is not None:
             self.reference.kill()

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,7 @@ class PlainRunner:
         self._function_modes = getattr(torch._C, "_len_torch_function_stack", None)
         self._dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
         self._write, self._open, self._close = os.write, os.open, os.close
+        self._clock = time.perf_counter
         self._synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
         self._modes = {"no_grad": torch.no_grad, "inference": torch.inference_mode, "grad": torch.enable_grad}
         if device == "cpu":  # the interpreter's bf16 casts as a GPU rounds them, as in the guarded process
@@ -141,15 +143,20 @@ class PlainRunner:
         shows). An output in the memory of a kept one is refused at once."""
         if not self.models:
             raise taskspec.TaskError("run before load")
+        clock = self._clock
+        phases = dict.fromkeys(("load_inputs_s", "stage_s", "forward_s", "hand_over_s", "end_s"), 0.0)
+        mark = clock()
         inputs = [load_fd(fd) for fd in fds]
         staged = _Staged(inputs, self.device)
         sent: dict[str, Any] = {}
         kept: list[tuple[str, list[torch.Tensor]]] = []
         kept_storages: set[int] = set()
+        phases["load_inputs_s"], mark = clock() - mark, clock()
         for k, call in enumerate(req["calls"]):
             where = f"plain call {k + 1}"
             patch = call.get("patch")
             values = staged.fresh(int(call["input"]), None if patch is None else int(patch))
+            phases["stage_s"], mark = phases["stage_s"] + clock() - mark, clock()
             mode = self._modes.get(str(call.get("autograd", "no_grad")), torch.no_grad)
             varied = bool(call.get("varied_init"))
             if varied and (self.varied_refused or len(self.models) < 2):
@@ -174,6 +181,7 @@ class PlainRunner:
                 raise Rejection("crashed", f"{where} raised {type(exc).__name__}: {str(exc)[:300]} (the same "
                                            "inputs passed in the guarded process: a kernel that behaves "
                                            "differently when it is not observed)") from exc
+            phases["forward_s"], mark = phases["forward_s"] + clock() - mark, clock()
             for j, out in enumerate(outs):
                 if type(out) is self._tensor and self._storage_ptr(out) in kept_storages:
                     raise Rejection("incorrect", f"{where}: output {j} is in the memory of an output an earlier call "
@@ -185,10 +193,13 @@ class PlainRunner:
                 kept.append((name, outs))
                 kept_storages.update(self._storage_ptr(o) for o in outs if self._numel(o))
             del raw, outs
+            phases["hand_over_s"], mark = phases["hand_over_s"] + clock() - mark, clock()
         self._synchronize()
         for name, outs in kept:
             sent[f"{name}-end"] = self._hand_over(outs, self.outbox / f"{name}-end.raw", f"{name} after the last call")
-        return {"ok": True, "sent": sent, "varied_refused": self.varied_refused}
+        phases["end_s"] = clock() - mark
+        return {"ok": True, "sent": sent, "varied_refused": self.varied_refused,
+                "phases": {key: round(value, 3) for key, value in phases.items()}}
 
     def _step(self, model: torch.nn.Module, deltas: dict[str, torch.Tensor]) -> None:
         """Add the reference's changes to ``ModelNew``'s parameters of the same names, in place."""

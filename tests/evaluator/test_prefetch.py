@@ -36,3 +36,28 @@ def test_prefetch_is_off_on_cpu_by_default():
     with EvaluationSession(TASK, options=EvalOptions(seeds=1)) as session:
         session.prefetch(source, "x")
         assert not session._prefetched
+
+
+def test_a_plain_process_started_ahead_waits_for_the_next_acceptance():
+    """Started with the session; a rejected candidate leaves it unused (kept, never shown a candidate); the next
+    acceptance's plain run uses it, and the one after that is started at once."""
+    honest = (HONEST / "softmax_rowwise.py").read_text()
+    wrong = honest.replace("num / den", "num / (den * 0.99)")
+    with EvaluationSession(TASK, options=EvalOptions(prefetch=True, seeds=1)) as session:
+        ahead = session._plain
+        assert ahead is not None and ahead.process.poll() is None
+        rejected = session.evaluate_source(wrong, "wrong")
+        assert not rejected.accepted and rejected.reason.value == "incorrect"
+        assert session._plain is ahead and ahead.process.poll() is None
+        accepted = session.evaluate_source(honest, "honest")
+        assert accepted.accepted and "plain process" in accepted.detail
+        assert ahead.process.poll() is not None  # used, then ended with its evaluation
+        following = session._plain
+        assert following is not None and following is not ahead and following.process.poll() is None
+    assert following.process.poll() is not None  # closed with the session
+
+
+def test_no_plain_process_is_started_ahead_without_a_plain_run_or_on_cpu_by_default():
+    for options in (EvalOptions(prefetch=True, seeds=1, plain_run=False), EvalOptions(seeds=1)):
+        with EvaluationSession(TASK, options=options) as session:
+            assert session._plain is None
