@@ -71,11 +71,6 @@ class PlainCall:
         return "varied" if self.varied_init else "near" if self.near is not None else \
             "stepped" if self.stepped else "plain"
 
-    @property
-    def kept_group(self) -> str:
-        """The group its outputs and their copy after the last call are judged in (bitwise alike)."""
-        return self.group or f"kept-{self.name}"
-
 
 def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool = False, total: int = 0,
                      training_free: bool = False) -> list[PlainCall]:
@@ -244,12 +239,11 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
             evidence.setdefault("flags", []).append(f"ModelNew refuses other constructor arguments ({why}); "
                                                     "KernelEvo's dispatcher uses it only with the verified ones")
         for kind, phase in PHASES.items():
-            judged = [Judged(name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
-                             {"file": str(worker.outbox / f"{name}.raw"), "raw": _described(sent, name)},
-                             group=c.kept_group, varied_init=c.varied_init, near=c.near,
+            judged = [Judged(c.name, c.inputs.case, c.inputs.seed, c.inputs.distribution,
+                             {"file": str(worker.outbox / f"{c.name}.raw"), "raw": _described(sent, c.name)},
+                             group=c.group, varied_init=c.varied_init, near=c.near,
                              stepped=step_key if c.stepped else None)
-                      for c in calls if c.judged and c.kind == kind and not (refused and c.varied_init)
-                      for name in (c.name, f"{c.name}-end")]
+                      for c in calls if c.judged and c.kind == kind and not (refused and c.varied_init)]
             if judged:
                 judge_outputs(session, channel, judged, evidence, phase)
         mark("judge_s")

@@ -160,6 +160,7 @@ class Worker:
     nonce: str
     memory_mb: int
     trace: Any = None  # evaluator.tracing.reader.TraceReader of the kernel-trace shim, on a GPU
+    home: Path | None = None  # where its private home/ is as the process sees it (HOME: a drawn account's)
     _buffer: bytearray = field(default_factory=bytearray)  # reply bytes read past the last line
     _peak_rss_mb: float = field(default=0.0)
     _fds: list[int] = field(default_factory=list)  # what the last reply declared (owned here: see reply_fds)
@@ -432,9 +433,12 @@ def spawn_worker(role: str, device: str, workdir: Path, memory_mb: int, *, read_
     finally:
         child_end.close()
         os.close(write_fd)
+    home = Path(policy.env["HOME"]) if "HOME" in policy.env else None
+    if home is not None and report.mode is sandbox.IsolationMode.OFF:  # no mounts: the folder where it is
+        home = sandbox.host_view_path(policy, home)
     worker = Worker(process=process, role=role, requests=parent_end, result_fd=read_fd, log_path=log_path,
                     private=private, nonce=nonce, memory_mb=memory_mb,
-                    trace=channel.start_reading() if channel is not None else None)
+                    trace=channel.start_reading() if channel is not None else None, home=home)
     hello = {"nonce": nonce, "result_fd": write_fd, "role": role, "device": device, "memory_mb": memory_mb,
              "private": str(private), "isolation": report.mode.value,
              # the sandbox's own /tmp (a tmpfs of this process alone), where libraries write scratch files (Triton

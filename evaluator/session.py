@@ -10,7 +10,6 @@ records a verdict and goes on to the next one.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import shutil
 import tempfile
@@ -19,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evaluator import processes, roles
+from evaluator import kept_builds, processes, roles
 from evaluator.gpu_phases import GpuPhases
 from evaluator.options import EvalOptions
 from evaluator.placement import place_for
@@ -346,28 +345,18 @@ class EvaluationSession:
         with self.gpu.exclusive():
             return sanitize(self, source)
 
-    # -- load_inline builds -----------------------------------------------------------------------
+    # -- kept builds (evaluator.kept_builds) ----------------------------------------------------
     def _builds_for(self, source: str) -> Path:
         """The kept builds of exactly this source (a candidate can only ever leave builds for itself)."""
-        return self.cache_dir / "builds" / _source_key(source)[:32]
+        return self.cache_dir / "kept-builds" / _source_key(source)[:32]
 
     def stage_builds(self, worker: processes.Worker, source: str) -> None:
         """Copy the kept builds of this source into the process's own folder before it loads."""
-        kept = self._builds_for(source)
-        if kept.is_dir():
-            shutil.copytree(kept, worker.private / "torch_extensions", dirs_exist_ok=True, symlinks=False)
+        kept_builds.stage(self._builds_for(source), worker.private, worker.home)
 
     def keep_builds(self, worker: processes.Worker, source: str) -> None:
-        """After an evaluation, keep what the process built (regular files only) for this source's next time."""
-        built, kept = worker.private / "torch_extensions", self._builds_for(source)
-        if built.is_symlink() or not built.is_dir() or kept.exists():
-            return
-        partial = kept.with_name(kept.name + f".partial-{os.getpid()}")
-        try:
-            shutil.copytree(built, partial, symlinks=True, ignore=_not_regular)
-            partial.replace(kept)
-        except OSError:
-            shutil.rmtree(partial, ignore_errors=True)
+        """After an evaluation, keep what the process built for this source's next time (the process is dead)."""
+        kept_builds.keep(worker.private, self._builds_for(source))
 
     def precompile(self, sources: dict[str, str], parallel: int = 4) -> dict[str, bool]:
         """Build many candidates at once (load_inline takes 30-60 s per new source), each in its own
@@ -443,12 +432,6 @@ def attach_handoff_fds(request: dict[str, Any]) -> tuple[dict[str, Any], list[in
             output = {**output, "sent": {**{k: v for k, v in sent.items() if k != "fds"}, "vmm": descriptors}}
         outputs.append(output)
     return {**request, "outputs": outputs}, fds
-
-
-def _not_regular(folder: str, names: list[str]) -> list[str]:
-    """copytree ignore: links and special files never leave a candidate's folder."""
-    return [n for n in names if os.path.islink(os.path.join(folder, n))
-            or not (os.path.isfile(os.path.join(folder, n)) or os.path.isdir(os.path.join(folder, n)))]
 
 
 def _source_key(source: str) -> str:

@@ -115,9 +115,17 @@ def _moved_run(flat: torch.Tensor, start: int, stop: int, generator: torch.Gener
     """``stop - start`` values of ``flat`` from outside ``[start, stop)``, each position at most once (a run of the
     rest of the tensor from a random offset, wrapping around): the block's values are other values of the op's
     domain, and no value is repeated in it (a repeat would make a tie an argmax or a sort may break either way)."""
-    outside = torch.cat([flat[:start], flat[stop:]])
-    offset = int(torch.randint(0, outside.numel(), (1,), generator=generator))
-    return torch.roll(outside, -offset)[:stop - start].clone()
+    length, outside = stop - start, flat.numel() - (stop - start)
+    offset = int(torch.randint(0, outside, (1,), generator=generator))
+    first = min(offset + length, outside)  # the run wraps around at most once (the outside is the larger part)
+    wrapped = length - (first - offset)
+    return torch.cat([_outside(flat, start, stop, offset, first), _outside(flat, start, stop, 0, wrapped)])
+
+
+def _outside(flat: torch.Tensor, start: int, stop: int, a: int, b: int) -> torch.Tensor:
+    """Positions ``[a, b)`` of ``flat`` with ``[start, stop)`` left out, read in place (never the whole rest)."""
+    skip = stop - start
+    return torch.cat([flat[a:max(a, min(b, start))], flat[max(a, start) + skip:max(b, start) + skip]])
 
 
 def _another_value(flat: torch.Tensor, at: int, generator: torch.Generator) -> torch.Tensor:

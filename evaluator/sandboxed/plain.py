@@ -16,15 +16,17 @@ hand-over calls is a C function bound before the candidate is imported, applied 
 exact type, with no torch function or dispatch mode left pushed; a host tensor's bytes are read from its memory
 (a ``ctypes`` view of its data pointer, past torch's dispatcher, where a Python kernel registered for a copy op
 would run), a device tensor's copied to the host first; the bytes are written raw (no pickling, whose registries a
-candidate could extend). Judged outputs stay alive to the end, as a program may keep them, and are written again
-after the last call: an output in a kept one's memory, or one changed after it was returned, is refused. That a
-candidate has no thread, hook or import-time patch that could act in between rests on the static checks, which read
-every line of it whatever path it takes at run time, and on the guarded run it already passed.
+candidate could extend). Judged outputs stay alive to the end, as a program may keep them, and are read again after
+the last call and compared byte for byte with what was written when they were returned (``memcmp`` from the C
+library, bound like the rest): an output in a kept one's memory, or one changed after it was returned, is refused.
+That a candidate has no thread, hook or import-time patch that could act in between rests on the static checks,
+which read every line of it whatever path it takes at run time, and on the guarded run it already passed.
 """
 
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 import sys
 import time
@@ -77,6 +79,9 @@ class PlainRunner:
         self._dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
         self._write, self._open, self._close = os.write, os.open, os.close
         self._clock = time.perf_counter
+        self._mmap, self._access_copy, self._addressof = mmap.mmap, mmap.ACCESS_COPY, ctypes.addressof
+        self._memcmp = ctypes.CDLL(None).memcmp
+        self._memcmp.argtypes, self._memcmp.restype = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t), ctypes.c_int
         self._synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
         self._modes = {"no_grad": torch.no_grad, "inference": torch.inference_mode, "grad": torch.enable_grad}
         if device == "cpu":  # the interpreter's bf16 casts as a GPU rounds them, as in the guarded process
@@ -138,9 +143,9 @@ class PlainRunner:
         "varied_init", "judged"}`` (``input`` indexes ``fds``; ``varied_init``: the second model's call; ``grads``:
         the trainable parameters' ``.grad`` filled, as after a training step). ``forward`` is called as KernelEvo's
         dispatcher calls it (the bound method: no module hooks). A judged call's outputs are written raw to
-        ``outbox/<name>.raw`` and kept alive, as a program may keep them; after the last call each is written again
-        to ``outbox/<name>-end.raw`` (the parent has the two judged alike: an output changed since it was returned
-        shows). An output in the memory of a kept one is refused at once."""
+        ``outbox/<name>.raw`` and kept alive, as a program may keep them; after the last call each is compared with
+        that file (:meth:`_unchanged`: an output changed since it was returned is refused). An output in the memory
+        of a kept one is refused at once."""
         if not self.models:
             raise taskspec.TaskError("run before load")
         clock = self._clock
@@ -196,7 +201,7 @@ class PlainRunner:
             phases["hand_over_s"], mark = phases["hand_over_s"] + clock() - mark, clock()
         self._synchronize()
         for name, outs in kept:
-            sent[f"{name}-end"] = self._hand_over(outs, self.outbox / f"{name}-end.raw", f"{name} after the last call")
+            self._unchanged(outs, self.outbox / f"{name}.raw", f"{name} after the last call")
         phases["end_s"] = clock() - mark
         return {"ok": True, "sent": sent, "varied_refused": self.varied_refused,
                 "phases": {key: round(value, 3) for key, value in phases.items()}}
@@ -220,6 +225,51 @@ class PlainRunner:
     def _hand_over(self, outs: list[Any], path: Path, where: str) -> dict[str, Any]:
         """Write ``outs`` back to back as raw bytes; only bound C functions run on them (see the module docstring):
         a host tensor's bytes are read from its memory directly, not through torch's dispatcher."""
+        described, chunks = self._host_bytes(outs, where)
+        fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            for _host, chunk in chunks:  # the host tensor kept alive while its memory is written
+                data = self._view(chunk).cast("B")
+                while len(data):
+                    written = self._write(fd, data[:MAX_WRITE])
+                    data = data[written:]
+        finally:
+            self._close(fd)
+        return {"raw": described}
+
+    def _unchanged(self, outs: list[Any], path: Path, where: str) -> None:
+        """Refuse kept outputs whose bytes now differ from what :meth:`_hand_over` wrote to ``path`` when forward
+        returned them (compared here, byte for byte, by the C library's ``memcmp`` bound before the candidate
+        existed, against a private mapping of that file: the judged bytes, not read through anything the candidate
+        could have replaced)."""
+        _described, chunks = self._host_bytes(outs, where)
+        total = sum(len(chunk) for _host, chunk in chunks)
+        if not total:
+            return
+        fd = self._open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            mapped = self._mmap(fd, 0, access=self._access_copy)  # copy on write: a writable buffer ctypes can address
+        finally:
+            self._close(fd)
+        changed = None if len(mapped) == total else "its outputs are not the size they were"
+        if changed is None:
+            written = self._bytes_at(total).from_buffer(mapped)  # holds an export of the mapping until deleted
+            offset = 0
+            for k, (_host, chunk) in enumerate(chunks):
+                if self._memcmp(self._addressof(written) + offset, self._addressof(chunk), len(chunk)):
+                    changed = f"output {k} no longer holds what forward returned"
+                    break
+                offset += len(chunk)
+            del written
+        mapped.close()
+        if changed is not None:
+            raise Rejection("incorrect", f"{where}: {changed} (a later call wrote into it: a kernel still writing it, "
+                                         "or memory reused as scratch); a program may keep its outputs: leave them "
+                                         "as returned")
+
+    def _host_bytes(self, outs: list[Any], where: str) -> tuple[list[dict[str, Any]], list[tuple[Any, Any]]]:
+        """Each output's description and its bytes on the host (a ctypes view of a contiguous host tensor, kept
+        beside it so that its memory stays alive), read with bound C functions only."""
         if (self._function_modes is not None and self._function_modes()) or \
                 (self._dispatch_modes is not None and self._dispatch_modes()):
             raise Rejection("cheat_suspected", f"{where}: forward left a torch function or dispatch mode pushed "
@@ -236,16 +286,7 @@ class PlainRunner:
             size = self._numel(host) * self._element_size(host)
             if size:
                 chunks.append((host, self._bytes_at(size).from_address(self._data_ptr(host))))
-        fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        try:
-            for _host, chunk in chunks:  # the host tensor kept alive while its memory is written
-                data = self._view(chunk).cast("B")
-                while len(data):
-                    written = self._write(fd, data[:MAX_WRITE])
-                    data = data[written:]
-        finally:
-            self._close(fd)
-        return {"raw": described}
+        return described, chunks
 
 
 class _Staged:

@@ -491,13 +491,17 @@ class ReferenceRunner:
         return {"ok": True, "near": made}
 
     def _base_case(self, ci: int, seed: int) -> list[Any]:
-        """Case ``ci``'s input set under ``seed`` as candidates were given it: mapped from the file written for them
-        (the bytes a near-duplicate's patches apply to in the plain process), else drawn again."""
+        """Case ``ci``'s input set under ``seed`` as candidates were given it, on this process's device: read from the
+        file written for them (the bytes a near-duplicate's patches apply to in the plain process), else drawn
+        again."""
         assert self.task is not None
         path = self.input_files.get((ci, seed))
         if path is not None:
-            return list(torch.load(path, weights_only=True, map_location="cpu", mmap=True))
-        return taskspec.generate_case(self.task, self.small, seed, self.dists.get(seed, "task"), ci)
+            values = list(torch.load(path, weights_only=True, map_location="cpu", mmap=True))
+        else:
+            values = taskspec.generate_case(self.task, self.small, seed, self.dists.get(seed, "task"), ci)
+        # on the device: the near-duplicates are cut from it and answered there (no host copy of a whole set each)
+        return [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in values]
 
     def _near_inputs(self, base: list[Any], key: int, kind: str) -> tuple[list[Any], Patches]:
         """A near-duplicate of ``base`` of its own (a reference that writes into its inputs changes no other's),

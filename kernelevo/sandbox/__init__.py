@@ -10,7 +10,7 @@ single-user machines). Trusted processes make themselves non-dumpable
 """
 
 from kernelevo.sandbox.hardening import harden_trusted_process
-from kernelevo.sandbox.launch import Sandboxed, spawn
+from kernelevo.sandbox.launch import Sandboxed, host_view_path, spawn
 from kernelevo.sandbox.policy import SANDBOX_TMP, Bind, SandboxPolicy, gpu_binds, system_binds
 from kernelevo.sandbox.probe import (
     IsolationMode,
@@ -23,5 +23,5 @@ from kernelevo.sandbox.probe import (
 __all__ = [
     "SANDBOX_TMP", "Bind", "IsolationMode", "IsolationReport", "IsolationUnavailable", "SandboxPolicy", "Sandboxed",
     "current",
-    "gpu_binds", "harden_trusted_process", "require_isolation", "spawn", "system_binds",
+    "gpu_binds", "host_view_path", "harden_trusted_process", "require_isolation", "spawn", "system_binds",
 ]
