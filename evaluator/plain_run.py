@@ -211,8 +211,9 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     try:
         write_candidate(session, worker, source)
         session.stage_builds(worker, source)
+        mark("stage_s")  # the candidate and its kept builds in the process's folder
         call_worker(worker, None, timeout, evidence)
-        mark("ready_s")  # the process started (it was started ahead where processes are) and the builds staged
+        mark("ready_s")  # the wait for its start-up (it was started ahead where processes are)
         inits = [session.plan["init_file"], *([varied_file] if varied_file else [])]
         fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in inits]
         try:

@@ -353,7 +353,7 @@ class Overhead(_GivenFields):
     trace_s: float | None = None  # waiting for and judging the kernel trace (GPU), every phase's together
     cleanup_s: float | None = None  # ending the candidate's process, keeping its builds, removing its folder
     plain_run_s: float | None = None  # the plain run of an accepted candidate (evaluator.plain_run), all of it
-    plain_phases: dict[str, float] = {}  # near-duplicate inputs made, process ready, load, calls, judging
+    plain_phases: dict[str, float] = {}  # near-duplicates made, builds staged, process ready, load, calls, judging
     plain_calls: int | None = None
     plain_judged_calls: int | None = None
     peak_gpu_memory_mb: float | None = None
