@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,24 +57,30 @@ def keep(private: Path, kept: Path) -> None:
 
 def stage(kept: Path, private: Path, home: Path | None) -> None:
     """Copy the kept builds into the private folder of a process that has not loaded the candidate yet; ``home``:
-    where that process sees its private ``home/`` (Triton's kernels are skipped without it)."""
+    where that process sees its private ``home/`` (Triton's kernels are skipped without it). Everything written is
+    read from the kept copy (the parent's), never back from the process's folder."""
     for kind in KINDS:
         source = kept / kind.name
         if not source.is_dir() or (kind.inside.parts[0] == "home" and home is None):
             continue
         target = private / kind.inside
-        shutil.copytree(source, target, dirs_exist_ok=True, symlinks=False)
-        if kind.inside == TRITON_CACHE and home is not None:
-            _rehome_groups(target, home / TRITON_CACHE.relative_to("home"))
+        triton = kind.inside == TRITON_CACHE
+        shutil.copytree(source, target, dirs_exist_ok=True, symlinks=False, ignore=_groups if triton else None)
+        if triton and home is not None:
+            _stage_groups(source, target, home / TRITON_CACHE.relative_to("home"))
 
 
-def _rehome_groups(cache: Path, seen_as: Path) -> None:
-    """Point each group file's entries at ``seen_as/<key>/<file>``, where the staged copy is in the new process's
-    view; an entry naming no file of its own key's folder is dropped with its group (Triton then compiles again)."""
-    for group in cache.glob(f"*/{GROUP_PREFIX}*"):
+def _groups(folder: str, names: list[str]) -> list[str]:
+    return [name for name in names if name.startswith(GROUP_PREFIX)]
+
+
+def _stage_groups(kept: Path, target: Path, seen_as: Path) -> None:
+    """Each kept group file, its entries pointed at ``seen_as/<key>/<file>`` (where the staged copy is in the new
+    process's view), written into ``target``; a group naming a file its key's folder does not hold is left out
+    (Triton then compiles again: a miss, never another file)."""
+    for group in kept.glob(f"*/{GROUP_PREFIX}*"):
         try:
-            data = json.loads(group.read_text())
-            paths = data["child_paths"]
+            paths = json.loads(group.read_text())["child_paths"]
             rehomed = {}
             for child, path in paths.items():
                 name = Path(str(path)).name
@@ -81,12 +88,20 @@ def _rehome_groups(cache: Path, seen_as: Path) -> None:
                     raise ValueError(child)
                 rehomed[child] = str(seen_as / group.parent.name / name)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            group.unlink(missing_ok=True)
             continue
-        group.write_text(json.dumps({"child_paths": rehomed}))
+        folder = target / group.parent.name
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        try:
+            fd = os.open(folder / group.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o644)
+        except FileExistsError:  # the process's own, from an earlier compile: Triton reads that one
+            continue
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps({"child_paths": rehomed}))
 
 
-def _ignored(suffixes: frozenset[str] | None):  # type: ignore[no-untyped-def]
+def _ignored(suffixes: frozenset[str] | None) -> Callable[[str, list[str]], list[str]]:
     def ignore(folder: str, names: list[str]) -> list[str]:
         """copytree ignore: links and special files never leave a candidate's folder; nor, for a kind with
         ``suffixes``, any file of another suffix (group files are JSON)."""

@@ -274,7 +274,7 @@ class EvaluationSession:
             return
         from evaluator.plain_run import spawn_plain
 
-        started = spawn_plain(self)
+        started: processes.Worker | None = spawn_plain(self)
         with self._lock:
             if self._plain is None and not self._closed:
                 self._plain, started = started, None
