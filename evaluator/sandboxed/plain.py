@@ -82,6 +82,10 @@ class PlainRunner:
         # device outputs reach the host through pinned buffers: the C functions that view and copy their bytes
         self._empty, self._uint8, self._narrow = torch.empty, torch.uint8, base.narrow
         self._as_bytes, self._copy_into = base.view, base.copy_
+        # an output with torch's lazy negation or conjugation bit: its memory is not its values
+        self._is_neg, self._is_conj = base.is_neg, base.is_conj
+        self._resolve_neg, self._resolve_conj = base.resolve_neg, base.resolve_conj
+        self._fstat = os.fstat
         self._pinned: dict[int, torch.Tensor] = {}
         self._mmap, self._access_copy, self._addressof = mmap.mmap, mmap.ACCESS_COPY, ctypes.addressof
         self._memcmp = ctypes.CDLL(None).memcmp
@@ -158,7 +162,7 @@ class PlainRunner:
         inputs = [load_fd(fd) for fd in fds]
         staged = _Staged(inputs, self.device)
         sent: dict[str, Any] = {}
-        kept: list[tuple[str, list[torch.Tensor]]] = []
+        kept: list[tuple[str, list[torch.Tensor], Any]] = []  # name, outputs, their description at return
         kept_storages: set[int] = set()
         phases["load_inputs_s"], mark = clock() - mark, clock()
         for k, call in enumerate(req["calls"]):
@@ -199,13 +203,13 @@ class PlainRunner:
             if call.get("judged", True):
                 name = str(call["name"])
                 sent[name] = self._hand_over(outs, self.outbox / f"{name}.raw", where)
-                kept.append((name, outs))
+                kept.append((name, outs, sent[name]["raw"]))
                 kept_storages.update(self._storage_ptr(o) for o in outs if self._numel(o))
             del raw, outs
             phases["hand_over_s"], mark = phases["hand_over_s"] + clock() - mark, clock()
         self._synchronize()
-        for name, outs in kept:
-            self._unchanged(outs, self.outbox / f"{name}.raw", f"{name} after the last call")
+        for name, outs, described in kept:
+            self._unchanged(outs, described, self.outbox / f"{name}.raw", f"{name} after the last call")
         phases["end_s"] = clock() - mark
         return {"ok": True, "sent": sent, "varied_refused": self.varied_refused,
                 "phases": {key: round(value, 3) for key, value in phases.items()}}
@@ -241,33 +245,38 @@ class PlainRunner:
             self._close(fd)
         return {"raw": described}
 
-    def _unchanged(self, outs: list[Any], path: Path, where: str) -> None:
-        """Refuse kept outputs whose bytes now differ from what :meth:`_hand_over` wrote to ``path`` when forward
-        returned them (compared here, byte for byte, by the C library's ``memcmp`` bound before the candidate
-        existed, against a private mapping of that file: the judged bytes, not read through anything the candidate
-        could have replaced)."""
-        _described, chunks = self._host_bytes(outs, where)
+    def _unchanged(self, outs: list[Any], described: Any, path: Path, where: str) -> None:
+        """Refuse kept outputs that are no longer what forward returned: another dtype or shape than ``described``
+        then (emptied with ``set_``, ``resize_``d), or other bytes than :meth:`_hand_over` wrote to ``path`` then
+        (compared here, byte for byte, by the C library's ``memcmp`` bound before the candidate existed, against a
+        private mapping of that file: the judged bytes, not read through anything the candidate could have
+        replaced)."""
+        now, chunks = self._host_bytes(outs, where)
         total = sum(len(chunk) for _host, chunk in chunks)
-        if not total:
-            return
         fd = self._open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            mapped = self._mmap(fd, 0, access=self._access_copy)  # copy on write: a writable buffer ctypes can address
+            written = self._fstat(fd).st_size
+            mapped = self._mmap(fd, 0, access=self._access_copy) if written and written == total else None
         finally:
             self._close(fd)
-        changed = None if len(mapped) == total else "its outputs are not the size they were"
-        if changed is None:
-            written = self._bytes_at(total).from_buffer(mapped)  # holds an export of the mapping until deleted
+        changed = None
+        if now != described:
+            changed = "its outputs' dtypes or shapes are not the ones it returned"
+        elif written != total:
+            changed = "its outputs' sizes are not the ones it returned"
+        elif mapped is not None:
+            view = self._bytes_at(total).from_buffer(mapped)  # holds an export of the mapping until deleted
             offset = 0
             for k, (_host, chunk) in enumerate(chunks):
-                if self._memcmp(self._addressof(written) + offset, self._addressof(chunk), len(chunk)):
+                if self._memcmp(self._addressof(view) + offset, self._addressof(chunk), len(chunk)):
                     changed = f"output {k} no longer holds what forward returned"
                     break
                 offset += len(chunk)
-            del written
-        mapped.close()
+            del view
+        if mapped is not None:
+            mapped.close()
         if changed is not None:
-            raise Rejection("incorrect", f"{where}: {changed} (a later call wrote into it: a kernel still writing it, "
+            raise Rejection("incorrect", f"{where}: {changed} (a later call changed it: a kernel still writing it, "
                                          "or memory reused as scratch); a program may keep its outputs: leave them "
                                          "as returned")
 
@@ -282,6 +291,8 @@ class PlainRunner:
         for k, out in enumerate(outs):
             if type(out) is not self._tensor or self._is_sparse(out) or self._layout_of(out) != self._strided:
                 raise Rejection("cheat_suspected", f"{where}: output {k} is not a plain strided torch.Tensor")
+            if self._is_neg(out) or self._is_conj(out):  # its memory holds values of the other sign (or conjugate)
+                out = self._resolve_conj(self._resolve_neg(out))  # the values a program reads
             described.append({"dtype": str(self._dtype_of(out)).removeprefix("torch."),
                               "shape": [int(n) for n in self._shape_of(out)]})
             size = self._numel(out) * self._element_size(out)
