@@ -65,7 +65,7 @@ class PlainRunner:
         self._candidate_seen = False
         # Bound before the candidate exists: C functions the hand-over calls (never looked up again).
         self._tensor, base = torch.Tensor, torch._C.TensorBase  # base: torch's C tensor type
-        self._detach, self._to, self._reshape = base.detach, base.to, base.reshape
+        self._detach, self._reshape = base.detach, base.reshape
         self._contiguous, self._is_contiguous, self._numel = base.contiguous, base.is_contiguous, base.numel
         self._data_ptr, self._element_size = base.data_ptr, base.element_size
         self._is_cpu = base.__dict__["is_cpu"].__get__
@@ -156,20 +156,26 @@ class PlainRunner:
         of a kept one is refused at once."""
         if not self.models:
             raise taskspec.TaskError("run before load")
-        clock = self._clock
         phases = dict.fromkeys(("load_inputs_s", "stage_s", "forward_s", "hand_over_s", "end_s"), 0.0)
-        mark = clock()
+        mark = self._clock()
+
+        def lap(phase: str) -> None:  # the time since the last lap, added to ``phase``
+            nonlocal mark
+            now = self._clock()
+            phases[phase] += now - mark
+            mark = now
+
         inputs = [load_fd(fd) for fd in fds]
         staged = _Staged(inputs, self.device)
         sent: dict[str, Any] = {}
         kept: list[tuple[str, list[torch.Tensor], Any]] = []  # name, outputs, their description at return
         kept_storages: set[int] = set()
-        phases["load_inputs_s"], mark = clock() - mark, clock()
+        lap("load_inputs_s")
         for k, call in enumerate(req["calls"]):
             where = f"plain call {k + 1}"
             patch = call.get("patch")
             values = staged.fresh(int(call["input"]), None if patch is None else int(patch))
-            phases["stage_s"], mark = phases["stage_s"] + clock() - mark, clock()
+            lap("stage_s")
             mode = self._modes.get(str(call.get("autograd", "no_grad")), torch.no_grad)
             varied = bool(call.get("varied_init"))
             if varied and (self.varied_refused or len(self.models) < 2):
@@ -194,7 +200,7 @@ class PlainRunner:
                 raise Rejection("crashed", f"{where} raised {type(exc).__name__}: {str(exc)[:300]} (the same "
                                            "inputs passed in the guarded process: a kernel that behaves "
                                            "differently when it is not observed)") from exc
-            phases["forward_s"], mark = phases["forward_s"] + clock() - mark, clock()
+            lap("forward_s")
             for j, out in enumerate(outs):
                 if type(out) is self._tensor and self._storage_ptr(out) in kept_storages:
                     raise Rejection("incorrect", f"{where}: output {j} is in the memory of an output an earlier call "
@@ -206,11 +212,11 @@ class PlainRunner:
                 kept.append((name, outs, sent[name]["raw"]))
                 kept_storages.update(self._storage_ptr(o) for o in outs if self._numel(o))
             del raw, outs
-            phases["hand_over_s"], mark = phases["hand_over_s"] + clock() - mark, clock()
+            lap("hand_over_s")
         self._synchronize()
         for name, outs, described in kept:
             self._unchanged(outs, described, self.outbox / f"{name}.raw", f"{name} after the last call")
-        phases["end_s"] = clock() - mark
+        lap("end_s")
         return {"ok": True, "sent": sent, "varied_refused": self.varied_refused,
                 "phases": {key: round(value, 3) for key, value in phases.items()}}
 
@@ -252,33 +258,29 @@ class PlainRunner:
         private mapping of that file: the judged bytes, not read through anything the candidate could have
         replaced)."""
         now, chunks = self._host_bytes(outs, where)
+        if now != described:
+            raise _changed(where, "its outputs' dtypes or shapes are not the ones it returned")
         total = sum(len(chunk) for _host, chunk in chunks)
         fd = self._open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            written = self._fstat(fd).st_size
-            mapped = self._mmap(fd, 0, access=self._access_copy) if written and written == total else None
+            if self._fstat(fd).st_size != total:
+                raise _changed(where, "its outputs' sizes are not the ones it returned")
+            if not total:
+                return
+            mapped = self._mmap(fd, 0, access=self._access_copy)  # copy on write: a buffer ctypes can address
         finally:
             self._close(fd)
-        changed = None
-        if now != described:
-            changed = "its outputs' dtypes or shapes are not the ones it returned"
-        elif written != total:
-            changed = "its outputs' sizes are not the ones it returned"
-        elif mapped is not None:
-            view = self._bytes_at(total).from_buffer(mapped)  # holds an export of the mapping until deleted
-            offset = 0
-            for k, (_host, chunk) in enumerate(chunks):
-                if self._memcmp(self._addressof(view) + offset, self._addressof(chunk), len(chunk)):
-                    changed = f"output {k} no longer holds what forward returned"
-                    break
-                offset += len(chunk)
-            del view
-        if mapped is not None:
-            mapped.close()
-        if changed is not None:
-            raise Rejection("incorrect", f"{where}: {changed} (a later call changed it: a kernel still writing it, "
-                                         "or memory reused as scratch); a program may keep its outputs: leave them "
-                                         "as returned")
+        written = self._bytes_at(total).from_buffer(mapped)  # holds an export of the mapping until deleted
+        offset, differs = 0, None
+        for k, (_host, chunk) in enumerate(chunks):
+            if self._memcmp(self._addressof(written) + offset, self._addressof(chunk), len(chunk)):
+                differs = k
+                break
+            offset += len(chunk)
+        del written
+        mapped.close()
+        if differs is not None:
+            raise _changed(where, f"output {differs} no longer holds what forward returned")
 
     def _host_bytes(self, outs: list[Any], where: str) -> tuple[list[dict[str, Any]], list[tuple[Any, Any]]]:
         """Each output's description and its bytes on the host (a ctypes view of a contiguous host tensor, kept
@@ -314,6 +316,11 @@ class PlainRunner:
             buffer = self._empty((max(size, 1 << 20),), dtype=self._uint8, pin_memory=True)
             self._pinned[k] = buffer
         return self._narrow(buffer, 0, 0, size)
+
+
+def _changed(where: str, what: str) -> Rejection:
+    return Rejection("incorrect", f"{where}: {what} (a later call changed it: a kernel still writing it, or memory "
+                                  "reused as scratch); a program may keep its outputs: leave them as returned")
 
 
 class _Staged:
