@@ -7,8 +7,9 @@ only when the variant touches one of them: a prefix key never sees the tail and 
 never sees the head and first-half ones, a head-and-tail key never sees the random point or the interior block.
 Single values change an elementwise or row-wise answer; blocks change a global reduction's. A block takes a run of
 the tensor's other values, none twice (a row inside it meets no new tie for an argmax or a sort to break). Two more
-kinds reach caches keyed by everything a few values cannot move: ``swap`` exchanges two far-apart values of one row
-(a key of the row's sum, moments, maximum or histogram stays as it was), and where a set has two floating inputs or
+kinds reach caches keyed by everything a few values cannot move: ``swap`` exchanges two values in each of a few rows
+(a key of the row's sum, moments, maximum or histogram stays as it was, bitwise in at least one row for the usual
+orders of a reduction's additions: see :func:`_swapped`), and where a set has two floating inputs or
 more, ``only-<k>`` replaces a block of input ``k`` alone (a key of the other inputs stays).
 
 A near-duplicate travels as its :data:`Patches` (which values of the base's flattened tensors it replaces, and
@@ -24,6 +25,8 @@ from typing import Any
 import torch
 
 NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block", "swap")
+# The strides of the swap kind's exchanges, one per row: see _swapped.
+SWAP_STRIDES = (1, 8, 16, 128, 4, 2, 32, 64, 256, 512, 1024, 2048)
 ONLY = "only-"  # an input set's kind "only-<k>": a block of its floating input k replaced, every other input as drawn
 
 # Per input of a set: None (as in the base), or (start, stop, values) replacing flat positions [start, stop).
@@ -47,8 +50,8 @@ def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozens
     """What the near-duplicate ``kind`` (:func:`kinds_for`) of ``inputs`` replaces: in each floating tensor not kept
     as drawn (``keep``: KEEP_INPUTS; for ``only-<k>``, in input ``k`` alone), values found elsewhere in the same
     tensor (the op's domain is kept: no value is new to it; a single moved value differs from the one it replaces
-    where the tensor holds another; ``swap`` exchanges two values of one row, so every order-blind summary of the row
-    stays), the random choices drawn from ``key`` (pure)."""
+    where the tensor holds another; ``swap`` exchanges two values in each of a few rows, so every order-blind
+    summary of a row stays), the random choices drawn from ``key`` (pure)."""
     only = int(kind[len(ONLY):]) if kind.startswith(ONLY) and kind[len(ONLY):].isdigit() else None
     if kind not in NEAR_KINDS and (only is None or not 0 <= only < len(inputs)):
         raise ValueError(f"unknown near-duplicate kind {kind!r} (one of {', '.join(NEAR_KINDS)}, or only-<input>)")
@@ -73,21 +76,38 @@ def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozens
 
 
 def _swapped(flat: torch.Tensor, row: int, generator: torch.Generator) -> tuple[int, int, torch.Tensor] | None:
-    """Two values of one row (``row``: the length of the last dimension) exchanged, the second the farthest in value
-    from the first of the row's others: ``(start, stop, values)`` spanning both; None where the row's values are all
-    equal (nothing to exchange)."""
+    """Two values exchanged in each of up to :data:`SWAP_STRIDES` consecutive rows (``row``: the length of the last
+    dimension), from a random row on: in the ``k``-th, positions ``i`` and ``i + s`` for its stride ``s`` and the
+    ``i < s`` whose two values are farthest apart; ``(start, stop, values)`` spanning them; None where no row has two
+    such values that differ (nothing to exchange).
+
+    A summary of a row is order-blind in exact arithmetic only: a floating-point sum adds in some order and rounds,
+    and a key read bitwise misses an exchange that moves a value into another partial sum. An exchange of ``i`` and
+    ``i + s`` with ``i < s`` is the first addition of an accumulator that starts at ``i`` and steps by ``s``, which
+    rounds the same either way (addition commutes exactly): ``s = 1`` for a sum from the row's start (a loop, a
+    thread holding neighbouring values), ``s = 8`` for numpy's eight accumulators (the Triton interpreter), 16 to 1
+    for a warp's butterfly, 128 to 2048 for a block's threads each summing every ``s``-th value."""
     row = max(1, min(row, flat.numel()))
-    first = int(torch.randint(0, flat.numel(), (1,), generator=generator))
-    begin = first - first % row
-    values = flat[begin:begin + row]
-    distance = (values.double() - values[first - begin].double()).abs().nan_to_num(nan=0.0)
-    if not bool((distance > 0).any()):
+    strides = [s for s in SWAP_STRIDES if s < row]
+    if not strides:
         return None
-    second = begin + int(distance.argmax())
-    start, stop = min(first, second), max(first, second) + 1
-    span = flat[start:stop].clone()
-    span[0], span[-1] = flat[stop - 1], flat[start]
-    return start, stop, span.cpu()
+    rows = flat.numel() // row
+    count = min(rows, len(strides))
+    begin = int(torch.randint(0, rows - count + 1, (1,), generator=generator)) * row
+    span = flat[begin:begin + count * row].clone()
+    moved: list[int] = []
+    for k, s in enumerate(strides[:count]):
+        at, width = k * row, min(s, row - s)
+        distance = (span[at:at + width].double() - span[at + s:at + s + width].double()).abs().nan_to_num(nan=0.0)
+        if not bool((distance > 0).any()):
+            continue
+        i = at + int(distance.argmax())
+        span[i], span[i + s] = span[i + s].clone(), span[i].clone()
+        moved += [i, i + s]
+    if not moved:
+        return None
+    start, stop = min(moved), max(moved) + 1
+    return begin + start, begin + stop, span[start:stop].cpu()
 
 
 def near_duplicate_inputs(inputs: list[Any], key: int, kind: str, keep: frozenset[int] = frozenset()) -> list[Any]:

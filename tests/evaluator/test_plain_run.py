@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -121,10 +122,11 @@ def test_near_duplicate_inputs_change_only_what_their_kind_names():
             assert max(changed) < n // 2 and len(changed) > n // 4
         elif kind == "second_half":
             assert min(changed) >= n // 2 and len(changed) > n // 4
-        elif kind == "swap":  # two values of one row exchanged: the row holds the same values
-            assert len(changed) == 2 and changed[0] // 128 == changed[1] // 128
-            row = changed[0] // 128
-            assert torch.equal(moved[0][row].sort().values, x[row].sort().values)
+        elif kind == "swap":  # two values exchanged in each of some rows: every row holds the same values
+            rows = sorted({at // 128 for at in changed})
+            assert len(changed) == 2 * len(rows) and len(rows) > 1
+            for row in rows:
+                assert torch.equal(moved[0][row].sort().values, x[row].sort().values)
         else:  # an interior block: the first and the last value stay
             assert 0 < min(changed) and max(changed) < n - 1 and len(changed) > n // 8
     points = {tuple(_changed(x, near_duplicate_inputs([x], key=k, kind="point")[0])) for k in range(20)}
@@ -194,14 +196,64 @@ def test_each_input_of_a_set_is_also_changed_alone():
         near_duplicate_inputs([x, y], key=9, kind="only-5")
 
 
-def test_a_cache_keyed_by_what_a_row_holds_misses_a_swap():
-    """A key of a row's order-blind summaries (sum, sum of squares, max) is the same for the swap kind, whose answer
-    differs (softmax of a row with two values exchanged)."""
-    x = torch.randn(8, 64)
-    moved = near_duplicate_inputs([x], key=11, kind="swap")[0]
-    for summary in (lambda t: t.sum(-1), lambda t: (t * t).sum(-1), lambda t: t.amax(-1)):
-        assert torch.allclose(summary(moved), summary(x))
-    assert not torch.allclose(torch.softmax(moved, -1), torch.softmax(x, -1))
+def _sequential(values: np.ndarray) -> np.float32:
+    return np.add.accumulate(values, dtype=np.float32)[-1]
+
+
+def _strided(stride: int):
+    """A block's threads each summing every ``stride``-th value from its own start, then a tree over the threads."""
+    def total(values: np.ndarray) -> np.float32:
+        padded = np.zeros(-(-len(values) // stride) * stride, np.float32)
+        padded[:len(values)] = values
+        partial = np.add.accumulate(padded.reshape(-1, stride), axis=0, dtype=np.float32)[-1]
+        while len(partial) > 1:  # a butterfly: lane t adds lane t + half
+            half = len(partial) // 2
+            partial = partial[:half] + partial[half:]
+        return partial[0]
+    return total
+
+
+def _vectors_of(width: int, threads: int):
+    """Threads each holding ``width`` neighbouring values per tile of ``width * threads`` (a vectorised load),
+    summing them in register order, then a tree over the threads."""
+    def total(values: np.ndarray) -> np.float32:
+        tile = width * threads
+        padded = np.zeros(-(-len(values) // tile) * tile, np.float32)
+        padded[:len(values)] = values
+        held = padded.reshape(-1, threads, width).transpose(1, 0, 2).reshape(threads, -1)  # each thread's registers
+        partial = np.add.accumulate(held, axis=1, dtype=np.float32)[:, -1]
+        while len(partial) > 1:
+            half = len(partial) // 2
+            partial = partial[:half] + partial[half:]
+        return partial[0]
+    return total
+
+
+REDUCTIONS = {"a loop": _sequential, "numpy's pairwise sum": lambda v: np.sum(v, dtype=np.float32),
+              "torch.sum": lambda v: torch.from_numpy(v).sum().numpy(), "32 lanes, one value each": _strided(32),
+              "128 threads, strided": _strided(128), "256 threads, strided": _strided(256),
+              "128 threads, 4 values each": _vectors_of(4, 128), "64 threads, 8 values each": _vectors_of(8, 64)}
+
+
+def _row_key(t: torch.Tensor, row: int, reduce) -> tuple[bytes, bytes, bytes]:
+    """A cache's key for a row: its sum, its sum of squares (added in ``reduce``'s order) and its maximum, bitwise."""
+    values = t[row].numpy()
+    return reduce(values).tobytes(), reduce(values * values).tobytes(), values.max().tobytes()
+
+
+@pytest.mark.parametrize("shape", [(8, 64), (13, 97), (6, 1025), (16, 2048), (3, 128)])
+def test_a_cache_keyed_by_what_a_row_holds_misses_a_swap(shape):
+    """A key of a row's order-blind summaries (sum, sum of squares, max) is the same for the swap kind in some row,
+    bitwise, whichever usual order a reduction adds in (a key compared bitwise is what a cache reads); the answers
+    differ (softmax of a row with two values exchanged)."""
+    for key in range(6):
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(key))
+        moved = near_duplicate_inputs([x], key=key, kind="swap")[0]
+        rows = sorted({at // shape[1] for at in _changed(x, moved)})
+        assert rows
+        for name, reduce in REDUCTIONS.items():
+            assert any(_row_key(moved, r, reduce) == _row_key(x, r, reduce) for r in rows), (shape, key, name)
+        assert not torch.allclose(torch.softmax(moved, -1), torch.softmax(x, -1))
 
 
 def test_the_run_ends_with_the_same_inputs_before_and_after_a_parameter_step():
