@@ -39,7 +39,7 @@ def get_cases():
 
 
 def get_small_cases():
-    return [_bags(37, 16), _bags(5, 3)]
+    return [_bags(13, 16), _bags(5, 3)]
 
 
 def hbm_bytes(idx):

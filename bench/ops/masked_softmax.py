@@ -35,7 +35,7 @@ def get_cases():
 
 
 def get_small_cases():
-    return [_case(2, 3, 33), _case(1, 2, 97)]
+    return [_case(2, 2, 33), _case(1, 1, 97)]
 
 
 def hbm_bytes(scores, mask):

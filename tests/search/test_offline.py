@@ -68,7 +68,7 @@ def get_init_inputs():
 
 
 def get_inputs():
-    return [torch.randn(3, 37, 41), torch.randn(37, 1)]
+    return [torch.randn(2, 37, 19), torch.randn(37, 1)]
 
 
 def get_init_inputs():
@@ -86,7 +86,7 @@ def get_init_inputs():
 
 
 def get_inputs():
-    return [torch.randn(2, 31, 96)]
+    return [torch.randn(2, 9, 96)]
 
 
 def get_init_inputs():

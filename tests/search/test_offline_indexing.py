@@ -31,7 +31,7 @@ CAUSAL_ARANGE = HEADER + '''class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(2, 3, 37, 37, dtype=torch.bfloat16)]
+    return [torch.randn(1, 2, 37, 37, dtype=torch.bfloat16)]
 ''' + FOOTER
 
 CAUSAL_TRIL = HEADER + '''class Model(nn.Module):
@@ -42,7 +42,7 @@ CAUSAL_TRIL = HEADER + '''class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(5, 29, 29)]
+    return [torch.randn(2, 29, 29)]
 ''' + FOOTER
 
 # an arange with a start and a step, in float, used as a per-column and a per-row value
