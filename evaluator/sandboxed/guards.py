@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import _signal as _signal_module
 import copyreg
+import dis
 import functools
 import inspect
 import io
@@ -328,14 +329,20 @@ class LaunchCounter:
                 bound = inspect.getcallargs(fn, *args, **named)
             except TypeError:  # the interpreter reports a wrong call itself
                 return original(self_, *args, **kwargs)
+            kernel = getattr(fn, "__name__", "kernel")
             for name, value in bound.items():
                 why = kernel_argument_refusal(value, name in constexprs)
                 if why:
-                    kernel = getattr(fn, "__name__", "kernel")
                     counter.host_arguments.append(f"kernel `{kernel}` launched with `{name}` = {why}")
                     raise PermissionError(f"kernelevo verifier: kernel `{kernel}` was handed `{name}` = {why}; a "
                                           "Triton kernel takes tensors, numbers, strings, dtypes, jit functions "
                                           "and tuples of them")
+            decorated = _DECORATED.get(id(fn))
+            for why in kernel_global_refusals(decorated[1] if decorated and decorated[0] is fn else fn)[:1]:
+                counter.host_arguments.append(f"kernel `{kernel}` reads {why}")
+                raise PermissionError(f"kernelevo verifier: kernel `{kernel}` reads {why}; a Triton kernel reads "
+                                      "from its module only constants (numbers, strings, dtypes, tl.constexpr), "
+                                      "jit functions and Triton's own modules")
             return original(self_, *args, **kwargs)
 
         GridExecutor.__call__ = _disguised(checked, original)
@@ -417,6 +424,96 @@ def kernel_argument_refusal(value: Any, constexpr: bool, depth: int = 0) -> str 
     return f"a `{kind.__name__}` object"
 
 
+_KERNEL_MODULES = ("triton", "math")  # the modules (and their submodules) a kernel may name: tl, libdevice, math
+# the builtins a kernel may call: those Triton's compiler gives a meaning, and pure ones on its constants (not eval,
+# exec, __import__, open, globals, vars, setattr, type, ...: host Python a compiled kernel can never run)
+_KERNEL_BUILTINS = frozenset({"len", "list", "tuple", "range", "float", "int", "bool", "str", "isinstance", "getattr",
+                              "hasattr", "print", "min", "max", "abs", "round", "zip", "enumerate", "slice",
+                              "ValueError", "AssertionError", "NotImplementedError"})
+
+
+def kernel_global_refusals(fn: Any) -> list[str]:
+    """What the kernel ``fn`` (its Python function), and every jit function of the candidate's it reaches through
+    its names, reads from its module, its enclosing scope or the builtins that a compiled kernel could not read
+    (empty: nothing). Triton's compiler resolves a kernel's global names when it compiles and refuses a host object
+    there (only constants, dtypes, jit functions and its own modules); its interpreter runs the kernel as Python,
+    where ``OBJ.softmax(block)`` would run host code over the block's values. A value is judged as a launch argument
+    declared constexpr is (:func:`kernel_argument_refusal`), a module only where it is Triton's own or ``math``, a
+    builtin by :data:`_KERNEL_BUILTINS`; a kernel that assigns or deletes a global is refused (the compiler refuses
+    ``global``). Triton's own jit functions are not walked. Pure (reads the functions' code and namespaces)."""
+    import builtins
+
+    refusals: list[str] = []
+    seen: set[int] = set()
+    todo: list[Any] = [fn]
+    while todo:
+        item = todo.pop()
+        function = item if isinstance(item, types.FunctionType) else getattr(item, "fn", None)
+        code = getattr(function, "__code__", None)
+        if not isinstance(code, CodeType) or id(function) in seen:
+            continue
+        seen.add(id(function))
+        where = getattr(function, "__name__", "kernel")
+        namespace = getattr(function, "__globals__", None) or {}
+        read: dict[str, Any] = {}
+        for name in _global_names(code, refusals, where):
+            if name in namespace:
+                read[name] = namespace[name]
+            elif hasattr(builtins, name) and name not in _KERNEL_BUILTINS:
+                refusals.append(f"`{name}` (in `{where}`) = a Python builtin a compiled kernel has no meaning for")
+        for name, cell in zip(code.co_freevars, getattr(function, "__closure__", None) or ()):
+            try:
+                read[name] = cell.cell_contents
+            except ValueError:  # an empty cell: a NameError when read, as in a compiled kernel
+                continue
+        for name, value in read.items():
+            why = _kernel_global_refusal(value, todo)
+            if why:
+                refusals.append(f"`{name}` (in `{where}`) = {why}")
+    return refusals
+
+
+def _kernel_global_refusal(value: Any, todo: list[Any]) -> str | None:
+    """Why a kernel may not read ``value`` from its module (None: it may); a jit function of the candidate's is
+    put on ``todo`` (its own names are judged in turn)."""
+    if type(value) in _jit_classes():
+        if not _triton_held(value):
+            todo.append(value)
+        return None
+    if isinstance(value, ModuleType):
+        name = str(getattr(value, "__name__", ""))
+        held = name.split(".")[0] in _KERNEL_MODULES and sys.modules.get(name) is value
+        return None if held else f"the module `{name}`"
+    if _triton_held(value):  # tl.exp, libdevice's, triton.cdiv (a constexpr function in newer Tritons)
+        return None
+    if isinstance(value, types.FunctionType):
+        return "a Python function, not a jit function"
+    return kernel_argument_refusal(value, True)
+
+
+def _triton_held(obj: Any) -> bool:
+    """``obj`` is the one a loaded ``triton`` module holds under its name (Triton's own function or jit function,
+    wherever the kernel's file imported it from), not one that only says so in its ``__module__``."""
+    home = str(getattr(obj, "__module__", "") or "")
+    module = sys.modules.get(home) if home.split(".")[0] == "triton" else None
+    return module is not None and getattr(module, str(getattr(obj, "__name__", "")), None) is obj
+
+
+def _global_names(code: CodeType, refusals: list[str], where: str) -> list[str]:
+    """The global names ``code`` (and the code nested in it) reads; an assignment or deletion of one is noted in
+    ``refusals``."""
+    names: list[str] = []
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            names.append(str(instruction.argval))
+        elif instruction.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+            refusals.append(f"`{instruction.argval}` (in `{where}`) = a global it assigns (`global` is no kernel's)")
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            names += _global_names(const, refusals, where)
+    return names
+
+
 @functools.cache
 def _jit_classes() -> tuple[type, ...]:
     return tuple(_triton_function_classes())
@@ -436,6 +533,12 @@ def _is_triton_dtype(value: Any) -> bool:
     except Exception:
         return False
     return isinstance(value, tl.dtype)
+
+
+# id(a kernel's rewritten function) -> (it, the function it was decorated with): the interpreter's rewrite reads
+# names of its own (``interpreter_semantic``, put into the kernel's module), so a launch judges what the kernel's
+# own code reads (kernel_global_refusals)
+_DECORATED: dict[int, tuple[Any, Any]] = {}
 
 
 def _pin_interpreted_sources() -> None:
@@ -500,6 +603,7 @@ def _pin_interpreted_sources() -> None:
                                       "with `def` (a string's line), or its own `def` is not followed by a space; "
                                       "the interpreter compiles from the last `def ` line, so it would run another")
             done = rewritten[id(self_)] = original_rewrite_ast(known[3])
+            _DECORATED[id(done)] = (done, known[1])
         return done
 
     InterpretedFunction.__init__ = init

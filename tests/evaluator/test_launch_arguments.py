@@ -1,16 +1,20 @@
-"""What a kernel run by Triton's interpreter may be handed (``guards.kernel_argument_refusal``): what a compiled
-kernel could be handed, nothing that carries Python methods of its own into the kernel."""
+"""What a kernel run by Triton's interpreter may be handed (``guards.kernel_argument_refusal``) and read from its
+module (``guards.kernel_global_refusals``): what a compiled kernel could be handed or resolve, nothing that carries
+Python methods of its own into the kernel."""
 
 from __future__ import annotations
 
 import collections
+import math
+import types
 
+import numpy as np
 import pytest
 import torch
 import triton
 import triton.language as tl
 
-from evaluator.sandboxed.guards import kernel_argument_refusal
+from evaluator.sandboxed.guards import kernel_argument_refusal, kernel_global_refusals
 
 
 @triton.jit
@@ -64,3 +68,112 @@ def test_python_objects_are_refused_in_any_slot(value):
     for constexpr in (True, False):
         why = kernel_argument_refusal(value, constexpr=constexpr)
         assert why and "object" in why, (value, constexpr)
+
+
+# ---- what a kernel reads from its module (guards.kernel_global_refusals): what Triton's compiler would resolve
+
+ROWS = 4
+SCALE = tl.constexpr(0.5)
+NAME = "gelu"
+DTYPE = tl.float16
+STATS = _Stats()
+BOXED = tl.constexpr(_Stats())
+FORGED = types.ModuleType("triton.language.fake")
+FORGED.softmax = lambda block: block
+exp_alias = tl.exp
+cdiv = triton.cdiv
+
+
+def _host_softmax(block):
+    return block
+
+
+@triton.jit
+def _scaled(x):
+    return x * SCALE
+
+
+@triton.jit
+def _honest(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK)).to(DTYPE)
+    y = exp_alias(_scaled(x)) + math.pi + ROWS + cdiv(BLOCK, 2) + _combine(x, x)
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.maximum(y, 0.0) / max(BLOCK, 1) if NAME == "gelu" else y)
+
+
+@triton.jit
+def _reads_object(x_ptr):
+    tl.store(x_ptr, STATS.softmax(tl.load(x_ptr)))
+
+
+@triton.jit
+def _reads_boxed_object(x_ptr):
+    tl.store(x_ptr, BOXED.softmax(tl.load(x_ptr)))
+
+
+@triton.jit
+def _reads_numpy(x_ptr):
+    tl.store(x_ptr, np.exp(tl.load(x_ptr)))
+
+
+@triton.jit
+def _reads_forged_module(x_ptr):
+    tl.store(x_ptr, FORGED.softmax(tl.load(x_ptr)))
+
+
+@triton.jit
+def _calls_python(x_ptr):
+    tl.store(x_ptr, _host_softmax(tl.load(x_ptr)))
+
+
+@triton.jit
+def _calls_disguised(x_ptr):
+    tl.store(x_ptr, _disguised(tl.load(x_ptr)))
+
+
+@triton.jit
+def _evaluates(x_ptr):
+    tl.store(x_ptr, eval("1") + tl.load(x_ptr))
+
+
+@triton.jit
+def _helper_reads_object(x):
+    return STATS.softmax(x)
+
+
+@triton.jit
+def _through_a_helper(x_ptr):
+    tl.store(x_ptr, _helper_reads_object(tl.load(x_ptr)))
+
+
+@triton.jit
+def _assigns_a_global(x_ptr):
+    global ROWS
+    ROWS = tl.load(x_ptr)
+
+
+def _closing_over(stats):
+    @triton.jit
+    def kernel(x_ptr):
+        tl.store(x_ptr, stats.softmax(tl.load(x_ptr)))
+    return kernel
+
+
+def test_a_kernel_reading_constants_dtypes_jit_functions_and_triton_reads_nothing_refused():
+    assert kernel_global_refusals(_honest) == []
+    assert kernel_global_refusals(_honest.fn) == []  # the interpreter's launch hands over the Python function
+
+
+@pytest.mark.parametrize(("kernel", "named"), [
+    (_reads_object, "`STATS` (in `_reads_object`) = a `_Stats` object"),
+    (_reads_boxed_object, "`BOXED` (in `_reads_boxed_object`) = a `_Stats` object"),  # a constexpr is unwrapped
+    (_reads_numpy, "`np` (in `_reads_numpy`) = the module `numpy`"),
+    (_reads_forged_module, "`FORGED` (in `_reads_forged_module`) = the module `triton.language.fake`"),
+    (_calls_python, "`_host_softmax` (in `_calls_python`) = a Python function, not a jit function"),
+    (_calls_disguised, "`_disguised` (in `_calls_disguised`) = a Python function, not a jit function"),
+    (_evaluates, "`eval` (in `_evaluates`) = a Python builtin a compiled kernel has no meaning for"),
+    (_through_a_helper, "`STATS` (in `_helper_reads_object`) = a `_Stats` object"),  # jit functions it reaches
+    (_assigns_a_global, "`ROWS` (in `_assigns_a_global`) = a global it assigns (`global` is no kernel's)"),
+    (_closing_over(_Stats()), "`stats` (in `kernel`) = a `_Stats` object"),  # its enclosing scope's names too
+])
+def test_a_kernel_reading_host_objects_modules_functions_or_builtins_is_refused_by_name(kernel, named):
+    assert named in kernel_global_refusals(kernel)
