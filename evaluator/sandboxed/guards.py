@@ -493,17 +493,11 @@ def _kernel_global_refusal(value: Any, todo: list[Any]) -> str | None:
 
 
 def _triton_held(obj: Any) -> bool:
-    """``obj`` is Triton's own: the one a loaded ``triton`` module holds under its name (a function or jit function,
-    wherever the kernel's file imported it from), not one that only says so in its ``__module__``; or a function
-    whose code is in Triton's installed files (the interpreter puts such wrappers of its own in place of ``tl.*``
-    at a kernel's first launch)."""
+    """``obj`` is the one a loaded ``triton`` module holds under its name (Triton's own function or jit function,
+    wherever the kernel's file imported it from), not one that only says so in its ``__module__``."""
     home = str(getattr(obj, "__module__", "") or "")
     module = sys.modules.get(home) if home.split(".")[0] == "triton" else None
-    if module is not None and getattr(module, str(getattr(obj, "__name__", "")), None) is obj:
-        return True
-    code = getattr(obj, "__code__", None) if isinstance(obj, types.FunctionType) else None
-    return bool(_TRITON_DIR) and isinstance(code, CodeType) and \
-        str(code.co_filename).startswith(os.path.join(_TRITON_DIR, ""))
+    return module is not None and getattr(module, str(getattr(obj, "__name__", "")), None) is obj
 
 
 def _through_modules(name: str, value: Any, attributes: tuple[str, ...]) -> tuple[str, Any]:
