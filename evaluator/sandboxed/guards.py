@@ -456,10 +456,9 @@ def kernel_global_refusals(fn: Any) -> list[str]:
         where = getattr(function, "__name__", "kernel")
         namespace = getattr(function, "__globals__", None) or {}
         read: dict[str, Any] = {}
-        for name, attributes in _global_names(code, refusals, where):
+        for name in _global_names(code, refusals, where):
             if name in namespace:
-                shown, value = _through_modules(name, namespace[name], attributes)
-                read[shown] = value
+                read[name] = namespace[name]
             elif hasattr(builtins, name) and name not in _KERNEL_BUILTINS:
                 refusals.append(f"`{name}` (in `{where}`) = a Python builtin a compiled kernel has no meaning for")
         for name, cell in zip(code.co_freevars, getattr(function, "__closure__", None) or ()):
@@ -500,45 +499,15 @@ def _triton_held(obj: Any) -> bool:
     return module is not None and getattr(module, str(getattr(obj, "__name__", "")), None) is obj
 
 
-def _through_modules(name: str, value: Any, attributes: tuple[str, ...]) -> tuple[str, Any]:
-    """What ``name.a.b...`` reads where ``value`` (``name``'s) is a module: the attributes are followed while they
-    are modules a kernel may name, and the first other value is the one judged (``tl.X`` where a file set
-    ``tl.X = obj`` is ``obj``); ``(the expression, the value)``. ``math``'s own functions and constants pass (on
-    compile-time values only: the static checks)."""
-    shown = name
-    for attribute in attributes:
-        if not isinstance(value, ModuleType) or _kernel_global_refusal(value, []) is not None:
-            break
-        if not hasattr(value, attribute):
-            break  # an AttributeError when read, as in a compiled kernel
-        found = getattr(value, attribute)
-        if str(value.__name__) == "math" and (isinstance(found, (int, float)) or
-                                              getattr(found, "__module__", None) == "math"):
-            return f"{shown}.{attribute}", 0.0
-        shown, value = f"{shown}.{attribute}", found
-    return shown, value
-
-
-def _global_names(code: CodeType, refusals: list[str], where: str) -> list[tuple[str, tuple[str, ...]]]:
-    """The global names ``code`` (and the code nested in it) reads, each with the attributes read from it right
-    after (``tl.math.exp``: ``("tl", ("math", "exp"))``); an assignment or deletion of a global is noted in
+def _global_names(code: CodeType, refusals: list[str], where: str) -> list[str]:
+    """The global names ``code`` (and the code nested in it) reads; an assignment or deletion of one is noted in
     ``refusals``."""
-    names: list[tuple[str, tuple[str, ...]]] = []
-    chain: list[str] | None = None
+    names: list[str] = []
     for instruction in dis.get_instructions(code):
-        if chain is not None and instruction.opname in ("LOAD_ATTR", "LOAD_METHOD"):
-            chain.append(str(instruction.argval))
-            continue
-        if chain is not None:
-            names[-1] = (names[-1][0], tuple(chain))
-            chain = None
         if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
-            names.append((str(instruction.argval), ()))
-            chain = []
+            names.append(str(instruction.argval))
         elif instruction.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
             refusals.append(f"`{instruction.argval}` (in `{where}`) = a global it assigns (`global` is no kernel's)")
-    if chain is not None:
-        names[-1] = (names[-1][0], tuple(chain))
     for const in code.co_consts:
         if isinstance(const, CodeType):
             names += _global_names(const, refusals, where)
