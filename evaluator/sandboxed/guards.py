@@ -10,6 +10,7 @@ so they are installed before the candidate is imported and checked after every c
 from __future__ import annotations
 
 import _signal as _signal_module
+import builtins
 import copyreg
 import dis
 import functools
@@ -441,8 +442,6 @@ def kernel_global_refusals(fn: Any) -> list[str]:
     declared constexpr is (:func:`kernel_argument_refusal`), a module only where it is Triton's own or ``math``, a
     builtin by :data:`_KERNEL_BUILTINS`; a kernel that assigns or deletes a global is refused (the compiler refuses
     ``global``). Triton's own jit functions are not walked. Pure (reads the functions' code and namespaces)."""
-    import builtins
-
     refusals: list[str] = []
     seen: set[int] = set()
     todo: list[Any] = [fn]
@@ -456,7 +455,9 @@ def kernel_global_refusals(fn: Any) -> list[str]:
         where = getattr(function, "__name__", "kernel")
         namespace = getattr(function, "__globals__", None) or {}
         read: dict[str, Any] = {}
-        for name in _global_names(code, refusals, where):
+        names, assigned = _global_names(code)
+        refusals += [f"`{name}` (in `{where}`) = a global it assigns (`global` is no kernel's)" for name in assigned]
+        for name in names:
             if name in namespace:
                 read[name] = namespace[name]
             elif hasattr(builtins, name) and name not in _KERNEL_BUILTINS:
@@ -477,41 +478,37 @@ def _kernel_global_refusal(value: Any, todo: list[Any]) -> str | None:
     """Why a kernel may not read ``value`` from its module (None: it may); a jit function of the candidate's is
     put on ``todo`` (its own names are judged in turn)."""
     if type(value) in _jit_classes():
-        if not _triton_held(value):
+        if not _triton_own(value, within="triton"):
             todo.append(value)
         return None
     if isinstance(value, ModuleType):
         name = str(getattr(value, "__name__", ""))
         held = name.split(".")[0] in _KERNEL_MODULES and sys.modules.get(name) is value
         return None if held else f"the module `{name}`"
-    if _triton_held(value):  # tl.exp, libdevice's, triton.cdiv (a constexpr function in newer Tritons)
+    if _triton_own(value, within="triton"):  # tl.exp, libdevice's, triton.cdiv (a constexpr function in newer Tritons)
         return None
     if isinstance(value, types.FunctionType):
         return "a Python function, not a jit function"
     return kernel_argument_refusal(value, True)
 
 
-def _triton_held(obj: Any) -> bool:
-    """``obj`` is the one a loaded ``triton`` module holds under its name (Triton's own function or jit function,
-    wherever the kernel's file imported it from), not one that only says so in its ``__module__``."""
-    home = str(getattr(obj, "__module__", "") or "")
-    module = sys.modules.get(home) if home.split(".")[0] == "triton" else None
-    return module is not None and getattr(module, str(getattr(obj, "__name__", "")), None) is obj
-
-
-def _global_names(code: CodeType, refusals: list[str], where: str) -> list[str]:
-    """The global names ``code`` (and the code nested in it) reads; an assignment or deletion of one is noted in
-    ``refusals``."""
+@functools.cache
+def _global_names(code: CodeType) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The global names ``code`` (and the code nested in it) reads, and those it assigns or deletes (read once per
+    code object: every launch judges the values again, not the bytecode)."""
     names: list[str] = []
+    assigned: list[str] = []
     for instruction in dis.get_instructions(code):
         if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
             names.append(str(instruction.argval))
         elif instruction.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
-            refusals.append(f"`{instruction.argval}` (in `{where}`) = a global it assigns (`global` is no kernel's)")
+            assigned.append(str(instruction.argval))
     for const in code.co_consts:
         if isinstance(const, CodeType):
-            names += _global_names(const, refusals, where)
-    return names
+            inner_names, inner_assigned = _global_names(const)
+            names += inner_names
+            assigned += inner_assigned
+    return tuple(names), tuple(assigned)
 
 
 @functools.cache
@@ -519,11 +516,11 @@ def _jit_classes() -> tuple[type, ...]:
     return tuple(_triton_function_classes())
 
 
-def _triton_own(obj: Any) -> bool:
-    """``obj`` (a function or class) is the one a ``triton.language`` module holds under its name, not one that
-    only says so in its ``__module__``."""
+def _triton_own(obj: Any, within: str = "triton.language") -> bool:
+    """``obj`` (a function, class or jit function) is the one a loaded module of package ``within`` holds under its
+    name, wherever a file imported it from, not one that only says so in its ``__module__``."""
     home = str(getattr(obj, "__module__", "") or "")
-    module = sys.modules.get(home) if home.startswith("triton.language") else None
+    module = sys.modules.get(home) if home == within or home.startswith(within + ".") else None
     return module is not None and getattr(module, str(getattr(obj, "__name__", "")), None) is obj
 
 
@@ -840,7 +837,6 @@ class AuditGuard:
         when the candidate's code (or code compiled at run time) is the importer. Defence in depth only: a
         loaded module is also reachable through ``sys.modules``; what such a module could do is refused by the
         audit events above, the static checks refuse the import, and nothing of value is in the process."""
-        import builtins
         import importlib
 
         original_import, original_import_module = builtins.__import__, importlib.import_module

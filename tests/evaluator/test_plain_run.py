@@ -200,22 +200,10 @@ def _sequential(values: np.ndarray) -> np.float32:
     return np.add.accumulate(values, dtype=np.float32)[-1]
 
 
-def _strided(stride: int):
-    """A block's threads each summing every ``stride``-th value from its own start, then a tree over the threads."""
-    def total(values: np.ndarray) -> np.float32:
-        padded = np.zeros(-(-len(values) // stride) * stride, np.float32)
-        padded[:len(values)] = values
-        partial = np.add.accumulate(padded.reshape(-1, stride), axis=0, dtype=np.float32)[-1]
-        while len(partial) > 1:  # a butterfly: lane t adds lane t + half
-            half = len(partial) // 2
-            partial = partial[:half] + partial[half:]
-        return partial[0]
-    return total
-
-
-def _vectors_of(width: int, threads: int):
-    """Threads each holding ``width`` neighbouring values per tile of ``width * threads`` (a vectorised load),
-    summing them in register order, then a tree over the threads."""
+def _threads(threads: int, width: int = 1):
+    """A block's threads each holding ``width`` neighbouring values per tile of ``width * threads`` (one value each:
+    every ``threads``-th value; more: a vectorised load), summing them in register order, then a butterfly over the
+    threads (lane t adds lane t + half)."""
     def total(values: np.ndarray) -> np.float32:
         tile = width * threads
         padded = np.zeros(-(-len(values) // tile) * tile, np.float32)
@@ -230,9 +218,9 @@ def _vectors_of(width: int, threads: int):
 
 
 REDUCTIONS = {"a loop": _sequential, "numpy's pairwise sum": lambda v: np.sum(v, dtype=np.float32),
-              "torch.sum": lambda v: torch.from_numpy(v).sum().numpy(), "32 lanes, one value each": _strided(32),
-              "128 threads, strided": _strided(128), "256 threads, strided": _strided(256),
-              "128 threads, 4 values each": _vectors_of(4, 128), "64 threads, 8 values each": _vectors_of(8, 64)}
+              "torch.sum": lambda v: torch.from_numpy(v).sum().numpy(), "32 lanes, one value each": _threads(32),
+              "128 threads, strided": _threads(128), "256 threads, strided": _threads(256),
+              "128 threads, 4 values each": _threads(128, 4), "64 threads, 8 values each": _threads(64, 8)}
 
 
 def _row_key(t: torch.Tensor, row: int, reduce) -> tuple[bytes, bytes, bytes]:
