@@ -1,13 +1,14 @@
 """What a candidate's process built, kept for that candidate's later processes (the same source only).
 
-Two kinds are kept, each from where the process wrote it in its private folder:
+Triton's compiled kernels are kept (``home/.triton/cache/``, Triton's default cache under the sandbox's HOME): device
+code and its metadata only. Triton also caches host launchers it compiles beside them (shared objects a process
+loads); those are never kept: native code made in one candidate process reaches another only where the candidate's
+source is native code already. A kept kernel runs on the GPU, and every output of the process that loads it is
+judged as any other.
 
-- ``load_inline``'s extensions (``torch_extensions/``): the candidate's own host code, compiled (30-60 s a source).
-- Triton's compiled kernels (``home/.triton/cache/``, Triton's default cache under the sandbox's HOME): device code
-  and its metadata only. Triton also caches host launchers it compiles beside them (shared objects a process
-  loads); those are never kept: native code made in one candidate process reaches another only where the
-  candidate's source is native code already (load_inline). A kept kernel runs on the GPU, and every output of the
-  process that loads it is judged as any other.
+``load_inline`` extensions are not kept: their build (ninja's log and rules) names the absolute folder it was made
+in, each process has folders of its own, and a build moved elsewhere is made again. A ``load_inline`` candidate's
+plain process builds its own copy while the guarded process builds (:func:`evaluator.plain_run.start_load`).
 
 Triton finds a kernel's files through a group file naming them by absolute path, under the HOME of the process that
 compiled them; each process has a HOME of its own (a drawn account), so the group files are rewritten for the
@@ -37,8 +38,7 @@ class BuildKind:
     suffixes: frozenset[str] | None = None  # the files kept (None: every regular file)
 
 
-KINDS = (BuildKind("torch_extensions", Path("torch_extensions")),
-         BuildKind("triton", TRITON_CACHE, TRITON_KERNEL_SUFFIXES))
+KINDS = (BuildKind("triton", TRITON_CACHE, TRITON_KERNEL_SUFFIXES),)
 
 
 def keep(private: Path, kept: Path) -> None:

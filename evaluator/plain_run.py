@@ -164,13 +164,41 @@ def spawn_plain(session: EvaluationSession) -> processes.Worker:
                                   workspace=session.placement.repo)
 
 
-def confirm(session: EvaluationSession, source: str, verdict: Verdict,
-            worker: processes.Worker | None = None) -> Verdict:
-    """``verdict`` (an acceptance) kept, with the plain run's checks added to its evidence, or the rejection the
-    plain run calls for; ``worker``: a plain process started earlier that has seen no candidate (else one is
-    started here)."""
+# The candidates whose plain process loads them while the guarded run goes on (a rejection wastes the process): those
+# whose loading is long. A ``load_inline`` build (30-60 s) depends on the absolute path it is built at, and the plain
+# process builds under the candidate's own name in its own home, as a program does: no earlier build can be reused.
+LOADS_DURING_GUARDED_RUN = frozenset({"load_inline"})
+
+
+def loads_during_guarded_run(backend: str) -> bool:
+    """Whether a candidate of ``backend`` (its static report's) is loaded by its plain process from the start of its
+    evaluation, beside the guarded process, instead of after its acceptance (pure)."""
+    return backend in LOADS_DURING_GUARDED_RUN
+
+
+def start_load(session: EvaluationSession, worker: processes.Worker, source: str) -> None:
+    """Put the candidate in a plain process's folder (with the builds kept for its source) and ask it to load,
+    without waiting: :func:`confirm` reads its start-up and load replies. The process must have seen no candidate:
+    nothing is written into a folder a candidate's process has had."""
     from evaluator.run_candidate import write_candidate
 
+    write_candidate(session, worker, source)
+    session.stage_builds(worker, source)
+    varied_file = session.plan.get("varied_init_file")
+    inits = [session.plan["init_file"], *([varied_file] if varied_file else [])]
+    fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in inits]
+    try:
+        worker.send({"op": "load", "module": session.placement.request(), "init_seed": session.init_seed}, fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def confirm(session: EvaluationSession, source: str, verdict: Verdict,
+            worker: processes.Worker | None = None, loading: bool = False) -> Verdict:
+    """``verdict`` (an acceptance) kept, with the plain run's checks added to its evidence, or the rejection the
+    plain run calls for; ``worker``: a plain process started earlier that has seen no candidate (else one is
+    started here), or, with ``loading``, one that :func:`start_load` has asked to load this candidate."""
     started = time.perf_counter()
     evidence = verdict.to_dict()
     for key in ("verdict", "reason", "detail"):
@@ -187,9 +215,12 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         guarded_calls += session.options.timing_trials * len(session.plan["cases"])
     phases: dict[str, float] = {}
     mark = _Stopwatch(phases)
-    worker = worker or spawn_plain(session)  # it starts up while the reference makes the near-duplicates
+    worker = worker or spawn_plain(session)
     step_key = secrets.randbits(62)
-    try:  # the reference's requests before the process is used: a failure must not leave it running
+    try:  # a failure before the run must not leave the process running
+        if not loading:
+            start_load(session, worker, source)  # it loads while the reference makes the near-duplicates
+        mark("stage_s")  # the candidate and its kept builds in the process's folder
         near = _near_duplicates(session, sets, rng, evidence)
         step = _parameter_step(session, step_key, evidence)
     except BaseException:
@@ -209,20 +240,10 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     index = {f: k for k, f in enumerate(files)}
     phase = PHASE
     try:
-        write_candidate(session, worker, source)
-        session.stage_builds(worker, source)
-        mark("stage_s")  # the candidate and its kept builds in the process's folder
         call_worker(worker, None, timeout, evidence)
-        mark("ready_s")  # the wait for its start-up (it was started ahead where processes are)
-        inits = [session.plan["init_file"], *([varied_file] if varied_file else [])]
-        fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in inits]
-        try:
-            worker.send({"op": "load", "module": session.placement.request(), "init_seed": session.init_seed}, fds)
-        finally:
-            for fd in fds:
-                os.close(fd)
+        mark("ready_s")  # what is left of the wait for its start-up (it was started ahead where processes are)
         call_worker(worker, {"op": "load"}, timeout, evidence, already_sent=True)
-        mark("load_s")
+        mark("load_s")  # what is left of its load (begun before the near-duplicates, or with the guarded run)
         with session.gpu.shared():  # other evaluations may check at the same time, none is timing
             ran = call_worker(worker, {"op": "run", "calls": [c.request(index) for c in calls]},
                               timeout, evidence, files=files)

@@ -221,18 +221,26 @@ class EvaluationSession:
         if self.device == "cpu" and report.backend == "load_inline":
             raise NeedsGPU(f"{shown}: load_inline candidates build CUDA extensions and run only on a GPU: "
                                  "evaluate with --device cuda")
+        from evaluator.plain_run import loads_during_guarded_run, start_load
         from evaluator.run_candidate import run_candidate
 
         with self._lock:
             worker = self._prefetched.pop(_source_key(source), None)
         plain = self._take_plain()
+        loading = plain is not None and loads_during_guarded_run(report.backend)
+        if loading:  # a long load (a load_inline build) made beside the guarded run's, not after it
+            start_load(self, plain, source)
         try:
             verdict = run_candidate(self, source, evidence, report, prefetched=worker)
             verdict.overhead["static_s"] = static_s
             if self.options.plain_run and verdict.accepted:
                 used, plain = plain, None
-                verdict = self.confirm_plain(source, verdict, used)  # it ends the process it is given
+                verdict = self.confirm_plain(source, verdict, used, loading)  # it ends the process it is given
         finally:
+            if loading and plain is not None:  # it has had this candidate: never kept for another one
+                plain.kill()
+                plain.remove_private()
+                plain = None
             self._return_plain(plain)
         if self.options.sanitize and verdict.accepted and self.device == "cuda":
             verdict = self._sanitized(source, verdict)
@@ -281,12 +289,14 @@ class EvaluationSession:
         if started is not None:
             started.kill()
 
-    def confirm_plain(self, source: str, verdict: Verdict, worker: processes.Worker | None = None) -> Verdict:
+    def confirm_plain(self, source: str, verdict: Verdict, worker: processes.Worker | None = None,
+                      loading: bool = False) -> Verdict:
         """An accepted verdict kept only if the candidate computes the same in a plain process, as a user's program
-        runs it (:mod:`evaluator.plain_run`; ``worker``: a plain process started earlier)."""
+        runs it (:mod:`evaluator.plain_run`; ``worker``: a plain process started earlier, ``loading``: one already
+        loading this candidate)."""
         from evaluator.plain_run import confirm
 
-        return confirm(self, source, verdict, worker)
+        return confirm(self, source, verdict, worker, loading)
 
     def _sanitized(self, source: str, verdict: Verdict) -> Verdict:
         """An accepted verdict checked once more under compute-sanitizer: errors reject it as incorrect."""
@@ -357,33 +367,6 @@ class EvaluationSession:
     def keep_builds(self, worker: processes.Worker, source: str) -> None:
         """After an evaluation, keep what the process built for this source's next time (the process is dead)."""
         kept_builds.keep(worker.private, self._builds_for(source))
-
-    def precompile(self, sources: dict[str, str], parallel: int = 4) -> dict[str, bool]:
-        """Build many candidates at once (load_inline takes 30-60 s per new source), each in its own
-        sandboxed process, so that their evaluations later find their builds kept."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        from evaluator.run_candidate import write_candidate
-
-        def build(item: tuple[str, str]) -> tuple[str, bool]:
-            name, source = item
-            worker = processes.spawn_worker("candidate", self.device, self.procs, self.options.memory_mb,
-                                            workspace=self.placement.repo)
-            try:
-                write_candidate(self, worker, source)
-                worker.wait_ready(self.options.timeout_s)
-                reply = worker.request({"op": "compile", "module": self.placement.request()}, self.options.timeout_s)
-                compiled = bool(reply.get("compiled"))
-            except (processes.WorkerDied, processes.WorkerTimeout, processes.WorkerMemoryExceeded):
-                compiled = False
-            worker.kill(keep_private=compiled)
-            if compiled:
-                self.keep_builds(worker, source)
-            worker.remove_private()
-            return name, compiled
-
-        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-            return dict(pool.map(build, sources.items()))
 
     def close(self) -> None:
         """Stop the processes and remove the session's scratch files."""

@@ -174,8 +174,8 @@ class CandidateRunner:
         return {"ok": True, "phases": phases}
 
     def compile(self, req: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        """Import the candidate under guard only, so that its builds (load_inline, NVRTC) land in this
-        process's build folder, which the parent keeps for later evaluations of the same source."""
+        """Import the candidate under guard only (its builds made, no model built): a process that has had a
+        candidate, for the protocol's tests."""
         self._candidate_seen = True
         self._locate_candidate(req)
         self.launches.install(self.private / "torch_extensions")

@@ -61,3 +61,28 @@ def test_no_plain_process_is_started_ahead_without_a_plain_run_or_on_cpu_by_defa
     for options in (EvalOptions(prefetch=True, seeds=1, plain_run=False), EvalOptions(seeds=1)):
         with EvaluationSession(TASK, options=options) as session:
             assert session._plain is None
+
+
+def test_a_long_loading_candidate_is_loaded_by_its_plain_process_beside_the_guarded_run(monkeypatch):
+    """Where loading is long (a load_inline build, which depends on the folder it is made in and cannot be kept),
+    the plain process is given the candidate with the guarded process: an acceptance finds it loaded, a rejection
+    ends it (it has had a candidate) and the next plain process starts. load_inline needs a GPU: here the set of such
+    backends is widened to Triton's, which runs the same path on CPU."""
+    from evaluator import plain_run
+
+    assert plain_run.loads_during_guarded_run("load_inline") and not plain_run.loads_during_guarded_run("triton")
+    monkeypatch.setattr(plain_run, "LOADS_DURING_GUARDED_RUN", frozenset({"load_inline", "triton"}))
+    honest = (HONEST / "softmax_rowwise.py").read_text()
+    wrong = honest.replace("num / den", "num / (den * 0.99)")
+    with EvaluationSession(TASK, options=EvalOptions(prefetch=True, seeds=1)) as session:
+        ahead = session._plain
+        assert ahead is not None
+        rejected = session.evaluate_source(wrong, "wrong")
+        assert not rejected.accepted and rejected.reason.value == "incorrect"
+        assert ahead.process.poll() is not None and not ahead.private.exists()  # had the candidate: ended
+        following = session._plain
+        assert following is not None and following is not ahead and following.process.poll() is None
+        accepted = session.evaluate_source(honest, "honest")
+        assert accepted.accepted and "plain process" in accepted.detail, accepted.detail
+        assert following.process.poll() is not None
+        assert set(accepted.overhead.plain_phases) >= {"stage_s", "ready_s", "load_s", "calls_s", "judge_s"}
