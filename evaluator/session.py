@@ -227,9 +227,10 @@ class EvaluationSession:
         with self._lock:
             worker = self._prefetched.pop(_source_key(source), None)
         plain = self._take_plain()
-        loading = plain is not None and loads_during_guarded_run(report.backend)
-        if loading:  # a long load (a load_inline build) made beside the guarded run's, not after it
-            start_load(self, plain, source)
+        loading = False
+        if plain is not None and loads_during_guarded_run(report.backend):
+            start_load(self, plain, source)  # a long load (a load_inline build) made beside the guarded run's
+            loading = True
         try:
             verdict = run_candidate(self, source, evidence, report, prefetched=worker)
             verdict.overhead["static_s"] = static_s
