@@ -228,10 +228,10 @@ class EvaluationSession:
             worker = self._prefetched.pop(_source_key(source), None)
         plain = self._take_plain()
         loading = False
-        if plain is not None and loads_during_guarded_run(report.backend):
-            start_load(self, plain, source)  # a long load (a load_inline build) made beside the guarded run's
-            loading = True
         try:
+            if plain is not None and loads_during_guarded_run(report.backend):
+                loading = True  # from here it has had the candidate (or part of it): never kept for another
+                start_load(self, plain, source)  # a long load (a load_inline build) made beside the guarded run's
             verdict = run_candidate(self, source, evidence, report, prefetched=worker)
             verdict.overhead["static_s"] = static_s
             if self.options.plain_run and verdict.accepted:
