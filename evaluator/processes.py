@@ -63,7 +63,7 @@ class FdProtocolError(ValueError):
 
 
 # The most descriptors one message carries, either way; the sandboxed side's own copy is
-# evaluator.sandboxed.entry.MAX_FDS_PER_MESSAGE (this side never imports it; a test holds them equal).
+# evaluator.sandboxed.wire.MAX_FDS_PER_MESSAGE (this side never imports it; a test holds them equal).
 MAX_FDS_PER_MESSAGE = 64
 NVIDIA_CHAR_MAJOR = 195  # /dev/nvidiactl's major number: the driver exports allocations as descriptors of it
 FD_ARRIVAL_S = 10.0  # the descriptors are sent before the reply: they are in the socket when it is read

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-MAX_FDS_PER_MESSAGE = 64
+from evaluator.sandboxed.wire import MAX_FDS_PER_MESSAGE
 
 
 def _limit_resources(device: str, memory_mb: int) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from evaluator.sandboxed.entry import MAX_FDS_PER_MESSAGE
+from evaluator.sandboxed.wire import MAX_FDS_PER_MESSAGE
 
 _P = (1 << 31) - 1  # a prime: index weights (i * a + b) mod P are a keyed hash of the position
 _CHUNK = 1 << 24  # words per fingerprint step (bounds the temporary memory to a few hundred MB)

@@ -17,7 +17,7 @@ import pytest
 
 from evaluator import processes
 from evaluator.run_candidate import sent_for
-from evaluator.sandboxed import entry, handoff
+from evaluator.sandboxed import handoff, wire
 from evaluator.session import attach_handoff_fds
 from kernelevo import sandbox
 from tests.support import descriptors
@@ -27,7 +27,7 @@ KEY = 0x2F3A_1B4C_5D6E_7F80
 
 
 def test_both_sides_bound_a_message_by_the_same_number_of_descriptors():
-    assert processes.MAX_FDS_PER_MESSAGE == entry.MAX_FDS_PER_MESSAGE
+    assert processes.MAX_FDS_PER_MESSAGE == wire.MAX_FDS_PER_MESSAGE
 
 
 def _mode(fd: int) -> tuple[int, int]:
@@ -121,7 +121,7 @@ def test_declared_descriptors_are_read_and_checked(tmp_path: Path):
     ("closed", 1, "closed its channel"),
     ("nothing", 1, "none arrived"),  # a declaration with nothing sent: refused after the bound, never a hang
     ("two", 0, "declared 0"),
-    ("two", entry.MAX_FDS_PER_MESSAGE + 1, "declared 65"),
+    ("two", wire.MAX_FDS_PER_MESSAGE + 1, "declared 65"),
     ("two", "2", "declared '2'"),
 ])
 def test_descriptors_that_do_not_arrive_as_declared_are_refused_and_closed(tmp_path, mode, declared, why):
@@ -242,9 +242,9 @@ def test_a_compare_request_carries_each_outputs_descriptors_numbered_in_it():
 
 
 def test_a_compare_request_never_carries_more_descriptors_than_one_message_holds():
-    many = [{"name": str(k), "sent": {"vmm": [{}], "fds": [100 + k]}} for k in range(entry.MAX_FDS_PER_MESSAGE + 3)]
+    many = [{"name": str(k), "sent": {"vmm": [{}], "fds": [100 + k]}} for k in range(wire.MAX_FDS_PER_MESSAGE + 3)]
     numbered, fds = attach_handoff_fds({"op": "compare", "outputs": many})
-    assert len(fds) == entry.MAX_FDS_PER_MESSAGE
+    assert len(fds) == wire.MAX_FDS_PER_MESSAGE
     assert [o["sent"]["vmm"][0]["fd"] for o in numbered["outputs"][-3:]] == [None, None, None]
 
 
