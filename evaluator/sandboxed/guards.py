@@ -1273,6 +1273,7 @@ _WATCHED_MODULES = ("_thread", "threading", "_signal", "signal",  # functions th
                     "evaluator.sandboxed.handoff", "evaluator.sandboxed.bounds", "evaluator.sandboxed.timing",
                     "evaluator.sandboxed.timing_ops", "evaluator.sandboxed.output_checks",
                     "evaluator.sandboxed.taskspec", "evaluator.sandboxed.inline_ext", "evaluator.sandboxed.vmm",
+                    "evaluator.sandboxed.wire",
                     "evaluator.tracing.client")
 _WATCHED_CLASSES = (("triton.runtime.jit", "JITFunction"), ("triton.runtime.interpreter", "InterpretedFunction"),
                     ("triton.runtime.interpreter", "FunctionRewriter"),
