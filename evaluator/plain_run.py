@@ -345,7 +345,8 @@ def _unobserved_failure(rejected: Verdict, phase: str, varied_init: list[dict[st
     data.pop("verdict")
     if phase == NEAR_PHASE:
         why = ("[plain process, near-duplicate inputs] wrong for an input set that differs from the one called "
-               "just before it in some values (one, a block, two of a row exchanged, or one input alone): a cache "
+               "just before it in some values (one, a block, two of a row exchanged, one input alone, or every sign "
+               "flipped): a cache "
                "keyed by part of the input, by a summary of it or by where it lives answers it stale; compute every "
                f"call from its inputs: {detail}")
     elif phase == STEPPED_PHASE:

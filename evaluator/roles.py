@@ -143,8 +143,11 @@ def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] |
         env.update(USER=identity.user, LOGNAME=identity.user)
     env.setdefault("TERM", "xterm-256color")
     if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-        env["CUDA_VISIBLE_DEVICES"] = ""
+        env["TRITON_INTERPRET"] = "1"  # as any program that runs Triton on a CPU sets it
+        # No GPU: the sandbox binds no GPU device (gpu_binds is for cuda processes only), so nothing needs hiding.
+        # A fixed value here was a tell (a CPU program's CUDA_VISIBLE_DEVICES is usually unset: a kernel right only
+        # where it was "" passed every check), and so would be the CPU worker's own "".
+        env.pop("CUDA_VISIBLE_DEVICES", None)
     return env
 
 

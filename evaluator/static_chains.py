@@ -190,6 +190,28 @@ def chain_finding(dotted: str) -> ChainFinding | None:
 
 
 @functools.lru_cache(maxsize=4096)
+def real_module_name(dotted: str) -> str:
+    """``dotted`` with its longest module prefix named as that module names itself:
+    ``triton.language.core.knobs.getenv`` is ``triton.knobs.getenv`` (``triton.language.core`` imports
+    ``triton.knobs``), so every rule about a module judges every way to reach it; ``dotted`` itself where no prefix
+    is such a re-export (or the modules cannot be inspected). Followed as :func:`_walk` follows a chain: no code of
+    the modules runs."""
+    parts = dotted.split(".")
+    value: object = _module(parts[0])
+    if value is None:
+        return dotted
+    real = dotted
+    for i in range(1, len(parts)):
+        value = _step(value, ".".join(parts[:i]), parts[i])
+        if not isinstance(value, types.ModuleType):
+            break
+        name = vars(value).get("__name__")
+        if isinstance(name, str) and name != ".".join(parts[: i + 1]):
+            real = ".".join([name, *parts[i + 1:]])
+    return real
+
+
+@functools.lru_cache(maxsize=4096)
 def is_module(dotted: str) -> bool:
     """True when the dotted name stands for a module (``triton.language``, ``torch.nn.functional``)."""
     if dotted in POLICIES or dotted in sys.modules:

@@ -15,7 +15,7 @@ import types
 from collections.abc import Iterable
 
 from evaluator import import_policy
-from evaluator.static_chains import chain_finding, policy_for
+from evaluator.static_chains import chain_finding, policy_for, real_module_name
 
 # Where a name comes from and what may be imported: the one table in evaluator.import_policy.
 ALLOWED_SUMMARY = import_policy.ALLOWED_SUMMARY
@@ -300,6 +300,11 @@ def classify_name(dotted: str) -> tuple[str, str] | None:
     public = experimental_spelling(dotted)
     if public is not None:
         return classify_name(public)
+    real = real_module_name(dotted)
+    if real != dotted:  # a module reached through another's re-export is judged by its own name as well
+        found_real = classify_name(real)
+        if found_real is not None:
+            return found_real[0], f"is `{real}` ({found_real[1]})"
     if root in ("torch", "triton", "kernelevo"):
         for part in parts[1:]:
             if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):

@@ -10,7 +10,10 @@ the tensor's other values, none twice (a row inside it meets no new tie for an a
 kinds reach caches keyed by everything a few values cannot move: ``swap`` exchanges two values in each of a few rows
 (a key of the row's sum, moments, maximum or histogram stays as it was, bitwise in at least one row for the usual
 orders of a reduction's additions: see :func:`_swapped`), and where a set has two floating inputs or
-more, ``only-<k>`` replaces a block of input ``k`` alone (a key of the other inputs stays).
+more, ``only-<k>`` replaces a block of input ``k`` alone (a key of the other inputs stays). The last kind,
+``negated``, flips the sign of every floating input: a key of magnitudes or even moments (a sum of squares, of
+``|x|``, a norm) stays, summed over every row or not; it brings in values new to the op, so the reference makes it
+only where its answers stay finite wherever the base's are.
 
 A near-duplicate travels as its :data:`Patches` (which values of the base's flattened tensors it replaces, and
 with what), not as a copy of the whole set: the reference process makes them, the plain process applies them to
@@ -25,12 +28,18 @@ from typing import Any
 import torch
 
 NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block", "swap")
+# Kinds whose values are new to the op (each other kind only moves values found in the tensor): made only where the
+# reference's answers stay finite wherever the base's are (evaluator.sandboxed.reference: the op's domain is kept).
+# ``negated``: every floating input's sign flipped, which no key of even moments or magnitudes (sum of squares,
+# sum of |x|, a norm) tells from the base.
+SIGNED_KINDS = ("negated",)
+NEGATED = "negated"  # the patch of a tensor whose every value's sign is flipped
 # The strides of the swap kind's exchanges, one per row: see _swapped.
 SWAP_STRIDES = (1, 8, 16, 128, 4, 2, 32, 64, 256, 512, 1024, 2048)
 ONLY = "only-"  # an input set's kind "only-<k>": a block of its floating input k replaced, every other input as drawn
 
-# Per input of a set: None (as in the base), or (start, stop, values) replacing flat positions [start, stop).
-Patches = list[tuple[int, int, torch.Tensor] | None]
+# Per input of a set: None (as in the base), (start, stop, values) replacing flat positions [start, stop), or NEGATED.
+Patches = list[tuple[int, int, torch.Tensor] | str | None]
 
 
 def _varied(value: Any, k: int, keep: frozenset[int]) -> bool:
@@ -43,7 +52,7 @@ def kinds_for(inputs: list[Any], keep: frozenset[int] = frozenset()) -> tuple[st
     two inputs or more are changed, one ``only-<k>`` kind per such input (a cache keyed by the other inputs alone
     answers it stale: ``y = a*x + y`` with ``x`` fixed and ``y`` carried over, in a user's loop)."""
     varied = [k for k, value in enumerate(inputs) if _varied(value, k, keep)]
-    return NEAR_KINDS + (tuple(f"{ONLY}{k}" for k in varied) if len(varied) > 1 else ())
+    return NEAR_KINDS + (tuple(f"{ONLY}{k}" for k in varied) if len(varied) > 1 else ()) + SIGNED_KINDS
 
 
 def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozenset[int] = frozenset()) -> Patches:
@@ -53,13 +62,16 @@ def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozens
     where the tensor holds another; ``swap`` exchanges two values in each of a few rows, so every order-blind
     summary of a row stays), the random choices drawn from ``key`` (pure)."""
     only = int(kind[len(ONLY):]) if kind.startswith(ONLY) and kind[len(ONLY):].isdigit() else None
-    if kind not in NEAR_KINDS and (only is None or not 0 <= only < len(inputs)):
+    if kind not in NEAR_KINDS + SIGNED_KINDS and (only is None or not 0 <= only < len(inputs)):
         raise ValueError(f"unknown near-duplicate kind {kind!r} (one of {', '.join(NEAR_KINDS)}, or only-<input>)")
     generator = torch.Generator().manual_seed(key & 0x7FFFFFFFFFFFFFFF)
     patches: Patches = []
     for k, value in enumerate(inputs):
         if not _varied(value, k, keep) or (only is not None and k != only):
             patches.append(None)
+            continue
+        if kind == NEGATED:
+            patches.append(NEGATED)
             continue
         flat = value.detach().reshape(-1)
         n = flat.numel()
@@ -124,6 +136,11 @@ def apply_patches(inputs: list[Any], patches: Patches) -> list[Any]:
         if patch is None:
             out.append(value)
             continue
+        if patch == NEGATED:
+            out.append(value.detach().neg().contiguous())
+            continue
+        if isinstance(patch, str):
+            raise ValueError(f"unknown patch {patch!r}")
         start, stop, values = patch
         own = value.detach().clone(memory_format=torch.contiguous_format)
         own.view(-1)[start:stop] = values.to(own.device)

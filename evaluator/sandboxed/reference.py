@@ -25,7 +25,7 @@ import torch
 
 from evaluator.sandboxed import compare as cmp
 from evaluator.sandboxed import environment, handoff, taskspec
-from evaluator.sandboxed.near import Patches, apply_patches, kinds_for, near_duplicate_patches
+from evaluator.sandboxed.near import SIGNED_KINDS, Patches, apply_patches, kinds_for, near_duplicate_patches
 from evaluator.sandboxed.output_checks import same_bits
 
 MAX_EVALUATIONS_KEPT = 8
@@ -481,14 +481,44 @@ class ReferenceRunner:
         kinds = kinds_for(base, self.task.keep_inputs)
         keys = random.Random(int(req["key"])).sample(range(1 << 62), len(kinds))
         made = []
+        base_finite: list[torch.Tensor] | None = None
         for key, kind in zip(keys, kinds):
+            inputs, patches = self._near_inputs(base, key, kind)
+            if kind in SIGNED_KINDS:  # values new to the op: only where they stay in its domain
+                if base_finite is None:
+                    answers, _tolerances = self._answers(self.model_native, self.model_ref, base, ci,
+                                                         f"case {ci}, seed {seed}")
+                    base_finite = [a.isfinite() for a in answers]
+                found = self._in_domain(inputs, base_finite, ci)
+                if found is None:
+                    continue
+                self._keep_near_answers((ci, seed, key), found)
             while len(self.near_made) >= MAX_NEAR_MADE:  # an evaluation long judged
                 self.near_made.pop(next(iter(self.near_made)))
             self.near_made[(ci, seed, key)] = kind
-            inputs, patches = self._near_inputs(base, key, kind)
             self._near_answers(ci, seed, key, inputs)
             made.append({"patch": self._write_file(patches), "key": key})
         return {"ok": True, "near": made}
+
+    def _in_domain(self, inputs: list[Any], base_finite: list[torch.Tensor],
+                   ci: int) -> tuple[list[torch.Tensor], list[cmp.Tolerance]] | None:
+        """The reference's answers for ``inputs`` (values new to the op) where it gives them without an error and
+        finite wherever it answered the base set so; else None (out of the op's domain)."""
+        try:
+            found = self._answers(self.model_native, self.model_ref, inputs, ci,
+                                  f"case {ci}, a near-duplicate input set")
+        except Exception:  # noqa: BLE001 - the op refuses them: out of its domain
+            return None
+        answers = found[0]
+        inside = len(answers) == len(base_finite) and all(
+            a.shape == f.shape and bool((a.isfinite() | ~f).all()) for a, f in zip(answers, base_finite))
+        return found if inside else None
+
+    def _keep_near_answers(self, at: tuple[int, int, int],
+                           answers: tuple[list[torch.Tensor], list[cmp.Tolerance]]) -> None:
+        while len(self.near_refs) >= MAX_NEAR_KEPT:
+            self.near_refs.pop(next(iter(self.near_refs)))
+        self.near_refs[at] = answers
 
     def _base_case(self, ci: int, seed: int) -> list[Any]:
         """Case ``ci``'s input set under ``seed`` as candidates were given it, on this process's device: read from the
@@ -520,11 +550,9 @@ class ReferenceRunner:
             return found
         if inputs is None:
             inputs, _patches = self._near_inputs(self._base_case(ci, seed), key, self.near_made[(ci, seed, key)])
-        while len(self.near_refs) >= MAX_NEAR_KEPT:
-            self.near_refs.pop(next(iter(self.near_refs)))
         answers = self._answers(self.model_native, self.model_ref, inputs, ci,
                                 f"case {ci}, seed {seed}, a near-duplicate input set")
-        self.near_refs[(ci, seed, key)] = answers
+        self._keep_near_answers((ci, seed, key), answers)
         return answers
 
     def _forward(self, model: torch.nn.Module, inputs: list[Any], where: str) -> list[torch.Tensor]:

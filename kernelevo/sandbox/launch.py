@@ -86,9 +86,12 @@ def host_view_path(policy: SandboxPolicy, path: Path) -> Path:
 
 def host_view_env(policy: SandboxPolicy) -> dict[str, str]:
     """The environment without a sandbox: a value naming a place inside it (``HOME``) names that place on the
-    host instead."""
-    return {name: str(host_view_path(policy, Path(value))) if value.startswith("/") else value
-            for name, value in policy.env.items()}
+    host instead; a process given no GPU is shown none (without a sandbox the host's devices are in reach)."""
+    env = {name: str(host_view_path(policy, Path(value))) if value.startswith("/") else value
+           for name, value in policy.env.items()}
+    if not policy.gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
 
 
 def spawn(policy: SandboxPolicy, command: Sequence[str], report: IsolationReport, *,

@@ -24,7 +24,7 @@ from evaluator.plain_run import (
     with_parameter_step,
 )
 from evaluator.sandboxed import handoff
-from evaluator.sandboxed.near import NEAR_KINDS, near_duplicate_inputs
+from evaluator.sandboxed.near import NEAR_KINDS, SIGNED_KINDS, near_duplicate_inputs
 from evaluator.sandboxed.plain import VISIBLE_PACKAGES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -147,6 +147,25 @@ def test_a_cache_keyed_by_a_few_values_misses_some_near_duplicate():
         assert missed, key_positions
 
 
+def test_a_cache_keyed_by_magnitudes_misses_the_negated_near_duplicate():
+    """Every floating input's sign flipped, nothing else (integers and kept inputs as drawn): a key of magnitudes or
+    even moments (a sum of |x| or of squares, per row or over all rows, weighted by position or not) stays as it was,
+    which no kind that moves values the tensor holds can do to a key over every row (red team s28's sign-blind
+    cache); the plain process rebuilds it from its patch as the reference made it."""
+    from evaluator.sandboxed.near import apply_patches, near_duplicate_patches
+    from evaluator.sandboxed.plain import _Staged
+
+    x, ids, kept = torch.randn(6, 40), torch.arange(5), torch.randn(7)
+    negated = near_duplicate_inputs([x, ids, kept], key=9, kind="negated", keep=frozenset({2}))
+    assert torch.equal(negated[0], -x) and negated[1] is ids and negated[2] is kept
+    weights = torch.arange(1, 41, dtype=torch.float64)
+    for key in (lambda t: (t.double().abs() * weights).sum(), lambda t: (t.double() ** 2 * weights).sum(dim=1)):
+        assert torch.equal(key(negated[0]), key(x))
+    patches = near_duplicate_patches([x, ids], key=9, kind="negated")
+    assert torch.equal(_Staged([[x, ids], patches], "cpu").fresh(0, 1)[0], -x)
+    assert torch.equal(apply_patches([x, ids], patches)[0], -x)
+
+
 def test_the_plain_process_rebuilds_a_near_duplicate_from_its_patches():
     """The plain process gets a near-duplicate as the values it replaces and applies them to a fresh copy of the
     base it holds: the set is the one the reference answered, in memory of its own (the base is left as it was)."""
@@ -186,8 +205,9 @@ def test_each_input_of_a_set_is_also_changed_alone():
     from evaluator.sandboxed.near import kinds_for
 
     x, y, ids = torch.randn(64), torch.randn(64), torch.arange(64)
-    assert kinds_for([x, ids]) == NEAR_KINDS and kinds_for([x, y], keep=frozenset({1})) == NEAR_KINDS
-    assert kinds_for([x, ids, y]) == (*NEAR_KINDS, "only-0", "only-2")
+    assert kinds_for([x, ids]) == (*NEAR_KINDS, *SIGNED_KINDS)
+    assert kinds_for([x, y], keep=frozenset({1})) == (*NEAR_KINDS, *SIGNED_KINDS)
+    assert kinds_for([x, ids, y]) == (*NEAR_KINDS, "only-0", "only-2", *SIGNED_KINDS)
     for k, other in ((0, 2), (2, 0)):
         moved = near_duplicate_inputs([x, ids, y], key=9, kind=f"only-{k}")
         changed = _changed([x, ids, y][k], moved[k])

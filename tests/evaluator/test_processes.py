@@ -58,6 +58,19 @@ def test_without_a_sandbox_the_home_is_the_private_folder(tmp_path):
     assert env["HOME"] == str((tmp_path / "home").resolve())
 
 
+def test_a_cpu_process_sees_no_gpu_setting_that_a_cpu_program_lacks(tmp_path):
+    """No CUDA_VISIBLE_DEVICES in a CPU sandbox, whatever the worker has (a CPU worker runs with ""): a fixed value
+    was a tell (red team s28: a kernel that subtracts the row maximum only where the variable is set). The sandbox
+    binds no GPU device for a CPU process; without a sandbox, the host's GPUs are hidden by the variable."""
+    from evaluator.roles import policy
+    from kernelevo.sandbox.launch import host_view_env
+
+    for parent in ({}, {"CUDA_VISIBLE_DEVICES": ""}, {"CUDA_VISIBLE_DEVICES": "0"}):
+        env = sandbox_environment("cpu", tmp_path, parent_env=parent)
+        assert "CUDA_VISIBLE_DEVICES" not in env and env["TRITON_INTERPRET"] == "1"
+    assert host_view_env(policy("candidate", "cpu", tmp_path / "w"))["CUDA_VISIBLE_DEVICES"] == ""
+
+
 def test_gpu_environment_does_not_force_interpreter(tmp_path):
     env = sandbox_environment("cuda", tmp_path, parent_env={"CUDA_VISIBLE_DEVICES": "3"})
     assert "TRITON_INTERPRET" not in env and env["CUDA_VISIBLE_DEVICES"] == "3"

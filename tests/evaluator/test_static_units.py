@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from evaluator import import_policy
-from evaluator.static_chains import chain_finding, is_module
+from evaluator.static_chains import chain_finding, is_module, real_module_name
 from evaluator.static_fold import MAX_LEN, fold, fold_strings
 from evaluator.static_probes import is_probe_try
-from evaluator.static_rules import module_allowed, why_module
+from evaluator.static_rules import classify_name, module_allowed, why_module
 from evaluator.static_uses import Use, parent_map, use_of
 
 
@@ -79,6 +79,20 @@ def test_fold_strings_joins_source_lists_and_bounds_alternatives():
 )
 def test_module_chains_may_not_leave_their_package(dotted, refused):
     assert (chain_finding(dotted) is not None) is refused, chain_finding(dotted)
+
+
+def test_a_module_reached_through_a_re_export_is_judged_by_its_own_name():
+    """triton.language.core imports triton.knobs: `tl.core.knobs.getenv` is `triton.knobs.getenv` (refused, private
+    Triton configuration), not a kernel-language name (red team s28). Names that are what they say stay as they are."""
+    assert real_module_name("triton.language.core.knobs.getenv") == "triton.knobs.getenv"
+    assert real_module_name("typing.sys.modules") == "sys.modules"
+    for same in ("triton.language.math.exp", "torch.nn.functional.relu", "triton.language.core.program_id",
+                 "triton.knobs.getenv", "not_a_module.x"):
+        assert real_module_name(same) == same
+    found = classify_name("triton.language.core.knobs.getenv")
+    assert found is not None and found[0] == "private-api" and "triton.knobs.getenv" in found[1]
+    assert classify_name("triton.language.math.exp") is None
+    assert classify_name("triton.language.core.program_id") is None
 
 
 def test_is_module():
