@@ -63,7 +63,8 @@ def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozens
     summary of a row stays), the random choices drawn from ``key`` (pure)."""
     only = int(kind[len(ONLY):]) if kind.startswith(ONLY) and kind[len(ONLY):].isdigit() else None
     if kind not in NEAR_KINDS + SIGNED_KINDS and (only is None or not 0 <= only < len(inputs)):
-        raise ValueError(f"unknown near-duplicate kind {kind!r} (one of {', '.join(NEAR_KINDS)}, or only-<input>)")
+        raise ValueError(f"unknown near-duplicate kind {kind!r} (one of {', '.join(NEAR_KINDS + SIGNED_KINDS)}, "
+                         "or only-<input>)")
     generator = torch.Generator().manual_seed(key & 0x7FFFFFFFFFFFFFFF)
     patches: Patches = []
     for k, value in enumerate(inputs):
