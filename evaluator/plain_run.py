@@ -108,11 +108,11 @@ def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool
 
 
 def with_near_duplicates(calls: list[PlainCall], near: list[tuple[InputSet, InputSet, int]],
-                         rng: random.Random) -> list[PlainCall]:
+                         rng: random.Random, follows: frozenset[int] = frozenset()) -> list[PlainCall]:
     """``calls`` with, right after the first judged call of each base input set, its near-duplicates (``near``:
     base, near-duplicate, the reference's key), each after a call of the base (the first after the judged one,
-    the others after an unjudged call added for it): a cache keyed by part of the previous input answers each
-    stale (pure)."""
+    the others after an unjudged call added for it), or, for a key in ``follows``, right after the near-duplicate
+    before it: a cache keyed by part of the previous input answers each stale (pure)."""
     by_base: dict[InputSet, list[tuple[InputSet, int]]] = {}
     for base, duplicate, key in near:
         by_base.setdefault(base, []).append((duplicate, key))
@@ -124,7 +124,7 @@ def with_near_duplicates(calls: list[PlainCall], near: list[tuple[InputSet, Inpu
         first = out[at]
         added: list[PlainCall] = []
         for n, (duplicate, key) in enumerate(duplicates):
-            if n:
+            if n and key not in follows:
                 added.append(PlainCall(f"b{at}-{rng.getrandbits(32):08x}", base, first.autograd,
                                        training=first.training, judged=False))
             added.append(PlainCall(f"n{at}-{rng.getrandbits(32):08x}", duplicate, first.autograd,
@@ -221,18 +221,19 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         if not loading:
             start_load(session, worker, source)  # it loads while the reference makes the near-duplicates
         mark("stage_s")  # the candidate and its kept builds in the process's folder
-        near = _near_duplicates(session, sets, rng, evidence)
+        near, follows = _near_duplicates(session, sets, rng, evidence)
         step = _parameter_step(session, step_key, evidence)
     except BaseException:
         worker.kill()
         worker.remove_private()
         raise
     mark("near_duplicates_s")
-    added = 2 * len(near) - len({base for base, _duplicate, _key in near})  # each, and a base call before all but one
+    # each, and a base call before all but the first of a base and those that follow the one before them
+    added = 2 * len(near) - len({base for base, _duplicate, _key in near}) - len(follows)
     calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file),
                              total=max(0, run_length(guarded_calls, rng) - added),
                              training_free=bool(session.plan.get("training_mode_free")))
-    calls = with_near_duplicates(calls, near, rng)
+    calls = with_near_duplicates(calls, near, rng, follows)
     if step is not None:
         calls = with_parameter_step(calls, sets, step, rng)
     files = sorted({c.inputs.file for c in calls} | {c.inputs.patch for c in calls if c.inputs.patch is not None}
@@ -314,13 +315,14 @@ def _parameter_step(session: EvaluationSession, key: int, evidence: dict[str, An
 
 
 def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: random.Random,
-                     evidence: dict[str, Any]) -> list[tuple[InputSet, InputSet, int]]:
+                     evidence: dict[str, Any]) -> tuple[list[tuple[InputSet, InputSet, int]], frozenset[int]]:
     """Per case, near-duplicates of a random seed's input set, one of each kind the reference process makes
-    (:func:`evaluator.sandboxed.near.kinds_for`), from a secret key."""
+    (:func:`evaluator.sandboxed.near.kinds_for`), from a secret key; and the keys of those to call right after the
+    one before them."""
     by_case: dict[int, list[InputSet]] = {}
     for inputs in sets:
         by_case.setdefault(inputs.case, []).append(inputs)
-    near = []
+    near, follows = [], set()
     for case, candidates in sorted(by_case.items()):
         # not a set of magnitudes near 1e-3 where another exists: one value moved there changes an answer by less
         # than the tolerance sees, so a cache answering stale would pass
@@ -334,7 +336,9 @@ def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: rand
         for item in made.get("near") or []:
             duplicate = dataclasses.replace(base, patch=str(item["patch"]))
             near.append((base, duplicate, int(item["key"])))
-    return near
+            if item.get("follows") is True:
+                follows.add(int(item["key"]))
+    return near, frozenset(follows)
 
 
 def _unobserved_failure(rejected: Verdict, phase: str, varied_init: list[dict[str, Any]] | None) -> Verdict:

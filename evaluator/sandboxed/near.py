@@ -13,7 +13,9 @@ orders of a reduction's additions: see :func:`_swapped`), and where a set has tw
 more, ``only-<k>`` replaces a block of input ``k`` alone (a key of the other inputs stays). The last kind,
 ``negated``, flips the sign of every floating input: a key of magnitudes or even moments (a sum of squares, of
 ``|x|``, a norm) stays, summed over every row or not; it brings in values new to the op, so the reference makes it
-only where its answers stay finite wherever the base's are.
+only where its answers stay finite wherever the base's are. Likewise ``masked`` (the last quarter of every row
+-inf, as an attention mask pads) and, called right after it, ``masked_changed`` (the same mask, the rest of every row
+reversed): a key lossy on infinities (a sum that is -inf whatever else a masked row holds) stays.
 
 A near-duplicate travels as its :data:`Patches` (which values of the base's flattened tensors it replaces, and
 with what), not as a copy of the whole set: the reference process makes them, the plain process applies them to
@@ -32,8 +34,13 @@ NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block", "sw
 # reference's answers stay finite wherever the base's are (evaluator.sandboxed.reference: the op's domain is kept).
 # ``negated``: every floating input's sign flipped, which no key of even moments or magnitudes (sum of squares,
 # sum of |x|, a norm) tells from the base.
-SIGNED_KINDS = ("negated",)
+# ``masked``: the last quarter of every row set to -inf, as attention masks pad; ``masked_changed``: the same, and
+# the rest of every row reversed, called right after ``masked`` (a key lossy on infinities, a sum that is -inf
+# whatever else the row holds, stays).
+SIGNED_KINDS = ("negated", "masked", "masked_changed")
 NEGATED = "negated"  # the patch of a tensor whose every value's sign is flipped
+# Kinds called right after the kind before them in SIGNED_KINDS, not after a call of the base set.
+FOLLOWING_KINDS = frozenset({"masked_changed"})
 # The strides of the swap kind's exchanges, one per row: see _swapped.
 SWAP_STRIDES = (1, 8, 16, 128, 4, 2, 32, 64, 256, 512, 1024, 2048)
 ONLY = "only-"  # an input set's kind "only-<k>": a block of its floating input k replaced, every other input as drawn
@@ -73,6 +80,9 @@ def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozens
             continue
         if kind == NEGATED:
             patches.append(NEGATED)
+            continue
+        if kind in ("masked", "masked_changed"):
+            patches.append(_masked(value, changed=kind == "masked_changed"))
             continue
         flat = value.detach().reshape(-1)
         n = flat.numel()
@@ -121,6 +131,20 @@ def _swapped(flat: torch.Tensor, row: int, generator: torch.Generator) -> tuple[
         return None
     start, stop = min(moved), max(moved) + 1
     return begin + start, begin + stop, span[start:stop].cpu()
+
+
+def _masked(value: torch.Tensor, changed: bool) -> tuple[int, int, torch.Tensor] | None:
+    """The last quarter of every row (the last dimension) set to -inf, as a padded attention mask sets it; with
+    ``changed``, the rest of each row reversed too (its values, another order). None for rows of one value."""
+    row = value.shape[-1] if value.dim() else value.numel()
+    if row < 2:
+        return None
+    masked = max(1, row // 4)
+    rows = value.detach().reshape(-1, row).clone()
+    if changed:
+        rows[:, : row - masked] = rows[:, : row - masked].flip(1)
+    rows[:, row - masked:] = float("-inf")
+    return 0, rows.numel(), rows.reshape(-1).cpu()
 
 
 def near_duplicate_inputs(inputs: list[Any], key: int, kind: str, keep: frozenset[int] = frozenset()) -> list[Any]:

@@ -25,7 +25,14 @@ import torch
 
 from evaluator.sandboxed import compare as cmp
 from evaluator.sandboxed import environment, handoff, taskspec
-from evaluator.sandboxed.near import SIGNED_KINDS, Patches, apply_patches, kinds_for, near_duplicate_patches
+from evaluator.sandboxed.near import (
+    FOLLOWING_KINDS,
+    SIGNED_KINDS,
+    Patches,
+    apply_patches,
+    kinds_for,
+    near_duplicate_patches,
+)
 from evaluator.sandboxed.output_checks import same_bits
 
 MAX_EVALUATIONS_KEPT = 8
@@ -474,15 +481,19 @@ class ReferenceRunner:
         (:func:`evaluator.sandboxed.near.near_duplicate_patches`, random choices from keys derived from the secret
         ``req["key"]``), with their answers kept for ``compare``. Each travels as the values it replaces in the base
         set's file (a small file of its own, :data:`Patches`: the plain process applies them to a fresh copy of the
-        base it holds). The reply's ``near``: ``{"patch", "key"}`` per kind, the key to name in ``compare``."""
+        base it holds). The reply's ``near``: ``{"patch", "key", "kind", "follows"}`` per kind made, the key to
+        name in ``compare``; ``follows``: called right after the one before it, not after a call of the base."""
         assert self.task is not None
         ci, seed = int(req["case"]), int(req["seed"])
         base = self._base_case(ci, seed)  # read once: each kind copies what it changes
         kinds = kinds_for(base, self.task.keep_inputs)
         keys = random.Random(int(req["key"])).sample(range(1 << 62), len(kinds))
-        made = []
+        made: list[dict[str, Any]] = []
         base_finite: list[torch.Tensor] | None = None
         for key, kind in zip(keys, kinds):
+            following = kind in FOLLOWING_KINDS  # called right after the kind before it, which must be made
+            if following and (not made or made[-1]["kind"] != SIGNED_KINDS[SIGNED_KINDS.index(kind) - 1]):
+                continue
             inputs, patches = self._near_inputs(base, key, kind)
             if kind in SIGNED_KINDS:  # values new to the op: only where they stay in its domain
                 if base_finite is None:
@@ -497,7 +508,7 @@ class ReferenceRunner:
                 self.near_made.pop(next(iter(self.near_made)))
             self.near_made[(ci, seed, key)] = kind
             self._near_answers(ci, seed, key, inputs)
-            made.append({"patch": self._write_file(patches), "key": key})
+            made.append({"patch": self._write_file(patches), "key": key, "kind": kind, "follows": following})
         return {"ok": True, "near": made}
 
     def _in_domain(self, inputs: list[Any], base_finite: list[torch.Tensor],

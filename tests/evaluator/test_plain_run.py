@@ -401,3 +401,27 @@ def test_a_block_repeats_no_value_of_distinct_inputs():
             changed = _changed(x, moved)
             assert len(changed) > 4096 // 8
             assert moved[changed].unique().numel() == len(changed), (kind, key)
+
+
+def test_a_masked_pair_keeps_the_mask_and_changes_the_rest():
+    """``masked``: the last quarter of every row -inf (a padded attention mask), the rest as in the base;
+    ``masked_changed``: the same mask and the rest of each row reversed, called right after ``masked``: a key that
+    is -inf for any masked row whatever else it holds answers the second stale (red team s28)."""
+    x, ids = torch.randn(5, 12), torch.arange(4)
+    masked = near_duplicate_inputs([x, ids], key=1, kind="masked")
+    changed = near_duplicate_inputs([x, ids], key=1, kind="masked_changed")
+    assert masked[1] is ids and changed[1] is ids
+    assert bool((masked[0][:, 9:] == float("-inf")).all()) and torch.equal(masked[0][:, :9], x[:, :9])
+    assert bool((changed[0][:, 9:] == float("-inf")).all()) and torch.equal(changed[0][:, :9], x[:, :9].flip(1))
+
+
+def test_a_following_near_duplicate_comes_right_after_the_one_before_it():
+    sets = _sets(6)
+    duplicates = [InputSet(case=sets[2].case, seed=sets[2].seed, file=f"/inputs/near{k}.pt") for k in range(3)]
+    calls = plan_plain_calls(sets, random.Random(4))
+    out = with_near_duplicates(calls, [(sets[2], d, 80 + k) for k, d in enumerate(duplicates)], random.Random(5),
+                               follows=frozenset({82}))
+    at = [k for k, c in enumerate(out) if c.near is not None]
+    assert [out[k].near for k in at] == [80, 81, 82]
+    assert at[2] == at[1] + 1  # the follower right after its predecessor, no call of the base between
+    assert out[at[1] - 1].inputs == sets[2] and not out[at[1] - 1].judged  # the others after a call of the base
