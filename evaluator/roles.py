@@ -122,6 +122,27 @@ def draw_identity(caller_uid: int | None = None) -> Identity:
     return Identity(name, uid or 1000, homes)
 
 
+# Variables many users' shells or images have and a kernel has no reason to read (none configures torch, Triton or
+# CUDA), each present in a process's environment or not, drawn afresh for every process: a kernel that tests them
+# ("none of these set" is what a sandbox built from an allowlist alone would always show) meets both states across
+# the guarded and the plain process (red team s29). PYTHON* ones are ignored by the interpreter (-I) and only seen.
+SHELL_EXTRAS = (
+    ("LS_COLORS", "rs=0:di=01;34:ln=01;36:mh=00:pi=40;33:so=01;35:do=01;35:bd=40;33;01:ex=01;32"),
+    ("LESSOPEN", "| /usr/bin/lesspipe %s"), ("LESSCLOSE", "/usr/bin/lesspipe %s %s"), ("EDITOR", "vim"),
+    ("PAGER", "less"), ("COLORTERM", "truecolor"), ("HISTCONTROL", "ignoredups:ignorespace"), ("HISTSIZE", "1000"),
+    ("LANGUAGE", "en_US:en"), ("MOTD_SHOWN", "pam"), ("PYTHONUNBUFFERED", "1"), ("DEBIAN_FRONTEND", "noninteractive"),
+    ("PYENV_ROOT", "/opt/pyenv"), ("CONDA_EXE", "/opt/conda/bin/conda"), ("PIP_NO_CACHE_DIR", "1"),
+    ("PYTHONDONTWRITEBYTECODE", "1"), ("NVIDIA_REQUIRE_CUDA", "cuda>=12.4"), ("HF_HOME", "/data/hf"),
+    ("WANDB_MODE", "offline"), ("JPY_PARENT_PID", "1"), ("GIT_PAGER", "cat"), ("VISUAL", "vim"),
+    ("PYTHON_VERSION", "3.12.3"),
+)
+
+
+def draw_shell_extras() -> dict[str, str]:
+    """A random half, about, of :data:`SHELL_EXTRAS` (each variable present with probability 1/2)."""
+    return {name: value for name, value in SHELL_EXTRAS if secrets.randbelow(2)}
+
+
 def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] | None = None,
                         identity: Identity | None = None) -> dict[str, str]:
     """The environment of a sandboxed process: an allowlist of the parent's, never a secret.
@@ -142,6 +163,8 @@ def sandbox_environment(device: str, private: Path, parent_env: dict[str, str] |
     if identity.user is not None:  # a login sets them; root in a container has neither
         env.update(USER=identity.user, LOGNAME=identity.user)
     env.setdefault("TERM", "xterm-256color")
+    for name, value in draw_shell_extras().items():
+        env.setdefault(name, value)
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"  # as any program that runs Triton on a CPU sets it
         # No GPU: the sandbox binds no GPU device (gpu_binds is for cuda processes only), so nothing needs hiding.

@@ -9,7 +9,9 @@ Single values change an elementwise or row-wise answer; blocks change a global r
 the tensor's other values, none twice (a row inside it meets no new tie for an argmax or a sort to break). Two more
 kinds reach caches keyed by everything a few values cannot move: ``swap`` exchanges two values in each of a few rows
 (a key of the row's sum, moments, maximum or histogram stays as it was, bitwise in at least one row for the usual
-orders of a reduction's additions: see :func:`_swapped`), and where a set has two floating inputs or
+orders of a reduction's additions: see :func:`_swapped`), ``rows_shuffled`` puts the rows in another order and
+``rows_reversed`` reverses every row (a key blind to where a row or a value sits stays), and where a set has two
+floating inputs or
 more, ``only-<k>`` replaces a block of input ``k`` alone (a key of the other inputs stays). The last kind,
 ``negated``, flips the sign of every floating input: a key of magnitudes or even moments (a sum of squares, of
 ``|x|``, a norm) stays, summed over every row or not; it brings in values new to the op, so the reference makes it
@@ -29,7 +31,7 @@ from typing import Any
 
 import torch
 
-NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block", "swap")
+NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block", "swap", "rows_shuffled", "rows_reversed")
 # Kinds whose values are new to the op (each other kind only moves values found in the tensor): made only where the
 # reference's answers stay finite wherever the base's are (evaluator.sandboxed.reference: the op's domain is kept).
 # ``negated``: every floating input's sign flipped, which no key of even moments or magnitudes (sum of squares,
@@ -92,6 +94,8 @@ def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozens
             patches.append((at, at + 1, _another_value(flat, at, generator).reshape(1).cpu()))
         elif kind == "swap":
             patches.append(_swapped(flat, value.shape[-1] if value.dim() else n, generator))
+        elif kind in ("rows_shuffled", "rows_reversed"):
+            patches.append(_rows_moved(value, kind == "rows_reversed", generator))
         else:
             start, stop = _block(n, "block" if only is not None else kind, generator)
             patches.append((start, stop, _moved_run(flat, start, stop, generator).cpu()))
@@ -131,6 +135,27 @@ def _swapped(flat: torch.Tensor, row: int, generator: torch.Generator) -> tuple[
         return None
     start, stop = min(moved), max(moved) + 1
     return begin + start, begin + stop, span[start:stop].cpu()
+
+
+def _rows_moved(value: torch.Tensor, reversed_: bool,
+                generator: torch.Generator) -> tuple[int, int, torch.Tensor] | None:
+    """Every row (the last dimension) reversed, or the rows put in another order: each row holds what it held, so a
+    key blind to where values sit (a sum of hashes of each value and its column, of each row's hash) stays; None
+    where nothing would move (one value per row, or one row)."""
+    row = value.shape[-1] if value.dim() else value.numel()
+    rows = value.detach().reshape(-1, max(row, 1))
+    if reversed_:
+        if row < 2:
+            return None
+        moved = rows.flip(1)
+    else:
+        if rows.shape[0] < 2:
+            return None
+        order = torch.randperm(rows.shape[0], generator=generator)
+        if bool((order == torch.arange(rows.shape[0])).all()):
+            order = order.roll(1)
+        moved = rows[order.to(rows.device)]
+    return 0, moved.numel(), moved.reshape(-1).cpu()
 
 
 def _masked(value: torch.Tensor, changed: bool) -> tuple[int, int, torch.Tensor] | None:

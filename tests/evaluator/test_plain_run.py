@@ -122,6 +122,11 @@ def test_near_duplicate_inputs_change_only_what_their_kind_names():
             assert max(changed) < n // 2 and len(changed) > n // 4
         elif kind == "second_half":
             assert min(changed) >= n // 2 and len(changed) > n // 4
+        elif kind == "rows_reversed":  # every row reversed (red team s29: a key blind to where a value sits)
+            assert torch.equal(moved[0], x.flip(-1))
+        elif kind == "rows_shuffled":  # the rows in another order, each whole (a key blind to where a row sits)
+            assert not torch.equal(moved[0], x)
+            assert sorted(map(tuple, moved[0].tolist())) == sorted(map(tuple, x.tolist()))
         elif kind == "swap":  # two values exchanged in each of some rows: every row holds the same values
             rows = sorted({at // 128 for at in changed})
             assert len(changed) == 2 * len(rows) and len(rows) > 1

@@ -71,6 +71,18 @@ def test_a_cpu_process_sees_no_gpu_setting_that_a_cpu_program_lacks(tmp_path):
     assert host_view_env(policy("candidate", "cpu", tmp_path / "w"))["CUDA_VISIBLE_DEVICES"] == ""
 
 
+def test_shell_variables_a_kernel_could_test_are_each_sometimes_there(tmp_path):
+    """Variables a user's shell often has (LS_COLORS, PAGER, CONDA_EXE...) are drawn for each process, each present or
+    not: a kernel right only where none is set (what an allowlist-only environment always showed, red team s29) meets
+    a process where some are."""
+    from evaluator.roles import SHELL_EXTRAS
+
+    seen = [sandbox_environment("cpu", tmp_path, parent_env={}) for _ in range(64)]  # each state: p = 1 - 2**-63
+    for name, _value in SHELL_EXTRAS:
+        present = sum(name in env for env in seen)
+        assert 0 < present < len(seen), name
+
+
 def test_gpu_environment_does_not_force_interpreter(tmp_path):
     env = sandbox_environment("cuda", tmp_path, parent_env={"CUDA_VISIBLE_DEVICES": "3"})
     assert "TRITON_INTERPRET" not in env and env["CUDA_VISIBLE_DEVICES"] == "3"
