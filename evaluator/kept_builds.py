@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 TRITON_CACHE = Path("home/.triton/cache")
@@ -31,43 +29,32 @@ TRITON_KERNEL_SUFFIXES = frozenset({".cubin", ".ptx", ".json", ".ttir", ".ttgir"
 GROUP_PREFIX = "__grp__"
 
 
-@dataclass(frozen=True)
-class BuildKind:
-    name: str  # its folder among the kept builds
-    inside: Path  # where a process writes it, relative to its private folder
-    suffixes: frozenset[str] | None = None  # the files kept (None: every regular file)
-
-
-KINDS = (BuildKind("triton", TRITON_CACHE, TRITON_KERNEL_SUFFIXES),)
+KEPT = "triton"  # the kept kernels' folder among a source's kept builds
 
 
 def keep(private: Path, kept: Path) -> None:
-    """Copy what the process with folder ``private`` built into ``kept``, each kind the first time only."""
-    for kind in KINDS:
-        built, target = private / kind.inside, kept / kind.name
-        if built.is_symlink() or not built.is_dir() or target.exists():
-            continue
-        partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
-        try:
-            shutil.copytree(built, partial, symlinks=True, ignore=_ignored(kind.suffixes))
-            partial.replace(target)
-        except OSError:
-            shutil.rmtree(partial, ignore_errors=True)
+    """Copy the Triton kernels the process with folder ``private`` compiled into ``kept``, the first time only."""
+    built, target = private / TRITON_CACHE, kept / KEPT
+    if built.is_symlink() or not built.is_dir() or target.exists():
+        return
+    partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    try:
+        shutil.copytree(built, partial, symlinks=True, ignore=_kernel_files_only)
+        partial.replace(target)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def stage(kept: Path, private: Path, home: Path | None) -> None:
-    """Copy the kept builds into the private folder of a process that has not loaded the candidate yet; ``home``:
-    where that process sees its private ``home/`` (Triton's kernels are skipped without it). Everything written is
-    read from the kept copy (the parent's), never back from the process's folder."""
-    for kind in KINDS:
-        source = kept / kind.name
-        if not source.is_dir() or (kind.inside.parts[0] == "home" and home is None):
-            continue
-        target = private / kind.inside
-        triton = kind.inside == TRITON_CACHE
-        shutil.copytree(source, target, dirs_exist_ok=True, symlinks=False, ignore=_groups if triton else None)
-        if triton and home is not None:
-            _stage_groups(source, target, home / TRITON_CACHE.relative_to("home"))
+    """Copy the kept kernels into the private folder of a process that has not loaded the candidate yet; ``home``:
+    where that process sees its private ``home/`` (nothing is staged without it). Everything written is read from
+    the kept copy (the parent's), never back from the process's folder."""
+    source = kept / KEPT
+    if not source.is_dir() or home is None:
+        return
+    target = private / TRITON_CACHE
+    shutil.copytree(source, target, dirs_exist_ok=True, symlinks=False, ignore=_groups)
+    _stage_groups(source, target, home / TRITON_CACHE.relative_to("home"))
 
 
 def _groups(folder: str, names: list[str]) -> list[str]:
@@ -101,17 +88,14 @@ def _stage_groups(kept: Path, target: Path, seen_as: Path) -> None:
             out.write(json.dumps({"child_paths": rehomed}))
 
 
-def _ignored(suffixes: frozenset[str] | None) -> Callable[[str, list[str]], list[str]]:
-    def ignore(folder: str, names: list[str]) -> list[str]:
-        """copytree ignore: links and special files never leave a candidate's folder; nor, for a kind with
-        ``suffixes``, any file of another suffix (group files are JSON)."""
-        dropped = []
-        for name in names:
-            path = Path(folder) / name
-            if path.is_symlink() or not (path.is_dir() or path.is_file()):
-                dropped.append(name)
-            elif suffixes is not None and path.is_file() and path.suffix not in suffixes:
-                dropped.append(name)
-        return dropped
-
-    return ignore
+def _kernel_files_only(folder: str, names: list[str]) -> list[str]:
+    """copytree ignore: links and special files never leave a candidate's folder, nor any file but a kernel's
+    (group files are JSON)."""
+    dropped = []
+    for name in names:
+        path = Path(folder) / name
+        if path.is_symlink() or not (path.is_dir() or path.is_file()):
+            dropped.append(name)
+        elif path.is_file() and path.suffix not in TRITON_KERNEL_SUFFIXES:
+            dropped.append(name)
+    return dropped

@@ -349,10 +349,9 @@ def _unobserved_failure(rejected: Verdict, phase: str, varied_init: list[dict[st
     data.pop("verdict")
     if phase == NEAR_PHASE:
         why = ("[plain process, near-duplicate inputs] wrong for an input set that differs from the one called "
-               "just before it in some values (one, a block, two of a row exchanged, one input alone, or every sign "
-               "flipped): a cache "
-               "keyed by part of the input, by a summary of it or by where it lives answers it stale; compute every "
-               f"call from its inputs: {detail}")
+               "just before it in some values (one, a block, two of a row exchanged, rows reordered or reversed, one "
+               "input alone, every sign flipped, or rows masked with -inf): a cache keyed by part of the input, by a "
+               f"summary of it or by where it lives answers it stale; compute every call from its inputs: {detail}")
     elif phase == STEPPED_PHASE:
         why = ("[plain process, parameters changed in place] wrong on inputs called before, once ModelNew's trainable "
                "parameters were changed in place as an optimizer step changes them: a cache that leaves the "

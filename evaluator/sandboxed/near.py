@@ -11,8 +11,7 @@ kinds reach caches keyed by everything a few values cannot move: ``swap`` exchan
 (a key of the row's sum, moments, maximum or histogram stays as it was, bitwise in at least one row for the usual
 orders of a reduction's additions: see :func:`_swapped`), ``rows_shuffled`` puts the rows in another order and
 ``rows_reversed`` reverses every row (a key blind to where a row or a value sits stays), and where a set has two
-floating inputs or
-more, ``only-<k>`` replaces a block of input ``k`` alone (a key of the other inputs stays). The last kind,
+floating inputs or more, ``only-<k>`` replaces a block of input ``k`` alone (a key of the other inputs stays). Then,
 ``negated``, flips the sign of every floating input: a key of magnitudes or even moments (a sum of squares, of
 ``|x|``, a norm) stays, summed over every row or not; it brings in values new to the op, so the reference makes it
 only where its answers stay finite wherever the base's are. Likewise ``masked`` (the last quarter of every row
@@ -41,8 +40,8 @@ NEAR_KINDS = ("head", "tail", "point", "first_half", "second_half", "block", "sw
 # whatever else the row holds, stays).
 SIGNED_KINDS = ("negated", "masked", "masked_changed")
 NEGATED = "negated"  # the patch of a tensor whose every value's sign is flipped
-# Kinds called right after the kind before them in SIGNED_KINDS, not after a call of the base set.
-FOLLOWING_KINDS = frozenset({"masked_changed"})
+# Kinds called right after another (the value), not after a call of the base set; made only where that one is.
+FOLLOWS = {"masked_changed": "masked"}
 # The strides of the swap kind's exchanges, one per row: see _swapped.
 SWAP_STRIDES = (1, 8, 16, 128, 4, 2, 32, 64, 256, 512, 1024, 2048)
 ONLY = "only-"  # an input set's kind "only-<k>": a block of its floating input k replaced, every other input as drawn
@@ -93,7 +92,7 @@ def near_duplicate_patches(inputs: list[Any], key: int, kind: str, keep: frozens
                                                                                            generator=generator))
             patches.append((at, at + 1, _another_value(flat, at, generator).reshape(1).cpu()))
         elif kind == "swap":
-            patches.append(_swapped(flat, value.shape[-1] if value.dim() else n, generator))
+            patches.append(_swapped(flat, _row_length(value), generator))
         elif kind in ("rows_shuffled", "rows_reversed"):
             patches.append(_rows_moved(value, kind == "rows_reversed", generator))
         else:
@@ -137,12 +136,17 @@ def _swapped(flat: torch.Tensor, row: int, generator: torch.Generator) -> tuple[
     return begin + start, begin + stop, span[start:stop].cpu()
 
 
+def _row_length(value: torch.Tensor) -> int:
+    """How many values a row of ``value`` holds (its last dimension; a 0-d tensor is one row of one)."""
+    return value.shape[-1] if value.dim() else value.numel()
+
+
 def _rows_moved(value: torch.Tensor, reversed_: bool,
                 generator: torch.Generator) -> tuple[int, int, torch.Tensor] | None:
     """Every row (the last dimension) reversed, or the rows put in another order: each row holds what it held, so a
     key blind to where values sit (a sum of hashes of each value and its column, of each row's hash) stays; None
     where nothing would move (one value per row, or one row)."""
-    row = value.shape[-1] if value.dim() else value.numel()
+    row = _row_length(value)
     rows = value.detach().reshape(-1, max(row, 1))
     if reversed_:
         if row < 2:
@@ -161,7 +165,7 @@ def _rows_moved(value: torch.Tensor, reversed_: bool,
 def _masked(value: torch.Tensor, changed: bool) -> tuple[int, int, torch.Tensor] | None:
     """The last quarter of every row (the last dimension) set to -inf, as a padded attention mask sets it; with
     ``changed``, the rest of each row reversed too (its values, another order). None for rows of one value."""
-    row = value.shape[-1] if value.dim() else value.numel()
+    row = _row_length(value)
     if row < 2:
         return None
     masked = max(1, row // 4)

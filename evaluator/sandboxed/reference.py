@@ -26,7 +26,7 @@ import torch
 from evaluator.sandboxed import compare as cmp
 from evaluator.sandboxed import environment, handoff, taskspec
 from evaluator.sandboxed.near import (
-    FOLLOWING_KINDS,
+    FOLLOWS,
     SIGNED_KINDS,
     Patches,
     apply_patches,
@@ -491,8 +491,8 @@ class ReferenceRunner:
         made: list[dict[str, Any]] = []
         base_finite: list[torch.Tensor] | None = None
         for key, kind in zip(keys, kinds):
-            following = kind in FOLLOWING_KINDS  # called right after the kind before it, which must be made
-            if following and (not made or made[-1]["kind"] != SIGNED_KINDS[SIGNED_KINDS.index(kind) - 1]):
+            following = kind in FOLLOWS  # called right after the kind it follows, which must be made
+            if following and (not made or made[-1]["kind"] != FOLLOWS[kind]):
                 continue
             inputs, patches = self._near_inputs(base, key, kind)
             if kind in SIGNED_KINDS:  # values new to the op: only where they stay in its domain
