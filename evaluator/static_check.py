@@ -104,6 +104,10 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        local bound only to an allocation and passed to the candidate's launch), run at
                        most once per forward call (no loop, recursion or repeated caller), at most 8 per
                        file; or any of those inside an ``assert`` whose value only decides it
+``call-state``         on the forward path, state kept across calls updated from its own earlier value: a
+                       count of calls (``self.calls += 1``, ``n = self.n; self.n = n + 1``), a list that
+                       grows, an iterator advanced, a cached function's ``cache_info()``
+                       (``evaluator.static_state``; caches written from the call's arguments are fine)
 ``reference``          uses ``Model`` or makes ``ModelNew`` inherit anything but nn.Module
 ``tensor-subclass``    a class derived from torch.Tensor or nn.Parameter (lazy or fake outputs)
 ``try-fallback``       a ``try`` (or ``contextlib.suppress``) on the forward path, except ``try:
@@ -187,6 +191,7 @@ from evaluator.static_paths import (
 )
 from evaluator.static_rules import normalise_allow
 from evaluator.static_shadowing import check_shadowing
+from evaluator.static_state import check_call_state
 from evaluator.static_structure import check_class_members, check_entry_definition, check_hooks, check_rebinding
 from evaluator.static_uses import module_bindings
 from evaluator.static_visitor import RuleVisitor
@@ -450,6 +455,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     visitor = RuleVisitor(model, set(path), entry, allow, out.report, tree)
     visitor.visit(tree)
     check_registrations(tree, resolve_here, model.custom_ops, out.report)
+    check_call_state(tree, model, path, out.report)
     check_loggers(tree, resolve_here, model.parents, out.report)
     check_inspect(tree, resolve_here, model.parents, out.report)
     check_wrapping(tree, resolve_here, model.parents, out.report)
