@@ -30,10 +30,13 @@ the forward path through a name no call graph follows), this reports:
 * any use, in a function, of state the module binds to an iterator (``iter``, ``map``, ``zip``, a generator,
   ``itertools.count``, a ``collections.Counter``), or of a function of the module that returns one.
 
+* on the forward path, a container keyed by (or added) an object made with an identity of its own
+  (``self.seen[object()] = 1``, an instance of the module's class, a lambda): it grows at every call, and ``len()``
+  reads the count (elsewhere, a registration made once, ``TABLE.add(Plan())`` in a decorator, is fine).
+
 State is matched by name (every ``.n`` is one ``n``; attributes of a method's other parameters, the call's inputs,
-are not state), which errs towards reporting. Known gaps: a count kept on the device (a kernel incrementing a
-persistent buffer) and a container grown under keys new at every call (``self.seen[object()] = 1``) read by
-``len()``. Pure function over the AST.
+and of autograd's ``ctx`` are not state), which errs towards reporting. Known gap: a count kept on the device (a
+kernel incrementing a persistent buffer). Pure function over the AST.
 """
 
 from __future__ import annotations
@@ -68,6 +71,9 @@ _VALUE_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "range", "abs
 _WHY = ("a kernel's result must not depend on how many times it ran: remove it; keep per-call values in locals and "
         "state across calls only as caches written from the call's arguments (a buffer per shape)")
 _EMPTY: frozenset[Key] = frozenset()
+# flows from an object made with an identity of its own (object(), an instance of the module's class, a lambda): a key
+# no earlier call made, so a container keyed by it grows at every call
+FRESH: Key = ("fresh", "identity")
 
 
 @dataclass
@@ -292,8 +298,10 @@ class _Analysis:
 
     def flow(self, expr: ast.AST | None, scope: _Scope | None) -> Flow:
         """(the state ``expr``'s value may be, the state it was computed from)."""
-        if expr is None or isinstance(expr, ast.Constant | ast.Lambda):
+        if expr is None or isinstance(expr, ast.Constant):
             return _EMPTY, _EMPTY
+        if isinstance(expr, ast.Lambda):
+            return _EMPTY, frozenset({FRESH})
         if isinstance(expr, ast.Name):
             return self.name_flow(expr.id, scope)
         if isinstance(expr, ast.Attribute) or const_getattr(expr) is not None:
@@ -339,6 +347,8 @@ class _Analysis:
             parts = [self.flow(a, scope) for a in args]
             return frozenset().union(*(h for h, _ in parts)), frozenset().union(*(h | c for h, c in parts))
         computed = frozenset().union(*(self.all(a, scope) for a in args))
+        if name == "object" or name in self.model.classes:
+            return _EMPTY, computed | {FRESH}
         if name in _VALUE_BUILTINS:
             return _EMPTY, computed
         receiver = func.value if isinstance(func, ast.Attribute) else None
@@ -395,7 +405,7 @@ class _Analysis:
                     for node in _own_nodes(inner):
                         if isinstance(node, ast.expr):
                             keys |= self.all(node, scope)
-            self.fn_reads[id(fn)] = frozenset(keys)
+            self.fn_reads[id(fn)] = frozenset(keys - {FRESH})  # a lambda it sorts with is not what it returns
         return self.fn_reads[id(fn)]
 
     # -- containers kept small, iterators kept ----------------------------------------------------------------------
@@ -570,6 +580,9 @@ class _Analysis:
         passed = isinstance(value, ast.Name | ast.Attribute | ast.Subscript | ast.IfExp | ast.BoolOp) or (
             isinstance(value, ast.Call) and (const_getattr(value) is not None or isinstance(value.func, ast.Attribute)
                                              and value.func.attr in _LOOKUPS))
+        if scope.per_call and index is not None and FRESH in self.all(index, scope):  # self.seen[object()] = 1
+            yield _Write(node, keys, _EMPTY, always=True)
+            return
         bounded = _bounded_cycle(value) or self.saturating(node, part, value, scope)
         yield _Write(node, keys, computed | self.all(index, scope), always=False, bounded=bounded,
                      aliases=frozenset(k for k in held if k[0] != "param") if passed else _EMPTY)
@@ -602,8 +615,8 @@ class _Analysis:
             always = not (self.bounded_deque(func.value, scope) or self.guarded(call, func.value, scope, args))
         elif func.attr in CONSUMING:
             always = (func.attr == "rotate" or not call.args) and not self.guarded(call, func.value, scope)
-        else:
-            always = False
+        else:  # add/update/setdefault: a count only when what it adds is new at every call
+            always = scope.per_call and any(FRESH in self.all(a, scope) for a in args)
         yield _Write(call, keys, frozenset().union(*(self.flow(a, scope)[1] for a in args)), always)
 
     def saturating(self, node: ast.AST, target: ast.AST, value: ast.AST | None, scope: _Scope) -> bool:

@@ -42,6 +42,11 @@ COUNTING = [
     dict(module="import collections", init="self.q = collections.deque()", body="self.q.append(1)  # HERE"),
     dict(module="import collections", init="self.q = collections.deque(maxlen=100000)",
          body="self.q.append(1)  # HERE"),
+    # keys no earlier call made: the container grows at every call, and len() reads the count
+    dict(init="self.seen = set()", body="self.seen.add(object())  # HERE\nif len(self.seen) > 5000:\n    out = x"),
+    dict(init="self.seen = {}", body="self.seen[object()] = 1  # HERE"),
+    dict(module="class Token:\n    pass", init="self.seen = {}", body="t = Token()\nself.seen.setdefault(t, 0)  # HERE"),
+    dict(init="self.seen = set()", body="self.seen.update([lambda: 0])  # HERE"),
 ]
 
 
