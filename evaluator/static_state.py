@@ -8,35 +8,41 @@ an iterator moved on, a cached function's hit count. Honest kernels keep state t
 once, a launch configuration or a compiled kernel keyed by a shape, a warn-once flag, the largest size seen, each
 written from the call's arguments and constants, never computed from what it held before.
 
-In every function of the module (closures, lambdas and ``__init__`` included: a factory's closure is called from
-the forward path through a name no call graph follows), this reports:
+Reported in the functions forward can run (those the checker's path reaches, and every closure, wherever defined: a
+factory's closure is called through a name no call graph follows), never in ``__init__`` or in module-level code
+that runs once (``nn.ModuleList().append`` while building, a registry's decorator):
 
 * an augmented assignment (``+=``, ``|=``, ...) to state that outlives the call: an attribute (``self.n``,
   ``Cls.n``), an item of a container that is not a fresh local (``self.d[k]``, ``COUNTS[0]``, a mutable default
-  argument's), a ``global``/``nonlocal`` name, a closure's variable; ``+=``/``|=`` of a container on a local that
-  holds such state (``log = self.log; log += [0]``);
+  argument's, a caller's state handed in), a ``global``/``nonlocal`` name, a closure's variable; ``+=``/``|=`` of
+  a container on a local that holds such state (``log = self.log; log += [0]``);
 * any other write to such state computed from state whose writes are computed from it in turn (``self.n = self.n
-  + 1``; ``self.a = self.b + 1`` with ``self.b = self.a``; through locals, through aliases made anywhere,
-  ``self.view = self.state``; through the module's functions, ``self.n = bump(self)``). Storing an object back as
-  it was read (``self.d[k] = self.d.get(k)``), the largest or smallest value seen (``max(self.m, n)``) and a
-  cycle of at most MAX_BOUNDED states (``(self.i + 1) % 2``, ``1 - self.i``: every phase is observed) are no count;
+  + 1``; ``self.a = self.b + 1`` with ``self.b = self.a``; through locals, loop variables, aliases made anywhere,
+  ``self.view = self.state``, the values the module's functions return, a loop's exit test, a comprehension's
+  ``if``). Storing an object back as it was read (``self.d[k] = self.d.get(k)``), the largest or smallest value seen
+  (``max(self.m, n)``), a workspace grown to what the call needs (``if self.cap < need: self.cap = max(need, 2 *
+  self.cap)``, ``while self.cap < need: self.cap *= 2``), a count up to at most MAX_BOUNDED (``if self.warned <
+  3: self.warned += 1``) and an unconditional cycle of at most MAX_BOUNDED integer phases (``(self.i + 1) % 2``,
+  ``1 - self.i``, ``self.i ^= 1``: every phase is observed) are no count;
 * a container grown (``append``, ``extend``, ``insert``, ``appendleft``, ``extendleft``, a slice store of a list)
-  or used up (``pop()``/``popleft()`` without a key, ``rotate``, ``del c[0]``), unless a guard bounds it: the value
-  is added only when absent (``if v not in c``), only while empty (``if not c``) or below MAX_BOUNDED items, an item
-  is removed only when there are more than a constant (an LRU's eviction), or the container is a
-  ``deque(maxlen=N)`` with N at most MAX_BOUNDED (fla's tensor cache);
-* mutating methods taken as values (``push = self.log.append``), ``next`` as a value or on kept state,
-  ``operator.iadd``/``setitem``-style calls on kept state, ``cache_info()``;
-* any use, in a function, of state the module binds to an iterator (``iter``, ``map``, ``zip``, a generator,
-  ``itertools.count``, a ``collections.Counter``), or of a function of the module that returns one.
+  or used up (``pop()``/``popleft()`` without a key, ``rotate``, ``remove`` of its own item, ``del c[0]``), unless
+  bounded: the value is added only when absent (``if v not in c``, v not new at every call), only while empty
+  (``if not c``) or below MAX_BOUNDED items, an item is removed only past a constant of at least one in a function
+  that also adds (an LRU's eviction), or the container is a ``deque(maxlen=N)`` with N at most MAX_BOUNDED (fla's
+  tensor cache);
+* mutating methods taken as values (``push = self.log.append``), ``next`` as a value or on kept state (not on a
+  fresh ``iter(...)``), ``operator.iadd``/``setitem``-style calls on kept state, ``cache_info()``;
+* any use, in a function, of state the module binds to an iterator (``iter``, ``map``, ``zip``, a generator
+  function or method, any ``itertools`` call, a ``collections.Counter``), or to what a module function returning
+  one returns;
+* on the forward path, a container keyed by, added or looked up with an object made with an identity of its own
+  (``self.seen[object()] = 1``, a new tensor, an input, an instance of the module's class, a lambda): it grows at
+  every call, and ``len()`` reads the count.
 
-* on the forward path, a container keyed by (or added) an object made with an identity of its own
-  (``self.seen[object()] = 1``, an instance of the module's class, a lambda): it grows at every call, and ``len()``
-  reads the count (elsewhere, a registration made once, ``TABLE.add(Plan())`` in a decorator, is fine).
-
-State is matched by name (every ``.n`` is one ``n``; attributes of a method's other parameters, the call's inputs,
-and of autograd's ``ctx`` are not state), which errs towards reporting. Known gap: a count kept on the device (a
-kernel incrementing a persistent buffer). Pure function over the AST.
+State is matched by name (every ``.n`` is one ``n``; attributes of inputs -- forward's arguments, and parameters
+every caller hands a fresh value -- and what is stored directly on autograd's ``ctx`` are not state), which errs
+towards reporting. Known gaps: a count kept on the device (a kernel incrementing a persistent buffer) and a
+property whose getter computes what its setter stores. Pure function over the AST.
 """
 
 from __future__ import annotations
@@ -55,25 +61,31 @@ Scoped = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 RULE = "call-state"
 MAX_BOUNDED = 64  # a deque(maxlen=N), a container guarded below N items, a cycle mod N: every phase is observed
 GROWING = frozenset({"append", "extend", "insert", "appendleft", "extendleft"})
-CONSUMING = frozenset({"pop", "popleft", "popitem", "rotate"})  # without a key: the next item, whatever it is
-CHANGING = frozenset({"add", "update", "setdefault", "remove", "discard", "clear", "__setitem__", "put",
-                      "put_nowait", "sort", "reverse", "move_to_end"})  # reported where computed from themselves
+CONSUMING = frozenset({"pop", "popleft", "popitem", "rotate", "remove", "discard"})  # reported when the next item goes
+CHANGING = frozenset({"add", "update", "setdefault", "clear", "__setitem__", "put", "put_nowait", "sort", "reverse",
+                      "move_to_end"})  # reported where computed from themselves or keyed by new objects
 COUNTERS = frozenset({"cache_info"})
 MUTATING_OPERATORS = frozenset({"operator.iadd", "operator.iconcat", "operator.ior", "operator.iand", "operator.ixor",
                                 "operator.isub", "operator.imul", "operator.setitem", "operator.delitem"})
 _ITERATOR_BUILTINS = frozenset({"iter", "map", "filter", "zip", "enumerate", "reversed"})
-_ITERATOR_FACTORIES = frozenset({"itertools.count", "itertools.cycle", "itertools.repeat", "collections.Counter"})
+_ITERATOR_FACTORIES = frozenset({"collections.Counter"})  # and every itertools.*
 _LOOKUPS = frozenset({"get", "setdefault", "pop"})  # with a key: hand on the object a container holds
 _SELECTORS = frozenset({"max", "min"})  # hand on one of their arguments
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "dict", "sorted"})  # new, holding the items
 _VALUE_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "range", "abs", "round", "divmod", "isinstance",
-                             "hasattr", "callable", "repr", "format", "bytearray"})
+                             "hasattr", "callable", "repr", "format", "bytearray", "hash", "type", "print"})
+_CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
 _WHY = ("a kernel's result must not depend on how many times it ran: remove it; keep per-call values in locals and "
         "state across calls only as caches written from the call's arguments (a buffer per shape)")
 _EMPTY: frozenset[Key] = frozenset()
-# flows from an object made with an identity of its own (object(), an instance of the module's class, a lambda): a key
-# no earlier call made, so a container keyed by it grows at every call
+# held by an object made with an identity of its own (object(), a tensor, an input, an instance of the module's class,
+# a lambda): a key no earlier call made, so a container keyed by it grows at every call
 FRESH: Key = ("fresh", "identity")
+
+
+def _state(keys: Iterable[Key]) -> frozenset[Key]:
+    """The keys that stand for state (not the mark of a new object)."""
+    return frozenset(k for k in keys if k != FRESH)
 
 
 @dataclass
@@ -86,6 +98,7 @@ class _Scope:
     instance: str | None = None  # a method's first parameter
     context: str | None = None  # an autograd Function's ctx: an object made for each call
     params: set[str] = field(default_factory=set)
+    inputs: set[str] = field(default_factory=set)  # parameters every caller hands a value made for the call
     declared: set[str] = field(default_factory=set)  # global / nonlocal
     locals: set[str] = field(default_factory=set)
     holds: dict[str, set[Key]] = field(default_factory=dict)
@@ -98,8 +111,11 @@ class _Write:
     keys: frozenset[Key]  # the state it changes
     computed: frozenset[Key]  # the state its value is computed from
     always: bool  # reported whatever it reads (+=, growth, next, ...)
-    bounded: bool = False  # a cycle of at most MAX_BOUNDED phases
+    bounded: bool = False  # a cycle or a count of at most MAX_BOUNDED, or grown to what a call needs
     aliases: frozenset[Key] = frozenset()  # the state its value is, as it was read (self.view = self.state)
+    evicting: bool = False  # used up under a `len(c) > N` guard: fine where the same function also adds
+    adding: bool = False  # a write that adds to its container (an item set, added or appended)
+    anywhere: bool = False  # reported in whatever function it is (``__init__`` included)
 
 
 def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
@@ -129,15 +145,24 @@ def _store_targets(target: ast.AST) -> Iterator[ast.AST]:
         yield target
 
 
+def _exit_tests(loop: ast.For | ast.AsyncFor | ast.While) -> list[ast.expr]:
+    """The tests of the ``if`` statements in a loop's body that leave it (break / return): what its variable ends on."""
+    return [n.test for n in ast.walk(loop) if isinstance(n, ast.If)
+            and any(isinstance(x, ast.Break | ast.Return) for x in ast.walk(n))]
+
+
 def _bindings(node: ast.AST, parents: dict[int, ast.AST]) -> Iterator[tuple[ast.AST, ast.AST | None]]:
-    """(target, value read into it) of every binding statement or expression; a ``match`` capture binds (part of)
-    the subject."""
+    """(target, value read into it) of every binding statement or expression; a loop variable also carries the
+    tests that end the loop; a ``match`` capture binds (part of) the subject."""
     if isinstance(node, ast.Assign):
         for target in node.targets:
             yield target, node.value
     elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
         yield node.target, node.value
-    elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+    elif isinstance(node, ast.For | ast.AsyncFor):
+        tests = _exit_tests(node)
+        yield node.target, ast.Tuple([node.iter, *tests], ast.Load()) if tests else node.iter
+    elif isinstance(node, ast.comprehension):
         yield node.target, node.iter
     elif isinstance(node, ast.With | ast.AsyncWith):
         for item in node.items:
@@ -163,6 +188,13 @@ def _chain_key(expr: ast.AST) -> Key | None:
     return None
 
 
+def _plain_chain(expr: ast.AST) -> bool:
+    """A name, or attributes and items of one (``self.i``, ``self.d[k]``): no computation."""
+    while isinstance(expr, ast.Attribute | ast.Subscript):
+        expr = expr.value
+    return isinstance(expr, ast.Name)
+
+
 def _root(expr: ast.AST) -> ast.AST:
     """The object an attribute or item chain starts from (``self`` of ``self.d[k].x``, ``getattr(self, "d")``)."""
     while True:
@@ -176,6 +208,21 @@ def _root(expr: ast.AST) -> ast.AST:
 
 def _int(expr: ast.AST | None) -> int | None:
     return expr.value if isinstance(expr, ast.Constant) and type(expr.value) is int else None
+
+
+def _conditions(node: ast.AST, fn: ast.AST, parents: dict[int, ast.AST]) -> Iterator[tuple[ast.If | ast.While, bool]]:
+    """The ``if``/``while`` statements around ``node`` in ``fn``, each with whether ``node`` is in its body."""
+    child, parent = node, parents.get(id(node))
+    while parent is not None and parent is not fn:
+        if isinstance(parent, ast.If | ast.While) and child is not parent.test:
+            yield parent, any(child is stmt for stmt in parent.body)
+        child, parent = parent, parents.get(id(parent))
+
+
+def _conjuncts(test: ast.AST) -> list[ast.AST]:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [c for v in test.values for c in _conjuncts(v)]
+    return [test]
 
 
 class _Analysis:
@@ -198,17 +245,36 @@ class _Analysis:
         self.methods = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
                         if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
                         and not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in f.decorator_list)}
+        self.functions = [n for n in ast.walk(tree) if isinstance(n, Scoped)]
+        self.defs_named: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        for n in self.functions:
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.defs_named.setdefault(n.name, []).append(n)
+        self.generators = {n.name for n in self.functions if isinstance(n, ast.FunctionDef)
+                           and any(isinstance(x, ast.Yield | ast.YieldFrom) for x in _own_nodes(n))}
+        self.cached = {n.name for n in self.functions if isinstance(n, ast.FunctionDef) and any(
+            resolve(d.func if isinstance(d, ast.Call) else d, model.aliases) in _CACHING_DECORATORS
+            for d in n.decorator_list)}
+        self.calls_of: dict[str, list[ast.Call]] = {}  # name -> the calls naming it (f(...), x.f(...))
+        self.as_value: set[str] = set()  # names of functions used other than as a callee
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                callee = node.func.id if isinstance(node.func, ast.Name) else (
+                    node.func.attr if isinstance(node.func, ast.Attribute) else None)
+                if callee is not None:
+                    self.calls_of.setdefault(callee, []).append(node)
+            elif isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Load):
+                name = node.id if isinstance(node, ast.Name) else node.attr
+                parent = self.parents.get(id(node))
+                if name in self.defs_named and not (isinstance(parent, ast.Call) and parent.func is node):
+                    self.as_value.add(name)
         self.scopes: dict[int, _Scope] = {}
-        self.fn_reads: dict[int, frozenset[Key]] = {}
-        self.named: dict[tuple[str, str], frozenset[Key]] = {}
+        self.summaries: dict[int, Flow] = {}
         self.module_values: dict[str, list[ast.AST | None]] = {}  # module-level names, `global` writes included
         for node in ast.walk(tree):
             for target, value in _bindings(node, self.parents):
                 if isinstance(target, ast.Name) and self._module_level(target.id, node):
                     self.module_values.setdefault(target.id, []).append(value)
-        self.functions = [n for n in ast.walk(tree) if isinstance(n, Scoped)]
-        self.generators = {n.name for n in self.functions if isinstance(n, ast.FunctionDef)
-                           and any(isinstance(x, ast.Yield | ast.YieldFrom) for x in _own_nodes(n))}
 
     def _module_level(self, name: str, node: ast.AST) -> bool:
         fn = self.enclosing(node)
@@ -219,6 +285,13 @@ class _Analysis:
         while parent is not None and not isinstance(parent, Scoped):
             parent = self.parents.get(id(parent))
         return parent
+
+    def reported_in(self, fn: Scoped) -> bool:
+        """Whether counts in ``fn`` are reported: forward can run it (on the path, or a closure), and it is no
+        ``__init__`` (which builds once)."""
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and fn.name == "__init__":
+            return False
+        return id(fn) in self.per_call or self.enclosing(fn) is not None
 
     # -- what a function binds, and what its locals hold ----------------------------------------------------------
 
@@ -256,8 +329,11 @@ class _Analysis:
         defaults = [*zip(reversed(ordered), reversed(args.defaults), strict=False),
                     *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None)]
         for arg, default in defaults:  # a default is made once, in the outer scope: it outlives every call
-            held, computed = self.flow(default, outer) if outer else self.flow(default, None)
-            scope.holds[arg.arg] = {*held, *computed, ("name", f"{getattr(fn, 'name', 'lambda')}.{arg.arg}")}
+            if not isinstance(default, ast.Constant):
+                held, computed = self.flow(default, outer)
+                default_key = ("name", f"{getattr(fn, 'name', 'lambda')}.{arg.arg}")
+                scope.holds[arg.arg] = {*_state(held), *computed, default_key}
+        scope.inputs = self.input_params(fn, scope, ordered)
         for _ in range(len(bound) + 1):  # locals read from locals: until nothing changes
             changed = False
             for name, value in bound:
@@ -272,50 +348,75 @@ class _Analysis:
                 break
         return scope
 
+    def input_params(self, fn: Scoped, scope: _Scope, ordered: list[ast.arg]) -> set[str]:
+        """The parameters that hold a value made for the call: forward's, and a function's whose every caller in the
+        module passes such a value there (a function also used as a value may be called with anything)."""
+        names = [a.arg for a in ordered]
+        candidates = {n for n in scope.params if n not in (scope.instance, scope.context) and n not in scope.holds}
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) or not candidates:
+            return set()
+        if fn.name == "forward" and id(fn) in self.methods:
+            return candidates
+        if fn.name in self.as_value or fn.name not in self.calls_of or len(self.defs_named.get(fn.name, [])) > 1:
+            return set()
+        offset = 1 if scope.instance is not None else 0
+        inputs = set(candidates)
+        for call in self.calls_of[fn.name]:
+            caller_fn = self.enclosing(call)
+            if caller_fn is None or caller_fn is fn:
+                return set()
+            caller = self.scope(caller_fn)
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return set()
+            passed = {names[i + offset]: a for i, a in enumerate(call.args) if i + offset < len(names)}
+            passed.update({k.arg: k.value for k in call.keywords if k.arg})
+            for name, arg in passed.items():
+                if name in inputs and self.persistent_value(arg, caller):
+                    inputs.discard(name)
+        return inputs
+
+    def persistent_value(self, expr: ast.AST, scope: _Scope) -> bool:
+        """Whether ``expr`` may be an object that outlives the call (not one made in it, not an input)."""
+        if isinstance(expr, ast.Name):
+            return self.persistent_name(expr.id, scope)
+        return bool(_state(self.flow(expr, scope)[0]))
+
     def name_flow(self, name: str, scope: _Scope | None) -> Flow:
-        """What a name read in ``scope`` may hold: a local's values, a parameter's default, an enclosing function's
-        local (kept across calls unless that function runs at every call and made it there), else a module name."""
+        """What a name read in ``scope`` may hold: a local's values, a parameter itself and its default, an enclosing
+        function's local (kept across calls unless that function runs at every call and made it there), else a
+        module name."""
         if scope is None:
             return frozenset({("name", name)}), _EMPTY
         if name in scope.locals:
             return frozenset(scope.holds.get(name, ())), frozenset(scope.derived.get(name, ()))
-        if name in scope.params:  # the object itself (self, state a caller hands in), and what a default holds
+        if name in scope.params:
+            if name in scope.inputs or name == scope.context:
+                return frozenset({FRESH}), _EMPTY
             return frozenset({*scope.holds.get(name, ()), ("param", f"{id(scope.fn)}.{name}")}), _EMPTY
         if name in scope.declared or scope.outer is None:
             return frozenset({("name", name)}), _EMPTY
         held, computed = self.name_flow(name, scope.outer)
-        if name in scope.outer.locals and not (scope.outer.per_call and not held):
+        if name in scope.outer.locals and not (scope.outer.per_call and not _state(held)):
             held = held | {("name", name)}
         return held, computed
 
     def persistent_name(self, name: str, scope: _Scope) -> bool:
         """Whether the object a name is bound to outlives a call of forward."""
-        if name in scope.locals:
-            return bool(scope.holds.get(name))
-        if name in scope.params:  # self, a mutable default, or state a caller hands in; not autograd's ctx
-            return name != scope.context
-        return bool(self.name_flow(name, scope)[0])
+        if name in scope.params and name != scope.context and name not in scope.inputs:
+            return True
+        return bool(_state(self.name_flow(name, scope)[0]))
 
     def flow(self, expr: ast.AST | None, scope: _Scope | None) -> Flow:
         """(the state ``expr``'s value may be, the state it was computed from)."""
         if expr is None or isinstance(expr, ast.Constant):
             return _EMPTY, _EMPTY
         if isinstance(expr, ast.Lambda):
-            return _EMPTY, frozenset({FRESH})
+            return frozenset({FRESH}), _EMPTY
         if isinstance(expr, ast.Name):
             return self.name_flow(expr.id, scope)
         if isinstance(expr, ast.Attribute) or const_getattr(expr) is not None:
             base, attr = (expr.value, expr.attr) if isinstance(expr, ast.Attribute) else const_getattr(expr)  # type: ignore[misc]
-            held, computed = self.flow(base, scope)
-            if isinstance(base, ast.Name) and scope is not None and base.id in scope.params:
-                if base.id == scope.context:
-                    return _EMPTY, computed  # ctx.x: what this call's forward left for its backward
-                if base.id != scope.instance and scope.instance is not None and not scope.holds.get(base.id):
-                    return _EMPTY, computed  # an attribute of a method's input (x.shape) is the call's, not state
-                return frozenset({("attr", attr)}), computed  # self.n is an object of its own, not self
-            if isinstance(base, ast.Name) and scope is not None and base.id in scope.locals and not held:
-                return _EMPTY, computed  # an attribute of an object made in this call
-            return held | {("attr", attr)}, computed
+            return self.attribute_flow(base, attr, scope)
         if isinstance(expr, ast.Subscript):
             held, computed = self.flow(expr.value, scope)
             return held, computed | self.all(expr.slice, scope)
@@ -327,35 +428,78 @@ class _Analysis:
             return self.union(*(self.flow(v, scope) for v in expr.values))
         if isinstance(expr, ast.Call):
             return self.call_flow(expr, scope)
-        if isinstance(expr, ast.Tuple | ast.List | ast.Set | ast.Dict | ast.BinOp | ast.ListComp | ast.SetComp
-                      | ast.GeneratorExp | ast.DictComp):
+        if isinstance(expr, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            tests = frozenset().union(*(self.all(e, scope) for g in expr.generators for e in [g.iter, *g.ifs]))
+            items = [expr.key, expr.value] if isinstance(expr, ast.DictComp) else [expr.elt]
+            held, computed = self.union(*(self.flow(e, scope) for e in items))
+            return _state(held), _state(held) | computed | tests
+        if isinstance(expr, ast.Tuple | ast.List | ast.Set | ast.Dict | ast.BinOp):
             parts = [self.flow(c, scope) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr)]
-            held = frozenset().union(*(h for h, _ in parts))  # a new container may hold state
-            return held, frozenset().union(*(h | c for h, c in parts))
-        return _EMPTY, self.all_children(expr, scope)
+            held = frozenset().union(*(h for h, _ in parts))  # a new container may hold state, or new objects
+            return held, _state(held) | frozenset().union(*(c for _, c in parts))
+        return _EMPTY, _state(self.all_children(expr, scope))
+
+    def attribute_flow(self, base: ast.AST, attr: str, scope: _Scope | None) -> Flow:
+        held, computed = self.flow(base, scope)
+        if isinstance(base, ast.Name) and scope is not None and (
+                base.id in scope.inputs or base.id in scope.locals and not _state(held)):
+            return _EMPTY, computed  # an attribute of an input (x.shape) or of an object made in this call
+        if isinstance(base, ast.Name) and scope is not None and base.id in scope.params:
+            return frozenset({("attr", attr)}), computed  # self.n is an object of its own, not self
+        return _state(held) | {("attr", attr)}, computed
 
     def call_flow(self, call: ast.Call, scope: _Scope | None) -> Flow:
         func = call.func
         args = [*call.args, *(k.value for k in call.keywords)]
+        arguments = frozenset().union(*(self.all(a, scope) for a in args))
         if isinstance(func, ast.Attribute) and func.attr in _LOOKUPS and call.args and not call.keywords:
             held, computed = self.flow(func.value, scope)
-            return held, computed.union(*(self.all(a, scope) for a in args))
+            return held, computed | arguments
+        if isinstance(func, ast.Call) and resolve(func.func, self.model.aliases) == "operator.attrgetter" and \
+                call.args and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in func.args):
+            names = [str(a.value).rsplit(".", 1)[-1] for a in func.args if isinstance(a, ast.Constant)]
+            flows = [self.attribute_flow(call.args[0], n, scope) for n in names]
+            return self.union(*flows)
         name = func.id if isinstance(func, ast.Name) else None
+        dotted = resolve(func, self.model.aliases) or name or ""
         if name in _SELECTORS:
             return self.union(*(self.flow(a, scope) for a in args))
         if name in _CONTAINER_BUILTINS:
-            parts = [self.flow(a, scope) for a in args]
-            return frozenset().union(*(h for h, _ in parts)), frozenset().union(*(h | c for h, c in parts))
-        computed = frozenset().union(*(self.all(a, scope) for a in args))
+            held = _state(frozenset().union(*(self.flow(a, scope)[0] for a in args)))
+            return held, held | _state(arguments)
         if name == "object" or name in self.model.classes:
-            return _EMPTY, computed | {FRESH}
+            return frozenset({FRESH}), _state(arguments)
         if name in _VALUE_BUILTINS:
-            return _EMPTY, computed
+            return _EMPTY, _state(arguments)
+        if dotted.split(".", 1)[0] == "torch":
+            return frozenset({FRESH}), _state(arguments)  # a new tensor (or a view: a new object all the same)
+        if dotted.split(".", 1)[0] in ("triton", "math"):
+            return _EMPTY, _state(arguments)
         receiver = func.value if isinstance(func, ast.Attribute) else None
         local_def = self.local_def(name, scope) if name else None
-        reads = self.function_reads(local_def) if local_def is not None else self.called_reads(func)
-        computed = computed | self.all(receiver, scope) | reads
-        return reads, computed  # what a function of the module reads, it may return
+        targets: list[ast.AST] = [local_def] if local_def is not None else list(
+            self.defs_named.get(name or "", []) if isinstance(func, ast.Name) else
+            self.defs_named.get(func.attr, []) if isinstance(func, ast.Attribute) else [])
+        computed = _state(arguments | self.all(receiver, scope))
+        if targets:  # the module's function: what it returns
+            held, returned = self.union(*(self.summary(t) for t in targets))
+            if name in self.cached or isinstance(func, ast.Attribute) and func.attr in self.cached:
+                held = held | {("name", f"{name or getattr(func, 'attr', '')}()")}  # kept by its cache
+            return held, computed | returned
+        return _state(arguments | self.all(receiver, scope)), computed  # another's: it may return what it is given
+
+    def summary(self, fn: ast.AST) -> Flow:
+        """What a function of the module returns: (the state it may be, the state it was computed from)."""
+        if id(fn) not in self.summaries:
+            self.summaries[id(fn)] = (_EMPTY, _EMPTY)  # a recursive call adds nothing new
+            if isinstance(fn, ast.Lambda):
+                returned = [fn.body]
+            else:
+                returned = [n.value for n in _own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None]
+            scope = self.scope(fn) if isinstance(fn, Scoped) else None
+            held, computed = self.union(*(self.flow(v, scope) for v in returned)) if returned else (_EMPTY, _EMPTY)
+            self.summaries[id(fn)] = (_state(held), _state(computed))
+        return self.summaries[id(fn)]
 
     def local_def(self, name: str, scope: _Scope | None) -> ast.AST | None:
         """The function a name bound by a ``def`` in ``scope`` or an enclosing function stands for."""
@@ -377,36 +521,6 @@ class _Analysis:
 
     def all_children(self, expr: ast.AST, scope: _Scope | None) -> frozenset[Key]:
         return frozenset().union(*(self.all(c, scope) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr)))
-
-    def called_reads(self, func: ast.AST) -> frozenset[Key]:
-        """What the module's functions ``func`` may name read (``f(...)``; ``x.f(...)`` for any method f)."""
-        if isinstance(func, ast.Name):
-            named = ("fn", func.id)
-        elif isinstance(func, ast.Attribute):
-            named = ("method", func.attr)
-        else:
-            return _EMPTY
-        if named not in self.named:
-            self.named[named] = _EMPTY  # a recursive call adds nothing new
-            kind, name = named
-            targets = [f for k, f in self.model.functions.items()
-                       if (k if kind == "fn" else k.rsplit(".", 1)[-1]) == name]
-            self.named[named] = frozenset().union(*(self.function_reads(fn) for fn in targets))
-        return self.named[named]
-
-    def function_reads(self, fn: ast.AST) -> frozenset[Key]:
-        """Every state key a function, its closures and what they call read: what its result may carry."""
-        if id(fn) not in self.fn_reads:
-            self.fn_reads[id(fn)] = _EMPTY
-            keys: set[Key] = set()
-            for inner in ast.walk(fn):
-                if isinstance(inner, Scoped):
-                    scope = self.scope(inner)
-                    for node in _own_nodes(inner):
-                        if isinstance(node, ast.expr):
-                            keys |= self.all(node, scope)
-            self.fn_reads[id(fn)] = frozenset(keys - {FRESH})  # a lambda it sorts with is not what it returns
-        return self.fn_reads[id(fn)]
 
     # -- containers kept small, iterators kept ----------------------------------------------------------------------
 
@@ -435,7 +549,12 @@ class _Analysis:
             return False
         maxlen = next((k.value for k in value.keywords if k.arg == "maxlen"),
                       value.args[1] if len(value.args) > 1 else None)
-        return maxlen is not None and all(n is not None and 0 <= n <= MAX_BOUNDED for n in self.int_values(maxlen))
+        return maxlen is not None and self.small(maxlen)
+
+    def small(self, expr: ast.AST) -> bool:
+        """An int that is at most MAX_BOUNDED whatever it is (a constant, module constants)."""
+        values = self.int_values(expr)
+        return all(n is not None and 0 <= n <= MAX_BOUNDED for n in values)
 
     def int_values(self, expr: ast.AST) -> list[int | None]:
         """The ints ``expr`` may be: a constant, a module constant, ``int(os.getenv(NAME, "4"))`` (its default: a
@@ -453,32 +572,39 @@ class _Analysis:
         return [None]
 
     def makes_iterator(self, value: ast.AST | None, seen: frozenset[str] = frozenset()) -> bool:
-        """Whether a value is, or holds, an iterator (or a Counter): iter/map/zip/..., a generator (expression or
-        function), itertools.count/cycle/repeat, or a module function that returns one."""
+        """Whether a value is, or holds, an iterator (or a Counter): iter/map/zip/..., a generator (expression,
+        function or method), any itertools call, or what a module function that returns one returns."""
         if value is None:
             return False
         if isinstance(value, ast.GeneratorExp):
             return True
         if isinstance(value, ast.Tuple | ast.List | ast.Set | ast.Dict):
             return any(self.makes_iterator(v, seen) for v in ast.iter_child_nodes(value) if isinstance(v, ast.expr))
+        factories = [n for n in ast.walk(value) if isinstance(n, ast.Call) and self.factory(n)]
+        if factories:
+            return True
         if not isinstance(value, ast.Call):
-            return any(isinstance(n, ast.Call) and resolve(n.func, self.model.aliases) in _ITERATOR_FACTORIES
-                       for n in ast.walk(value))
-        name = resolve(value.func, self.model.aliases) or (value.func.id if isinstance(value.func, ast.Name) else "")
-        if name in _ITERATOR_BUILTINS or name in _ITERATOR_FACTORIES or name in self.generators:
-            return True
-        if any(isinstance(n, ast.Call) and resolve(n.func, self.model.aliases) in _ITERATOR_FACTORIES
-               for n in ast.walk(value)):
-            return True
-        fn = self.model.functions.get(name)
-        if fn is None or name in seen or isinstance(fn, ast.Lambda):
             return False
-        return any(isinstance(n, ast.Return) and self.makes_iterator(n.value, seen | {name}) for n in _own_nodes(fn))
+        callee = value.func.id if isinstance(value.func, ast.Name) else (
+            value.func.attr if isinstance(value.func, ast.Attribute) else "")
+        if callee in _ITERATOR_BUILTINS and isinstance(value.func, ast.Name) or callee in self.generators:
+            return True
+        if callee in seen:
+            return False
+        return any(isinstance(n, ast.Return) and self.makes_iterator(n.value, seen | {callee})
+                   for fn in self.defs_named.get(callee, []) for n in _own_nodes(fn))
+
+    def factory(self, call: ast.Call) -> bool:
+        name = resolve(call.func, self.model.aliases) or ""
+        return name in _ITERATOR_FACTORIES or name.startswith("itertools.")
 
     def iterator_keys(self) -> set[Key]:
         keys: set[Key] = set()
         for node in ast.walk(self.tree):
             for target, value in _bindings(node, self.parents):
+                if isinstance(node, ast.For | ast.AsyncFor) and isinstance(value, ast.Tuple) and \
+                        value.elts and value.elts[0] is node.iter:
+                    value = node.iter
                 if self.makes_iterator(value):
                     keys.update(k for part in _store_targets(target) if (k := _chain_key(part)) is not None
                                 and (not isinstance(part, ast.Name) or self._module_level(part.id, node)))
@@ -492,25 +618,30 @@ class _Analysis:
             return frozenset({("name", target.id)}) if target.id in scope.declared else None
         if not isinstance(target, ast.Attribute | ast.Subscript | ast.Starred):
             return None
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                target.value.id == scope.context:
+            return None  # ctx.x = v: left for this call's backward
         root = _root(target)
+        if isinstance(root, ast.Name) and root.id == scope.context:  # ctx.box[0] = ...: what ctx.box holds may be state
+            key = _chain_key(target)
+            return frozenset({key}) if key is not None and key[0] == "attr" else None
         if isinstance(root, ast.Name):
             if not self.persistent_name(root.id, scope):
                 return None
-            held = self.name_flow(root.id, scope)[0]
-        else:
-            held = self.flow(root, scope)[0]
-            if not held and (not isinstance(root, ast.Call) or self.fresh_call(root)):
-                return None
+        elif not _state(self.flow(root, scope)[0]) and (not isinstance(root, ast.Call) or self.fresh_call(root)):
+            return None
         if isinstance(target, ast.Attribute):  # the attribute's slot, and the object it belongs to unless a parameter
-            held_by_base = self.flow(target.value, scope)[0]
+            held_by_base = _state(self.flow(target.value, scope)[0])
             return frozenset({("attr", target.attr), *(k for k in held_by_base if k[0] != "param")})
-        return frozenset(self.flow(target.value, scope)[0]) or frozenset({("name", getattr(root, "id", "?"))})
+        held = _state(self.flow(target.value, scope)[0])
+        return held or frozenset({("name", getattr(root, "id", "?"))})
 
     def fresh_call(self, call: ast.Call) -> bool:
-        """A call that makes a new object (a builtin container or value, a torch or triton function's result); any
-        other call may return one that lives on (``type(self)``, a helper's cache)."""
+        """A call that makes a new object (a builtin container or value, a torch, triton or math function's result);
+        any other call may return one that lives on (``type(self)``, a helper's cache)."""
         name = resolve(call.func, self.model.aliases) or (call.func.id if isinstance(call.func, ast.Name) else "")
-        return name in _VALUE_BUILTINS | _CONTAINER_BUILTINS or name.split(".", 1)[0] in ("torch", "triton", "math")
+        return name in (_VALUE_BUILTINS - {"type"}) | _CONTAINER_BUILTINS or \
+            name.split(".", 1)[0] in ("torch", "triton", "math")
 
     def writes(self) -> list[_Write]:
         found: list[_Write] = []
@@ -518,30 +649,44 @@ class _Analysis:
             found.extend(self._writes_in(fn))
         return found
 
-    def _writes_in(self, fn: Scoped) -> Iterator[_Write]:
+    def _writes_in(self, fn: Scoped) -> list[_Write]:
         scope = self.scope(fn)
+        found: list[_Write] = []
         for node in _own_nodes(fn):
             for target, value in _bindings(node, self.parents):
                 for part in _store_targets(target):
-                    yield from self._store(node, part, value, scope)
+                    found.extend(self._store(node, part, value, scope))
             if isinstance(node, ast.Delete):
                 for target in node.targets:
                     keys = self.target_keys(target, scope)
-                    if keys and isinstance(target, ast.Subscript) and not self.guarded(node, target.value, scope):
+                    if keys and isinstance(target, ast.Subscript):  # the next item, or one the container handed out
                         index = target.slice
-                        fixed = _int(index) is not None or isinstance(index, ast.Slice) or \
-                            isinstance(index, ast.UnaryOp) and _int(index.operand) is not None
-                        yield _Write(node, keys, self.all(index, scope), always=fixed)
+                        consumes = _int(index) is not None or isinstance(index, ast.Slice) or \
+                            isinstance(index, ast.UnaryOp) and _int(index.operand) is not None or \
+                            bool(self.flow(index, scope)[0] & keys)
+                        evicting = consumes and self.evicting(node, target.value, scope)
+                        found.append(_Write(node, keys, _EMPTY, always=consumes and not evicting, evicting=evicting))
             if isinstance(node, ast.Attribute) and node.attr in GROWING | CONSUMING | CHANGING and not (
                     isinstance(parent := self.parents.get(id(node)), ast.Call) and parent.func is node):
                 keys = self.container_keys(node.value, scope)
                 if keys:  # a mutating method taken as a value: called where nothing follows it
-                    yield _Write(node, keys, _EMPTY, always=True)
+                    found.append(_Write(node, keys, _EMPTY, always=True, anywhere=True))
             if isinstance(node, ast.Name) and node.id == "next" and isinstance(node.ctx, ast.Load) and not (
                     isinstance(parent := self.parents.get(id(node)), ast.Call) and parent.func is node):
-                yield _Write(node, frozenset({("name", "next")}), _EMPTY, always=True)
+                found.append(_Write(node, frozenset({("name", "next")}), _EMPTY, always=True, anywhere=True))
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and scope.per_call and not (
+                    isinstance(parent := self.parents.get(id(node)), ast.Call) and parent.func is node) and \
+                    FRESH in self.flow(node.slice, scope)[0]:  # (kernel[grid](...) is a launch)
+                keys = self.container_keys(node.value, scope)
+                if keys:  # a lookup keyed by a new object (a defaultdict adds it)
+                    found.append(_Write(node, keys, _EMPTY, always=True))
             if isinstance(node, ast.Call):
-                yield from self._call(node, scope)
+                found.extend(self._call(node, scope))
+        adds = {k for w in found if w.adding for k in w.keys}
+        for write in found:  # an eviction is bounded where the same function adds to the container
+            if write.evicting:
+                write.always, write.bounded = not write.keys & adds, bool(write.keys & adds)
+        return found
 
     def container_keys(self, container: ast.AST, scope: _Scope) -> frozenset[Key] | None:
         """The state a container expression is, where it outlives the call (None for a fresh one)."""
@@ -551,10 +696,11 @@ class _Analysis:
         if isinstance(container, ast.Name):
             if not self.persistent_name(container.id, scope):
                 return None
-            held = self.name_flow(container.id, scope)[0]
+            held = _state(self.name_flow(container.id, scope)[0])
             return held or frozenset({("name", container.id)})
-        return self.target_keys(container, scope) if isinstance(container, ast.Attribute | ast.Subscript) else (
-            self.flow(container, scope)[0] or None)
+        if isinstance(container, ast.Attribute | ast.Subscript):
+            return self.target_keys(container, scope)
+        return _state(self.flow(container, scope)[0]) or None
 
     def _store(self, node: ast.AST, part: ast.AST, value: ast.AST | None, scope: _Scope) -> Iterator[_Write]:
         if isinstance(node, ast.AugAssign) and isinstance(part, ast.Name) and part.id not in scope.declared:
@@ -563,29 +709,36 @@ class _Analysis:
                 isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
                 and node.value.func.id in _CONTAINER_BUILTINS)
             if grows and self.persistent_name(part.id, scope):  # log = self.log; log += [0] grows self.log
-                yield _Write(node, self.name_flow(part.id, scope)[0] or frozenset({("name", part.id)}), _EMPTY, True)
+                keys = _state(self.name_flow(part.id, scope)[0]) or frozenset({("name", part.id)})
+                yield _Write(node, keys, _EMPTY, True)
             return
-        keys = self.target_keys(part, scope)
-        if not keys:
+        stored = self.target_keys(part, scope)
+        if not stored:
             return
+        keys = stored
         if isinstance(node, ast.AugAssign):
-            yield _Write(node, keys, _EMPTY, always=True)
+            bounded = self.small_count(node, part, scope) or self.saturating(node, part, None, scope) or (
+                isinstance(node.op, ast.BitXor) and _int(node.value) == 1 and self.unconditional(node, scope))
+            yield _Write(node, keys, _EMPTY, always=not bounded)
             return
         index = part.slice if isinstance(part, ast.Subscript) else None
         if isinstance(part, ast.Subscript) and isinstance(index, ast.Slice) and \
                 isinstance(value, ast.List | ast.Tuple | ast.ListComp) and not self.guarded(node, part.value, scope):
             yield _Write(node, keys, _EMPTY, always=True)  # self.log[n:] = [0] grows it
             return
+        if scope.per_call and index is not None and FRESH in self.flow(index, scope)[0]:
+            yield _Write(node, keys, _EMPTY, always=True)  # self.seen[object()] = 1 grows at every call
+            return
         held, computed = self.flow(value, scope)
         passed = isinstance(value, ast.Name | ast.Attribute | ast.Subscript | ast.IfExp | ast.BoolOp) or (
             isinstance(value, ast.Call) and (const_getattr(value) is not None or isinstance(value.func, ast.Attribute)
-                                             and value.func.attr in _LOOKUPS))
-        if scope.per_call and index is not None and FRESH in self.all(index, scope):  # self.seen[object()] = 1
-            yield _Write(node, keys, _EMPTY, always=True)
-            return
-        bounded = _bounded_cycle(value) or self.saturating(node, part, value, scope)
-        yield _Write(node, keys, computed | self.all(index, scope), always=False, bounded=bounded,
-                     aliases=frozenset(k for k in held if k[0] != "param") if passed else _EMPTY)
+                                             and value.func.attr in _LOOKUPS
+                                             or isinstance(value.func, ast.Name) and value.func.id in _SELECTORS))
+        bounded = self.saturating(node, part, value, scope) or (
+            self.bounded_cycle(part, value) and self.unconditional(node, scope))
+        yield _Write(node, keys, _state(computed | self.all(index, scope)), always=False, bounded=bounded,
+                     aliases=frozenset(k for k in _state(held) if k[0] != "param") if passed else _EMPTY,
+                     adding=isinstance(part, ast.Subscript))
 
     def _call(self, call: ast.Call, scope: _Scope) -> Iterator[_Write]:
         func = call.func
@@ -596,7 +749,9 @@ class _Analysis:
                 yield _Write(call, keys, _EMPTY, always=True)
             return
         if isinstance(func, ast.Name) and func.id == "next" and call.args:
-            keys = self.container_keys(call.args[0], scope)
+            arg = call.args[0]
+            fresh_iterator = isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id == "iter"
+            keys = None if fresh_iterator else self.container_keys(arg, scope)
             if keys:
                 yield _Write(call, keys, _EMPTY, always=True)
             return
@@ -611,115 +766,159 @@ class _Analysis:
         if not keys:
             return
         args = [*call.args, *(k.value for k in call.keywords)]
+        held = frozenset().union(*(self.flow(a, scope)[0] for a in args))
+        keyed = frozenset().union(*(self.flow(a, scope)[0] for a in (  # what becomes a key: not setdefault's default
+            call.args[:1] if func.attr in ("add", "setdefault", "discard") else call.args)))
+        evicting = False
         if func.attr in GROWING:
-            always = not (self.bounded_deque(func.value, scope) or self.guarded(call, func.value, scope, args))
-        elif func.attr in CONSUMING:
-            always = (func.attr == "rotate" or not call.args) and not self.guarded(call, func.value, scope)
+            always = not (self.bounded_deque(func.value, scope) or self.guarded(call, func.value, scope, args, held))
+        elif func.attr in CONSUMING:  # the next item (no key), or an item the container itself handed out
+            consumes = func.attr == "rotate" or not call.args or bool(held & keys)
+            evicting = consumes and self.evicting(call, func.value, scope)
+            always = consumes and not evicting
         else:  # add/update/setdefault: a count only when what it adds is new at every call
-            always = scope.per_call and any(FRESH in self.all(a, scope) for a in args)
-        yield _Write(call, keys, frozenset().union(*(self.flow(a, scope)[1] for a in args)), always)
+            always = scope.per_call and FRESH in keyed
+        yield _Write(call, keys, _state(frozenset().union(*(self.flow(a, scope)[1] for a in args))), always,
+                     evicting=evicting, adding=func.attr in GROWING or func.attr in ("add", "update", "setdefault"))
+
+    # -- what bounds a write -----------------------------------------------------------------------------------------
+
+    def guarded(self, node: ast.AST, container: ast.AST, scope: _Scope, added: list[ast.expr] | None = None,
+                held: frozenset[Key] = _EMPTY) -> bool:
+        """Whether an ``if`` around ``node`` bounds what it adds to ``container``: only when absent (and not new at
+        every call, which is always absent), only while empty or below MAX_BOUNDED items."""
+        key = _chain_key(container)
+        for branch, in_body in _conditions(node, scope.fn, self.parents):
+            if in_body and isinstance(branch, ast.If) and any(self._adds_bounded(t, key, added or [], FRESH in held)
+                                                              for t in _conjuncts(branch.test)):
+                return True
+        return False
+
+    def _adds_bounded(self, test: ast.AST, key: Key | None, added: list[ast.expr], new: bool) -> bool:
+        same = lambda e: _chain_key(e) == key and _plain_chain(e)  # noqa: E731
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return same(test.operand)
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return False
+        op, left, right = test.ops[0], test.left, test.comparators[0]
+        if isinstance(op, ast.NotIn) and same(right) and not new and any(ast.dump(left) == ast.dump(a) for a in added):
+            return True
+        return self._sized(left, same) and (isinstance(op, ast.Eq) and _int(right) == 0 or
+                                           isinstance(op, ast.Lt | ast.LtE) and self.small(right))
+
+    def evicting(self, node: ast.AST, container: ast.AST, scope: _Scope) -> bool:
+        """Under ``if len(c) > N`` (N at least one): the container is kept at a constant size."""
+        key = _chain_key(container)
+        same = lambda e: _chain_key(e) == key and _plain_chain(e)  # noqa: E731
+        for branch, in_body in _conditions(node, scope.fn, self.parents):
+            for test in _conjuncts(branch.test) if in_body and isinstance(branch, ast.If) else ():
+                if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Gt | ast.GtE) \
+                        and self._sized(test.left, same) and (_int(test.comparators[0]) or 0) >= 1:
+                    return True
+        return False
+
+    @staticmethod
+    def _sized(expr: ast.AST, same: Callable[[ast.AST], bool]) -> bool:
+        return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "len" and \
+            len(expr.args) == 1 and same(expr.args[0])
+
+    def small_count(self, node: ast.AugAssign, target: ast.AST, scope: _Scope) -> bool:
+        """``state += c`` under ``if state < N`` (N at most MAX_BOUNDED): a count that stops at N (warn 3 times)."""
+        key = _chain_key(target)
+        for branch, in_body in _conditions(node, scope.fn, self.parents):
+            for test in _conjuncts(branch.test) if in_body and isinstance(branch, ast.If) else ():
+                if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+                        isinstance(test.ops[0], ast.Lt | ast.LtE) and _chain_key(test.left) == key and \
+                        _plain_chain(test.left) and self.small(test.comparators[0]) and \
+                        isinstance(node.op, ast.Add) and (_int(node.value) or 0) >= 1:
+                    return True
+        return False
 
     def saturating(self, node: ast.AST, target: ast.AST, value: ast.AST | None, scope: _Scope) -> bool:
-        """Grown only to what the call needs: under ``if <state> < need:`` (``need > <state>``, ``<state>.numel() <
-        need``), the value ``max(need, ...)`` or a call with that as its first argument (``torch.empty(max(need,
-        2 * n))``), so that once written the guard stays closed until a call needs more (a workspace doubled to
-        fit). ``need`` reads nothing of the state written."""
+        """Grown only to what the call needs: under ``while <state> < need:`` (any growth), or under ``if <state> <
+        need:`` with the value ``max(need, ...)`` or a call with that first (``torch.empty(max(need, 2 * n))``), so
+        that once written the guard stays closed until a call needs more. ``<state>`` is the state itself, its
+        ``len()`` or a method of it (``.numel()``); ``need`` reads nothing of it."""
         key = _chain_key(target)
-        reads_state = lambda e: any(_chain_key(n) == key for n in ast.walk(e)  # noqa: E731
-                                    if isinstance(n, ast.Attribute | ast.Name | ast.Subscript))
-        needs = []
-        parent = self.parents.get(id(node))
-        while parent is not None and parent is not scope.fn:
-            if isinstance(parent, ast.If) and _in_body(node, parent, self.parents):
-                for test in ast.walk(parent.test):
-                    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-                        op, left, right = test.ops[0], test.left, test.comparators[0]
-                        if isinstance(op, ast.Lt | ast.LtE) and reads_state(left) and not reads_state(right):
-                            needs.append(right)
-                        elif isinstance(op, ast.Gt | ast.GtE) and reads_state(right) and not reads_state(left):
-                            needs.append(left)
-            parent = self.parents.get(id(parent))
+        same = lambda e: _chain_key(e) == key and _plain_chain(e)  # noqa: E731
+        itself = lambda e: same(e) or self._sized(e, same) or (  # noqa: E731
+            isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and same(e.func.value))
+        reads = lambda e: any(_chain_key(n) == key for n in ast.walk(e)  # noqa: E731
+                              if isinstance(n, ast.Attribute | ast.Name | ast.Subscript))
+        needs: list[ast.expr] = []
+        for branch, in_body in _conditions(node, scope.fn, self.parents):
+            if not in_body:
+                continue
+            for test in _conjuncts(branch.test) if isinstance(branch.test, ast.BoolOp) and \
+                    isinstance(branch.test.op, ast.And) else [t for t in ast.walk(branch.test)]:
+                if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+                    continue
+                op, left, right = test.ops[0], test.left, test.comparators[0]
+                if isinstance(op, ast.Lt | ast.LtE) and itself(left) and not reads(right):
+                    need = right
+                elif isinstance(op, ast.Gt | ast.GtE) and itself(right) and not reads(left):
+                    need = left
+                else:
+                    continue
+                if isinstance(branch, ast.While):  # grows until it fits, within this call (no way out but the test)
+                    return not any(isinstance(n, ast.Break | ast.Return) for n in ast.walk(branch))
+                needs.append(need)
         dumps = {ast.dump(n) for n in needs}
         size = value.args[0] if isinstance(value, ast.Call) and value.args and not (
-            isinstance(value.func, ast.Name) and value.func.id == "max") else value  # torch.empty(max(need, ...))
+            isinstance(value.func, ast.Name) and value.func.id == "max") else value
         return isinstance(size, ast.Call) and isinstance(size.func, ast.Name) and size.func.id == "max" and any(
             ast.dump(a) in dumps for a in size.args)
 
-    def guarded(self, node: ast.AST, container: ast.AST, scope: _Scope, added: list[ast.expr] | None = None) -> bool:
-        """Whether an ``if`` around ``node`` bounds what it does to ``container``: added only when absent, only while
-        empty or below MAX_BOUNDED items (``added`` given), removed only past a constant number of items."""
-        key = _chain_key(container)
-        parent = self.parents.get(id(node))
-        while parent is not None and parent is not scope.fn:
-            if isinstance(parent, ast.If) and any(self._bounds(t, key, added) for t in _conjuncts(parent.test)):
-                return _in_body(node, parent, self.parents)
-            parent = self.parents.get(id(parent))
-        return False
+    def unconditional(self, node: ast.AST, scope: _Scope) -> bool:
+        """No ``if``/``while`` around ``node`` tests state (a cycle advanced only at another's phase counts on)."""
+        return not any(_state(self.all(branch.test, scope)) for branch, _ in _conditions(node, scope.fn, self.parents))
 
-    def _bounds(self, test: ast.AST, key: Key | None, added: list[ast.expr] | None) -> bool:
-        same = lambda e: _chain_key(e) == key  # noqa: E731
-        sized = lambda e: isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "len" \
-            and len(e.args) == 1 and same(e.args[0])  # noqa: E731
-        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-            return added is not None and isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) \
-                and same(test.operand)
-        op, left, right = test.ops[0], test.left, test.comparators[0]
-        if added is not None:
-            if isinstance(op, ast.NotIn) and same(right) and any(ast.dump(left) == ast.dump(a) for a in added):
-                return True
-            limit = _int(right)
-            return sized(left) and limit is not None and (
-                isinstance(op, ast.Eq) and limit == 0 or isinstance(op, ast.Lt | ast.LtE) and limit <= MAX_BOUNDED)
-        return sized(left) and isinstance(op, ast.Gt | ast.GtE) and _int(right) is not None
+    def bounded_cycle(self, target: ast.AST, value: ast.AST | None) -> bool:
+        """``(state + k) % N``, ``1 - state``, ``state ^ 1``, ``not state`` on the written state itself: at most
+        MAX_BOUNDED integer phases."""
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+            return self._itself(value.operand, target)
+        if not isinstance(value, ast.BinOp):
+            return False
+        if isinstance(value.op, ast.Mod):
+            step = value.left
+            return isinstance(step, ast.BinOp) and isinstance(step.op, ast.Add) and self._itself(step.left, target) \
+                and _int(step.right) is not None and self.small(value.right) and (_int(value.right) or 0) != 1
+        return self.cycle(value.op, value.left if isinstance(value.op, ast.BitXor) else value.right, value.left
+                          if isinstance(value.op, ast.Sub) else value.right) and self._itself(
+            value.left if isinstance(value.op, ast.BitXor) else value.right, target)
 
+    @staticmethod
+    def cycle(op: ast.operator, _operand: ast.AST, constant: ast.AST) -> bool:
+        """``x ^ 1`` (and ``x ^= 1``), ``1 - x`` / ``0 - x``."""
+        if isinstance(op, ast.BitXor):
+            return _int(constant) == 1
+        return isinstance(op, ast.Sub) and _int(constant) in (0, 1)
 
-def _conjuncts(test: ast.AST) -> list[ast.AST]:
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return [c for v in test.values for c in _conjuncts(v)]
-    return [test]
-
-
-def _in_body(node: ast.AST, branch: ast.If, parents: dict[int, ast.AST]) -> bool:
-    """Whether ``node`` sits in ``branch``'s body (not its ``else``)."""
-    child = node
-    while parents.get(id(child)) is not branch:
-        child = parents[id(child)]
-    return any(child is stmt for stmt in branch.body)
-
-
-def _bounded_cycle(value: ast.AST | None) -> bool:
-    """A value that cycles through at most MAX_BOUNDED phases: ``... % N``, ``1 - x``, ``x ^ 1``, ``not x``."""
-    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
-        return True
-    if not isinstance(value, ast.BinOp):
-        return False
-    if isinstance(value.op, ast.Mod):
-        limit = _int(value.right)
-        return limit is not None and 0 < limit <= MAX_BOUNDED
-    if isinstance(value.op, ast.Sub):
-        return _int(value.left) in (0, 1)
-    return isinstance(value.op, ast.BitXor) and _int(value.right) == 1
+    @staticmethod
+    def _itself(expr: ast.AST, target: ast.AST) -> bool:
+        return _plain_chain(expr) and _chain_key(expr) == _chain_key(target)
 
 
 def check_call_state(tree: ast.Module, model: ModuleModel, path: Iterable[str], report: Report) -> None:
     """Report every update of state kept across calls that counts them (module doc)."""
     analysis = _Analysis(tree, model, path)
-    writes = analysis.writes()
+    writes = [(fn, w) for fn in analysis.functions for w in analysis._writes_in(fn)]
     same: dict[Key, set[Key]] = {}  # state -> state that is the same object (stored as it was read)
-    for write in writes:
+    for _, write in writes:
         for key in write.keys:
             for other in write.aliases:
                 same.setdefault(key, set()).add(other)
                 same.setdefault(other, set()).add(key)
-    for write in writes:
+    for _, write in writes:
         write.keys = frozenset(_reachable(write.keys, same))
     computed: dict[Key, set[Key]] = {}  # state -> the state its writes are computed from
-    for write in writes:
+    for _, write in writes:
         for key in write.keys:
             computed.setdefault(key, set()).update(write.computed)
     reported: set[int] = set()
-    for write in writes:
-        if id(write.node) in reported:
+    for fn, write in writes:
+        if id(write.node) in reported or not (write.anywhere or analysis.reported_in(fn)):
             continue
         if write.always or not write.bounded and write.keys & _reachable(write.computed, computed):
             reported.add(id(write.node))
@@ -728,6 +927,8 @@ def check_call_state(tree: ast.Module, model: ModuleModel, path: Iterable[str], 
                    f"calls, an accumulator, a container grown or used up): {_WHY}")
     iterators = analysis.iterator_keys()
     for fn in analysis.functions:
+        if not analysis.reported_in(fn):
+            continue
         for node in _own_nodes(fn):
             used = _chain_key(node) if isinstance(node, ast.Attribute | ast.Name) else None
             if used in iterators and isinstance(getattr(node, "ctx", None), ast.Load) and id(node) not in reported:
@@ -738,12 +939,12 @@ def check_call_state(tree: ast.Module, model: ModuleModel, path: Iterable[str], 
                        f"on: a count of calls): {_WHY}")
 
 
-def _reachable(start: Iterable[Key], computed: dict[Key, set[Key]]) -> set[Key]:
-    """The keys ``start`` holds and, transitively, the keys their writes were computed from."""
+def _reachable(start: Iterable[Key], graph: dict[Key, set[Key]]) -> set[Key]:
+    """The keys ``start`` holds and, transitively, those ``graph`` links them to."""
     seen = set(start)
     stack = list(seen)
     while stack:
-        for key in computed.get(stack.pop(), ()):
+        for key in graph.get(stack.pop(), ()):
             if key not in seen:
                 seen.add(key)
                 stack.append(key)
