@@ -99,6 +99,7 @@ class _Scope:
     context: str | None = None  # an autograd Function's ctx: an object made for each call
     params: set[str] = field(default_factory=set)
     inputs: set[str] = field(default_factory=set)  # parameters every caller hands a value made for the call
+    fresh: set[str] = field(default_factory=set)  # inputs some caller hands a new object (forward's tensors)
     declared: set[str] = field(default_factory=set)  # global / nonlocal
     locals: set[str] = field(default_factory=set)
     holds: dict[str, set[Key]] = field(default_factory=dict)
@@ -333,7 +334,7 @@ class _Analysis:
                 held, computed = self.flow(default, outer)
                 default_key = ("name", f"{getattr(fn, 'name', 'lambda')}.{arg.arg}")
                 scope.holds[arg.arg] = {*_state(held), *computed, default_key}
-        scope.inputs = self.input_params(fn, scope, ordered)
+        scope.inputs, scope.fresh = self.input_params(fn, scope, ordered)
         for _ in range(len(bound) + 1):  # locals read from locals: until nothing changes
             changed = False
             for name, value in bound:
@@ -348,32 +349,35 @@ class _Analysis:
                 break
         return scope
 
-    def input_params(self, fn: Scoped, scope: _Scope, ordered: list[ast.arg]) -> set[str]:
-        """The parameters that hold a value made for the call: forward's, and a function's whose every caller in the
-        module passes such a value there (a function also used as a value may be called with anything)."""
+    def input_params(self, fn: Scoped, scope: _Scope, ordered: list[ast.arg]) -> tuple[set[str], set[str]]:
+        """(the parameters that hold a value made for the call, those of them some caller hands a new object):
+        forward's (all new), and a function's whose every caller in the module passes such a value there (a
+        function also used as a value may be called with anything)."""
         names = [a.arg for a in ordered]
         candidates = {n for n in scope.params if n not in (scope.instance, scope.context) and n not in scope.holds}
         if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) or not candidates:
-            return set()
+            return set(), set()
         if fn.name == "forward" and id(fn) in self.methods:
-            return candidates
+            return candidates, set(candidates)
         if fn.name in self.as_value or fn.name not in self.calls_of or len(self.defs_named.get(fn.name, [])) > 1:
-            return set()
+            return set(), set()
         offset = 1 if scope.instance is not None else 0
-        inputs = set(candidates)
+        inputs, fresh = set(candidates), set()
         for call in self.calls_of[fn.name]:
             caller_fn = self.enclosing(call)
             if caller_fn is None or caller_fn is fn:
-                return set()
+                return set(), set()
             caller = self.scope(caller_fn)
             if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-                return set()
+                return set(), set()
             passed = {names[i + offset]: a for i, a in enumerate(call.args) if i + offset < len(names)}
             passed.update({k.arg: k.value for k in call.keywords if k.arg})
             for name, arg in passed.items():
                 if name in inputs and self.persistent_value(arg, caller):
                     inputs.discard(name)
-        return inputs
+                elif FRESH in self.flow(arg, caller)[0]:
+                    fresh.add(name)
+        return inputs, fresh & inputs
 
     def persistent_value(self, expr: ast.AST, scope: _Scope) -> bool:
         """Whether ``expr`` may be an object that outlives the call (not one made in it, not an input)."""
@@ -390,8 +394,8 @@ class _Analysis:
         if name in scope.locals:
             return frozenset(scope.holds.get(name, ())), frozenset(scope.derived.get(name, ()))
         if name in scope.params:
-            if name in scope.inputs or name == scope.context:
-                return frozenset({FRESH}), _EMPTY
+            if name in scope.inputs or name == scope.context:  # made for the call: a new object, or a value
+                return frozenset({FRESH}) if name in scope.fresh or name == scope.context else _EMPTY, _EMPTY
             return frozenset({*scope.holds.get(name, ()), ("param", f"{id(scope.fn)}.{name}")}), _EMPTY
         if name in scope.declared or scope.outer is None:
             return frozenset({("name", name)}), _EMPTY
@@ -598,6 +602,16 @@ class _Analysis:
         name = resolve(call.func, self.model.aliases) or ""
         return name in _ITERATOR_FACTORIES or name.startswith("itertools.")
 
+    @property
+    def defaultdicts(self) -> set[Key]:
+        """The state the module binds to a ``collections.defaultdict`` (whose lookups add)."""
+        if not hasattr(self, "_defaultdicts"):
+            self._defaultdicts = {k for node in ast.walk(self.tree) for target, value in _bindings(node, self.parents)
+                                  if isinstance(value, ast.Call)
+                                  and resolve(value.func, self.model.aliases) == "collections.defaultdict"
+                                  for part in _store_targets(target) if (k := _chain_key(part)) is not None}
+        return self._defaultdicts
+
     def iterator_keys(self) -> set[Key]:
         keys: set[Key] = set()
         for node in ast.walk(self.tree):
@@ -674,11 +688,10 @@ class _Analysis:
             if isinstance(node, ast.Name) and node.id == "next" and isinstance(node.ctx, ast.Load) and not (
                     isinstance(parent := self.parents.get(id(node)), ast.Call) and parent.func is node):
                 found.append(_Write(node, frozenset({("name", "next")}), _EMPTY, always=True, anywhere=True))
-            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and scope.per_call and not (
-                    isinstance(parent := self.parents.get(id(node)), ast.Call) and parent.func is node) and \
-                    FRESH in self.flow(node.slice, scope)[0]:  # (kernel[grid](...) is a launch)
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and scope.per_call and \
+                    _chain_key(node.value) in self.defaultdicts and FRESH in self.flow(node.slice, scope)[0]:
                 keys = self.container_keys(node.value, scope)
-                if keys:  # a lookup keyed by a new object (a defaultdict adds it)
+                if keys:  # a defaultdict's lookup keyed by a new object adds it
                     found.append(_Write(node, keys, _EMPTY, always=True))
             if isinstance(node, ast.Call):
                 found.extend(self._call(node, scope))
@@ -705,7 +718,7 @@ class _Analysis:
     def _store(self, node: ast.AST, part: ast.AST, value: ast.AST | None, scope: _Scope) -> Iterator[_Write]:
         if isinstance(node, ast.AugAssign) and isinstance(part, ast.Name) and part.id not in scope.declared:
             grows = isinstance(node.value, ast.List | ast.Tuple | ast.Set | ast.Dict | ast.ListComp | ast.SetComp
-                               | ast.DictComp) or isinstance(node.op, ast.BitOr) or (
+                               | ast.DictComp) or (
                 isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
                 and node.value.func.id in _CONTAINER_BUILTINS)
             if grows and self.persistent_name(part.id, scope):  # log = self.log; log += [0] grows self.log
