@@ -35,14 +35,20 @@ that runs once (``nn.ModuleList().append`` while building, a registry's decorato
 * any use, in a function, of state the module binds to an iterator (``iter``, ``map``, ``zip``, a generator
   function or method, any ``itertools`` call, a ``collections.Counter``), or to what a module function returning
   one returns;
-* on the forward path, a container keyed by, added or looked up with an object made with an identity of its own
-  (``self.seen[object()] = 1``, a new tensor, an input, an instance of the module's class, a lambda): it grows at
-  every call, and ``len()`` reads the count.
+* on the forward path, a container keyed by or added an object made with an identity of its own at every call
+  (``self.seen[object()] = 1``, forward's input tensors, an instance of the module's class, a lambda; a
+  defaultdict's lookup adds too): it grows at every call, and ``len()`` reads the count.
+
+Locals are followed statement by statement (a name rebound holds its new value from there on; branches merge), so
+the Triton tutorial's ``kernel, n = kernels.get(key, (None, 0))`` then ``kernels[key] = (kernel, n)`` is a cache;
+closures off the forward path that run at import (a decorator's, a registry's) are judged only for what counts
+whatever it is (``+=``, an item changed in place, ``next``, an iterator).
 
 State is matched by name (every ``.n`` is one ``n``; attributes of inputs -- forward's arguments, and parameters
 every caller hands a fresh value -- and what is stored directly on autograd's ``ctx`` are not state), which errs
-towards reporting. Known gaps: a count kept on the device (a kernel incrementing a persistent buffer) and a
-property whose getter computes what its setter stores. Pure function over the AST.
+towards reporting. Known gaps: a count kept on the device (a kernel incrementing a persistent buffer), a property
+whose getter computes what its setter stores, keys made by torch at every call (``self.live.add(out)``) and a
+tuple nested in itself (``self.h = (self.h, 1)``). Pure function over the AST.
 """
 
 from __future__ import annotations
@@ -75,6 +81,13 @@ _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "dict", "s
 _VALUE_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "range", "abs", "round", "divmod", "isinstance",
                              "hasattr", "callable", "repr", "format", "bytearray", "hash", "type", "print"})
 _CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
+# builtins and methods that hand on (items of) what they are given: a loop over them walks the state itself
+_PASSING_BUILTINS = frozenset({"enumerate", "reversed", "zip", "iter", "next", "operator.getitem", "filter", "map"})
+_PASSING_METHODS = frozenset({"values", "items", "keys"})
+# a tensor's conversions: the same data, converted (self.cos = self.cos.to(x.device) keeps a cache, counts nothing)
+_CONVERSIONS = frozenset({"to", "detach", "contiguous", "float", "half", "bfloat16", "double", "int", "long", "cpu",
+                          "cuda", "clone", "type", "view", "reshape", "t", "transpose", "permute", "expand",
+                          "requires_grad_", "flatten", "squeeze", "unsqueeze", "type_as", "view_as", "reshape_as"})
 _WHY = ("a kernel's result must not depend on how many times it ran: remove it; keep per-call values in locals and "
         "state across calls only as caches written from the call's arguments (a buffer per shape)")
 _EMPTY: frozenset[Key] = frozenset()
@@ -102,8 +115,10 @@ class _Scope:
     fresh: set[str] = field(default_factory=set)  # inputs some caller hands a new object (forward's tensors)
     declared: set[str] = field(default_factory=set)  # global / nonlocal
     locals: set[str] = field(default_factory=set)
-    holds: dict[str, set[Key]] = field(default_factory=dict)
+    holds: dict[str, set[Key]] = field(default_factory=dict)  # over every binding (closures read these)
     derived: dict[str, set[Key]] = field(default_factory=dict)
+    at: dict[int, dict[str, Flow]] = field(default_factory=dict)  # statement -> what each local holds before it
+    current: dict[str, Flow] | None = None  # the locals where the expression being judged sits
 
 
 @dataclass
@@ -117,6 +132,10 @@ class _Write:
     evicting: bool = False  # used up under a `len(c) > N` guard: fine where the same function also adds
     adding: bool = False  # a write that adds to its container (an item set, added or appended)
     anywhere: bool = False  # reported in whatever function it is (``__init__`` included)
+    rebinds: bool = False  # stores a new object in a slot (self.x = v): changes no object that another name holds
+    strong: bool = False  # reported in closures off the forward path too (+=, next, iterators, a mutated item)
+    reorders: bool = False  # a rebinding to slices of itself and items not computed from it (an LRU's move to end)
+    caps: bool = False  # a rebinding to a slice of itself under `len(c) >= N`, N at most MAX_BOUNDED (evicts)
 
 
 def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
@@ -152,6 +171,10 @@ def _exit_tests(loop: ast.For | ast.AsyncFor | ast.While) -> list[ast.expr]:
             and any(isinstance(x, ast.Break | ast.Return) for x in ast.walk(n))]
 
 
+class _Loop(ast.Tuple):
+    """A loop variable's value: the iterable (``elts[0]``) and the tests that end the loop (the rest)."""
+
+
 def _bindings(node: ast.AST, parents: dict[int, ast.AST]) -> Iterator[tuple[ast.AST, ast.AST | None]]:
     """(target, value read into it) of every binding statement or expression; a loop variable also carries the
     tests that end the loop; a ``match`` capture binds (part of) the subject."""
@@ -162,7 +185,7 @@ def _bindings(node: ast.AST, parents: dict[int, ast.AST]) -> Iterator[tuple[ast.
         yield node.target, node.value
     elif isinstance(node, ast.For | ast.AsyncFor):
         tests = _exit_tests(node)
-        yield node.target, ast.Tuple([node.iter, *tests], ast.Load()) if tests else node.iter
+        yield node.target, _Loop([node.iter, *tests], ast.Load()) if tests else node.iter
     elif isinstance(node, ast.comprehension):
         yield node.target, node.iter
     elif isinstance(node, ast.With | ast.AsyncWith):
@@ -220,6 +243,16 @@ def _conditions(node: ast.AST, fn: ast.AST, parents: dict[int, ast.AST]) -> Iter
         child, parent = parent, parents.get(id(parent))
 
 
+def _merge(*envs: dict[str, Flow]) -> dict[str, Flow]:
+    """What each local may hold where paths meet: the union of what it holds on each."""
+    merged: dict[str, Flow] = {}
+    for env in envs:
+        for name, (held, computed) in env.items():
+            before = merged.get(name, (_EMPTY, _EMPTY))
+            merged[name] = (before[0] | held, before[1] | computed)
+    return merged
+
+
 def _conjuncts(test: ast.AST) -> list[ast.AST]:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return [c for v in test.values for c in _conjuncts(v)]
@@ -231,14 +264,20 @@ class _Analysis:
         self.tree, self.model = tree, model
         self.parents = model.parents
         on_path = [model.functions[k] for k in path if k in model.functions]
-        decorators = {d.id for n in ast.walk(tree)
-                      if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                      for d in (x.func if isinstance(x, ast.Call) else x for x in n.decorator_list)
-                      if isinstance(d, ast.Name)}
-        # functions whose locals are made afresh at every call of forward: those it runs, but not a decorator (it runs
-        # once, where the function it decorates is defined: what its closure keeps lives on)
-        self.per_call = {id(n) for fn in on_path for n in ast.walk(fn) if isinstance(n, Scoped)
-                         and not (isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name in decorators)}
+        used = [x for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                for x in n.decorator_list]
+        named = lambda d: d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else None  # noqa
+        decorators = {named(d) for d in used if not isinstance(d, ast.Call)} - {None}
+        factories = {named(d.func) for d in used if isinstance(d, ast.Call)} - {None}
+        once = {id(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                and n.name in decorators | factories}
+        once |= {id(inner) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                 and n.name in factories for inner in n.body
+                 if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef)}
+        # functions whose locals are made afresh at every call of forward: those it runs, but not a decorator or a
+        # decorator factory's decorator (they run once, where the function they decorate is defined: what their
+        # closures keep lives on)
+        self.per_call = {id(n) for fn in on_path for n in ast.walk(fn) if isinstance(n, Scoped) and id(n) not in once}
         self.contexts = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name in
                          model.autograd_functions for f in c.body if isinstance(f, ast.FunctionDef |
                                                                                 ast.AsyncFunctionDef)
@@ -347,7 +386,64 @@ class _Analysis:
                         changed = True
             if not changed:
                 break
+        if not isinstance(fn, ast.Lambda):
+            self.run(fn.body, {}, scope)
+            scope.current = None
         return scope
+
+    # -- the locals statement by statement: a name rebound holds its new value from there on --------------------------
+
+    def run(self, statements: list[ast.stmt], env: dict[str, Flow], scope: _Scope) -> dict[str, Flow]:
+        for statement in statements:
+            scope.at[id(statement)] = dict(env)
+            env = self.step(statement, env, scope)
+        return env
+
+    def step(self, st: ast.stmt, env: dict[str, Flow], scope: _Scope) -> dict[str, Flow]:
+        scope.current = env
+        if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return {**env, st.name: (_EMPTY, _EMPTY)}
+        if isinstance(st, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            return self.bind(st, env, scope)
+        if isinstance(st, ast.If):
+            return _merge(self.run(st.body, dict(env), scope), self.run(st.orelse, dict(env), scope))
+        if isinstance(st, ast.For | ast.AsyncFor | ast.While):
+            state = env
+            for _ in range(2):  # what one pass of the body leaves, the next pass starts with
+                inside = self.bind(st, dict(state), scope) if not isinstance(st, ast.While) else dict(state)
+                state = _merge(state, self.run(st.body, inside, scope))
+            return self.run(st.orelse, state, scope) if st.orelse else state
+        if isinstance(st, ast.With | ast.AsyncWith):
+            return self.run(st.body, self.bind(st, env, scope), scope)
+        if isinstance(st, ast.Try | getattr(ast, "TryStar", ast.Try)):
+            body = self.run(st.body, dict(env), scope)
+            handlers = [self.run(h.body, _merge(env, body), scope) for h in st.handlers]
+            done = self.run(st.orelse, body, scope)
+            return self.run(st.finalbody, _merge(done, *handlers), scope)
+        if isinstance(st, ast.Match):
+            return _merge(env, *(self.run(case.body, dict(env), scope) for case in st.cases))
+        return env
+
+    def bind(self, st: ast.AST, env: dict[str, Flow], scope: _Scope) -> dict[str, Flow]:
+        scope.current = env
+        env = dict(env)
+        for target, value in _bindings(st, self.parents):
+            for part in _store_targets(target):
+                if not (isinstance(part, ast.Name) and part.id in scope.locals):
+                    continue
+                if isinstance(st, ast.AugAssign):
+                    value = ast.BinOp(ast.Name(part.id, ast.Load()), st.op, st.value)
+                elif part is not target and isinstance(value, ast.expr):
+                    value = ast.Subscript(value, ast.Constant(0), ast.Load())
+                env[part.id] = self.flow(value, scope)
+        return env
+
+    def judged_at(self, node: ast.AST, scope: _Scope) -> None:
+        """Judge ``node`` with the locals as they are at its statement."""
+        here: ast.AST | None = node
+        while here is not None and id(here) not in scope.at:
+            here = self.parents.get(id(here))
+        scope.current = scope.at.get(id(here)) if here is not None else None
 
     def input_params(self, fn: Scoped, scope: _Scope, ordered: list[ast.arg]) -> tuple[set[str], set[str]]:
         """(the parameters that hold a value made for the call, those of them some caller hands a new object):
@@ -392,6 +488,8 @@ class _Analysis:
         if scope is None:
             return frozenset({("name", name)}), _EMPTY
         if name in scope.locals:
+            if scope.current is not None and name in scope.current:
+                return scope.current[name]
             return frozenset(scope.holds.get(name, ())), frozenset(scope.derived.get(name, ()))
         if name in scope.params:
             if name in scope.inputs or name == scope.context:  # made for the call: a new object, or a value
@@ -436,10 +534,16 @@ class _Analysis:
             tests = frozenset().union(*(self.all(e, scope) for g in expr.generators for e in [g.iter, *g.ifs]))
             items = [expr.key, expr.value] if isinstance(expr, ast.DictComp) else [expr.elt]
             held, computed = self.union(*(self.flow(e, scope) for e in items))
-            return _state(held), _state(held) | computed | tests
-        if isinstance(expr, ast.Tuple | ast.List | ast.Set | ast.Dict | ast.BinOp):
-            parts = [self.flow(c, scope) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr)]
-            held = frozenset().union(*(h for h, _ in parts))  # a new container may hold state, or new objects
+            return held, computed | _state(tests)
+        if isinstance(expr, _Loop):  # the item the loop ends on: chosen by its tests (a search over the iterable
+            held, computed = self.flow(expr.elts[0], scope)  # is a lookup, a search for a number past state is not)
+            tests = frozenset().union(*(self.all(t, scope) for t in expr.elts[1:]))
+            return held, computed | _state(tests - held)
+        if isinstance(expr, ast.Tuple | ast.List | ast.Set | ast.Dict):  # a new container holding what it is given
+            return self.union(*(self.flow(c, scope) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr)))
+        if isinstance(expr, ast.BinOp):  # arithmetic (or concatenation): computed from both sides
+            parts = [self.flow(c, scope) for c in (expr.left, expr.right)]
+            held = frozenset().union(*(h for h, _ in parts))
             return held, _state(held) | frozenset().union(*(c for _, c in parts))
         return _EMPTY, _state(self.all_children(expr, scope))
 
@@ -450,7 +554,7 @@ class _Analysis:
             return _EMPTY, computed  # an attribute of an input (x.shape) or of an object made in this call
         if isinstance(base, ast.Name) and scope is not None and base.id in scope.params:
             return frozenset({("attr", attr)}), computed  # self.n is an object of its own, not self
-        return _state(held) | {("attr", attr)}, computed
+        return frozenset({("attr", attr)}), computed  # c.n of a local c holding state: the attribute's own object
 
     def call_flow(self, call: ast.Call, scope: _Scope | None) -> Flow:
         func = call.func
@@ -475,11 +579,15 @@ class _Analysis:
             return frozenset({FRESH}), _state(arguments)
         if name in _VALUE_BUILTINS:
             return _EMPTY, _state(arguments)
-        if dotted.split(".", 1)[0] == "torch":
-            return frozenset({FRESH}), _state(arguments)  # a new tensor (or a view: a new object all the same)
-        if dotted.split(".", 1)[0] in ("triton", "math"):
+        if dotted.split(".", 1)[0] in ("torch", "triton", "math"):
             return _EMPTY, _state(arguments)
         receiver = func.value if isinstance(func, ast.Attribute) else None
+        if isinstance(func, ast.Attribute) and func.attr in _CONVERSIONS | _PASSING_METHODS:
+            held, computed = self.flow(receiver, scope)
+            return _state(held), computed | _state(arguments)
+        if dotted in _PASSING_BUILTINS:
+            held = frozenset().union(*(self.flow(a, scope)[0] for a in args))
+            return _state(held), frozenset().union(*(self.flow(a, scope)[1] for a in args))
         local_def = self.local_def(name, scope) if name else None
         targets: list[ast.AST] = [local_def] if local_def is not None else list(
             self.defs_named.get(name or "", []) if isinstance(func, ast.Name) else
@@ -490,7 +598,7 @@ class _Analysis:
             if name in self.cached or isinstance(func, ast.Attribute) and func.attr in self.cached:
                 held = held | {("name", f"{name or getattr(func, 'attr', '')}()")}  # kept by its cache
             return held, computed | returned
-        return _state(arguments | self.all(receiver, scope)), computed  # another's: it may return what it is given
+        return _EMPTY, computed  # another library's: a new value, computed from what it is given
 
     def summary(self, fn: ast.AST) -> Flow:
         """What a function of the module returns: (the state it may be, the state it was computed from)."""
@@ -543,9 +651,7 @@ class _Analysis:
             if name in scope.locals:
                 return [v for node in _own_nodes(scope.fn) for t, v in _bindings(node, self.parents)
                         if isinstance(t, ast.Name) and t.id == name] or [None]
-            if name in scope.declared:
-                break
-            scope = scope.outer
+            scope = scope.outer  # a nonlocal is an enclosing function's; a global falls through to the module
         return self.module_values.get(name, [None])
 
     def is_bounded_deque(self, value: ast.AST | None) -> bool:
@@ -667,6 +773,7 @@ class _Analysis:
         scope = self.scope(fn)
         found: list[_Write] = []
         for node in _own_nodes(fn):
+            self.judged_at(node, scope)
             for target, value in _bindings(node, self.parents):
                 for part in _store_targets(target):
                     found.extend(self._store(node, part, value, scope))
@@ -684,10 +791,11 @@ class _Analysis:
                     isinstance(parent := self.parents.get(id(node)), ast.Call) and parent.func is node):
                 keys = self.container_keys(node.value, scope)
                 if keys:  # a mutating method taken as a value: called where nothing follows it
-                    found.append(_Write(node, keys, _EMPTY, always=True, anywhere=True))
+                    found.append(_Write(node, keys, _EMPTY, always=True, anywhere=True, strong=True))
             if isinstance(node, ast.Name) and node.id == "next" and isinstance(node.ctx, ast.Load) and not (
                     isinstance(parent := self.parents.get(id(node)), ast.Call) and parent.func is node):
-                found.append(_Write(node, frozenset({("name", "next")}), _EMPTY, always=True, anywhere=True))
+                found.append(_Write(node, frozenset({("name", "next")}), _EMPTY, always=True, anywhere=True,
+                                    strong=True))
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and scope.per_call and \
                     _chain_key(node.value) in self.defaultdicts and FRESH in self.flow(node.slice, scope)[0]:
                 keys = self.container_keys(node.value, scope)
@@ -695,6 +803,11 @@ class _Analysis:
                     found.append(_Write(node, keys, _EMPTY, always=True))
             if isinstance(node, ast.Call):
                 found.extend(self._call(node, scope))
+        scope.current = None
+        capped = {k for w in found if w.caps for k in w.keys}  # kept at a few items here: growing it counts no further
+        for write in found:
+            if write.keys & capped and (write.reorders or write.adding or write.caps):
+                write.always, write.bounded = False, True
         adds = {k for w in found if w.adding for k in w.keys}
         for write in found:  # an eviction is bounded where the same function adds to the container
             if write.evicting:
@@ -723,7 +836,7 @@ class _Analysis:
                 and node.value.func.id in _CONTAINER_BUILTINS)
             if grows and self.persistent_name(part.id, scope):  # log = self.log; log += [0] grows self.log
                 keys = _state(self.name_flow(part.id, scope)[0]) or frozenset({("name", part.id)})
-                yield _Write(node, keys, _EMPTY, True)
+                yield _Write(node, keys, _EMPTY, True, strong=True)
             return
         stored = self.target_keys(part, scope)
         if not stored:
@@ -732,7 +845,7 @@ class _Analysis:
         if isinstance(node, ast.AugAssign):
             bounded = self.small_count(node, part, scope) or self.saturating(node, part, None, scope) or (
                 isinstance(node.op, ast.BitXor) and _int(node.value) == 1 and self.unconditional(node, scope))
-            yield _Write(node, keys, _EMPTY, always=not bounded)
+            yield _Write(node, keys, _EMPTY, always=not bounded, strong=True)
             return
         index = part.slice if isinstance(part, ast.Subscript) else None
         if isinstance(part, ast.Subscript) and isinstance(index, ast.Slice) and \
@@ -743,6 +856,9 @@ class _Analysis:
             yield _Write(node, keys, _EMPTY, always=True)  # self.seen[object()] = 1 grows at every call
             return
         held, computed = self.flow(value, scope)
+        own = _chain_key(part)
+        reorders = own is not None and self.of_itself(value, own, scope)
+        caps = reorders and isinstance(value, ast.Subscript) and self.evicting(node, part, scope, small=True)
         passed = isinstance(value, ast.Name | ast.Attribute | ast.Subscript | ast.IfExp | ast.BoolOp) or (
             isinstance(value, ast.Call) and (const_getattr(value) is not None or isinstance(value.func, ast.Attribute)
                                              and value.func.attr in _LOOKUPS
@@ -751,7 +867,8 @@ class _Analysis:
             self.bounded_cycle(part, value) and self.unconditional(node, scope))
         yield _Write(node, keys, _state(computed | self.all(index, scope)), always=False, bounded=bounded,
                      aliases=frozenset(k for k in _state(held) if k[0] != "param") if passed else _EMPTY,
-                     adding=isinstance(part, ast.Subscript))
+                     adding=isinstance(part, ast.Subscript), rebinds=not isinstance(part, ast.Subscript),
+                     strong=isinstance(part, ast.Subscript), reorders=reorders, caps=caps)
 
     def _call(self, call: ast.Call, scope: _Scope) -> Iterator[_Write]:
         func = call.func
@@ -759,19 +876,19 @@ class _Analysis:
         if name in MUTATING_OPERATORS and call.args:
             keys = self.container_keys(call.args[0], scope)
             if keys:
-                yield _Write(call, keys, _EMPTY, always=True)
+                yield _Write(call, keys, _EMPTY, always=True, strong=True)
             return
         if isinstance(func, ast.Name) and func.id == "next" and call.args:
             arg = call.args[0]
             fresh_iterator = isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id == "iter"
             keys = None if fresh_iterator else self.container_keys(arg, scope)
             if keys:
-                yield _Write(call, keys, _EMPTY, always=True)
+                yield _Write(call, keys, _EMPTY, always=True, strong=True)
             return
         if not isinstance(func, ast.Attribute):
             return
         if func.attr in COUNTERS:
-            yield _Write(call, frozenset({("attr", func.attr)}), _EMPTY, always=True)
+            yield _Write(call, frozenset({("attr", func.attr)}), _EMPTY, always=True, strong=True)
             return
         if func.attr not in GROWING | CONSUMING | CHANGING:
             return
@@ -819,16 +936,36 @@ class _Analysis:
         return self._sized(left, same) and (isinstance(op, ast.Eq) and _int(right) == 0 or
                                            isinstance(op, ast.Lt | ast.LtE) and self.small(right))
 
-    def evicting(self, node: ast.AST, container: ast.AST, scope: _Scope) -> bool:
-        """Under ``if len(c) > N`` (N at least one): the container is kept at a constant size."""
+    def of_itself(self, value: ast.AST | None, key: Key, scope: _Scope) -> bool:
+        """``c[1:]``, ``c[:i] + c[i + 1:] + [item]``: slices of the state joined with items not computed from it."""
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+            return self.of_itself(value.left, key, scope) and self.of_itself(value.right, key, scope)
+        if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice):
+            return _plain_chain(value.value) and _chain_key(value.value) == key
+        return isinstance(value, ast.List | ast.Tuple) and key not in self.flow(value, scope)[1]
+
+    def evicting(self, node: ast.AST, container: ast.AST, scope: _Scope, small: bool = False) -> bool:
+        """Under ``if len(c) > N`` (N at least one; with ``small``, at most MAX_BOUNDED): the container is kept at a
+        constant size."""
         key = _chain_key(container)
         same = lambda e: _chain_key(e) == key and _plain_chain(e)  # noqa: E731
+        reads = lambda e: any(_chain_key(n) == key for n in ast.walk(e)  # noqa: E731
+                              if isinstance(n, ast.Attribute | ast.Name | ast.Subscript))
         for branch, in_body in _conditions(node, scope.fn, self.parents):
-            for test in _conjuncts(branch.test) if in_body and isinstance(branch, ast.If) else ():
+            for test in _conjuncts(branch.test) if in_body else ():
                 if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Gt | ast.GtE) \
-                        and self._sized(test.left, same) and (_int(test.comparators[0]) or 0) >= 1:
+                        and self._sized(test.left, same) and not reads(bound := test.comparators[0]) and \
+                        all(n is None or n >= 1 for n in self.int_values(bound)) and \
+                        (not small or self.small(bound) or self.small_local(bound, scope)):
                     return True
         return False
+
+    def small_local(self, expr: ast.AST, scope: _Scope) -> bool:
+        """A name an enclosing function binds only to small int constants (fla's ``cache_size = 4``)."""
+        if not isinstance(expr, ast.Name):
+            return False
+        values = self.values_of(expr.id, scope)
+        return bool(values) and all(v is not None and self.small(v) for v in values)
 
     @staticmethod
     def _sized(expr: ast.AST, same: Callable[[ast.AST], bool]) -> bool:
@@ -923,17 +1060,20 @@ def check_call_state(tree: ast.Module, model: ModuleModel, path: Iterable[str], 
             for other in write.aliases:
                 same.setdefault(key, set()).add(other)
                 same.setdefault(other, set()).add(key)
-    for _, write in writes:
-        write.keys = frozenset(_reachable(write.keys, same))
-    computed: dict[Key, set[Key]] = {}  # state -> the state its writes are computed from
+    for _, write in writes:  # a change made through one name is made to every name holding the object
+        if not write.rebinds:
+            write.keys = frozenset(_reachable(write.keys, same))
+    sources: dict[Key, set[Key]] = {}  # state -> the state its writes are computed from or hand on
     for _, write in writes:
         for key in write.keys:
-            computed.setdefault(key, set()).update(write.computed)
+            sources.setdefault(key, set()).update(write.computed | write.aliases)
     reported: set[int] = set()
     for fn, write in writes:
         if id(write.node) in reported or not (write.anywhere or analysis.reported_in(fn)):
             continue
-        if write.always or not write.bounded and write.keys & _reachable(write.computed, computed):
+        if id(fn) not in analysis.per_call and not write.strong and not write.anywhere:
+            continue  # a closure off the forward path (fla's tensor cache): only what counts whatever it is
+        if write.always or not write.bounded and write.keys & _reachable(write.computed, sources):
             reported.add(id(write.node))
             text = ast.unparse(write.node).split("\n", 1)[0][:70]
             report(RULE, write.node, f"`{text}` updates state kept across calls from its earlier value (a count of "

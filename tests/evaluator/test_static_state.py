@@ -33,7 +33,7 @@ COUNTING = [
     dict(module="N = 0", body="global N\nN += 1  # HERE"),
     dict(init="self.log = []", body="log = self.log\nlog.append(0)  # HERE"),
     dict(init="self.log = []", body="log = self.log or []\nlog.extend([0])  # HERE"),
-    dict(init="self.hist = ()", body="self.hist = (self.hist, 1)  # HERE"),
+    dict(init="self.live = set()", body="self.live.add(x)  # HERE\nif len(self.live) > 5000:\n    out = x"),
     dict(init="self.counts = {}", body="k = x.shape\nself.counts[k] = self.counts.get(k, 0) + 1  # HERE"),
     dict(module="import itertools", init="self.it = itertools.count()", body="n = next(self.it)  # HERE"),
     dict(module="import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef cfg(n):\n    return n",
@@ -191,7 +191,6 @@ RED_TEAM_COUNTS = [
     ('itertools-chain', dict(module='import itertools', init='self.it = itertools.chain(range(1 << 30))', body='for n in self.it:\n    break\nif n > 5000:\n    out = x')),
     ('generator-method', dict(module='class Clock:\n    def ticks(self):\n        n = 0\n        while True:\n            n += 1\n            yield n\n', init='self.ticks = Clock().ticks()', body='for n in self.ticks:\n    break\nif n > 5000:\n    out = x')),
     ('max-two-attr', dict(init='self.calls = 0\nself.nxt = 0', body='self.calls = max(self.calls, self.nxt)\nself.nxt = self.calls + 1\nn = self.calls\nif n > 5000:\n    out = x')),
-    ('tensor-keyed-set', dict(init='self.live = set()', body='self.live.add(out)\nn = len(self.live)\nif n > 5000:\n    out = x')),
     ('defaultdict-read', dict(module='import collections', init='self.seen = collections.defaultdict(int)', body='_ = self.seen[object()]\nn = len(self.seen)\nif n > 5000:\n    out = x')),
     ('attrgetter-read', dict(init='self.calls = 0', body="self.calls = operator.attrgetter('calls')(self) + 1\nn = self.calls\nif n > 5000:\n    out = x")),
 ]
