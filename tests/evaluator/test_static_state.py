@@ -72,6 +72,24 @@ KEPT = [
     dict(module="import collections\nFLA_CACHE = 4", init="self.q = collections.deque(maxlen=FLA_CACHE)",
          body="q = collections.deque(maxlen=8)\nq.append(out)"),
     dict(init="self.n = 0\nself.last = None", body="self.n = x.shape[0]\nself.last = self.n"),
+    # a third helper's realistic honest state (the Triton tutorial's warmup cache, cast copies, swaps, LRUs)
+    dict(module="KERNELS = {}", body="key = (x.shape[-1], 4)\nkernel, n = KERNELS.get(key, (None, 0))\n"
+                                     "if kernel is None:\n    kernel = copy_kernel\n    regs = kernel.n_regs\n"
+                                     "    n = 65536 // (regs * 32)\n    KERNELS[key] = (kernel, n)\nn = min(n, x.shape[0])"),
+    dict(init="self.half = None", body="if self.half is None:\n    b = out.detach().to(torch.float16)\n"
+                                       "    self.half = b"),
+    dict(init="self.cos = torch.zeros(4)", body="self.cos = self.cos.to(device=x.device, dtype=x.dtype)"),
+    dict(init="self.front = []\nself.back = []", body="self.front, self.back = self.back, self.front"),
+    dict(module="import collections\nMAX = 8", init="self.cache = collections.OrderedDict()",
+         body="k = tuple(x.shape)\nif k not in self.cache:\n    if len(self.cache) >= MAX:\n"
+              "        self.cache.pop(next(iter(self.cache)))\n    self.cache[k] = out\nself.cache.move_to_end(k)"),
+    dict(module="def tensor_cache(fn):\n    entries = []\n    size = 4\n\n    def wrapper(*args):\n"
+                "        nonlocal entries\n        for i, entry in enumerate(entries):\n            a, r = entry\n"
+                "            if a is args[0]:\n                entries = entries[:i] + entries[i + 1:] + [(a, r)]\n"
+                "                return r\n        r = fn(*args)\n        if len(entries) >= size:\n"
+                "            entries = entries[1:]\n        entries.append((args[0], r))\n        return r\n\n"
+                "    return wrapper\n\n\n@tensor_cache\ndef alloc(t):\n    return torch.empty_like(t)",
+         body="alloc(x)"),
 ]
 
 
