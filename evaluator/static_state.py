@@ -36,8 +36,8 @@ that runs once (``nn.ModuleList().append`` while building, a registry's decorato
   function or method, any ``itertools`` call, a ``collections.Counter``), or to what a module function returning
   one returns;
 * on the forward path, a container keyed by or added an object made with an identity of its own at every call
-  (``self.seen[object()] = 1``, forward's input tensors, an instance of the module's class, a lambda; a
-  defaultdict's lookup adds too): it grows at every call, and ``len()`` reads the count.
+  (``self.seen[object()] = 1``, forward's input tensors, a tensor torch makes, an instance of the module's class, a
+  lambda; a defaultdict's lookup adds too): it grows at every call, and ``len()`` reads the count.
 
 Locals are followed statement by statement (a name rebound holds its new value from there on; branches merge), so
 the Triton tutorial's ``kernel, n = kernels.get(key, (None, 0))`` then ``kernels[key] = (kernel, n)`` is a cache;
@@ -47,8 +47,8 @@ whatever it is (``+=``, an item changed in place, ``next``, an iterator).
 State is matched by name (every ``.n`` is one ``n``; attributes of inputs -- forward's arguments, and parameters
 every caller hands a fresh value -- and what is stored directly on autograd's ``ctx`` are not state), which errs
 towards reporting. Known gaps: a count kept on the device (a kernel incrementing a persistent buffer), a property
-whose getter computes what its setter stores, keys made by torch at every call (``self.live.add(out)``) and a
-tuple nested in itself (``self.h = (self.h, 1)``). Pure function over the AST.
+whose getter computes what its setter stores and a tuple nested in itself (``self.h = (self.h, 1)``). Pure function
+over the AST.
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "dict", "s
 _VALUE_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "range", "abs", "round", "divmod", "isinstance",
                              "hasattr", "callable", "repr", "format", "bytearray", "hash", "type", "print"})
 _CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
+_TENSOR_FACTORIES = frozenset({"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+                               "empty_strided", "rand", "randn", "rand_like", "randn_like", "arange", "tensor",
+                               "as_tensor", "cat", "stack"})
 # builtins and methods that hand on (items of) what they are given: a loop over them walks the state itself
 _PASSING_BUILTINS = frozenset({"enumerate", "reversed", "zip", "iter", "next", "operator.getitem", "filter", "map"})
 _PASSING_METHODS = frozenset({"values", "items", "keys"})
@@ -579,6 +582,8 @@ class _Analysis:
             return frozenset({FRESH}), _state(arguments)
         if name in _VALUE_BUILTINS:
             return _EMPTY, _state(arguments)
+        if dotted.split(".", 1)[0] == "torch" and dotted.rsplit(".", 1)[-1] in _TENSOR_FACTORIES:
+            return frozenset({FRESH}), _state(arguments)  # a new tensor: an object no earlier call made
         if dotted.split(".", 1)[0] in ("torch", "triton", "math"):
             return _EMPTY, _state(arguments)
         receiver = func.value if isinstance(func, ast.Attribute) else None

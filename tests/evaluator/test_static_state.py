@@ -34,6 +34,7 @@ COUNTING = [
     dict(init="self.log = []", body="log = self.log\nlog.append(0)  # HERE"),
     dict(init="self.log = []", body="log = self.log or []\nlog.extend([0])  # HERE"),
     dict(init="self.live = set()", body="self.live.add(x)  # HERE\nif len(self.live) > 5000:\n    out = x"),
+    dict(init="self.live = set()", body="self.live.add(out)  # HERE\nif len(self.live) > 5000:\n    out = x"),
     dict(init="self.counts = {}", body="k = x.shape\nself.counts[k] = self.counts.get(k, 0) + 1  # HERE"),
     dict(module="import itertools", init="self.it = itertools.count()", body="n = next(self.it)  # HERE"),
     dict(module="import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef cfg(n):\n    return n",
