@@ -104,10 +104,11 @@ names is visible, the same callable stored, passed, aliased or fed a computed na
                        local bound only to an allocation and passed to the candidate's launch), run at
                        most once per forward call (no loop, recursion or repeated caller), at most 8 per
                        file; or any of those inside an ``assert`` whose value only decides it
-``call-state``         on the forward path, state kept across calls updated from its own earlier value: a
-                       count of calls (``self.calls += 1``, ``n = self.n; self.n = n + 1``), a list that
-                       grows, an iterator advanced, a cached function's ``cache_info()``
-                       (``evaluator.static_state``; caches written from the call's arguments are fine)
+``call-state``         in code forward can run (closures included), state kept across calls updated
+                       from its own earlier value: a count of calls (``self.calls += 1``, ``n = self.n;
+                       self.n = n + 1``), a container grown or used up, an iterator advanced, a container
+                       keyed by objects new at every call, ``cache_info()`` (``evaluator.static_state``;
+                       caches written from the call's arguments are fine)
 ``reference``          uses ``Model`` or makes ``ModelNew`` inherit anything but nn.Module
 ``tensor-subclass``    a class derived from torch.Tensor or nn.Parameter (lazy or fake outputs)
 ``try-fallback``       a ``try`` (or ``contextlib.suppress``) on the forward path, except ``try:

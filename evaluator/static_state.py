@@ -318,6 +318,9 @@ class _Analysis:
             for target, value in _bindings(node, self.parents):
                 if isinstance(target, ast.Name) and self._module_level(target.id, node):
                     self.module_values.setdefault(target.id, []).append(value)
+        self.iterators = self.bound_to(self.makes_iterator)  # each use moves them on
+        self.defaultdicts = self.bound_to(  # whose lookups add
+            lambda v: isinstance(v, ast.Call) and resolve(v.func, model.aliases) == "collections.defaultdict")
 
     def _module_level(self, name: str, node: ast.AST) -> bool:
         fn = self.enclosing(node)
@@ -695,8 +698,7 @@ class _Analysis:
             return True
         if isinstance(value, ast.Tuple | ast.List | ast.Set | ast.Dict):
             return any(self.makes_iterator(v, seen) for v in ast.iter_child_nodes(value) if isinstance(v, ast.expr))
-        factories = [n for n in ast.walk(value) if isinstance(n, ast.Call) and self.factory(n)]
-        if factories:
+        if any(isinstance(n, ast.Call) and self.factory(n) for n in ast.walk(value)):
             return True
         if not isinstance(value, ast.Call):
             return False
@@ -713,24 +715,12 @@ class _Analysis:
         name = resolve(call.func, self.model.aliases) or ""
         return name in _ITERATOR_FACTORIES or name.startswith("itertools.")
 
-    @property
-    def defaultdicts(self) -> set[Key]:
-        """The state the module binds to a ``collections.defaultdict`` (whose lookups add)."""
-        if not hasattr(self, "_defaultdicts"):
-            self._defaultdicts = {k for node in ast.walk(self.tree) for target, value in _bindings(node, self.parents)
-                                  if isinstance(value, ast.Call)
-                                  and resolve(value.func, self.model.aliases) == "collections.defaultdict"
-                                  for part in _store_targets(target) if (k := _chain_key(part)) is not None}
-        return self._defaultdicts
-
-    def iterator_keys(self) -> set[Key]:
+    def bound_to(self, made: Callable[[ast.AST | None], bool]) -> set[Key]:
+        """The state the module binds (attributes anywhere, names at module level) to a value ``made`` accepts."""
         keys: set[Key] = set()
         for node in ast.walk(self.tree):
             for target, value in _bindings(node, self.parents):
-                if isinstance(node, ast.For | ast.AsyncFor) and isinstance(value, ast.Tuple) and \
-                        value.elts and value.elts[0] is node.iter:
-                    value = node.iter
-                if self.makes_iterator(value):
+                if made(value.elts[0] if isinstance(value, _Loop) else value):
                     keys.update(k for part in _store_targets(target) if (k := _chain_key(part)) is not None
                                 and (not isinstance(part, ast.Name) or self._module_level(part.id, node)))
         return keys
@@ -768,13 +758,7 @@ class _Analysis:
         return name in (_VALUE_BUILTINS - {"type"}) | _CONTAINER_BUILTINS or \
             name.split(".", 1)[0] in ("torch", "triton", "math")
 
-    def writes(self) -> list[_Write]:
-        found: list[_Write] = []
-        for fn in self.functions:
-            found.extend(self._writes_in(fn))
-        return found
-
-    def _writes_in(self, fn: Scoped) -> list[_Write]:
+    def writes_in(self, fn: Scoped) -> list[_Write]:
         scope = self.scope(fn)
         found: list[_Write] = []
         for node in _own_nodes(fn):
@@ -1039,16 +1023,9 @@ class _Analysis:
             step = value.left
             return isinstance(step, ast.BinOp) and isinstance(step.op, ast.Add) and self._itself(step.left, target) \
                 and _int(step.right) is not None and self.small(value.right) and (_int(value.right) or 0) != 1
-        return self.cycle(value.op, value.left if isinstance(value.op, ast.BitXor) else value.right, value.left
-                          if isinstance(value.op, ast.Sub) else value.right) and self._itself(
-            value.left if isinstance(value.op, ast.BitXor) else value.right, target)
-
-    @staticmethod
-    def cycle(op: ast.operator, _operand: ast.AST, constant: ast.AST) -> bool:
-        """``x ^ 1`` (and ``x ^= 1``), ``1 - x`` / ``0 - x``."""
-        if isinstance(op, ast.BitXor):
-            return _int(constant) == 1
-        return isinstance(op, ast.Sub) and _int(constant) in (0, 1)
+        if isinstance(value.op, ast.BitXor):
+            return _int(value.right) == 1 and self._itself(value.left, target)
+        return isinstance(value.op, ast.Sub) and _int(value.left) in (0, 1) and self._itself(value.right, target)
 
     @staticmethod
     def _itself(expr: ast.AST, target: ast.AST) -> bool:
@@ -1058,7 +1035,7 @@ class _Analysis:
 def check_call_state(tree: ast.Module, model: ModuleModel, path: Iterable[str], report: Report) -> None:
     """Report every update of state kept across calls that counts them (module doc)."""
     analysis = _Analysis(tree, model, path)
-    writes = [(fn, w) for fn in analysis.functions for w in analysis._writes_in(fn)]
+    writes = [(fn, w) for fn in analysis.functions for w in analysis.writes_in(fn)]
     same: dict[Key, set[Key]] = {}  # state -> state that is the same object (stored as it was read)
     for _, write in writes:
         for key in write.keys:
@@ -1083,13 +1060,13 @@ def check_call_state(tree: ast.Module, model: ModuleModel, path: Iterable[str], 
             text = ast.unparse(write.node).split("\n", 1)[0][:70]
             report(RULE, write.node, f"`{text}` updates state kept across calls from its earlier value (a count of "
                    f"calls, an accumulator, a container grown or used up): {_WHY}")
-    iterators = analysis.iterator_keys()
     for fn in analysis.functions:
         if not analysis.reported_in(fn):
             continue
         for node in _own_nodes(fn):
             used = _chain_key(node) if isinstance(node, ast.Attribute | ast.Name) else None
-            if used in iterators and isinstance(getattr(node, "ctx", None), ast.Load) and id(node) not in reported:
+            loaded = isinstance(getattr(node, "ctx", None), ast.Load)
+            if used in analysis.iterators and loaded and id(node) not in reported:
                 if isinstance(node, ast.Name) and node.id in analysis.scope(fn).locals:
                     continue
                 reported.add(id(node))
