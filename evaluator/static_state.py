@@ -46,9 +46,9 @@ whatever it is (``+=``, an item changed in place, ``next``, an iterator).
 
 State is matched by name (every ``.n`` is one ``n``; attributes of inputs -- forward's arguments, and parameters
 every caller hands a fresh value -- and what is stored directly on autograd's ``ctx`` are not state), which errs
-towards reporting. Known gaps: a count kept on the device (a kernel incrementing a persistent buffer), a property
-whose getter computes what its setter stores and a tuple nested in itself (``self.h = (self.h, 1)``). Pure function
-over the AST.
+towards reporting. A property is read through its getter and written through its setter (``b.k = b.k`` with a
+getter returning ``self._k + 1`` counts). Known gaps: a count kept on the device (a kernel incrementing a persistent
+buffer) and a tuple nested in itself (``self.h = (self.h, 1)``). Pure function over the AST.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "dict", "s
 _VALUE_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "range", "abs", "round", "divmod", "isinstance",
                              "hasattr", "callable", "repr", "format", "bytearray", "hash", "type", "print"})
 _CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
+_PROPERTIES = frozenset({"property", "functools.cached_property"})
 _TENSOR_FACTORIES = frozenset({"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
                                "empty_strided", "rand", "randn", "rand_like", "randn_like", "arange", "tensor",
                                "as_tensor", "cat", "stack"})
@@ -293,6 +294,7 @@ class _Analysis:
         for n in self.functions:
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.defs_named.setdefault(n.name, []).append(n)
+        self.getters, self.setters = self.properties()
         self.generators = {n.name for n in self.functions if isinstance(n, ast.FunctionDef)
                            and any(isinstance(x, ast.Yield | ast.YieldFrom) for x in _own_nodes(n))}
         self.cached = {n.name for n in self.functions if isinstance(n, ast.FunctionDef) and any(
@@ -321,6 +323,35 @@ class _Analysis:
         self.iterators = self.bound_to(self.makes_iterator)  # each use moves them on
         self.defaultdicts = self.bound_to(  # whose lookups add
             lambda v: isinstance(v, ast.Call) and resolve(v.func, model.aliases) == "collections.defaultdict")
+
+    def properties(self) -> tuple[dict[str, list[ast.AST]], dict[str, list[ast.AST]]]:
+        """The module's properties by name: their getters (``@property``, ``@functools.cached_property``, the first
+        argument of ``property(...)``) and setters (``@name.setter``, the second argument or ``fset=``). Reading
+        ``obj.name`` runs a getter, assigning it runs a setter: their code is the attribute's value and its write."""
+        getters: dict[str, list[ast.AST]] = {}
+        setters: dict[str, list[ast.AST]] = {}
+        for cls in (n for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)):
+            for item in cls.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    for dec in item.decorator_list:
+                        if isinstance(dec, ast.Attribute) and dec.attr == "setter":
+                            setters.setdefault(item.name, []).append(item)
+                        elif (resolve(dec, self.model.aliases) or getattr(dec, "id", "")) in _PROPERTIES:
+                            getters.setdefault(item.name, []).append(item)
+                for target, value in _bindings(item, self.parents):
+                    if not (isinstance(target, ast.Name) and isinstance(value, ast.Call)
+                            and (resolve(value.func, self.model.aliases) or getattr(value.func, "id", ""))
+                            in _PROPERTIES):  # fmt: skip
+                        continue
+                    parts = {0: "fget", 1: "fset"}
+                    named = {parts[i]: a for i, a in enumerate(value.args[:2])}
+                    named.update({k.arg: k.value for k in value.keywords if k.arg in ("fget", "fset")})
+                    for role, table in (("fget", getters), ("fset", setters)):
+                        fn = named.get(role)
+                        found = self.defs_named.get(fn.id, []) if isinstance(fn, ast.Name) else \
+                            [fn] if isinstance(fn, ast.Lambda) else []
+                        table.setdefault(target.id, []).extend(found)
+        return getters, setters
 
     def _module_level(self, name: str, node: ast.AST) -> bool:
         fn = self.enclosing(node)
@@ -555,6 +586,9 @@ class _Analysis:
 
     def attribute_flow(self, base: ast.AST, attr: str, scope: _Scope | None) -> Flow:
         held, computed = self.flow(base, scope)
+        if attr in self.getters:  # a property: reading it returns what its getter computes
+            got_held, got_computed = self.union(*(self.summary(g) for g in self.getters[attr]))
+            return frozenset({("attr", attr)}) | got_held, computed | got_computed
         if isinstance(base, ast.Name) and scope is not None and (
                 base.id in scope.inputs or base.id in scope.locals and not _state(held)):
             return _EMPTY, computed  # an attribute of an input (x.shape) or of an object made in this call
@@ -1046,9 +1080,12 @@ def check_call_state(tree: ast.Module, model: ModuleModel, path: Iterable[str], 
         if not write.rebinds:
             write.keys = frozenset(_reachable(write.keys, same))
     sources: dict[Key, set[Key]] = {}  # state -> the state its writes are computed from or hand on
-    for _, write in writes:
+    setter_of = {id(fn): name for name, fns in analysis.setters.items() for fn in fns}
+    for fn, write in writes:
         for key in write.keys:
             sources.setdefault(key, set()).update(write.computed | write.aliases)
+            if id(fn) in setter_of:  # what a property's setter stores is what was assigned to the property
+                sources[key].add(("attr", setter_of[id(fn)]))
     reported: set[int] = set()
     for fn, write in writes:
         if id(write.node) in reported or not (write.anywhere or analysis.reported_in(fn)):

@@ -212,6 +212,11 @@ RED_TEAM_COUNTS = [
     ('max-two-attr', dict(init='self.calls = 0\nself.nxt = 0', body='self.calls = max(self.calls, self.nxt)\nself.nxt = self.calls + 1\nn = self.calls\nif n > 5000:\n    out = x')),
     ('defaultdict-read', dict(module='import collections', init='self.seen = collections.defaultdict(int)', body='_ = self.seen[object()]\nn = len(self.seen)\nif n > 5000:\n    out = x')),
     ('attrgetter-read', dict(init='self.calls = 0', body="self.calls = operator.attrgetter('calls')(self) + 1\nn = self.calls\nif n > 5000:\n    out = x")),
+    # properties: reading runs the getter, assigning runs the setter (a getter that adds one to what the setter stores)
+    ('property-getter-setter', dict(module='class Box:\n    def __init__(self):\n        self._k = 0\n\n    @property\n    def k(self):\n        return self._k + 1\n\n    @k.setter\n    def k(self, v):\n        self._k = v\n', init='self.box = Box()', body='b = self.box\nb.k = b.k\nn = b._k\nif n > 5000:\n    out = x')),
+    ('property-call-form', dict(module='class Box:\n    def __init__(self):\n        self._k = 0\n\n    def _get(self):\n        return self._k + 1\n\n    def _set(self, v):\n        self._k = v\n\n    k = property(_get, _set)\n', init='self.box = Box()', body='self.box.k = self.box.k\nn = self.box._k\nif n > 5000:\n    out = x')),
+    ('property-read-into-backing', dict(module='class Box:\n    def __init__(self):\n        self._k = 0\n\n    @property\n    def k(self):\n        return self._k + 1\n\n    @k.setter\n    def k(self, v):\n        self._k = v\n', init='self.box = Box()', body='self.box._k = self.box.k\nn = self.box._k\nif n > 5000:\n    out = x')),
+    ('property-getter-counts', dict(module='class Box:\n    def __init__(self):\n        self._k = 0\n\n    @property\n    def tick(self):\n        self._k += 1\n        return self._k\n', init='self.box = Box()', body='n = self.box.tick\nif n > 5000:\n    out = x')),
 ]
 
 
@@ -222,6 +227,8 @@ def test_red_team_counts_are_refused(name, parts):
 
 # Honest state the same red team wrote, the way kernel libraries keep it: none is a count.
 RED_TEAM_HONEST = [
+    ('property-setter-from-shape', dict(module='class Cfg:\n    def __init__(self):\n        self._block = 16\n\n    @property\n    def block(self):\n        return self._block\n\n    @block.setter\n    def block(self, v):\n        self._block = max(16, triton.next_power_of_2(v))\n\n    @property\n    def warps(self):\n        return 4 if self._block <= 1024 else 8\n', init='self.cfg = Cfg()', body='self.cfg.block = x.shape[-1]\nb = self.cfg.block\nw = self.cfg.warps')),
+    ('property-lazy-table', dict(module='class Lazy:\n    def __init__(self):\n        self._t = None\n\n    @property\n    def table(self):\n        if self._t is None:\n            self._t = torch.zeros(8)\n        return self._t\n', init='self.lz = Lazy()', body='t = self.lz.table')),
     ('cfg-cache-per-shape', dict(init='self.cfg = {}', body='key = (tuple(x.shape), x.dtype)\ncfg = self.cfg.get(key)\nif cfg is None:\n    cfg = (triton.next_power_of_2(x.shape[-1]), 4)\n    self.cfg[key] = cfg\nblock, warps = cfg')),
     ('lazy-buffer', dict(init='self.buf = None', body='if self.buf is None:\n    self.buf = torch.empty_like(x)')),
     ('grow-only-workspace', dict(init='self.ws = None', body='need = x.numel()\nif self.ws is None or self.ws.numel() < need:\n    self.ws = torch.empty(need, device=x.device, dtype=x.dtype)\nws = self.ws[:need]')),
