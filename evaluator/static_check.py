@@ -406,16 +406,18 @@ def _check_jit_bodies(tree: ast.Module, model: ModuleModel, out: _Collector) -> 
                 break
 
 
-def _forward_path(tree: ast.Module, model: ModuleModel, entry: str, roots: list[str]) -> list[str]:
+def _forward_path(tree: ast.Module, model: ModuleModel, entry: str, roots: list[str]) -> tuple[list[str], list[str]]:
     """What the entry point can run: ``roots`` and the stored references, but those kept only in module-level tables
     no running code reads (evaluator.static_unread). Reading a table on the forward path makes it read, which may
-    add to the path: repeated until nothing changes (each round only shrinks the unread set)."""
+    add to the path: repeated until nothing changes (each round only shrinks the unread set). Also the roots with
+    those stored references."""
     unread = unread_bindings(tree, model, entry)
     while True:
-        path = reachable(model, roots + stored_roots(model, tree, unread))
+        start = roots + stored_roots(model, tree, unread)
+        path = reachable(model, start)
         again = unread_bindings(tree, model, entry, path)
         if again == unread:
-            return path
+            return path, start
         unread = again
 
 
@@ -427,7 +429,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_rebinding(tree, model, model.imported, out.report)
     check_class_members(tree, out.report)
     check_hooks(tree, out.report)
-    path = _forward_path(tree, model, entry, roots + hook_roots(model) + implementation_roots(model, tree))
+    path, starts = _forward_path(tree, model, entry, roots + hook_roots(model) + implementation_roots(model, tree))
     launched: list[str] = []
     resolve_here = lambda n: _resolve(n, model.aliases)  # noqa: E731
     for key in path:
@@ -453,7 +455,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
         out.add("kernel-not-launched", getattr(forward, "lineno", line), 0, f"kernels ({names}) are defined "
                 "but nothing reachable from the forward path launches one; call `kernel[grid](...)`, "
                 "`kernel[grid, block](...)` or `ext.fn(...)` from forward or a function it calls")
-    visitor = RuleVisitor(model, set(path), entry, allow, out.report, tree)
+    visitor = RuleVisitor(model, set(path), entry, allow, out.report, tree, starts)
     visitor.visit(tree)
     check_registrations(tree, resolve_here, model.custom_ops, out.report)
     check_call_state(tree, model, path, out.report)

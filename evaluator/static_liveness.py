@@ -48,6 +48,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 from evaluator.static_library import custom_op_key
 from evaluator.static_model import AUTOGRAD_FUNCTION, ModuleModel, resolve, scope_bindings
@@ -55,10 +56,13 @@ from evaluator.static_paths import made_at_definition, module_bases
 from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
 from evaluator.static_unread import deferred_bindings
 from evaluator.static_uses import Use, binding_counts, binding_sites, in_inert_annotation, use_of
+from evaluator.static_wrappers import hands_first_only, transparent
 
 Resolve = Callable[[ast.AST], "str | None"]
 DTENSOR = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tensor._api.DTensor"})
 TYPE_CHECKING = "typing.TYPE_CHECKING"
+# What a literal constant never is: ``isinstance(offsets, torch.Tensor)`` is false where offsets is always 0.
+TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 # Decorators that only wrap a function and call it when it is called (so they do not make it run).
 INERT_DECORATORS = frozenset({"functools.cache", "functools.lru_cache", "staticmethod", "classmethod", "property",
                               "contextlib.contextmanager"}) | AMP_DECORATORS  # fmt: skip
@@ -77,6 +81,8 @@ def inert_decorators(node: ast.FunctionDef | ast.AsyncFunctionDef, model: Module
         if name in INERT_DECORATORS:
             continue
         if isinstance(dec, ast.Name) and pure_wrapper(model.functions.get(dec.id), model):
+            continue
+        if isinstance(dec, ast.Name) and transparent(dec, model):  # calls it only from a wrapper it returns
             continue
         return False
     return True
@@ -230,6 +236,8 @@ def _hands_ctx_on(fn: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel
         if name == "staticmethod" or (name in AMP_DECORATORS and _amp_applied_plainly(dec)) or (
                 isinstance(dec, ast.Name) and _amp_name(dec.id, model)):
             continue
+        if hands_first_only(dec, model):  # fla's input_guard: ctx reaches only the forward
+            continue
         once = isinstance(dec, ast.Name) and model.binding_counts.get(dec.id) == 1  # the def judged is the one used
         factory = model.functions.get(dec.id) if once and isinstance(dec, ast.Name) else None
         if not (isinstance(factory, _FUNCTION) and pure_wrapper(factory, model) and _passes_first(factory, model)):
@@ -300,8 +308,10 @@ def _passes_first(factory: ast.FunctionDef | ast.AsyncFunctionDef, model: Module
 
 
 class _Liveness:
-    def __init__(self, tree: ast.Module, model: ModuleModel, entry: str) -> None:
+    def __init__(self, tree: ast.Module, model: ModuleModel, entry: str,
+                 facts: dict[str, Known] | None = None) -> None:  # fmt: skip
         self.tree, self.model = tree, model
+        self.facts = facts  # with these, what a function refers to only in branches that never run is not reached
         self.live: set[str] = set()
         self.todo: list[str] = []
         self._backward_dead: dict[str, bool] = {}
@@ -406,8 +416,45 @@ class _Liveness:
         for key in roots:  # functions known to run otherwise (the forward path)
             self.mark(key)
         while self.todo:
-            self.refs(self.model.functions[self.todo.pop()])
+            for part in self._running(self.todo.pop()):
+                self.refs(part)
         return self.live
+
+    def _running(self, key: str) -> list[ast.AST]:
+        """A function's code, less the branches that never run given what its parameters and flags always are
+        (:class:`Known`): each such ``if`` (or ``x if c else y``) keeps its test and the side that may run. A name
+        read in a test that the function (or the module) binds otherwise is not trusted: ``torch`` in
+        ``isinstance(offsets, torch.Tensor)`` must be the import."""
+        fn = self.model.functions[key]
+        if self.facts is None or not isinstance(fn, _FUNCTION) or key not in self.facts:
+            return [fn]
+        bound = {name for name, _ in binding_sites(fn)}
+
+        def trusted(node: ast.AST) -> str | None:
+            root = node
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and (root.id in bound or self.model.binding_counts.get(root.id, 0) > 1):
+                return None
+            return resolve(node, self.model.aliases)
+
+        branches = Branches(trusted, local_flags(fn, self.facts[key], trusted))
+        kept: list[ast.AST] = [*fn.decorator_list, *_signature_parts(fn, decorators=False)]
+        todo: list[ast.AST] = list(fn.body)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.If | ast.IfExp):
+                kept.append(node.test)
+                body = node.body if isinstance(node.body, list) else [node.body]
+                orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+                todo += [] if branches.never_true(node.test) else body
+                todo += [] if branches.always_true(node.test) else orelse
+            elif isinstance(node, (*_FUNCTION, ast.Lambda, ast.ClassDef)) or not any(
+                    isinstance(n, ast.If | ast.IfExp) for n in ast.walk(node)):
+                kept.append(node)  # no branch inside (or a nested scope, judged as a whole)
+            else:
+                todo.extend(ast.iter_child_nodes(node))
+        return kept
 
 
 def _hook_name(name: str) -> bool:
@@ -416,13 +463,22 @@ def _hook_name(name: str) -> bool:
     return len(name) > 2 and name.startswith("_") and name.endswith("_") and not name.startswith("__")
 
 
-def liveness(tree: ast.Module, model: ModuleModel, entry: str, roots: Iterable[str] = ()) -> tuple[set[str], set[int]]:
+def liveness(tree: ast.Module, model: ModuleModel, entry: str, roots: Iterable[str] = (),
+             facts: dict[str, Known] | None = None) -> tuple[set[str], set[int]]:  # fmt: skip
     """One walk for both answers: the keys of the module-level functions and methods that code which runs can reach
     (module docstring), and the ids of the module-level bindings no running code reads (evaluator.static_unread);
-    ``roots`` are functions known to run otherwise (the forward path)."""
-    walk = _Liveness(tree, model, entry)
+    ``roots`` are functions known to run otherwise (the forward path). With ``facts`` (:func:`parameter_facts`),
+    what a function refers to only in branches that never run given them is not reached from it."""
+    walk = _Liveness(tree, model, entry, facts)
     live = walk.run(entry, roots)
     return live, {id(stmt) for name, stmt in walk.deferred.items() if name not in walk.read}
+
+
+def none_reached(tree: ast.Module, model: ModuleModel, entry: str, roots: Iterable[str],
+                 facts: dict[str, Known]) -> set[str]:  # fmt: skip
+    """The functions code that runs reaches from ``roots`` only through branches that never run given ``facts``
+    (fla's varlen index helpers, called only under ``if cu_seqlens is not None``)."""
+    return liveness(tree, model, entry, roots)[0] - liveness(tree, model, entry, roots, facts)[0]
 
 
 def live_functions(tree: ast.Module, model: ModuleModel, entry: str, roots: Iterable[str] = ()) -> set[str]:
@@ -453,10 +509,12 @@ class _Target:
         self.defaults = defaults
         own = {id(a) for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg,
                                fn.args.kwarg] if a is not None}  # fmt: skip
-        rebound = {name for name, n in binding_sites(fn) if n is not fn and id(n) not in own
-                   and not (isinstance(n, ast.Name) and _under_none_test(n, name, fn, parents))}  # fmt: skip
-        rebound |= {name for n in ast.walk(fn) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
-        self.params = {p for p in defaults if p not in rebound}
+        sites = [(name, n) for name, n in binding_sites(fn) if n is not fn and id(n) not in own]
+        declared = {name for n in ast.walk(fn) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
+        rebound = {name for name, n in sites
+                   if not (isinstance(n, ast.Name) and _under_none_test(n, name, fn, parents))}
+        self.params = {p for p in defaults if p not in rebound | declared}  # None where None was passed
+        self.unbound = {p for p in defaults if p not in {name for name, _ in sites} | declared}  # never rebound
 
     def argument(self, call: ast.Call, param: str) -> ast.expr | str:
         """The expression passed for ``param`` (``"default"`` when omitted, ``"unknown"`` for */** calls)."""
@@ -473,7 +531,7 @@ class _Target:
 def _under_none_test(node: ast.AST, name: str, fn: ast.AST, parents: dict[int, ast.AST]) -> bool:
     """``node`` stands in a branch that runs only when ``name`` is not None (``if weight is not None: weight =
     weight.contiguous()``): a rebinding there does not make ``name`` anything but None where it is None."""
-    branches = Branches(lambda _n: None, frozenset({name}))
+    branches = Branches(lambda _n: None, Known(none=frozenset({name})))
     child, parent = node, parents.get(id(node))
     while parent is not None and parent is not fn:
         if isinstance(parent, ast.If | ast.IfExp) and child is not parent.test:
@@ -489,10 +547,12 @@ def _targets(tree: ast.Module, model: ModuleModel, entry: str) -> dict[str, _Tar
     for key, fn in model.functions.items():
         if not isinstance(fn, _FUNCTION) or key == entry:
             continue  # the entry point is called by the harness, with the task's inputs
-        if "." not in key and not fn.decorator_list:
+        # a decorator is assumed only when it hands the function the arguments its wrapper got (static_wrappers)
+        if "." not in key and all(transparent(d, model) for d in fn.decorator_list):
             out[key] = _Target(fn, 0, model.parents)
         elif key.endswith(".forward") and key.split(".")[0] in model.autograd_functions:
-            if all(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list) and \
+            if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list) and \
+                    all(transparent(d, model) for d in fn.decorator_list) and \
                     not _ctx_free_forward(tree, model, key.split(".")[0]):
                 out[key] = _Target(fn, 1, model.parents)  # forward(ctx, *args): Cls.apply(*args)
     return out
@@ -546,43 +606,132 @@ def _call_sites(tree: ast.Module, model: ModuleModel, targets: dict[str, _Target
     return [(k, c, enclosing.get(id(c))) for k, c, _ in sites], escaped
 
 
-def none_parameters(tree: ast.Module, model: ModuleModel, entry: str) -> dict[str, frozenset[str]]:
-    """Function key -> its parameters that are None at every call (module docstring)."""
+def _literal(value: ast.expr | None) -> bool:
+    """A literal constant: None, a number (signed), a string, a bool."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub | ast.UAdd):
+        value = value.operand
+    return isinstance(value, ast.Constant)
+
+
+def parameter_facts(tree: ast.Module, model: ModuleModel, entry: str,
+                    live: set[str] | None = None) -> dict[str, Known]:  # fmt: skip
+    """Function key -> its parameters that are None at every call, and those that are a literal constant at every
+    call (module docstring): the largest sets consistent with every call site, a caller's own such parameter
+    handed on counting as one. With ``live`` (:func:`liveness`), calls inside module-level functions and methods
+    nothing running refers to are left out: they never run."""
     targets = _targets(tree, model, entry)
     sites, escaped = _call_sites(tree, model, targets)
-    none = {k: set(t.params) for k, t in targets.items() if k not in escaped}
+    if live is not None:
+        owners = {id(fn): key for key, fn in model.functions.items()}
+        sites = [site for site in sites if _owner(site[1], model.parents, owners) in live | {None}]
+    facts = {"none": {k: set(t.params) for k, t in targets.items() if k not in escaped},
+             "constant": {k: set(t.unbound) for k, t in targets.items() if k not in escaped}}
 
-    def is_none(value: ast.expr | str, target: _Target, param: str, where: str | None) -> bool:
-        if value == "default":
+    def holds(kind: str, value: ast.expr | str, target: _Target, param: str, where: str | None) -> bool:
+        if value == "default":  # evaluated where the def stands: only a literal says what it is
             default = target.defaults.get(param)
-            return isinstance(default, ast.Constant) and default.value is None
-        if isinstance(value, ast.Constant):
+            return (_literal(default) if kind == "constant" else
+                    isinstance(default, ast.Constant) and default.value is None)  # fmt: skip
+        if isinstance(value, str):
+            return False
+        if kind == "none" and isinstance(value, ast.Constant):
             return value.value is None
-        return isinstance(value, ast.Name) and where is not None and value.id in none.get(where, ())
+        if kind == "constant" and _literal(value):
+            return True
+        return isinstance(value, ast.Name) and where is not None and value.id in facts[kind].get(where, ())
 
     changed = True
-    while changed:  # the largest set consistent with every call site
+    while changed:  # the largest sets consistent with every call site
         changed = False
-        for key, call, where in sites:
-            if key not in none:
-                continue
-            for param in list(none[key]):
-                if not is_none(targets[key].argument(call, param), targets[key], param, where):
-                    none[key].discard(param)
-                    changed = True
-    return {k: frozenset(v) for k, v in none.items() if v}
+        for kind, sets in facts.items():
+            for key, call, where in sites:
+                for param in list(sets.get(key, ())):
+                    if not holds(kind, targets[key].argument(call, param), targets[key], param, where):
+                        sets[key].discard(param)
+                        changed = True
+    known = {k for kind in facts.values() for k, v in kind.items() if v}
+    return {k: Known(none=frozenset(facts["none"][k]), constant=frozenset(facts["constant"][k])) for k in known}
+
+
+def _owner(node: ast.AST, parents: dict[int, ast.AST], keys: dict[int, str]) -> str | None:
+    """The key of the outermost module-level function or method whose body holds ``node`` (None at module level):
+    a def's decorators, defaults and annotations run where the def stands, not when the function runs."""
+    owner = None
+    child, up = node, parents.get(id(node))
+    while up is not None:
+        if id(up) in keys and isinstance(up, _FUNCTION) and any(child is stmt for stmt in up.body):
+            owner = keys[id(up)]
+        elif id(up) in keys and isinstance(up, _FUNCTION):
+            owner = None  # in its signature: whatever encloses the def decides
+        child, up = up, parents.get(id(up))
+    return owner
+
+
+def none_parameters(tree: ast.Module, model: ModuleModel, entry: str) -> dict[str, frozenset[str]]:
+    """Function key -> its parameters that are None at every call (:func:`parameter_facts`)."""
+    return {k: f.none for k, f in parameter_facts(tree, model, entry).items() if f.none}
+
+
+def local_flags(fn: ast.FunctionDef | ast.AsyncFunctionDef, known: Known, resolve: Resolve) -> Known:
+    """``known`` and the locals of ``fn`` that a top-level statement of its body binds, once in the whole function
+    (nested scopes included), to a test that is never or always true given what is known before it (``is_varlen =
+    cu_seqlens is not None`` where cu_seqlens is always None): every read of such a name is that value, or raises
+    before the binding."""
+    if not known:
+        return known
+    counts: dict[str, int] = {}
+    for name, _node in binding_sites(fn):
+        counts[name] = counts.get(name, 0) + 1
+    declared = {name for n in ast.walk(fn) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
+    false, true = set(known.false), set(known.true)
+    for stmt in fn.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            continue
+        name = stmt.targets[0].id
+        if counts.get(name) != 1 or name in declared:
+            continue
+        branches = Branches(resolve, Known(known.none, known.constant, frozenset(false), frozenset(true)))
+        if branches.never_true(stmt.value):
+            false.add(name)
+        elif branches.always_true(stmt.value):
+            true.add(name)
+    return Known(known.none, known.constant, frozenset(false), frozenset(true))
 
 
 # -- tests that are never (or always) true in the verifier ---------------------------------------------------
 
+@dataclass(frozen=True)
+class Known:
+    """What is fixed where a function runs in the verifier: its parameters every call passes as None, those every
+    call passes a literal constant (None, a number, a string: never a tensor), and its locals bound once, in its own
+    body's top-level statements, to a test that is never (``false``) or always (``true``) true there (``is_varlen =
+    cu_seqlens is not None``)."""
+
+    none: frozenset[str] = frozenset()
+    constant: frozenset[str] = frozenset()
+    false: frozenset[str] = frozenset()
+    true: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.none or self.constant or self.false or self.true)
+
+
 class Branches:
-    """Which side of an ``if`` never runs, given the names that are always None where it stands (and, from the
+    """Which side of an ``if`` never runs, given what is fixed where it stands (:class:`Known`; and, from the
     visitor, ``absent``: a test that is false wherever the candidate runs, evaluator.static_absent)."""
 
-    def __init__(self, resolve: Resolve, none_names: frozenset[str] = frozenset(),
+    def __init__(self, resolve: Resolve, known: Known = Known(),
                  absent: Callable[[ast.AST], bool] | None = None) -> None:  # fmt: skip
-        self.resolve, self.none = resolve, none_names
+        self.resolve, self.known, self.none = resolve, known, known.none
         self.absent = absent or (lambda _test: False)
+
+    def _constant_name(self, node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.known.constant
+
+    def _tensor_type(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Tuple):
+            return bool(node.elts) and all(self._tensor_type(e) for e in node.elts)
+        return self.resolve(node) in TENSOR_TYPES
 
     def _dtensor_type(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Tuple):
@@ -594,7 +743,15 @@ class Branches:
 
     def never_true(self, test: ast.AST) -> bool:
         if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance":
-            return len(test.args) == 2 and not test.keywords and self._dtensor_type(test.args[1])
+            if len(test.args) != 2 or test.keywords:
+                return False
+            # no DTensor exists in the verifier; a literal constant is never a tensor
+            return self._dtensor_type(test.args[1]) or (self._constant_name(test.args[0])
+                                                        and self._tensor_type(test.args[1]))  # fmt: skip
+        if isinstance(test, ast.Call) and self.resolve(test.func) == "torch.is_tensor":
+            return len(test.args) == 1 and not test.keywords and self._constant_name(test.args[0])
+        if isinstance(test, ast.Name) and test.id in self.known.false:
+            return True
         if self._none_name(test) or self.absent(test) or self.resolve(test) == TYPE_CHECKING:
             return True  # typing.TYPE_CHECKING is False when the program runs (patching it is refused)
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and self._none_name(test.left):
@@ -609,6 +766,8 @@ class Branches:
         return False
 
     def always_true(self, test: ast.AST) -> bool:
+        if isinstance(test, ast.Name) and test.id in self.known.true:
+            return True
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and self._none_name(test.left):
             right = test.comparators[0]
             return isinstance(right, ast.Constant) and right.value is None and isinstance(test.ops[0], ast.Is | ast.Eq)

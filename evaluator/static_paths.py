@@ -158,9 +158,13 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
         if id(stmt) in (unread or ()):
             skip.update(id(n) for n in ast.walk(stmt))
     functions = {id(f) for f in model.functions.values() if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
+    # a lambda made outside any def (at module level, in a class body, a default or a decorator) is a value that can
+    # run from anywhere, whatever name it is kept under (a walrus, an attribute): what it calls is a root
+    loose = {id(n) for n in ast.walk(tree) if isinstance(n, ast.Lambda) and not _in_a_body(n, model)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            skip.add(id(node.func))
+            if not (isinstance(node.func, ast.Name) and _enclosing_lambda(node, model) in loose):
+                skip.add(id(node.func))
             func = node.func
             if (isinstance(func, ast.Name) and func.id in ("super", "isinstance", "issubclass", "type")) or (
                 isinstance(func, ast.Attribute) and func.attr == "apply" and binding_key(func.value) == "self"
@@ -186,6 +190,29 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
                 # a stored class runs its methods, not (again) its __init__
                 roots.extend(m for m in _class_methods(model, node.id) if not m.endswith(".__init__"))
     return roots
+
+
+def _in_a_body(node: ast.AST, model: ModuleModel) -> bool:
+    """``node`` stands in the body of a def (it exists only once that runs), not in a def's defaults, decorators or
+    annotations, which run where the def stands."""
+    child, parent = node, model.parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef) and any(child is s for s in parent.body):
+            return True
+        child, parent = parent, model.parents.get(id(parent))
+    return False
+
+
+def _enclosing_lambda(node: ast.AST, model: ModuleModel) -> int | None:
+    """The id of the innermost lambda around ``node`` when no def stands between them, else None."""
+    parent = model.parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.Lambda):
+            return id(parent)
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module):
+            return None
+        parent = model.parents.get(id(parent))
+    return None
 
 
 def _inside_function(node: ast.AST, model: ModuleModel, functions: set[int]) -> bool:

@@ -288,6 +288,11 @@ def cxx_op_computes(name: str, allow: frozenset[str]) -> bool:
     return name in functions or name.startswith("_")
 
 
+# ATen operators torch exposes under a private name: operators like any other, judged by the torch-compute rule
+# (refused on the forward path, lifted where code never runs), not private internals (fla's varlen checks).
+PRIVATE_OPS = frozenset({"torch._assert_async"})
+
+
 def classify_name(dotted: str) -> tuple[str, str] | None:
     """(rule, why) when a dotted name is off limits to candidates anywhere in the file, else None.
 
@@ -305,7 +310,7 @@ def classify_name(dotted: str) -> tuple[str, str] | None:
         found_real = classify_name(real)
         if found_real is not None:
             return found_real[0], f"is `{real}` ({found_real[1]})"
-    if root in ("torch", "triton", "kernelevo"):
+    if root in ("torch", "triton", "kernelevo") and dotted not in PRIVATE_OPS:
         for part in parts[1:]:
             if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
                 return "private-api", f"`{dotted}` is a private internal ({part})"

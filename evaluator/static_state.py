@@ -37,7 +37,13 @@ that runs once (``nn.ModuleList().append`` while building, a registry's decorato
   one returns;
 * on the forward path, a container keyed by or added an object made with an identity of its own at every call
   (``self.seen[object()] = 1``, forward's input tensors, a tensor torch makes, an instance of the module's class, a
-  lambda; a defaultdict's lookup adds too): it grows at every call, and ``len()`` reads the count.
+  lambda; a defaultdict's lookup adds too) or a value read from a tensor's data or address (``x.data_ptr()``,
+  ``x.item()``, ``int(digest)`` of a tensor a kernel filled): it grows at every call, and ``len()`` reads the count
+  (a memo of results keyed by a hash of the input is refused so too). The largest value of such data seen
+  (``max(self.peak, int(digest))``) is no size: it counts.
+
+Cycles count together: the phases of every cycle in the file multiplied must stay at most MAX_BOUNDED, since
+cycles of 61, 62 and 63 phases read together count to 238,266.
 
 Locals are followed statement by statement (a name rebound holds its new value from there on; branches merge), so
 the Triton tutorial's ``kernel, n = kernels.get(key, (None, 0))`` then ``kernels[key] = (kernel, n)`` is a cache;
@@ -54,6 +60,7 @@ buffer) and a tuple nested in itself (``self.h = (self.h, 1)``). Pure function o
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -80,6 +87,10 @@ _SELECTORS = frozenset({"max", "min"})  # hand on one of their arguments
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "dict", "sorted"})  # new, holding the items
 _VALUE_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "range", "abs", "round", "divmod", "isinstance",
                              "hasattr", "callable", "repr", "format", "bytearray", "hash", "type", "print"})
+# what reads a tensor's data or address into a Python value: new at every call (a key that makes a container grow, a
+# "largest value seen" that is no size)
+_DATA_READS = frozenset({"int", "float", "bool", "complex", "hash", "str", "repr", "format", "round", "abs"})
+_DATA_METHODS = frozenset({"data_ptr", "item", "tolist", "numpy", "untyped_storage", "storage"})
 _CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
 _PROPERTIES = frozenset({"property", "functools.cached_property"})
 _TENSOR_FACTORIES = frozenset({"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
@@ -140,6 +151,7 @@ class _Write:
     strong: bool = False  # reported in closures off the forward path too (+=, next, iterators, a mutated item)
     reorders: bool = False  # a rebinding to slices of itself and items not computed from it (an LRU's move to end)
     caps: bool = False  # a rebinding to a slice of itself under `len(c) >= N`, N at most MAX_BOUNDED (evicts)
+    period: int = 0  # a cycle of this many phases (bounded only while all the file's cycles together stay small)
 
 
 def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
@@ -611,14 +623,20 @@ class _Analysis:
         name = func.id if isinstance(func, ast.Name) else None
         dotted = resolve(func, self.model.aliases) or name or ""
         if name in _SELECTORS:
-            return self.union(*(self.flow(a, scope) for a in args))
+            held, computed = self.union(*(self.flow(a, scope) for a in args))
+            if FRESH in held:  # the largest value of data seen (a hash): computed from it, no size
+                return _EMPTY, computed | _state(held)
+            return held, computed
         if name in _CONTAINER_BUILTINS:
             held = _state(frozenset().union(*(self.flow(a, scope)[0] for a in args)))
             return held, held | _state(arguments)
         if name == "object" or name in self.model.classes:
             return frozenset({FRESH}), _state(arguments)
-        if name in _VALUE_BUILTINS:
-            return _EMPTY, _state(arguments)
+        if name in _VALUE_BUILTINS:  # a value read from a tensor's data is new at every call, like the tensor
+            data = name in _DATA_READS and any(FRESH in self.flow(a, scope)[0] for a in args)
+            return frozenset({FRESH}) if data else _EMPTY, _state(arguments)
+        if isinstance(func, ast.Attribute) and func.attr in _DATA_METHODS:  # x.item(), x.data_ptr(), ...
+            return frozenset({FRESH}), _state(arguments | self.all(func.value, scope))
         if dotted.split(".", 1)[0] == "torch" and dotted.rsplit(".", 1)[-1] in _TENSOR_FACTORIES:
             return frozenset({FRESH}), _state(arguments)  # a new tensor: an object no earlier call made
         if dotted.split(".", 1)[0] in ("torch", "triton", "math"):
@@ -866,9 +884,9 @@ class _Analysis:
             return
         keys = stored
         if isinstance(node, ast.AugAssign):
-            bounded = self.small_count(node, part, scope) or self.saturating(node, part, None, scope) or (
-                isinstance(node.op, ast.BitXor) and _int(node.value) == 1 and self.unconditional(node, scope))
-            yield _Write(node, keys, _EMPTY, always=not bounded, strong=True)
+            toggle = isinstance(node.op, ast.BitXor) and _int(node.value) == 1 and self.unconditional(node, scope)
+            bounded = self.small_count(node, part, scope) or self.saturating(node, part, None, scope) or toggle
+            yield _Write(node, keys, _EMPTY, always=not bounded, strong=True, period=2 if toggle else 0)
             return
         index = part.slice if isinstance(part, ast.Subscript) else None
         if isinstance(part, ast.Subscript) and isinstance(index, ast.Slice) and \
@@ -886,9 +904,10 @@ class _Analysis:
             isinstance(value, ast.Call) and (const_getattr(value) is not None or isinstance(value.func, ast.Attribute)
                                              and value.func.attr in _LOOKUPS
                                              or isinstance(value.func, ast.Name) and value.func.id in _SELECTORS))
-        bounded = self.saturating(node, part, value, scope) or (
-            self.bounded_cycle(part, value) and self.unconditional(node, scope))
+        period = self.cycle_period(part, value) if self.unconditional(node, scope) else None
+        bounded = self.saturating(node, part, value, scope) or period is not None
         yield _Write(node, keys, _state(computed | self.all(index, scope)), always=False, bounded=bounded,
+                     period=period or 0,
                      aliases=frozenset(k for k in _state(held) if k[0] != "param") if passed else _EMPTY,
                      adding=isinstance(part, ast.Subscript), rebinds=not isinstance(part, ast.Subscript),
                      strong=isinstance(part, ast.Subscript), reorders=reorders, caps=caps)
@@ -1046,20 +1065,23 @@ class _Analysis:
         """No ``if``/``while`` around ``node`` tests state (a cycle advanced only at another's phase counts on)."""
         return not any(_state(self.all(branch.test, scope)) for branch, _ in _conditions(node, scope.fn, self.parents))
 
-    def bounded_cycle(self, target: ast.AST, value: ast.AST | None) -> bool:
+    def cycle_period(self, target: ast.AST, value: ast.AST | None) -> int | None:
         """``(state + k) % N``, ``1 - state``, ``state ^ 1``, ``not state`` on the written state itself: at most
-        MAX_BOUNDED integer phases."""
+        MAX_BOUNDED integer phases (the number, else None)."""
         if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
-            return self._itself(value.operand, target)
+            return 2 if self._itself(value.operand, target) else None
         if not isinstance(value, ast.BinOp):
-            return False
+            return None
         if isinstance(value.op, ast.Mod):
             step = value.left
-            return isinstance(step, ast.BinOp) and isinstance(step.op, ast.Add) and self._itself(step.left, target) \
-                and _int(step.right) is not None and self.small(value.right) and (_int(value.right) or 0) != 1
+            cycle = isinstance(step, ast.BinOp) and isinstance(step.op, ast.Add) and \
+                self._itself(step.left, target) and _int(step.right) is not None and self.small(value.right) and \
+                (_int(value.right) or 0) != 1  # fmt: skip
+            return max(n or 0 for n in self.int_values(value.right)) if cycle else None
         if isinstance(value.op, ast.BitXor):
-            return _int(value.right) == 1 and self._itself(value.left, target)
-        return isinstance(value.op, ast.Sub) and _int(value.left) in (0, 1) and self._itself(value.right, target)
+            return 2 if _int(value.right) == 1 and self._itself(value.left, target) else None
+        cycle = isinstance(value.op, ast.Sub) and _int(value.left) in (0, 1) and self._itself(value.right, target)
+        return 2 if cycle else None
 
     @staticmethod
     def _itself(expr: ast.AST, target: ast.AST) -> bool:
@@ -1079,6 +1101,15 @@ def check_call_state(tree: ast.Module, model: ModuleModel, path: Iterable[str], 
     for _, write in writes:  # a change made through one name is made to every name holding the object
         if not write.rebinds:
             write.keys = frozenset(_reachable(write.keys, same))
+    # cycles read together count together: phases of 61, 62 and 63 make a count to 238,266
+    periods: dict[Key, int] = {}
+    for _, write in writes:
+        for key in write.keys if write.period else ():
+            periods[key] = max(periods.get(key, 0), write.period)
+    if math.prod(periods.values()) > MAX_BOUNDED:
+        for _, write in writes:
+            if write.period:
+                write.bounded, write.always = False, True
     sources: dict[Key, set[Key]] = {}  # state -> the state its writes are computed from or hand on
     setter_of = {id(fn): name for name, fns in analysis.setters.items() for fn in fns}
     for fn, write in writes:

@@ -23,7 +23,15 @@ from evaluator.static_bookkeeping import MAX_SITES, Bookkeeping, run_once_functi
 from evaluator.static_compute import ComputeRules
 from evaluator.static_dormant import dormant_imports, type_checking_names
 from evaluator.static_library import custom_op_key
-from evaluator.static_liveness import Branches, inert_decorators, liveness, none_parameters
+from evaluator.static_liveness import (
+    Branches,
+    Known,
+    inert_decorators,
+    liveness,
+    local_flags,
+    none_reached,
+    parameter_facts,
+)
 from evaluator.static_loggers import plain_loggers
 from evaluator.static_lookups import COMPUTE_HINT, KERNEL_BUILDERS, LITERAL_CALLS, LOOKUP_ATTRS, LookupRules
 from evaluator.static_model import (
@@ -170,7 +178,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     """Walks a parsed candidate and calls ``report(rule, node, message)`` for each violation."""
 
     def __init__(self, model: ModuleModel, forward_path: set[str], entry: str, allow: frozenset[str],
-                 report: Report, tree: ast.Module | None = None) -> None:  # fmt: skip
+                 report: Report, tree: ast.Module | None = None, starts: list[str] | None = None) -> None:  # fmt: skip
         self.model, self.forward_path, self.entry, self.allow, self._sink = (
             model, forward_path, entry, allow, report
         )  # fmt: skip
@@ -180,7 +188,9 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         live, self._unread = liveness(self.tree, model, entry, forward_path)
         self.live = live | forward_path
         self.unread_values = 0  # > 0 inside the value of such a table
-        self.none_params = none_parameters(self.tree, model, entry)
+        self.none_params = parameter_facts(self.tree, model, entry, self.live)
+        # functions reached only through branches that never run given those facts: judged as such branches are
+        self.none_reached = none_reached(self.tree, model, entry, starts, self.none_params) if starts else set()
         # module-level imports only code that never runs reads (evaluator.static_dormant)
         self._dormant_imports, self._dormant_names = dormant_imports(self.tree, model, self.live)
         bindings = model.binding_counts
@@ -194,7 +204,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.optional_imports: list[str] = []  # modules of optional imports in running code (StaticReport)
         self.dead_bodies = 0  # > 0 inside the body of a function nothing running refers to
         self.absent_branches = 0  # > 0 inside a branch that needs an attribute the installation lacks
-        self._none: frozenset[str] = frozenset()  # parameters of the current function that are always None
+        self._none = Known()  # parameters of the current function that are always None or a constant, and flags
         self._bookkeeping: Bookkeeping | None = None
         self._bookkeeping_sites: set[int] = set()
         self._once = run_once_functions(self.tree, model.functions, model.autograd_functions, entry, model.parents,
@@ -398,8 +408,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
                  self._bookkeeping)  # fmt: skip
         self._torch_locals, self._element_vars = dict(self._torch_locals), set()
         self.loops = 0
-        self._none = frozenset()
-        dead, own_key = False, None
+        self._none = Known()
+        dead, own_key, by_none = False, None, False
         if isinstance(node, ast.Lambda):
             self.in_forward = not self.in_jit  # a lambda is a value: it can run wherever it is handed
         elif self.depth == 0 or (self.depth == 1 and self.cls is not None):
@@ -409,7 +419,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             self.in_jit = key in self.model.jit_kernels or id(node) in self._device_defs
             if self.model.functions.get(key) is node:
                 dead, own_key = key not in self.live, key
-                self._none = self.none_params.get(key, frozenset())
+                by_none = key in self.none_reached
+                self._none = local_flags(node, self.none_params.get(key, Known()), self._resolve)
         elif not self.in_jit:
             self.in_forward = self.in_forward or self._escapes(node)
         self._bookkeeping = self._bookkeeping_of(node, own_key) if self._compute_rules() else None
@@ -417,12 +428,14 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         for child in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
             self.visit(child)
         self.depth += 1
-        self.never_runs += dead
+        self.never_runs += dead or by_none
         self.dead_bodies += dead
+        self.none_branches += by_none and not dead
         body = node.body if isinstance(node.body, list) else [node.body]
         self._scoped(node, list(body))
-        self.never_runs -= dead
+        self.never_runs -= dead or by_none
         self.dead_bodies -= dead
+        self.none_branches -= by_none and not dead
         self.depth -= 1
         (self.in_forward, self.in_jit, self._torch_locals, self.loops, self._element_vars, self._none,
          self._bookkeeping) = saved  # fmt: skip
@@ -674,13 +687,13 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         """For each branch of ``test``: it never runs, and only because a parameter is always None."""
         if not self._none:
             return False, False
-        full, without = self._branches(self._none), self._branches(frozenset())
+        full, without = self._branches(self._none), self._branches(Known())
         return (full.never_true(test) and not without.never_true(test),
                 full.always_true(test) and not without.always_true(test))
 
-    def _branches(self, none_names: frozenset[str]) -> Branches:
+    def _branches(self, known: Known) -> Branches:
         hasattr_builtin = "hasattr" not in self._file_bindings
-        return Branches(self._resolve, none_names, lambda t: absent_attribute(t, self._owner_module, hasattr_builtin))
+        return Branches(self._resolve, known, lambda t: absent_attribute(t, self._owner_module, hasattr_builtin))
 
     def _owner_module(self, node: ast.AST) -> str | None:
         """The module a ``hasattr`` owner stands for, where its name is only ever an import of that module."""

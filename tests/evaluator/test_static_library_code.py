@@ -12,7 +12,7 @@ from test_static_check import make, marked_line
 
 from evaluator.static_bookkeeping import Bookkeeping
 from evaluator.static_check import check_source
-from evaluator.static_liveness import Branches, live_functions, none_parameters
+from evaluator.static_liveness import Branches, Known, live_functions, none_parameters
 from evaluator.static_model import build_model
 from evaluator.static_optional import installed
 
@@ -258,9 +258,22 @@ REFUSED = [
     ("torch-compute", dict(module="def helper(t, w=None):\n    w = t\n    if w is not None:\n"
                                   "        return torch.softmax(w, -1)  # HERE\n    return t",
                            body="out = helper(out)")),
-    ("torch-compute", dict(module="import functools\n\n\n@functools.cache\ndef helper(t, w=None):\n"
-                                  "    if w is not None:\n        return torch.softmax(w, -1)  # HERE\n    return t",
+    # a decorator that hands the function other arguments than its wrapper got, or keeps it elsewhere
+    ("torch-compute", dict(module="import functools\n\n\ndef fill(fn):\n    @functools.wraps(fn)\n"
+                                  "    def wrapper(*args, **kwargs):\n        kwargs['w'] = args[0]\n"
+                                  "        return fn(*args, **kwargs)\n    return wrapper\n\n\n@fill\n"
+                                  "def helper(t, w=None):\n    if w is not None:\n"
+                                  "        return torch.softmax(w, -1)  # HERE\n    return t",
                            body="out = helper(out)")),
+    ("torch-compute", dict(module="import functools\n\n\ndef first(fn):\n    @functools.wraps(fn)\n"
+                                  "    def wrapper(*args, **kwargs):\n        return fn(args[0], args[0])\n"
+                                  "    return wrapper\n\n\n@first\ndef helper(t, w=None):\n    if w is not None:\n"
+                                  "        return torch.softmax(w, -1)  # HERE\n    return t",
+                           body="out = helper(out)")),
+    ("torch-compute", dict(module="import functools\nKEPT = []\n\n\ndef keep(fn):\n    KEPT.append(fn)\n"
+                                  "    return fn\n\n\n@keep\ndef helper(t, w=None):\n    if w is not None:\n"
+                                  "        return torch.softmax(w, -1)  # HERE\n    return t",
+                           body="out = helper(out)\nout = KEPT[0](out, x)")),
     # bookkeeping is reductions and comparisons of masks and kernel buffers, nothing more
     ("torch-compute", dict(body="out = torch.softmax(out, -1)  # HERE")),
     ("torch-compute", dict(body="m = out.sum(-1)  # HERE")),
@@ -328,10 +341,12 @@ def test_live_functions_follow_references_not_calls():
         "import functools\n\n\ndef used():\n    return helper\n\n\ndef helper():\n    pass\n\n\n"
         "def dead():\n    return unreachable()\n\n\ndef unreachable():\n    pass\n\n\n"
         "@functools.cache\ndef cached():\n    pass\n\n\ndef deco(fn):\n    return fn\n\n\n@deco\ndef decorated():\n"
-        "    pass\n\n\nclass ModelNew:\n    def forward(self):\n        return used()\n")
+        "    pass\n\n\nKEPT = []\n\n\ndef keep(fn):\n    KEPT.append(fn)\n    return fn\n\n\n@keep\n"
+        "def kept():\n    pass\n\n\nclass ModelNew:\n    def forward(self):\n        return used()\n")
     live = live_functions(tree, model, "ModelNew")
-    assert {"used", "helper", "decorated", "deco", "ModelNew.forward"} <= live
-    assert not live & {"dead", "unreachable", "cached"}
+    # a decorator that keeps the function (KEPT) may have it called from anywhere; one that only returns it does not
+    assert {"used", "helper", "kept", "keep", "deco", "ModelNew.forward"} <= live
+    assert not live & {"dead", "unreachable", "cached", "decorated"}
 
 
 def test_none_parameters_reach_a_fixed_point_through_apply():
@@ -353,7 +368,7 @@ def test_none_parameters_reach_a_fixed_point_through_apply():
 )
 def test_branches_that_never_run(test, never, always):
     branches = Branches(lambda n: "torch.distributed.tensor.DTensor" if ast.unparse(n) == "DTensor" else None,
-                        frozenset({"w"}))
+                        Known(none=frozenset({"w"})))
     node = ast.parse(test, mode="eval").body
     assert (branches.never_true(node), branches.always_true(node)) == (never, always)
 

@@ -212,6 +212,14 @@ RED_TEAM_COUNTS = [
     ('max-two-attr', dict(init='self.calls = 0\nself.nxt = 0', body='self.calls = max(self.calls, self.nxt)\nself.nxt = self.calls + 1\nn = self.calls\nif n > 5000:\n    out = x')),
     ('defaultdict-read', dict(module='import collections', init='self.seen = collections.defaultdict(int)', body='_ = self.seen[object()]\nn = len(self.seen)\nif n > 5000:\n    out = x')),
     ('attrgetter-read', dict(init='self.calls = 0', body="self.calls = operator.attrgetter('calls')(self) + 1\nn = self.calls\nif n > 5000:\n    out = x")),
+    # a third red team: values read from the data or the address of tensors are new at every call
+    ('data-ptr-key', dict(init='self.plans = {}', body='self.plans[x.data_ptr()] = x.shape[-1]\nn = len(self.plans)\nif n > 5000:\n    out = x')),
+    ('digest-key', dict(init='self.plans = {}', body='d = torch.empty(1, dtype=torch.int32)\ncopy_kernel[(1,)](x, d, 1, BLOCK=1)\nself.plans[int(d)] = 1\nn = len(self.plans)\nif n > 5000:\n    out = x')),
+    ('item-key-not-in', dict(init='self.seen = set()', body='v = x.sum().item()\nif v not in self.seen:\n    self.seen.add(v)\nn = len(self.seen)\nif n > 5000:\n    out = x')),
+    ('digest-memo', dict(init='self.memo = {}', body='d = torch.empty(2, dtype=torch.int32)\ncopy_kernel[(1,)](x, d, 2, BLOCK=2)\nkey = (x.shape[0], int(d[0]), int(d[1]))\nhit = self.memo.get(key)\nif hit is None:\n    self.memo[key] = out')),
+    ('max-of-digest', dict(init='self.peak = 0', body='d = torch.empty(1, dtype=torch.int32)\ncopy_kernel[(1,)](x, d, 1, BLOCK=1)\nself.peak = max(self.peak, int(d))\nif self.peak > 5000:\n    out = x')),
+    ('coprime-cycles', dict(init='self.a = 0\nself.b = 0\nself.c = 0', body='self.a = (self.a + 1) % 61\nself.b = (self.b + 1) % 62\nself.c = (self.c + 1) % 63\nn = self.a * 3906 + self.b * 63 + self.c\nif n > 5000:\n    out = x')),
+    ('toggle-and-cycle', dict(init='self.a = 0\nself.t = 0', body='self.a = (self.a + 1) % 61\nself.t ^= 1\nn = self.a * 2 + self.t\nif n > 100:\n    out = x')),
     # properties: reading runs the getter, assigning runs the setter (a getter that adds one to what the setter stores)
     ('property-getter-setter', dict(module='class Box:\n    def __init__(self):\n        self._k = 0\n\n    @property\n    def k(self):\n        return self._k + 1\n\n    @k.setter\n    def k(self, v):\n        self._k = v\n', init='self.box = Box()', body='b = self.box\nb.k = b.k\nn = b._k\nif n > 5000:\n    out = x')),
     ('property-call-form', dict(module='class Box:\n    def __init__(self):\n        self._k = 0\n\n    def _get(self):\n        return self._k + 1\n\n    def _set(self, v):\n        self._k = v\n\n    k = property(_get, _set)\n', init='self.box = Box()', body='self.box.k = self.box.k\nn = self.box._k\nif n > 5000:\n    out = x')),
@@ -227,6 +235,8 @@ def test_red_team_counts_are_refused(name, parts):
 
 # Honest state the same red team wrote, the way kernel libraries keep it: none is a count.
 RED_TEAM_HONEST = [
+    ('two-small-rings', dict(init='self.i = 0\nself.j = 0', body='self.i = (self.i + 1) % 2\nself.j = (self.j + 1) % 4\nslot = self.i * 4 + self.j')),
+    ('max-seq-of-shape', dict(init='self.longest = 0', body='self.longest = max(self.longest, int(x.shape[0]))')),
     ('property-setter-from-shape', dict(module='class Cfg:\n    def __init__(self):\n        self._block = 16\n\n    @property\n    def block(self):\n        return self._block\n\n    @block.setter\n    def block(self, v):\n        self._block = max(16, triton.next_power_of_2(v))\n\n    @property\n    def warps(self):\n        return 4 if self._block <= 1024 else 8\n', init='self.cfg = Cfg()', body='self.cfg.block = x.shape[-1]\nb = self.cfg.block\nw = self.cfg.warps')),
     ('property-lazy-table', dict(module='class Lazy:\n    def __init__(self):\n        self._t = None\n\n    @property\n    def table(self):\n        if self._t is None:\n            self._t = torch.zeros(8)\n        return self._t\n', init='self.lz = Lazy()', body='t = self.lz.table')),
     ('cfg-cache-per-shape', dict(init='self.cfg = {}', body='key = (tuple(x.shape), x.dtype)\ncfg = self.cfg.get(key)\nif cfg is None:\n    cfg = (triton.next_power_of_2(x.shape[-1]), 4)\n    self.cfg[key] = cfg\nblock, warps = cfg')),
