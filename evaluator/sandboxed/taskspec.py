@@ -206,14 +206,26 @@ def apply_distribution(value: Any, distribution: str, seed: int) -> Any:
     - ``wide``: heavy tails spanning several orders of magnitude, with exact zeros (decision points, ties);
     - ``uniform``: uniform in [-3, 3]; ``small``: magnitudes near 1e-3 (denormal-prone paths).
 
-    Values stay inside half of the dtype's finite range. Integer and boolean inputs are left alone (indices,
-    masks). The reference process drops a seed whose reshaped inputs make eager PyTorch itself overflow where
-    the float64 reference does not (outside the op's domain in that dtype) and uses the task's own draw."""
-    if not (isinstance(value, torch.Tensor) and value.is_floating_point()) or distribution == "task":
+    ``wide`` also gives rows (along the last dimension, at secret positions) the shapes real data has and
+    shortcuts miss: all zeros (padding: an ``eps`` dropped divides by zero), one element far above the rest (a
+    maximum taken over part of the row misses it), and a run of equal values at the row's start (a fast path keyed
+    on it).
+
+    Values stay inside half of the dtype's finite range. Integer inputs are left alone (indices, offsets: their
+    order and range are the op's). Boolean inputs (masks) keep the task's draw under ``task``, ``scaled`` and
+    ``shifted``; under the others each row's values are shuffled along the last dimension (as many True per row:
+    no row fully masked that was not), so a kernel that assumes the mask's shape instead of reading it fails. The
+    reference process drops a seed whose reshaped inputs make eager PyTorch itself overflow where the float64
+    reference does not (outside the op's domain in that dtype) and uses the task's own draw."""
+    if not isinstance(value, torch.Tensor) or distribution == "task":
         return value
     if distribution not in DISTRIBUTIONS:
         raise TaskError(f"unknown input distribution {distribution!r}; use one of {sorted(DISTRIBUTIONS)}")
     gen = torch.Generator().manual_seed(seed + 7919)
+    if value.dtype == torch.bool:
+        return value if distribution in ("scaled", "shifted") else _shuffled_rows(value, gen)
+    if not value.is_floating_point():
+        return value
     rng = random.Random(seed * 31 + 17)
     x = value.double()
     if distribution == "signed":
@@ -229,13 +241,55 @@ def apply_distribution(value: Any, distribution: str, seed: int) -> Any:
     elif distribution == "wide":
         tails = torch.exp(torch.randn(value.shape, generator=gen, dtype=torch.float64) * 1.5)
         zeros = torch.rand(value.shape, generator=gen, dtype=torch.float64) < 0.05
-        out = torch.where(zeros, torch.zeros_like(x), x * tails)
+        out = _shaped_rows(torch.where(zeros, torch.zeros_like(x), x * tails), gen)
     elif distribution == "uniform":
         out = torch.rand(value.shape, generator=gen, dtype=torch.float64) * 6 - 3
     else:  # small
         out = x * 1e-3
     limit = torch.finfo(value.dtype).max / 2
     return out.clamp(-limit, limit).to(value.dtype)
+
+
+ROW_SHAPES = 0.03  # of the rows of a `wide` input, each special shape gets this share (at least one row)
+
+
+def _shaped_rows(out: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """``out`` (float64) with a few rows, at secret positions, zero, spiked or starting with a run of equal values
+    (:func:`apply_distribution`; a case of two rows gets the first two kinds); vectors and inputs of one row or
+    one column are left as they are."""
+    if out.dim() < 2 or out.shape[-1] < 2 or out.numel() == 0:
+        return out
+    rows = out.reshape(-1, out.shape[-1]).clone()
+    n, width = rows.shape
+    if n < 2:
+        return out
+    share = max(1, int(n * ROW_SHAPES))
+    order = torch.randperm(n, generator=gen)
+    zero, spike, ties = order[:share], order[share:2 * share], order[2 * share:3 * share]
+    share = len(spike)
+    rows[zero] = 0.0
+    scale = rows[spike].abs().amax(dim=-1).clamp_min(1.0)
+    where = torch.randint(0, width, (share,), generator=gen)
+    factor = 16.0 + 48.0 * torch.rand(share, generator=gen, dtype=torch.float64)
+    sign = torch.randint(0, 2, (share,), generator=gen).double() * 2 - 1
+    rows[spike, where] = scale * factor * sign
+    run = int(torch.randint(2, min(width, 64) + 1, (1,), generator=gen))
+    rows[ties, :run] = rows[ties, :1]
+    return rows.reshape(out.shape)
+
+
+def _shuffled_rows(value: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """A boolean input with each row's values shuffled along the last dimension (the same count of True per row);
+    a broadcast input (stride 0) stays one, its distinct rows shuffled."""
+    if value.dim() == 0 or value.shape[-1] < 2 or value.stride(-1) == 0:
+        return value
+    index = tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for n, st in zip(value.shape, value.stride(),
+                                                                                     strict=True))
+    base = value[index]
+    rows = base.reshape(-1, base.shape[-1])
+    order = torch.rand(rows.shape, generator=gen).argsort(dim=-1)
+    shuffled = rows.gather(-1, order).reshape(base.shape)
+    return shuffled.expand(value.shape) if base.shape != value.shape else shuffled
 
 
 GENERATED_KEPT_BYTES = 4 << 30  # the reference process keeps this much of generated inputs (see generate_cases)
