@@ -104,12 +104,18 @@ POLICIES: dict[str, ModulePolicy] = {
     "torch.nn": _TABLES,
     "torch.nn.functional": _TABLES,
     "torch.autograd": _TABLES,
+    "torch.autograd.function": ModulePolicy(members=frozenset({"Function", "FunctionCtx", "once_differentiable"}),
+                                            why_limited="only Function, FunctionCtx and once_differentiable (a "
+                                            "backward decorator) are allowed from torch.autograd.function"),
     "torch.cuda": _TABLES,
     "torch.xpu": _TABLES,
     "torch.mps": _TABLES,
     "torch.backends": _TABLES,
     "torch.version": _TABLES,
     "torch.types": _TABLES,
+    "threading": ModulePolicy(members=frozenset({"Lock", "RLock"}),
+                              why_limited="only Lock and RLock (a cache guarded against concurrent callers); "
+                              "threading's other members start threads that keep working after the timer stops"),
     "torch.library": ModulePolicy(members=frozenset({"custom_op", "triton_op", "wrap_triton", "register_fake",
                                                      "register_autograd", "CustomOpDef", "get_ctx"}),
                                   rule="private-api",
@@ -166,12 +172,11 @@ ALLOWED_SUMMARY = (
     "unwrap / is*(), "
     "importlib.util.find_spec / importlib.metadata.version (literal names), kernelevo.cuda, and for flags and "
     "messages only os.environ.get / os.getenv, sys.version_info / sys.platform, platform.machine, warnings.warn, "
-    "logging.getLogger, einops.rearrange / repeat"
+    "logging.getLogger, einops.rearrange / repeat, threading.Lock / RLock"
 )
 
 # Top-level module -> why a candidate may not import it (anything else unlisted: "is not on the allowlist").
 REFUSED_WHY: dict[str, str] = {
-    "threading": "starts threads that keep working after the timer stops",
     "_thread": "starts threads that keep working after the timer stops",
     "multiprocessing": "starts processes",
     "concurrent": "starts threads or processes",

@@ -38,6 +38,7 @@ VARIED_CHECK = ("and, in that process, a second ModelNew built with the task's f
 AUTOGRAD_STATES = ("no_grad", "inference", "grad")
 REPEATED_SHARE = 3  # about one input set in REPEATED_SHARE is called a second time
 MAX_CALLS = 4000
+MAX_RUN_SCALE = 4.0  # the plain run may take this many times the guarded run's per-phase limit, for its extra calls
 
 
 @dataclass(frozen=True)
@@ -240,6 +241,8 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
                    | ({step} if step is not None else set()))
     index = {f: k for k, f in enumerate(files)}
     phase = PHASE
+    # the run makes more calls than the guarded run checked: its limit grows with them (at most MAX_RUN_SCALE times)
+    run_timeout = timeout * min(MAX_RUN_SCALE, max(1.0, len(calls) / max(1, guarded_calls)))
     try:
         call_worker(worker, None, timeout, evidence)
         mark("ready_s")  # what is left of the wait for its start-up (it was started ahead where processes are)
@@ -247,7 +250,7 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
         mark("load_s")  # what is left of its load (begun before the near-duplicates, or with the guarded run)
         with session.gpu.shared():  # other evaluations may check at the same time, none is timing
             ran = call_worker(worker, {"op": "run", "calls": [c.request(index) for c in calls]},
-                              timeout, evidence, files=files)
+                              run_timeout, evidence, files=files)
         mark("calls_s")
         inside = ran.get("phases")
         if isinstance(inside, dict):  # the plain process's own account of calls_s (its figures: for measuring only)
@@ -271,6 +274,8 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
                 judge_outputs(session, channel, judged, evidence, phase)
         mark("judge_s")
     except StopEvaluation as stop:
+        if stop.verdict.reason is Reason.TIMEOUT:
+            return _out_of_time(stop.verdict, len(calls), run_timeout)
         return _unobserved_failure(stop.verdict, phase, session.plan.get("varied_init_inputs"))
     finally:
         worker.kill()
@@ -339,6 +344,18 @@ def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: rand
             if item.get("follows") is True:
                 follows.add(int(item["key"]))
     return near, frozenset(follows)
+
+
+def _out_of_time(rejected: Verdict, calls: int, limit_s: float) -> Verdict:
+    """The plain run's timeout, said as what it is: no accusation of behaving differently when observed."""
+    data = rejected.to_dict()
+    detail = data.pop("detail")
+    for key in ("verdict", "reason"):
+        data.pop(key)
+    why = (f"[plain process] its {calls} calls did not finish within {limit_s:.0f} s (the guarded run's limit, "
+           f"scaled by how many more calls it makes): a kernel far slower where nothing observes it, or a run too "
+           f"slow for this limit (the CPU interpreter on large cases); raise --timeout to tell them apart: {detail}")
+    return Verdict.reject(Reason.TIMEOUT, why, **data)
 
 
 def _unobserved_failure(rejected: Verdict, phase: str, varied_init: list[dict[str, Any]] | None) -> Verdict:

@@ -74,6 +74,10 @@ _FOREIGN_ROOTS = frozenset(REFUSED_WHY) | {"importlib", "builtins", "frozen_impo
                                            "posixpath", "ntpath", "genericpath", "thread"}
 
 
+# Modules whose allowed members are defined in a C twin of another name: threading.Lock is _thread.allocate_lock.
+_IMPLEMENTED_IN = {"threading": "_thread"}
+
+
 def _foreign_definition(value: object, family: str) -> str | None:
     """The refused top-level module a function or class comes from (``importlib``, ``os``...), else None."""
     if isinstance(value, type):
@@ -86,7 +90,7 @@ def _foreign_definition(value: object, family: str) -> str | None:
         return None
     raw = module.split(".")[0]
     root = raw.lstrip("_")
-    if family in (raw, root):
+    if family in (raw, root) or _IMPLEMENTED_IN.get(family) == raw:
         return None
     if raw in _FOREIGN_ROOTS or root in _FOREIGN_ROOTS:
         return "importlib" if "importlib" in root else root

@@ -55,7 +55,7 @@ from evaluator.static_model import AUTOGRAD_FUNCTION, ModuleModel, resolve, scop
 from evaluator.static_paths import made_at_definition, module_bases
 from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
 from evaluator.static_unread import deferred_bindings
-from evaluator.static_uses import Use, binding_counts, binding_sites, in_inert_annotation, use_of
+from evaluator.static_uses import Use, binding_counts, binding_sites, in_inert_annotation, main_guard, use_of
 from evaluator.static_wrappers import hands_first_only, transparent
 
 Resolve = Callable[[ast.AST], "str | None"]
@@ -65,7 +65,8 @@ TYPE_CHECKING = "typing.TYPE_CHECKING"
 TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 # Decorators that only wrap a function and call it when it is called (so they do not make it run).
 INERT_DECORATORS = frozenset({"functools.cache", "functools.lru_cache", "staticmethod", "classmethod", "property",
-                              "contextlib.contextmanager"}) | AMP_DECORATORS  # fmt: skip
+                              "contextlib.contextmanager", "torch.autograd.function.once_differentiable",
+                              "triton.testing.perf_report"}) | AMP_DECORATORS  # fmt: skip
 # Not typing.overload: it keeps the function in a registry that typing.get_overloads reads back by name.
 # torch.compile only wraps: it traces and compiles at the wrapper's first call, never at decoration.
 INERT_DECORATORS |= COMPILER_OPT_OUTS | {"torch.compile"}
@@ -408,6 +409,8 @@ class _Liveness:
                 if stmt.name == entry:
                     for key in [k for k in model.functions if k.startswith(entry + ".")]:
                         self.mark(key)  # the harness builds and calls the entry point
+            elif isinstance(stmt, ast.If) and main_guard(stmt, self.tree, model.parents):
+                self.refs(stmt.test)  # its body never runs here (the visitor judges it as such)
             elif id(stmt) not in self._deferred_ids:
                 self.refs(stmt)
 

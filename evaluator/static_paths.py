@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from evaluator.static_library import WRAP_TRITON, custom_op_key
 from evaluator.static_model import FunctionNode, ModuleModel, binding_key, const_getattr, resolve
-from evaluator.static_uses import in_inert_annotation
+from evaluator.static_uses import in_inert_annotation, main_guard
 
 
 def module_bases(model: ModuleModel, cls: str) -> list[str]:
@@ -155,7 +155,7 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
     """
     skip: set[int] = set()
     for stmt in tree.body:
-        if id(stmt) in (unread or ()):
+        if id(stmt) in (unread or ()) or main_guard(stmt, tree, model.parents):  # a script's main block never runs
             skip.update(id(n) for n in ast.walk(stmt))
     functions = {id(f) for f in model.functions.values() if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
     # a lambda made outside any def (at module level, in a class body, a default or a decorator) is a value that can

@@ -74,7 +74,7 @@ INERT_PROBES = frozenset({
     "torch.distributed.distributed_c10d.is_nccl_available", "torch.distributed.distributed_c10d.is_gloo_available",
     "torch.distributed.distributed_c10d.is_mpi_available", "torch.distributed.distributed_c10d.is_ucc_available",
     "triton.runtime.driver.active.utils.get_device_properties", "triton.runtime.driver.active.get_current_target",
-    "triton.runtime.driver.active.get_current_device",
+    "triton.runtime.driver.active.get_current_device", "triton.runtime.driver.active.get_active_torch_device",
 })  # fmt: skip
 # * what acts only on an existing process group: the rank and world-size queries and the tensor collectives. No
 #   process group can exist in the verifier: everything that makes one (``init_process_group``, ``new_group``,
@@ -163,7 +163,7 @@ ALLOWED_TORCH_FUNCTIONS = frozenset(
         "full_like", "finfo", "iinfo", "device", "dtype", "is_tensor", "is_floating_point", "is_complex",
         "is_grad_enabled", "is_inference_mode_enabled", "get_default_dtype", "no_grad", "enable_grad",
         "inference_mode", "set_grad_enabled", "result_type", "promote_types", "can_cast",
-        "broadcast_shapes", "broadcast_tensors",
+        "broadcast_shapes", "broadcast_tensors", "arange",
     }
 )  # fmt: skip
 # Tensor methods that hand tensor data to Python or numpy, where it can be computed on the host unseen.
@@ -291,6 +291,10 @@ def cxx_op_computes(name: str, allow: frozenset[str]) -> bool:
 # ATen operators torch exposes under a private name: operators like any other, judged by the torch-compute rule
 # (refused on the forward path, lifted where code never runs), not private internals (fla's varlen checks).
 PRIVATE_OPS = frozenset({"torch._assert_async"})
+# torch's documented checks, underscored for history (the custom-op guide's ``torch._check(cond, msg)``): they raise
+# on a false condition and do nothing else.
+DOCUMENTED_CHECKS = frozenset({"torch._check", "torch._check_is_size", "torch._check_index", "torch._check_value",
+                               "torch._check_type", "torch._check_not_implemented", "torch._check_with"})
 
 
 def classify_name(dotted: str) -> tuple[str, str] | None:
@@ -310,7 +314,7 @@ def classify_name(dotted: str) -> tuple[str, str] | None:
         found_real = classify_name(real)
         if found_real is not None:
             return found_real[0], f"is `{real}` ({found_real[1]})"
-    if root in ("torch", "triton", "kernelevo") and dotted not in PRIVATE_OPS:
+    if root in ("torch", "triton", "kernelevo") and dotted not in PRIVATE_OPS | DOCUMENTED_CHECKS:
         for part in parts[1:]:
             if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
                 return "private-api", f"`{dotted}` is a private internal ({part})"

@@ -240,3 +240,31 @@ def _stored(target: ast.expr) -> set[str]:
     """The names an assignment target binds: the names it stores (``a, *b``), not those a subscript or attribute
     target reads (``table[1 or np] = 0`` reads ``np`` and never evaluates it)."""
     return {n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def main_guard(node: ast.AST, tree: ast.Module, parents: dict[int, ast.AST]) -> bool:
+    """``if __name__ == "__main__":`` at module level, in a file that never binds ``__name__``: the verifier
+    imports the candidate under a private name (``globals()``, ``sys.modules`` and ``setattr`` are refused), so
+    the block never runs there, and what only it refers to is dead (a tutorial's test and benchmark helpers)."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(node, ast.If) and isinstance(parents.get(id(node)), ast.Module) and isinstance(test, ast.Compare)
+            and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__" and not _binds_module_name(tree))  # fmt: skip
+
+
+def _binds_module_name(tree: ast.AST) -> bool:
+    """True when anything in the file could rebind ``__name__`` (assignment, ``global``, import, def, class, loop,
+    ``with``/``except``/walrus/match targets, a parameter): then ``__name__ == "__main__"`` decides nothing."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.Global | ast.Nonlocal) and "__name__" in node.names:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name) == "__name__":
+            return True
+        named = getattr(node, "name", None) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+                                                           | ast.ExceptHandler | ast.MatchAs | ast.MatchStar) else None
+        if named == "__name__" or (isinstance(node, ast.arg) and node.arg == "__name__"):
+            return True
+    return False

@@ -79,6 +79,7 @@ from evaluator.static_uses import (
     enclosing_scope,
     in_annotation,
     in_inert_annotation,
+    main_guard,
     name_loads,
     use_of,
 )
@@ -99,6 +100,9 @@ NONE_BRANCH_EXEMPT = frozenset({"torch-compute", "try-fallback"})
 # ``getattr`` call made (evaluator.static_lookups). Liveness itself rests on what running code does, where every rule
 # applies; decorators and defaults run at definition and are judged as running code.
 DEAD_BODY_EXEMPT = NEVER_RUN_EXEMPT | {"private-api"}
+# A script's main block (never run where the verifier imports the file) may also seed the generator, as every
+# Triton tutorial's test does before comparing with torch.
+MAIN_BLOCK_EXEMPT = NEVER_RUN_EXEMPT | {"stream-or-state"}
 # A branch that needs an attribute the installed torch/triton lacks (evaluator.static_absent) runs nowhere this
 # installation runs: the module attribute it would assign is never assigned (fla aliases ``tl.extra.cann`` as
 # ``tl.extra.ascend`` for Ascend's fork). The other patching rules (rebinding an import, decorating the entry class,
@@ -113,18 +117,34 @@ _NAME_DUNDERS = frozenset({"__name__", "__qualname__"})
 BINDABLE_DUNDERS = frozenset({"__all__", "__slots__", "__version__", "__doc__"})
 
 
-def _constant_decorators(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def _constant_decorators(node: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> bool:
     """Every decorator is a plain name or a call with constant arguments (``@torch.compile(mode="max-autotune")``):
     a decorator's arguments run at definition even when the function never does (``@torch.compile(backend=
-    os.system(...))``), so only constants may be exempt with the function."""
+    os.system(...))``), so only constants may be exempt with the function. A tutorial's benchmark declaration,
+    ``triton.testing.Benchmark(...)`` of constants, is one too (it only stores them)."""
 
-    def constant(expr: ast.AST) -> bool:
-        if isinstance(expr, ast.Constant):
+    def constant(expr: ast.AST, names: frozenset[str] = frozenset()) -> bool:
+        if isinstance(expr, ast.Constant) or (isinstance(expr, ast.Name) and expr.id in names):
             return True
+        if isinstance(expr, ast.Call) and resolve(expr.func, model.aliases) == "triton.testing.Benchmark":
+            return not expr.args and all(k.arg and constant(k.value) for k in expr.keywords)
+        if isinstance(expr, ast.BinOp):  # arithmetic of numbers, as a benchmark's sizes are written
+            return constant(expr.left, names) and constant(expr.right, names)
+        if isinstance(expr, ast.UnaryOp):
+            return constant(expr.operand, names)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "range" and \
+                "range" not in model.binding_counts:  # fmt: skip
+            return not expr.keywords and all(constant(a, names) for a in expr.args)
+        if isinstance(expr, ast.ListComp) and len(expr.generators) == 1:
+            gen = expr.generators[0]
+            inner = names | {gen.target.id} if isinstance(gen.target, ast.Name) else None
+            return inner is not None and not gen.is_async and constant(gen.iter, names) and \
+                all(constant(c, inner) for c in [expr.elt, *gen.ifs])  # fmt: skip
         if isinstance(expr, ast.Tuple | ast.List | ast.Set):
-            return all(constant(e) for e in expr.elts)
+            return all(constant(e, names) for e in expr.elts)
         if isinstance(expr, ast.Dict):
-            return all(k is not None and constant(k) for k in expr.keys) and all(constant(v) for v in expr.values)
+            return all(k is not None and constant(k, names) for k in expr.keys) and \
+                all(constant(v, names) for v in expr.values)  # fmt: skip
         return False
 
     for dec in node.decorator_list:
@@ -200,6 +220,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self._type_checking_names = type_checking_names(self.tree, lambda n: resolve(n, model.aliases))
         self._loaded = _read_names(self.tree)
         self.never_runs = 0  # > 0 inside code that never runs in the verifier
+        self.main_blocks = 0  # > 0 inside `if __name__ == "__main__":`
         self.none_branches = 0  # > 0 inside a branch that never runs only because a parameter is always None
         self.optional_imports: list[str] = []  # modules of optional imports in running code (StaticReport)
         self.dead_bodies = 0  # > 0 inside the body of a function nothing running refers to
@@ -232,6 +253,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     # -- helpers ---------------------------------------------------------------------------------
     def report(self, rule: str, node: ast.AST, message: str) -> None:
         if self.never_runs and rule in NEVER_RUN_EXEMPT and (rule in NONE_BRANCH_EXEMPT or not self.none_branches):
+            return
+        if self.main_blocks and rule in MAIN_BLOCK_EXEMPT:
             return
         if (self.dead_bodies and rule in DEAD_BODY_EXEMPT) or (self.absent_branches and rule in ABSENT_BRANCH_EXEMPT):
             return
@@ -387,7 +410,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             outer_forward = self.in_forward
             # autotune/heuristics hooks and lambdas in a Triton kernel's decorators run at every launch
             self.in_forward |= self.depth == 0 and node.name in self.model.jit_kernels
-            if self._dead_definition(node) and inert_decorators(node, self.model) and _constant_decorators(node):
+            if self._dead_definition(node) and inert_decorators(node, self.model) and \
+                    _constant_decorators(node, self.model):  # fmt: skip
                 self._visit_never_running(list(node.decorator_list))  # @torch.compile around a function nobody calls
             else:
                 for child in node.decorator_list:
@@ -700,19 +724,14 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         return self._resolve(node) if owner_root(node) in self._single_imports else None
 
     def _main_guard(self, node: ast.If) -> bool:
-        """``if __name__ == "__main__":`` at module level, in a file that never binds ``__name__``: the verifier
-        imports the candidate under a private name (``globals()``, ``sys.modules`` and ``setattr`` are refused), so
-        the block never runs there."""
-        test = node.test
-        return (isinstance(self.parents.get(id(node)), ast.Module) and isinstance(test, ast.Compare)
-                and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and isinstance(test.left, ast.Name)
-                and test.left.id == "__name__" and isinstance(test.comparators[0], ast.Constant)
-                and test.comparators[0].value == "__main__" and not _binds_module_name(self.tree))  # fmt: skip
+        return main_guard(node, self.tree, self.parents)
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         never_body, never_else = self._never(node.test)
-        never_body = never_body or self._main_guard(node)
+        main = self._main_guard(node)
+        never_body = never_body or main
+        self.main_blocks += main
         by_none = self._by_none(node.test)
         absent = needs_absent(node.test, self._owner_module, "hasattr" not in self._file_bindings)
         for block, dead, none in ((node.body, never_body, by_none[0]), (node.orelse, never_else, by_none[1])):
@@ -723,6 +742,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             else:
                 for stmt in block:
                     self.visit(stmt)
+        self.main_blocks -= main
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
         self.visit(node.test)
@@ -756,18 +776,3 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     visit_AsyncWith = visit_With
 
 
-def _binds_module_name(tree: ast.AST) -> bool:
-    """True when anything in the file could rebind ``__name__`` (assignment, ``global``, import, def, class, loop,
-    ``with``/``except``/walrus/match targets, a parameter): then ``__name__ == "__main__"`` decides nothing."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
-            return True
-        if isinstance(node, ast.Global | ast.Nonlocal) and "__name__" in node.names:
-            return True
-        if isinstance(node, ast.alias) and (node.asname or node.name) == "__name__":
-            return True
-        named = getattr(node, "name", None) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-                                                           | ast.ExceptHandler | ast.MatchAs | ast.MatchStar) else None
-        if named == "__name__" or (isinstance(node, ast.arg) and node.arg == "__name__"):
-            return True
-    return False

@@ -13,6 +13,7 @@ import _signal as _signal_module
 import builtins
 import copyreg
 import dis
+import enum
 import functools
 import inspect
 import io
@@ -399,16 +400,39 @@ class LaunchCounter:
 
 
 _KERNEL_SCALARS = (bool, int, float, str, type(None))
+_MRO = type.__dict__["__mro__"].__get__
+_CLASS_DICT = type.__dict__["__dict__"].__get__
+_ENUM_TYPE, _INT_ENUM_MRO, _ENUM_FILE = type(enum.IntEnum), _MRO(enum.IntEnum), enum.__file__
+# What an Enum class holds besides its members: data, C slots and the enum module's own functions
+_ENUM_DATA = (str, bool, int, list, dict, tuple, type, type(None), types.BuiltinFunctionType,
+              types.WrapperDescriptorType, types.MethodDescriptorType)
+
+
+def plain_int_enum(kind: type) -> bool:
+    """``kind`` is an ``enum.IntEnum`` class with members only (``ActivationType.GELU`` as a constexpr): made by
+    the standard metaclass, and every function it holds the enum module's own, so an int's comparisons, hash and
+    conversions run no code of the candidate's when Triton specialises on it."""
+    if type(kind) is not _ENUM_TYPE or _MRO(kind)[1:] != _INT_ENUM_MRO:
+        return False
+    for value in _CLASS_DICT(kind).values():  # exact type tests only: isinstance could read a __class__ property
+        kind_of = type(value)
+        if kind_of is kind or kind_of in _ENUM_DATA:
+            continue
+        function = value.__func__ if kind_of in (classmethod, staticmethod) else value
+        if type(function) is not types.FunctionType or function.__code__.co_filename != _ENUM_FILE:
+            return False
+    return True
 
 
 def kernel_argument_refusal(value: Any, constexpr: bool, depth: int = 0) -> str | None:
     """Why ``value`` may not be handed to a kernel run by Triton's interpreter (None: it may). A kernel takes what
     a compiled one could be handed: numbers, strings and None of exactly the builtin types (a subclass carries
-    methods of its own), torch and Triton dtypes, ``tl.constexpr`` of those, the file's jit functions, tuples of
-    those, and for a parameter that is not a constexpr a tensor or tensor descriptor, which the interpreter turns
-    into a pointer or a descriptor of its own before the kernel sees it. Pure."""
+    methods of its own; an IntEnum with members only is an int: :func:`plain_int_enum`), torch and Triton dtypes,
+    ``tl.constexpr`` of those, the file's jit functions, tuples of those, and for a parameter that is not a
+    constexpr a tensor or tensor descriptor, which the interpreter turns into a pointer or a descriptor of its own
+    before the kernel sees it. Pure."""
     kind = type(value)
-    if kind in _KERNEL_SCALARS or isinstance(value, torch.dtype) or kind in _jit_classes():
+    if kind in _KERNEL_SCALARS or isinstance(value, torch.dtype) or kind in _jit_classes() or plain_int_enum(kind):
         return None
     if kind is tuple and depth < 8:  # exactly a tuple: the interpreter rebuilds a subclass, methods and all
         return next((why for v in value if (why := kernel_argument_refusal(v, constexpr, depth + 1))), None)

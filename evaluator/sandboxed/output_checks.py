@@ -7,6 +7,8 @@ runs on identical inputs).
 
 from __future__ import annotations
 
+import collections
+import types
 from typing import Any
 
 import torch
@@ -25,17 +27,60 @@ _TENSOR = torch.Tensor  # bound at import, before any candidate runs
 
 
 def output_list(raw: Any, where: str) -> list[Any]:
-    """``forward``'s return value as a list: a plain tensor, tuple or list only. Anything else (a list subclass, an
-    object with its own ``__iter__``) would run the candidate's code after the guards are off, while the harness
-    reads the outputs, so it is refused without iterating it."""
+    """``forward``'s return value as a list: a plain tensor, tuple or list, or a named tuple exactly as
+    ``collections.namedtuple``/``typing.NamedTuple`` make it (read with tuple's own slots). Anything else (a list
+    subclass, an object with its own ``__iter__``) would run the candidate's code after the guards are off, while the
+    harness reads the outputs, so it is refused without iterating it."""
     kind = type(raw)
     if kind is tuple or kind is list:
         return list(raw)  # the builtin iteration of an exact tuple or list: no candidate code runs
     if kind is _TENSOR:
         return [raw]
+    if plain_namedtuple(kind):
+        return [_TUPLE_ITEM(raw, i) for i in range(_TUPLE_LEN(raw))]
     raise Rejection("cheat_suspected", f"{where}: forward returned a {_TYPE_NAME(kind)}; return a torch.Tensor or a "
-                                       "tuple/list of them (containers of other types and tensor subclasses are "
-                                       "refused)")
+                                       "tuple/list of them, or a plain named tuple (containers of other types, named "
+                                       "tuples with methods of their own and tensor subclasses are refused)")
+
+
+_TUPLE_ITEM, _TUPLE_LEN = tuple.__getitem__, tuple.__len__  # tuple's own slots, bound before any candidate runs
+_MRO = type.__dict__["__mro__"].__get__
+_CLASS_DICT = type.__dict__["__dict__"].__get__
+_NAMEDTUPLE_FILE = collections.__file__
+_TUPLEGETTER = type(vars(collections.namedtuple("_Probe", "a"))["a"])
+# What collections.namedtuple puts in the class it makes (typing.NamedTuple adds the last two)
+_NAMEDTUPLE_MEMBERS = frozenset({"__doc__", "__getnewargs__", "__match_args__", "__module__", "__new__", "__repr__",
+                                 "__slots__", "_asdict", "_field_defaults", "_fields", "_make", "_replace",
+                                 "__annotations__", "__orig_bases__"})
+
+
+def plain_namedtuple(kind: type) -> bool:
+    """``kind`` is a named tuple class as the standard library makes it: derived from tuple alone, holding only what
+    ``collections.namedtuple`` generates (its functions defined in ``collections``, ``__new__`` built by it) and one
+    item getter per field. Nothing of the candidate's runs when a program iterates, indexes, compares or prints it."""
+    if _MRO(kind) != (kind, tuple, object):
+        return False
+    namespace = _CLASS_DICT(kind)
+    fields = namespace.get("_fields")
+    if type(fields) is not tuple or any(type(f) is not str for f in fields):
+        return False
+    for name, value in namespace.items():  # exact type tests only: isinstance could read a __class__ property
+        if name in fields:
+            if type(value) is not _TUPLEGETTER:
+                return False
+            continue
+        if name not in _NAMEDTUPLE_MEMBERS:
+            return False
+        kind_of = type(value)
+        if kind_of in (str, tuple, dict, type(None)):
+            continue
+        function = value.__func__ if kind_of in (classmethod, staticmethod) else value
+        if type(function) is not types.FunctionType:
+            return False
+        filename = function.__code__.co_filename
+        if filename != _NAMEDTUPLE_FILE and not (name == "__new__" and filename == "<string>"):
+            return False
+    return True
 
 
 def same_bits(x: torch.Tensor, y: torch.Tensor) -> bool:

@@ -156,7 +156,9 @@ def test_import_policy_imports_nothing_heavy():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     roots = set(eval(done.stdout))  # noqa: S307 - our own subprocess printing a list literal
     assert {"torch", "triton", "contextlib", "packaging", "importlib", "kernelevo", "math"} <= roots
-    assert not roots & {"gc", "threading", "numpy", "ctypes", "subprocess", "shutil", "pathlib"}
+    assert not roots & {"gc", "numpy", "ctypes", "subprocess", "shutil", "pathlib", "_thread"}
+    # threading only for its locks (a cache guarded against concurrent callers): no Thread, Timer or enumerate
+    assert import_policy.POLICIES["threading"].members == {"Lock", "RLock"}
     # os/sys/logging/warnings/platform are importable for their read-only members (the checker judges each use), and
     # inspect for parameter names and registry keys only (evaluator/static_inspect.py)
     assert {"os", "sys", "warnings", "logging", "platform", "einops", "inspect"} <= roots

@@ -247,7 +247,8 @@ def test_refused_module_messages_say_what_that_module_does():
     assert "network I/O" not in message("import packaging.tags")
     assert "version checks" in message("import packaging.tags")
     assert "computed at run time" in message("from importlib import import_module")
-    assert "threads" in message("import threading")
+    assert "threads" in message("import _thread")
+    assert "start threads" in message("import threading\nT = threading.Thread")  # only its locks are allowed
     assert "file I/O" in message("import pathlib")
     assert "not on the candidate allowlist" in message("import yaml")
 

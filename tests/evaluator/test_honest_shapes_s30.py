@@ -1,0 +1,109 @@
+"""Honest code a false-reject hunt (session 30) found refused, now accepted where nothing of the candidate's can
+run unseen: named tuples as outputs, IntEnum members as constexprs, and the static names tutorials and libraries
+use (torch._check, threading.Lock, once_differentiable, a tutorial's main block and benchmark declaration)."""
+
+from __future__ import annotations
+
+import collections
+import enum
+import typing
+
+import pytest
+import torch
+from test_static_check import make
+
+from evaluator.sandboxed.guards import kernel_argument_refusal, plain_int_enum
+from evaluator.sandboxed.output_checks import Rejection, output_list, plain_namedtuple
+from evaluator.static_check import check_source
+
+
+class Quantized(typing.NamedTuple):
+    q: torch.Tensor
+    scale: torch.Tensor
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+class WithIter(typing.NamedTuple):
+    a: torch.Tensor
+
+    def __iter__(self):  # what a program unpacking it would run
+        return iter([torch.zeros(1)])
+
+
+class WithMethod(typing.NamedTuple):
+    a: torch.Tensor
+
+    def doubled(self):
+        return self.a * 2
+
+
+class Activation(enum.IntEnum):
+    GELU = 0
+    SILU = 1
+
+
+class Sly(enum.IntEnum):
+    GELU = 0
+
+    def __int__(self):  # Triton's specialisation would run it
+        return 1
+
+
+def test_named_tuples_made_by_the_library_are_outputs():
+    assert plain_namedtuple(Quantized) and plain_namedtuple(Pair)
+    q, s = torch.ones(2), torch.zeros(1)
+    assert output_list(Quantized(q, s), "call") == [q, s]
+
+
+@pytest.mark.parametrize("kind", [WithIter, WithMethod])
+def test_named_tuples_with_methods_of_their_own_are_refused(kind):
+    assert not plain_namedtuple(kind)
+    with pytest.raises(Rejection, match="named tuples with methods"):
+        output_list(kind(torch.ones(1)), "call")
+
+
+def test_an_int_enum_of_members_only_is_a_constexpr():
+    assert plain_int_enum(Activation) and kernel_argument_refusal(Activation.SILU, constexpr=True) is None
+    assert not plain_int_enum(Sly) and kernel_argument_refusal(Sly.GELU, constexpr=True) is not None
+
+
+HONEST = {
+    "torch._check": dict(body="torch._check(x.shape[-1] > 0, lambda: 'empty rows')"),
+    "threading.Lock": dict(module="import threading\n\nLOCK = threading.Lock()",
+                           body="with LOCK:\n    block = triton.next_power_of_2(x.shape[-1])"),
+    "once_differentiable": dict(module=(
+        "from torch.autograd.function import once_differentiable\n\n\nclass Copy(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, t):\n        return t\n\n    @staticmethod\n    @once_differentiable\n"
+        "    def backward(ctx, g):\n        return g * 2\n"), body="out = Copy.apply(out)"),
+    "arange offsets": dict(body="offsets = torch.arange(0, x.shape[0] + 1, device=x.device)"),
+    "a tutorial's main block": dict(module=(
+        "def _check():\n    x = torch.randn(4, 8)\n    torch.testing.assert_close(ModelNew()(x), x)\n\n\n"
+        "@triton.testing.perf_report(triton.testing.Benchmark(x_names=['N'], x_vals=[128], line_arg='p',\n"
+        "    line_vals=['t'], line_names=['T'], ylabel='GB/s', plot_name='copy', args={}))\n"
+        "def benchmark(N, p):\n    x = torch.randn(N)\n    return triton.testing.do_bench(lambda: torch.softmax(x, -1))\n")),
+}
+
+
+@pytest.mark.parametrize("name", list(HONEST))
+def test_honest_library_and_tutorial_names_pass(name):
+    source = make(**HONEST[name])
+    if name == "a tutorial's main block":
+        source += ("\n\nif __name__ == '__main__':\n    torch.manual_seed(0)\n    _check()\n"
+                   "    benchmark.run(print_data=True)\n")
+    report = check_source(source, "cand.py")
+    assert report.ok, report.violations
+
+
+@pytest.mark.parametrize(("module", "body"), [
+    ("import threading", "threading.Thread(target=print).start()"),
+    ("import threading", "n = threading.active_count()"),
+    ("", "torch.manual_seed(0)"),  # outside a main block: still changes process-wide state
+    ("", "m = torch.arange(x.numel()).float().sum()"),  # arange then compute: the compute is refused
+    # a benchmark that runs where the candidate does (its run() times the kernel)
+    ("B = triton.testing.perf_report(triton.testing.Benchmark(x_names=['N'], x_vals=[1], line_arg='p', "
+     "line_vals=['t'], line_names=['T'], ylabel='x', plot_name='y', args={}))(lambda N, p: 1.0)", "B.run()"),
+])
+def test_what_stays_refused(module, body):
+    assert not check_source(make(module=module, body=body), "cand.py").ok
