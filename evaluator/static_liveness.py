@@ -410,7 +410,8 @@ class _Liveness:
                     for key in [k for k in model.functions if k.startswith(entry + ".")]:
                         self.mark(key)  # the harness builds and calls the entry point
             elif isinstance(stmt, ast.If) and main_guard(stmt, self.tree, model.parents):
-                self.refs(stmt.test)  # its body never runs here (the visitor judges it as such)
+                for part in [stmt.test, *stmt.orelse]:  # its body never runs here; an `else:` does
+                    self.refs(part)
             elif id(stmt) not in self._deferred_ids:
                 self.refs(stmt)
 

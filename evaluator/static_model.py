@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from evaluator.static_library import WRAP_TRITON, CustomOp, find_custom_ops
-from evaluator.static_uses import binding_counts, parent_map
+from evaluator.static_uses import binding_counts, binding_sites, parent_map
 
 CUDA_COMPILE = "kernelevo.cuda.compile"
 LOAD_INLINE = "torch.utils.cpp_extension.load_inline"
@@ -258,6 +258,22 @@ def _kernel_of(model: ModuleModel, value: ast.expr, key: str) -> tuple[str, tupl
     return None
 
 
+def _nested_module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements inside module-level if/else, try/except/finally and with blocks (not in loops, defs or
+    classes), at any depth of such blocks."""
+    for stmt in body:
+        blocks: list[list[ast.stmt]] = []
+        if isinstance(stmt, ast.If):
+            blocks = [stmt.body, stmt.orelse]
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            blocks = [stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody]  # type: ignore[attr-defined]
+        elif isinstance(stmt, ast.With | ast.AsyncWith):
+            blocks = [stmt.body]
+        for block in blocks:
+            yield from block
+            yield from _nested_module_statements(block)
+
+
 def build_model(tree: ast.Module) -> ModuleModel:
     """Collect aliases, definitions, kernels and bindings of a parsed candidate module."""
     aliases, others = _import_aliases(tree)
@@ -289,6 +305,14 @@ def build_model(tree: ast.Module) -> ModuleModel:
                     model.constants.setdefault(target.id, []).append(stmt.value)
             for name, lam in _named_lambdas(stmt):
                 model.functions.setdefault(name, lam)
+    # a def in a module-level if/else, try or with block is a module function like any other (a branch that picks an
+    # implementation at import runs when the file is imported): judged as one where its name is bound only there
+    bound = Counter(name for name, _node in binding_sites(tree))
+    for stmt in _nested_module_statements(tree.body):
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and bound[stmt.name] == 1 and \
+                stmt.name not in model.functions and \
+                TRITON_JIT not in decorator_names(stmt, model.aliases):  # fmt: skip
+            model.functions[stmt.name] = stmt
     model.parents = parent_map(tree)
     model.custom_ops = find_custom_ops(tree, lambda n: resolve(n, model.aliases), set(model.functions))
     defs: dict[str, list[ast.AST]] = {}

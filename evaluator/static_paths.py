@@ -155,8 +155,10 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
     """
     skip: set[int] = set()
     for stmt in tree.body:
-        if id(stmt) in (unread or ()) or main_guard(stmt, tree, model.parents):  # a script's main block never runs
+        if id(stmt) in (unread or ()):
             skip.update(id(n) for n in ast.walk(stmt))
+        elif isinstance(stmt, ast.If) and main_guard(stmt, tree, model.parents):  # its body never runs (not `else:`)
+            skip.update(id(n) for part in stmt.body for n in ast.walk(part))
     functions = {id(f) for f in model.functions.values() if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
     # a lambda made outside any def (at module level, in a class body, a default or a decorator) is a value that can
     # run from anywhere, whatever name it is kept under (a walrus, an attribute): what it calls is a root

@@ -729,20 +729,20 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         never_body, never_else = self._never(node.test)
-        main = self._main_guard(node)
+        main = self._main_guard(node)  # only its body never runs: an `else:` runs wherever the file is imported
         never_body = never_body or main
-        self.main_blocks += main
         by_none = self._by_none(node.test)
         absent = needs_absent(node.test, self._owner_module, "hasattr" not in self._file_bindings)
         for block, dead, none in ((node.body, never_body, by_none[0]), (node.orelse, never_else, by_none[1])):
             if dead:
                 self.absent_branches += absent and block is node.body
+                self.main_blocks += main and block is node.body
                 self._visit_never_running(list(block), none_branch=none)
+                self.main_blocks -= main and block is node.body
                 self.absent_branches -= absent and block is node.body
             else:
                 for stmt in block:
                     self.visit(stmt)
-        self.main_blocks -= main
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
         self.visit(node.test)

@@ -403,9 +403,11 @@ _KERNEL_SCALARS = (bool, int, float, str, type(None))
 _MRO = type.__dict__["__mro__"].__get__
 _CLASS_DICT = type.__dict__["__dict__"].__get__
 _ENUM_TYPE, _INT_ENUM_MRO, _ENUM_FILE = type(enum.IntEnum), _MRO(enum.IntEnum), enum.__file__
-# What an Enum class holds besides its members: data, C slots and the enum module's own functions
-_ENUM_DATA = (str, bool, int, list, dict, tuple, type, type(None), types.BuiltinFunctionType,
-              types.WrapperDescriptorType, types.MethodDescriptorType)
+# What an Enum class holds besides its members: data, the enum module's own functions, and C slots that are int's,
+# object's or Enum's own (``_value_repr_`` is int.__repr__), never another C function that decides a comparison
+_ENUM_DATA = (str, bool, int, list, dict, tuple, type, type(None))
+_ENUM_SLOTS = frozenset(id(v) for base in (int, object, enum.Enum, getattr(enum, "ReprEnum", enum.Enum), enum.IntEnum)
+                        for v in vars(base).values())
 
 
 def plain_int_enum(kind: type) -> bool:
@@ -416,7 +418,7 @@ def plain_int_enum(kind: type) -> bool:
         return False
     for value in _CLASS_DICT(kind).values():  # exact type tests only: isinstance could read a __class__ property
         kind_of = type(value)
-        if kind_of is kind or kind_of in _ENUM_DATA:
+        if kind_of is kind or kind_of in _ENUM_DATA or id(value) in _ENUM_SLOTS:
             continue
         function = value.__func__ if kind_of in (classmethod, staticmethod) else value
         if type(function) is not types.FunctionType or function.__code__.co_filename != _ENUM_FILE:

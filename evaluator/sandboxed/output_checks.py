@@ -58,7 +58,7 @@ def plain_namedtuple(kind: type) -> bool:
     """``kind`` is a named tuple class as the standard library makes it: derived from tuple alone, holding only what
     ``collections.namedtuple`` generates (its functions defined in ``collections``, ``__new__`` built by it) and one
     item getter per field. Nothing of the candidate's runs when a program iterates, indexes, compares or prints it."""
-    if _MRO(kind) != (kind, tuple, object):
+    if type(kind) is not type or _MRO(kind) != (kind, tuple, object):  # no metaclass of the candidate's
         return False
     namespace = _CLASS_DICT(kind)
     fields = namespace.get("_fields")

@@ -107,3 +107,32 @@ def test_honest_library_and_tutorial_names_pass(name):
 ])
 def test_what_stays_refused(module, body):
     assert not check_source(make(module=module, body=body), "cand.py").ok
+
+
+# -- red team of the relaxations (session 30) -------------------------------------------------------------------
+
+def test_the_else_of_a_main_block_runs_and_is_judged():
+    source = make(body="y = _impl(x)  # HERE") + (
+        "\n\nif __name__ == '__main__':\n    pass\nelse:\n    def _impl(t):\n"
+        "        return torch.softmax(t, -1)\n")
+    report = check_source(source, "cand.py")
+    assert any(v.rule == "torch-compute" for v in report.violations), report.violations
+
+
+class _Meta(type):
+    pass
+
+
+def test_a_named_tuple_with_a_metaclass_of_its_own_is_refused():
+    clone = _Meta("Clone", (tuple,), dict(vars(Pair)))
+    assert not plain_namedtuple(clone)
+
+
+def test_an_int_enum_whose_comparison_is_a_foreign_c_function_is_refused():
+    chosen = {1}
+
+    class Rigged(enum.IntEnum):
+        ONE = 1
+        __eq__ = chosen.__contains__  # equality decided by the candidate's set
+
+    assert not plain_int_enum(Rigged)
