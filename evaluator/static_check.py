@@ -193,7 +193,13 @@ from evaluator.static_paths import (
 from evaluator.static_rules import normalise_allow
 from evaluator.static_shadowing import check_shadowing
 from evaluator.static_state import check_call_state
-from evaluator.static_structure import check_class_members, check_entry_definition, check_hooks, check_rebinding
+from evaluator.static_structure import (
+    check_class_members,
+    check_entry_definition,
+    check_hooks,
+    check_rebinding,
+    entry_chain,
+)
 from evaluator.static_uses import module_bindings
 from evaluator.static_visitor import RuleVisitor
 from kernelevo import pyast
@@ -252,8 +258,10 @@ def _entry_roots(tree: ast.Module, model: ModuleModel, entry: str, out: _Collect
     """Forward-path roots of the entry point and its definition; reports ``missing-entry``."""
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef) and stmt.name == entry:
-            roots = [f"{entry}.{m}" for m in ("forward", "__call__") if f"{entry}.{m}" in model.functions]
-            if f"{entry}.forward" not in model.functions:
+            owners = [c.name for c in entry_chain(model, stmt) or [stmt]]  # the nearest class defining it runs
+            roots = [next(f"{c}.{m}" for c in owners if f"{c}.{m}" in model.functions)
+                     for m in ("forward", "__call__") if any(f"{c}.{m}" in model.functions for c in owners)]
+            if not any(r.endswith(".forward") for r in roots):
                 out.report("missing-entry", stmt, f"class {entry} has no forward method; define "
                            f"`def forward(self, ...)` with the same signature as the task's Model.forward")
             return roots, stmt
@@ -425,7 +433,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
              ) -> StaticReport:
     model = build_model(tree)
     roots, entry_node = _entry_roots(tree, model, entry, out)
-    check_entry_definition(tree, entry, out.report)
+    check_entry_definition(tree, model, entry, out.report)
     check_rebinding(tree, model, model.imported, out.report)
     check_class_members(tree, out.report)
     check_hooks(tree, out.report)

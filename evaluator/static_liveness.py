@@ -407,8 +407,9 @@ class _Liveness:
                     else:
                         self.refs(item)
                 if stmt.name == entry:
-                    for key in [k for k in model.functions if k.startswith(entry + ".")]:
-                        self.mark(key)  # the harness builds and calls the entry point
+                    for owner in module_bases(model, entry):  # and the file's classes it derives from
+                        for key in [k for k in model.functions if k.startswith(owner + ".")]:
+                            self.mark(key)  # the harness builds and calls the entry point
             elif isinstance(stmt, ast.If) and main_guard(stmt, self.tree, model.parents):
                 for part in [stmt.test, *stmt.orelse]:  # its body never runs here; an `else:` does
                     self.refs(part)

@@ -81,7 +81,7 @@ def _local_bindings(tree: ast.Module) -> set[int]:
     return local
 
 
-def check_entry_definition(tree: ast.Module, entry: str, report: Report) -> None:
+def check_entry_definition(tree: ast.Module, model: ModuleModel, entry: str, report: Report) -> None:
     """``entry`` is bound exactly once, by a plain top-level ``class`` or ``def`` (no decorator on a class)."""
     defs = [s for s in tree.body if isinstance(s, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
             and s.name == entry]  # fmt: skip
@@ -93,10 +93,29 @@ def check_entry_definition(tree: ast.Module, entry: str, report: Report) -> None
             report("missing-entry", node, f"`{entry}` is bound again here (first defined at line "
                    f"{first.lineno}); the entry point must be exactly one definition, never replaced")
     if isinstance(first, ast.ClassDef):
-        if first.decorator_list:
-            report("patching", first.decorator_list[0], f"class {entry} is decorated; a decorator can replace "
-                   "the class, so remove it")
-        _check_entry_class(first, report)
+        for cls in entry_chain(model, first) or [first]:  # the classes whose methods the entry point has
+            if cls.decorator_list:
+                report("patching", cls.decorator_list[0], f"class {cls.name} is decorated; a decorator can replace "
+                       "the class, so remove it")
+            _check_entry_class(cls, report)
+
+
+def entry_chain(model: ModuleModel, cls: ast.ClassDef) -> list[ast.ClassDef] | None:
+    """The entry class and the file's classes it derives from, one base each, down to the one deriving from
+    ``nn.Module`` itself (``class ModelNew(GeluTanh)`` over ``class GeluTanh(nn.Module)``); None when a class of
+    the chain has another base, several, keywords (a metaclass), or is bound more than once."""
+    chain: list[ast.ClassDef] = []
+    while len(chain) <= 16:
+        chain.append(cls)
+        if len(cls.bases) != 1 or cls.keywords or model.binding_counts.get(cls.name) != 1:
+            return None
+        base = cls.bases[0]
+        parent = model.classes.get(base.id) if isinstance(base, ast.Name) else None
+        if isinstance(parent, ast.ClassDef) and parent not in chain:
+            cls = parent
+            continue
+        return chain if resolve(base, model.aliases) == "torch.nn.Module" else None
+    return None
 
 
 def _check_entry_class(cls: ast.ClassDef, report: Report) -> None:

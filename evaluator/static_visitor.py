@@ -73,6 +73,7 @@ from evaluator.static_rules import (
     torch_computes,
     why_module,
 )
+from evaluator.static_structure import entry_chain
 from evaluator.static_unread import NAMESPACE_HANDLES
 from evaluator.static_uses import (
     Use,
@@ -384,10 +385,10 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
                             "return plain torch.Tensor outputs (subclasses can defer or fake the work)")
         if self.depth == 0 and node.name == self.entry:
             bases = [self._resolve(b) for b in node.bases]
-            if bases != ["torch.nn.Module"] or node.keywords:
-                self.report("reference", node, f"class {node.name} must subclass nn.Module only (found "
-                            f"{', '.join(ast.unparse(b) for b in node.bases) or 'no base'}); do not inherit "
-                            "from the reference Model or anything else")
+            if (bases != ["torch.nn.Module"] or node.keywords) and entry_chain(self.model, node) is None:
+                self.report("reference", node, f"class {node.name} must subclass nn.Module, or one class of this "
+                            f"file that does (found {', '.join(ast.unparse(b) for b in node.bases) or 'no base'}); "
+                            "do not inherit from the reference Model or anything else")
         outer, outer_forward = self.cls, self.in_forward
         if self.depth == 0:
             self.cls = node.name

@@ -136,3 +136,22 @@ def test_an_int_enum_whose_comparison_is_a_foreign_c_function_is_refused():
         __eq__ = chosen.__contains__  # equality decided by the candidate's set
 
     assert not plain_int_enum(Rigged)
+
+
+_LAYER = make().replace("class ModelNew(nn.Module):", "class Layer(nn.Module):") + "\n\nclass ModelNew(Layer):\n    pass\n"
+
+
+def test_model_new_may_derive_from_the_file_s_own_layer():
+    report = check_source(_LAYER, "cand.py")
+    assert report.ok, report.violations
+
+
+@pytest.mark.parametrize("swap", [
+    ("class Layer(nn.Module):", "class Layer(nn.Linear):"),  # torch's own layer underneath
+    ("class Layer(nn.Module):", "class Layer(nn.Module, metaclass=type):"),
+    ("    def forward(self, x):\n        out = torch.empty_like(x)",
+     "    def __call__(self, x):\n        return torch.softmax(x, -1)\n\n    def forward(self, x):\n"
+     "        out = torch.empty_like(x)"),  # the harness's nn.Module.__call__ replaced underneath
+])
+def test_what_model_new_derives_from_is_judged_as_model_new(swap):
+    assert not check_source(_LAYER.replace(*swap), "cand.py").ok
