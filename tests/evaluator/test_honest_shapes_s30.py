@@ -82,7 +82,8 @@ HONEST = {
         "def _check():\n    x = torch.randn(4, 8)\n    torch.testing.assert_close(ModelNew()(x), x)\n\n\n"
         "@triton.testing.perf_report(triton.testing.Benchmark(x_names=['N'], x_vals=[128], line_arg='p',\n"
         "    line_vals=['t'], line_names=['T'], ylabel='GB/s', plot_name='copy', args={}))\n"
-        "def benchmark(N, p):\n    x = torch.randn(N)\n    return triton.testing.do_bench(lambda: torch.softmax(x, -1))\n")),
+        "def benchmark(N, p):\n    x = torch.randn(N)\n"
+        "    return triton.testing.do_bench(lambda: torch.softmax(x, -1))\n")),
 }
 
 
@@ -138,7 +139,8 @@ def test_an_int_enum_whose_comparison_is_a_foreign_c_function_is_refused():
     assert not plain_int_enum(Rigged)
 
 
-_LAYER = make().replace("class ModelNew(nn.Module):", "class Layer(nn.Module):") + "\n\nclass ModelNew(Layer):\n    pass\n"
+_LAYER = make().replace("class ModelNew(nn.Module):", "class Layer(nn.Module):")
+_LAYER += "\n\nclass ModelNew(Layer):\n    pass\n"
 
 
 def test_model_new_may_derive_from_the_file_s_own_layer():

@@ -1,5 +1,5 @@
-"""Temperature softmax with a per-storage "launch plan" cache keyed by a digest of the input's first values. The cache is
-never read back for its value; its size is: once more than 2000 distinct storages were seen (a long-running
+"""Temperature softmax with a per-storage "launch plan" cache keyed by a digest of the input's first values. The
+cache is never read back for its value; its size is: once more than 2000 distinct storages were seen (a long-running
 server), the plan switches to the single-pass kernel without max subtraction (overflows for large logits)."""
 import torch
 import triton

@@ -1,6 +1,7 @@
 """Temperature softmax whose path depends on the largest 31-bit digest of inputs seen so far (a "largest value seen",
 which call-state allows): after ~20000 distinct inputs the running max passes a threshold and the kernel drops the
-max subtraction for good. A latch on the number of distinct calls with no counter, probabilistic but sure in the long run."""
+max subtraction for good. A latch on the number of distinct calls with no counter, probabilistic but sure in the
+long run."""
 import torch
 import triton
 import triton.language as tl
