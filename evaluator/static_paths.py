@@ -82,10 +82,14 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                 key_ = f"self.{attr}"
             else:
                 continue
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
+                    isinstance(node.value.func, ast.Name) and node.value.func.id == "super":  # fmt: skip
+                key_ = "self"  # super().attr: a method of a class this one derives from
             if key_ is None:
                 continue
-            if f"{cls}.{attr}" in model.functions:
-                out.add(f"{cls}.{attr}")
+            for owner in module_bases(model, cls) if key_.split(".")[0] == "self" else [cls]:  # inherited methods
+                if f"{owner}.{attr}" in model.functions:
+                    out.add(f"{owner}.{attr}")
             instance = model.instances.get(key_, "")
             if instance.startswith("class:"):
                 out.update(_class_methods(model, instance[6:]))

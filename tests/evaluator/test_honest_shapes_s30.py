@@ -157,3 +157,30 @@ def test_model_new_may_derive_from_the_file_s_own_layer():
 ])
 def test_what_model_new_derives_from_is_judged_as_model_new(swap):
     assert not check_source(_LAYER.replace(*swap), "cand.py").ok
+
+
+_SOFTMAX_HELPER = "    def helper(t):\n        return torch.softmax(t, -1)\n"
+
+
+@pytest.mark.parametrize("source", [
+    # a method ModelNew inherits from the file's layer, through self. and through super()
+    _LAYER.replace("    def forward(self, x):\n        out = torch.empty_like(x)",
+                   "    def act(self, t):\n        return torch.softmax(t, -1)\n\n    def forward(self, x):\n"
+                   "        out = torch.empty_like(x)").replace(
+        "class ModelNew(Layer):\n    pass\n",
+        "class ModelNew(Layer):\n    def forward(self, x):\n        return self.act(x)\n"),
+    _LAYER.replace("copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)",
+                   "out = torch.softmax(x, -1)").replace(
+        "class ModelNew(Layer):\n    pass\n",
+        "class ModelNew(Layer):\n    def forward(self, x):\n        out = torch.empty_like(x)\n"
+        "        copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)\n"
+        "        return super().forward(x)\n"),
+    # a def in a module-level loop or match case, bound once, that forward calls
+    make(module="for _ in range(1):\n" + _SOFTMAX_HELPER, body="out = helper(out)"),
+    make(module="while True:\n" + _SOFTMAX_HELPER + "    break", body="out = helper(out)"),
+    make(module="match 1:\n    case 1:\n" + _SOFTMAX_HELPER.replace("    ", "        ").replace("        def", "        def"),
+         body="out = helper(out)"),
+], ids=["inherited method", "super().forward", "def in a for", "def in a while", "def in a match case"])
+def test_torch_work_reached_through_the_new_paths_is_judged(source):
+    report = check_source(source, "cand.py")
+    assert any(v.rule == "torch-compute" for v in report.violations), report.violations
