@@ -75,20 +75,25 @@ class PlainCall:
 
 def plan_plain_calls(sets: list[InputSet], rng: random.Random, varied_init: bool = False, total: int = 0,
                      training_free: bool = False) -> list[PlainCall]:
-    """Judged: every input set once, about a third of them once more; with ``varied_init``, one input set of each
-    case (a random seed) through the model built with other constructor arguments. Unjudged calls of random input
+    """Judged: every input set once, about a third of them once more; with ``varied_init``, two input sets of each
+    case through the model built with other constructor arguments: the task's own draw (values at the magnitudes the
+    task gives, where a baked-in ``eps`` or temperature shows; scaled or heavy-tailed values can hide it) and a random
+    one. Unjudged calls of random input
     sets make the run ``total`` calls long; all in a random order. Each call: a random autograd state, the
     parameters' gradients filled on about a third, and a random training flag where the reference gives the same
     answers in both modes (``training_free``), else eval mode as the reference (pure)."""
     if not sets:
         return []
     repeated = set(rng.sample(range(len(sets)), max(1, len(sets) // REPEATED_SHARE)))
-    varied = []
+    varied: list[int] = []
     if varied_init:
         by_case: dict[int, list[int]] = {}
         for index, inputs in enumerate(sets):
             by_case.setdefault(inputs.case, []).append(index)
-        varied = [-1 - rng.choice(indices) for _case, indices in sorted(by_case.items())]  # negative: varied
+        for _case, indices in sorted(by_case.items()):
+            own = [i for i in indices if sets[i].distribution == "task"]
+            picked = {*own[:1], rng.choice(indices)}
+            varied += [-1 - i for i in sorted(picked)]  # negative: varied
     judged = [*range(len(sets)), *repeated, *varied]
     plain = [len(sets) + rng.randrange(len(sets)) for _ in range(max(0, total - len(judged)))]  # >= len: unjudged
     order = [*judged, *plain]

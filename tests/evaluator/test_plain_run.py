@@ -49,12 +49,18 @@ def test_every_input_set_is_called_and_repeats_are_grouped(n):
     assert all(files.count(f) <= 2 for f in files)
 
 
-def test_other_constructor_arguments_get_one_call_per_case():
+def test_other_constructor_arguments_get_the_task_s_own_draw_of_each_case_and_a_random_one():
+    distributions = ("task", "signed", "scaled")
+    sets = [InputSet(case=k % 3, seed=100 + k, file=f"/inputs/{k}.pt", distribution=distributions[k // 3])
+            for k in range(9)]
+    for seed in range(20):  # whatever the random pick, the task's own draw is among them (a baked-in eps shows there)
+        calls = plan_plain_calls(sets, random.Random(seed), varied_init=True)
+        varied = [c for c in calls if c.varied_init]
+        assert {c.inputs.case for c in varied} == {0, 1, 2} and 3 <= len(varied) <= 6
+        assert {c.inputs.case for c in varied if c.inputs.distribution == "task"} == {0, 1, 2}
+        assert all(c.group is None for c in varied)  # never judged bitwise against the task's own model
     sets = _sets(9)
     calls = plan_plain_calls(sets, random.Random(4), varied_init=True)
-    varied = [c for c in calls if c.varied_init]
-    assert sorted(c.inputs.case for c in varied) == [0, 1, 2]
-    assert all(c.group is None for c in varied)  # never judged bitwise against the task's own model
     assert {c.inputs.file for c in calls if not c.varied_init} == {s.file for s in sets}
     assert not any(c.varied_init for c in plan_plain_calls(sets, random.Random(4)))
 
