@@ -178,8 +178,7 @@ _SOFTMAX_HELPER = "    def helper(t):\n        return torch.softmax(t, -1)\n"
     # a def in a module-level loop or match case, bound once, that forward calls
     make(module="for _ in range(1):\n" + _SOFTMAX_HELPER, body="out = helper(out)"),
     make(module="while True:\n" + _SOFTMAX_HELPER + "    break", body="out = helper(out)"),
-    make(module="match 1:\n    case 1:\n" + _SOFTMAX_HELPER.replace("    ", "        ").replace("        def", "        def"),
-         body="out = helper(out)"),
+    make(module="match 1:\n    case 1:\n" + _SOFTMAX_HELPER.replace("    ", "        "), body="out = helper(out)"),
 ], ids=["inherited method", "super().forward", "def in a for", "def in a while", "def in a match case"])
 def test_torch_work_reached_through_the_new_paths_is_judged(source):
     report = check_source(source, "cand.py")
