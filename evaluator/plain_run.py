@@ -279,9 +279,7 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
                 judge_outputs(session, channel, judged, evidence, phase)
         mark("judge_s")
     except StopEvaluation as stop:
-        if stop.verdict.reason is Reason.TIMEOUT:
-            return _out_of_time(stop.verdict, len(calls), run_timeout)
-        return _unobserved_failure(stop.verdict, phase, session.plan.get("varied_init_inputs"))
+        return _unobserved_failure(stop.verdict, phase, session.plan.get("varied_init_inputs"), len(calls), run_timeout)
     finally:
         worker.kill()
         worker.remove_private()
@@ -351,25 +349,20 @@ def _near_duplicates(session: EvaluationSession, sets: list[InputSet], rng: rand
     return near, frozenset(follows)
 
 
-def _out_of_time(rejected: Verdict, calls: int, limit_s: float) -> Verdict:
-    """The plain run's timeout, said as what it is: no accusation of behaving differently when observed."""
-    data = rejected.to_dict()
-    detail = data.pop("detail")
-    for key in ("verdict", "reason"):
-        data.pop(key)
-    why = (f"[plain process] its {calls} calls did not finish within {limit_s:.0f} s (the guarded run's limit, "
-           f"scaled by how many more calls it makes): a kernel far slower where nothing observes it, or a run too "
-           f"slow for this limit (the CPU interpreter on large cases); raise --timeout to tell them apart: {detail}")
-    return Verdict.reject(Reason.TIMEOUT, why, **data)
-
-
-def _unobserved_failure(rejected: Verdict, phase: str, varied_init: list[dict[str, Any]] | None) -> Verdict:
+def _unobserved_failure(rejected: Verdict, phase: str, varied_init: list[dict[str, Any]] | None, calls: int,
+                        limit_s: float) -> Verdict:  # fmt: skip
     """The plain run's rejection, saying what it means: the guarded run accepted the same inputs (``phase``: where
-    it failed; ``varied_init``: the other constructor arguments of the plain run's second model)."""
+    it failed; ``varied_init``: the other constructor arguments of the plain run's second model); running out of
+    its time (``calls`` in ``limit_s``) is said as that, no accusation."""
     data = rejected.to_dict()
     reason, detail = Reason(data.pop("reason")), data.pop("detail")
     data.pop("verdict")
-    if phase == NEAR_PHASE:
+    if reason is Reason.TIMEOUT:
+        why = (f"[plain process] its {calls} calls did not finish within {limit_s:.0f} s (the guarded run's limit, "
+               f"scaled by how many more calls it makes): a kernel far slower where nothing observes it, or a run "
+               f"too slow for this limit (the CPU interpreter on large cases); raise --timeout to tell them apart: "
+               f"{detail}")
+    elif phase == NEAR_PHASE:
         why = ("[plain process, near-duplicate inputs] wrong for an input set that differs from the one called "
                "just before it in some values (one, a block, two of a row exchanged, rows reordered or reversed, one "
                "input alone, every sign flipped, or rows masked with -inf): a cache keyed by part of the input, by a "

@@ -47,12 +47,14 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from evaluator.static_library import custom_op_key
 from evaluator.static_model import AUTOGRAD_FUNCTION, ModuleModel, resolve, scope_bindings
 from evaluator.static_paths import made_at_definition, module_bases
+from evaluator.static_probes import is_constant
 from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
 from evaluator.static_unread import deferred_bindings
 from evaluator.static_uses import Use, binding_counts, binding_sites, in_inert_annotation, main_guard, use_of
@@ -483,6 +485,8 @@ def none_reached(tree: ast.Module, model: ModuleModel, entry: str, roots: Iterab
                  facts: dict[str, Known]) -> set[str]:  # fmt: skip
     """The functions code that runs reaches from ``roots`` only through branches that never run given ``facts``
     (fla's varlen index helpers, called only under ``if cu_seqlens is not None``)."""
+    if not any(facts.values()):
+        return set()  # nothing known: no branch is dead by it (most candidates; two walks saved)
     return liveness(tree, model, entry, roots)[0] - liveness(tree, model, entry, roots, facts)[0]
 
 
@@ -611,13 +615,6 @@ def _call_sites(tree: ast.Module, model: ModuleModel, targets: dict[str, _Target
     return [(k, c, enclosing.get(id(c))) for k, c, _ in sites], escaped
 
 
-def _literal(value: ast.expr | None) -> bool:
-    """A literal constant: None, a number (signed), a string, a bool."""
-    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub | ast.UAdd):
-        value = value.operand
-    return isinstance(value, ast.Constant)
-
-
 def parameter_facts(tree: ast.Module, model: ModuleModel, entry: str,
                     live: set[str] | None = None) -> dict[str, Known]:  # fmt: skip
     """Function key -> its parameters that are None at every call, and those that are a literal constant at every
@@ -635,13 +632,13 @@ def parameter_facts(tree: ast.Module, model: ModuleModel, entry: str,
     def holds(kind: str, value: ast.expr | str, target: _Target, param: str, where: str | None) -> bool:
         if value == "default":  # evaluated where the def stands: only a literal says what it is
             default = target.defaults.get(param)
-            return (_literal(default) if kind == "constant" else
+            return (default is not None and is_constant(default) if kind == "constant" else
                     isinstance(default, ast.Constant) and default.value is None)  # fmt: skip
         if isinstance(value, str):
             return False
         if kind == "none" and isinstance(value, ast.Constant):
             return value.value is None
-        if kind == "constant" and _literal(value):
+        if kind == "constant" and is_constant(value):
             return True
         return isinstance(value, ast.Name) and where is not None and value.id in facts[kind].get(where, ())
 
@@ -684,9 +681,7 @@ def local_flags(fn: ast.FunctionDef | ast.AsyncFunctionDef, known: Known, resolv
     before the binding."""
     if not known:
         return known
-    counts: dict[str, int] = {}
-    for name, _node in binding_sites(fn):
-        counts[name] = counts.get(name, 0) + 1
+    counts = Counter(name for name, _node in binding_sites(fn))
     declared = {name for n in ast.walk(fn) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
     false, true = set(known.false), set(known.true)
     for stmt in fn.body:
@@ -733,15 +728,11 @@ class Branches:
     def _constant_name(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Name) and node.id in self.known.constant
 
-    def _tensor_type(self, node: ast.AST) -> bool:
+    def _type_in(self, node: ast.AST, names: frozenset[str]) -> bool:
+        """``node`` names one of ``names`` (a tuple: each of its items does)."""
         if isinstance(node, ast.Tuple):
-            return bool(node.elts) and all(self._tensor_type(e) for e in node.elts)
-        return self.resolve(node) in TENSOR_TYPES
-
-    def _dtensor_type(self, node: ast.AST) -> bool:
-        if isinstance(node, ast.Tuple):
-            return bool(node.elts) and all(self._dtensor_type(e) for e in node.elts)
-        return self.resolve(node) in DTENSOR
+            return bool(node.elts) and all(self._type_in(e, names) for e in node.elts)
+        return self.resolve(node) in names
 
     def _none_name(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Name) and node.id in self.none
@@ -751,8 +742,8 @@ class Branches:
             if len(test.args) != 2 or test.keywords:
                 return False
             # no DTensor exists in the verifier; a literal constant is never a tensor
-            return self._dtensor_type(test.args[1]) or (self._constant_name(test.args[0])
-                                                        and self._tensor_type(test.args[1]))  # fmt: skip
+            return self._type_in(test.args[1], DTENSOR) or (self._constant_name(test.args[0])
+                                                            and self._type_in(test.args[1], TENSOR_TYPES))  # fmt: skip
         if isinstance(test, ast.Call) and self.resolve(test.func) == "torch.is_tensor":
             return len(test.args) == 1 and not test.keywords and self._constant_name(test.args[0])
         if isinstance(test, ast.Name) and test.id in self.known.false:

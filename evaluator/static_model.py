@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from evaluator.static_library import WRAP_TRITON, CustomOp, find_custom_ops
-from evaluator.static_uses import binding_counts, binding_sites, parent_map
+from evaluator.static_uses import binding_counts, parent_map
 
 CUDA_COMPILE = "kernelevo.cuda.compile"
 LOAD_INLINE = "torch.utils.cpp_extension.load_inline"
@@ -313,9 +313,9 @@ def build_model(tree: ast.Module) -> ModuleModel:
     # that picks an implementation at import runs when the file is imported), where its name is bound only there.
     # Alternatives bound twice (fla's `custom_device_ctx` per torch version) stay outside the call graph: the run
     # time's op recorder and kernel trace judge what they do (docs/verifier.md Known limits)
-    bound = Counter(name for name, _node in binding_sites(tree))
+    counts = model.binding_counts = binding_counts(tree)
     for stmt in _nested_module_statements(tree.body):
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and bound[stmt.name] == 1 and \
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and counts.get(stmt.name) == 1 and \
                 stmt.name not in model.functions and \
                 TRITON_JIT not in decorator_names(stmt, model.aliases):  # fmt: skip
             model.functions[stmt.name] = stmt
@@ -325,7 +325,6 @@ def build_model(tree: ast.Module) -> ModuleModel:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             defs.setdefault(node.name, []).append(node)
-    counts = model.binding_counts = binding_counts(tree)
     model.module_assigns = [stmt for stmt in tree.body if isinstance(stmt, ast.Assign)]
     for node in ast.walk(tree):  # k = triton.jit(fn): fn is kernel code, not a Python function
         handed = _jit_argument(node, model.aliases) if isinstance(node, ast.Call) else None

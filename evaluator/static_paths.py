@@ -166,7 +166,7 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
     functions = {id(f) for f in model.functions.values() if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
     # a lambda made outside any def (at module level, in a class body, a default or a decorator) is a value that can
     # run from anywhere, whatever name it is kept under (a walrus, an attribute): what it calls is a root
-    loose = {id(n) for n in ast.walk(tree) if isinstance(n, ast.Lambda) and not _in_a_body(n, model)}
+    loose = {id(n) for n in ast.walk(tree) if isinstance(n, ast.Lambda) and not _in_a_body(n, model, functions)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             if not (isinstance(node.func, ast.Name) and _enclosing_lambda(node, model) in loose):
@@ -180,7 +180,7 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
             if backward is not None:
                 skip.add(id(backward))
             if isinstance(func, ast.Attribute) and func.attr == "apply" and isinstance(func.value, ast.Name) \
-                    and func.value.id in model.autograd_functions and _inside_function(node, model, functions):
+                    and func.value.id in model.autograd_functions and _in_a_body(node, model, functions):
                 skip.add(id(func.value))  # Cls.apply(...) in a function: runs when it runs (callees follows it)
         elif isinstance(node, ast.ClassDef):
             skip.update(id(b) for b in node.bases)
@@ -198,12 +198,14 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
     return roots
 
 
-def _in_a_body(node: ast.AST, model: ModuleModel) -> bool:
-    """``node`` stands in the body of a def (it exists only once that runs), not in a def's defaults, decorators or
-    annotations, which run where the def stands."""
+def _in_a_body(node: ast.AST, model: ModuleModel, functions: set[int]) -> bool:
+    """``node`` stands in the body of one of the module's ``def`` functions or methods (``functions``: their ids;
+    nested defs and lambdas included: they exist only once it runs, and the call graph follows them from it), not
+    at module level, in a class body, in a lambda bound there, or in a def's defaults, decorators or annotations,
+    which run where the def stands: from there a stored reference may run from anywhere."""
     child, parent = node, model.parents.get(id(node))
     while parent is not None:
-        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef) and any(child is s for s in parent.body):
+        if id(parent) in functions and any(child is s for s in getattr(parent, "body", ())):
             return True
         child, parent = parent, model.parents.get(id(parent))
     return False
@@ -219,18 +221,6 @@ def _enclosing_lambda(node: ast.AST, model: ModuleModel) -> int | None:
             return None
         parent = model.parents.get(id(parent))
     return None
-
-
-def _inside_function(node: ast.AST, model: ModuleModel, functions: set[int]) -> bool:
-    """``node`` stands inside one of the module's ``def`` functions or methods (nested defs and lambdas included: they
-    exist only once it runs), not at module level, in a class body or in a lambda bound there, which a stored
-    reference may run from anywhere."""
-    parent = model.parents.get(id(node))
-    while parent is not None:
-        if id(parent) in functions:
-            return True
-        parent = model.parents.get(id(parent))
-    return False
 
 
 def reachable(model: ModuleModel, roots: list[str]) -> list[str]:

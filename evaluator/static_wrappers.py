@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from evaluator.static_model import ModuleModel, resolve
+from evaluator.static_probes import is_constant
 from evaluator.static_uses import binding_sites
 
 LIBRARY = frozenset({"staticmethod", "functools.cache", "functools.lru_cache", "torch.compiler.disable"})
@@ -46,7 +47,7 @@ def transparent(decorator: ast.expr, model: ModuleModel) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     name = resolve(target, model.aliases) or (target.id if isinstance(target, ast.Name) else "")
     if name in LIBRARY and _unshadowed(target, model):
-        return not isinstance(decorator, ast.Call) or all(_constant(a) for a in _arguments(decorator))
+        return not isinstance(decorator, ast.Call) or all(is_constant(a) for a in _arguments(decorator))
     proof = _proof_for(decorator, model)
     return proof is not None
 
@@ -92,10 +93,15 @@ def _unshadowed(node: ast.expr, model: ModuleModel) -> bool:
 def _module_bound_once(name: str, model: ModuleModel) -> bool:
     """``name`` is bound once in the module's own scope (a method or a local of that name binds another) and declared
     ``global`` nowhere."""
-    tree = next((n for n in model.parents.values() if isinstance(n, ast.Module)), None)
+    tree = _tree(model)
     if tree is None or any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(tree)):
         return False
     return len(_own_bindings(tree, name)) == 1
+
+
+def _tree(model: ModuleModel) -> ast.Module | None:
+    """The module the model was built from (the parent of its top-level statements)."""
+    return next((n for n in model.parents.values() if isinstance(n, ast.Module)), None)
 
 
 def _own_bindings(root: ast.AST, name: str) -> list[ast.AST]:
@@ -143,17 +149,12 @@ def _arguments(call: ast.Call) -> Iterator[ast.expr]:
     yield from (k.value for k in call.keywords)
 
 
-def _constant(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant))
-
-
 def _first(fn: Def) -> str:
     return [*fn.args.posonlyargs, *fn.args.args][0].arg
 
 
 def _params(fn: Def | ast.Lambda) -> set[str]:
-    a = fn.args
-    return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None}
+    return {a.arg for a in _arg_nodes(fn)}
 
 
 def _bindings(fn: ast.AST, name: str) -> list[ast.AST]:
@@ -264,10 +265,7 @@ class _Proof:
                 todo.extend([node.test, *node.orelse])
                 continue
             if isinstance(node, ast.Name) and node.id == name:
-                if not isinstance(node.ctx, ast.Load):
-                    yield node  # a store: judged (and refused) by _use
-                else:
-                    yield node
+                yield node  # a store too: judged (and refused) by _use
                 continue
             todo.extend(ast.iter_child_nodes(node))
 
@@ -337,7 +335,7 @@ class _Proof:
         if not isinstance(node, ast.ClassDef) or self.model.binding_counts.get(cls) != 1 or node.bases or \
                 node.keywords or node.decorator_list or len(_own_bindings(node, attr)) != 1:  # fmt: skip
             return None
-        tree = next(iter(self._module_of(fn)), None)
+        tree = _tree(self.model)
         if tree is None or any(isinstance(n, ast.Attribute) and n.attr == attr and not isinstance(n.ctx, ast.Load)
                                for n in ast.walk(tree)):  # fmt: skip
             return None  # an instance attribute of that name (self.m = other) is found before the method
@@ -357,20 +355,12 @@ class _Proof:
         table = sub.value.id
         if self.model.binding_counts.get(table) != 1:
             return False
-        for node in ast.walk(next(iter(n for n in self._module_of(call)))):
+        for node in ast.walk(_tree(self.model) or ast.Module(body=[], type_ignores=[])):
             if isinstance(node, ast.Name) and node.id == table and isinstance(node.ctx, ast.Load):
                 up = self.parents.get(id(node))
                 if not (isinstance(up, ast.Subscript) and up.value is node):
                     return False
         return True
-
-    def _module_of(self, node: ast.AST) -> Iterator[ast.AST]:
-        while not isinstance(node, ast.Module):
-            parent = self.parents.get(id(node))
-            if parent is None:
-                return
-            node = parent
-        yield node
 
     # -- a wrapper's call of the wrapped function ------------------------------------------------------------
 
