@@ -102,8 +102,13 @@ STATE_QUERIES = frozenset({
 # * ``torch.compiler.disable``: a wrapper that makes dynamo leave a function to eager (fla's launchers); it calls
 #   nothing when it wraps and compiles nothing (as a decorator it is inert for liveness too).
 COMPILER_OPT_OUTS = frozenset({"torch.compiler.disable"})
-INERT_PROBES = INERT_PROBES | STATE_QUERIES | COMPILER_OPT_OUTS
+# * ``record_function``: names a range in a profile (a context manager or a decorator); it computes nothing and reads
+#   nothing of the profiler's (the verifier's trace is CUPTI's, below PyTorch's profiler, which never runs). The rest
+#   of torch.profiler stays refused.
+PROFILE_LABELS = frozenset({"torch.profiler.record_function", "torch.autograd.profiler.record_function"})
+INERT_PROBES = INERT_PROBES | STATE_QUERIES | COMPILER_OPT_OUTS | PROFILE_LABELS
 _USABLE_INSIDE_REFUSED = AMP_DECORATORS | INERT_PROBES | GROUP_ONLY  # the names above, each usable anywhere
+IMPORTABLE_FROM_REFUSED = AMP_DECORATORS | PROFILE_LABELS  # `from torch.amp import custom_fwd`, `... record_function`
 # Namespaces of those decorators and probes: allowed in a test (``getattr(torch.npu, "amp", None) is not None``).
 PROBED_NAMESPACES = frozenset(a.rsplit(".", 1)[0] for a in AMP_DECORATORS) | PROBE_OWNERS
 _NAME_RULES_LEAVES: frozenset[str] = frozenset()  # filled below: stream/state names are not compute

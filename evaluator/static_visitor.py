@@ -62,9 +62,9 @@ from evaluator.static_rules import (
     ALLOWED_DUNDER_DEFS,
     ALLOWED_DUNDERS,
     ALLOWED_SUMMARY,
-    AMP_DECORATORS,
     DANGEROUS_BUILTINS,
     FILE_IO_METHODS,
+    IMPORTABLE_FROM_REFUSED,
     PROBE_OWNERS,
     PROBED_NAMESPACES,
     TENSOR_BASES,
@@ -542,7 +542,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             if alias.name == "*":
                 self.report("banned-import", node, f"`from {node.module} import *` hides which names are "
                             "used; import the names you need explicitly")
-            elif module_allowed(full) or full in AMP_DECORATORS:  # from torch.amp import custom_fwd
+            elif module_allowed(full) or full in IMPORTABLE_FROM_REFUSED:  # from torch.amp import custom_fwd
                 continue
             elif self._check_module(node, node.module):
                 hit = classify_name(full)

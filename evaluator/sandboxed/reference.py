@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from evaluator.sandboxed import compare as cmp
-from evaluator.sandboxed import environment, handoff, taskspec
+from evaluator.sandboxed import environment, handoff, sentinels, taskspec
 from evaluator.sandboxed.near import (
     FOLLOWS,
     SIGNED_KINDS,
@@ -175,6 +175,8 @@ class ReferenceRunner:
         self.small = True
         self.seeds: list[int] = []
         self.dists: dict[int, str] = {}  # seed -> the distribution its inputs were drawn with
+        self.marks: dict[int, tuple[sentinels.Mark, ...]] = {}  # seed -> integer inputs holding a sentinel value
+        self.task_source: str | None = None  # the task's source (sentinels.candidates reads names in it)
         self.init_seed = 0
         self.perturb_seed = 0
         self.inputs_dir: Path | None = None
@@ -207,6 +209,7 @@ class ReferenceRunner:
         self.inputs_dir = Path(req["inputs_dir"])
         self.inputs_dir.mkdir(parents=True, exist_ok=True)
         self.task = task = taskspec.load_task(req["task"])
+        self.marks, self.task_source = {}, None
         taskspec.check_kept_inputs_vary(task, self.small, self.seeds)
         self.model_native = self._build_model()
         self._write_init()
@@ -227,6 +230,8 @@ class ReferenceRunner:
                 dist = "task"
                 computed = self._compute_seed(seed, dist)
             self.dists[seed] = dist
+            if dist in taskspec.MARKED_DISTRIBUTIONS:
+                computed = self._with_sentinels(seed, dist, computed)
             if si == 0:
                 first = computed
             for ci, (inputs, native, ref) in enumerate(computed):
@@ -269,7 +274,7 @@ class ReferenceRunner:
             # the task's own small cases were judged (a CPU run of a task that has them); otherwise its scored cases
             "small_cases": self.small and hasattr(task.module, "get_small_cases"),
             "model_forward": ", ".join(taskspec.forward_parameter_names(task.model_cls)),
-            "distributions": [self.dists[s] for s in self.seeds],
+            "distributions": [self._described(s) for s in self.seeds],
             "dropped_distributions": dropped,
             "reference_precision": "float64" if self.model_ref is not None else "task dtype (float64 failed)",
             "training_mode_free": self._training_mode_free([(inputs, native) for inputs, native, _ in first]),
@@ -300,6 +305,85 @@ class ReferenceRunner:
         torch.save(value, path)
         return str(path)
 
+    def _with_sentinels(self, seed: int, dist: str, computed: list[tuple[list[Any], list[torch.Tensor],
+                                                                         list[torch.Tensor]]]
+                        ) -> list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]:
+        """The seed's cases again with a sentinel value at secret positions of their integer inputs
+        (:mod:`evaluator.sandboxed.sentinels`), where some value means something of its own to the op; else as
+        they were."""
+        marks = self._find_marks(seed, computed)
+        if not marks:
+            return computed
+        self.marks[seed] = marks
+        again = self._compute_seed(seed, dist)
+        if all(_well_defined(native, ref) for _, native, ref in again):
+            return again
+        del self.marks[seed]
+        return self._compute_seed(seed, dist)
+
+    def _find_marks(self, seed: int, computed: list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]
+                    ) -> tuple[sentinels.Mark, ...]:
+        """For each integer input of each case, the first value of :func:`sentinels.candidates` (in an order drawn
+        from the seed) that the op accepts there and that means something of its own. Tried on the CPU: an index the
+        op refuses raises there, where on a GPU it may end the process's CUDA context with a device-side assert."""
+        assert self.task is not None
+        if self.task_source is None:
+            self.task_source = self.task.path.read_text(errors="replace")
+        marks: list[sentinels.Mark] = []
+        model: torch.nn.Module | None = None
+        for ci, (inputs, _native, _ref) in enumerate(computed):
+            ks = [k for k, v in enumerate(inputs) if k not in self.task.keep_inputs and sentinels.markable(v)]
+            if not ks:
+                continue
+            if model is None:
+                model = self.model_native if self.device == "cpu" else copy.deepcopy(self.model_native).cpu()
+            case = [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in inputs]
+            called: list[int] = []
+            base = sentinels.answers(model, case, record=called)
+            if base is None:
+                return ()
+            values = sentinels.candidates(self.task_source, model, called)
+            for k in ks:
+                for value in random.Random(seed * 31 + k).sample(values, len(values)):
+                    if sentinels.fits(case[k], value) and self._means_something(model, case, k, value, base, seed, ci):
+                        marks.append((ci, k, value))
+                        break
+        return tuple(marks)
+
+    @staticmethod
+    def _means_something(model: torch.nn.Module, case: list[Any], k: int, value: int, base: list[torch.Tensor],
+                         seed: int, ci: int) -> bool:
+        """Whether ``value`` at the secret positions of input ``k`` is accepted by the op (no error, answers finite
+        wherever they were), changes its answers, and gives answers of its own (not those of an in-range value it
+        could stand for, as -1 stands for the last row of ``weight[idx]``)."""
+        def at(v: int) -> list[torch.Tensor] | None:
+            return sentinels.answers(model, case[:k] + [sentinels.marked(case[k], v, seed, ci, k)] + case[k + 1:])
+
+        got = at(value)
+        if got is None or len(got) != len(base) or any(
+                g.shape != b.shape or g.dtype != b.dtype or (b.is_floating_point() and bool(
+                    (~torch.isfinite(g) & torch.isfinite(b)).any())) for g, b in zip(got, base)):
+            return False
+        if all(same_bits(g, b) for g, b in zip(got, base)):
+            return False
+        for alias in sentinels.aliases(value, [*case, *model.state_dict().values()]):
+            other = at(alias)
+            if other is not None and len(other) == len(got) and all(
+                    o.shape == g.shape and o.dtype == g.dtype and same_bits(o, g) for o, g in zip(other, got)):
+                return False
+        return True
+
+    def _described(self, seed: int) -> str:
+        """The seed's distribution as a verdict names it, with the sentinels its integer inputs hold."""
+        dist, marks = self.dists[seed], self.marks.get(seed, ())
+        if not marks:
+            return dist
+        assert self.task is not None
+        names = taskspec.forward_parameter_names(self.task.model_cls)
+        held = sorted({(k, value) for _ci, k, value in marks})
+        return dist + " (" + ", ".join(f"{value} at a few positions of {names[k] if k < len(names) else k}"
+                                       for k, value in held) + ")"
+
     def _compute_seed(self, seed: int, dist: str, scale: float | None = None,
                       only_case: int | None = None) -> list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]:
         """Inputs, eager outputs and float64 references of the cases of one seed; ``scale``: the floating inputs
@@ -307,7 +391,8 @@ class ReferenceRunner:
         assert self.task is not None
         results = []
         if only_case is None:
-            cases = list(enumerate(taskspec.generate_cases(self.task, self.small, seed, dist)))
+            cases = list(enumerate(taskspec.generate_cases(self.task, self.small, seed, dist,
+                                                           self.marks.get(seed, ()))))
         else:  # a re-validated timed call: only its case
             cases = [(only_case, self._timing_case(only_case, seed, dist))]
         for ci, case in cases:
@@ -335,7 +420,7 @@ class ReferenceRunner:
         assert self.task is not None
         kept = self.timing_inputs.get((ci, seed)) if dist == "task" else None
         if kept is None:
-            return taskspec.generate_case(self.task, self.small, seed, dist, ci)
+            return taskspec.generate_case(self.task, self.small, seed, dist, ci, self.marks.get(seed, ()))
         path, state = kept
         case = list(torch.load(path, weights_only=True, map_location="cpu", mmap=True))
         torch.set_rng_state(state)
@@ -428,7 +513,8 @@ class ReferenceRunner:
         assert self.task is not None and self.varied_models is not None
         if (ci, seed) not in self.varied_refs:
             native_model, ref_model = self.varied_models
-            cases = taskspec.generate_cases(self.task, self.small, seed, self.dists.get(seed, "task"))
+            cases = taskspec.generate_cases(self.task, self.small, seed, self.dists.get(seed, "task"),
+                                            self.marks.get(seed, ()))
             for k, case in enumerate(cases):
                 self.varied_refs[(k, seed)] = self._answers(native_model, ref_model, case, k,
                                                             f"case {k}, seed {seed}, other constructor arguments")
@@ -540,7 +626,8 @@ class ReferenceRunner:
         if path is not None:
             values = list(torch.load(path, weights_only=True, map_location="cpu", mmap=True))
         else:
-            values = taskspec.generate_case(self.task, self.small, seed, self.dists.get(seed, "task"), ci)
+            values = taskspec.generate_case(self.task, self.small, seed, self.dists.get(seed, "task"), ci,
+                                            self.marks.get(seed, ()))
         # on the device: the near-duplicates are cut from it and answered there (no host copy of a whole set each)
         return [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in values]
 

@@ -27,9 +27,12 @@ from typing import Any
 
 import torch
 
+from evaluator.sandboxed import sentinels
+
 # Each correctness seed draws the task's inputs and then reshapes the floating-point ones (see
 # apply_distribution); the parameters of each reshaping come from the seed, which no candidate ever sees.
 DEFAULT_DISTRIBUTIONS = ("task", "signed", "scaled", "shifted", "wide")
+MARKED_DISTRIBUTIONS = ("wide",)  # integer inputs hold a sentinel value the op means something by (sentinels.py)
 DISTRIBUTIONS = frozenset({*DEFAULT_DISTRIBUTIONS, "uniform", "small"})
 GUARD_ELEMENTS = 4096  # sentinel-filled elements before and after every input (catches out-of-bounds access)
 
@@ -293,20 +296,25 @@ def _shuffled_rows(value: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 
 
 GENERATED_KEPT_BYTES = 4 << 30  # the reference process keeps this much of generated inputs (see generate_cases)
-_generated: OrderedDict[tuple[str, bool, int, str], tuple[list[list[Any]], torch.Tensor, int]] = OrderedDict()
+_DrawKey = tuple[str, bool, int, str, tuple[sentinels.Mark, ...]]
+_generated: OrderedDict[_DrawKey, tuple[list[list[Any]], torch.Tensor, int]] = OrderedDict()
 
 
-def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str) -> list[list[Any]]:
-    """All cases for one seed, on the CPU, deterministically (fresh tensors for every caller; see :func:`_drawn`)."""
-    return [_fresh_copies(case) for case in _drawn(task, small, seed, distribution)]
+def generate_cases(task: LoadedTask, small: bool, seed: int, distribution: str,
+                   marks: tuple[sentinels.Mark, ...] = ()) -> list[list[Any]]:
+    """All cases for one seed, on the CPU, deterministically (fresh tensors for every caller; see :func:`_drawn`).
+    ``marks``: integer inputs that hold a sentinel value at the seed's secret positions (:mod:`sentinels`)."""
+    return [_fresh_copies(case) for case in _drawn(task, small, seed, distribution, marks)]
 
 
-def generate_case(task: LoadedTask, small: bool, seed: int, distribution: str, index: int) -> list[Any]:
+def generate_case(task: LoadedTask, small: bool, seed: int, distribution: str, index: int,
+                  marks: tuple[sentinels.Mark, ...] = ()) -> list[Any]:
     """Case ``index`` of :func:`generate_cases` alone (only it is copied)."""
-    return _fresh_copies(_drawn(task, small, seed, distribution)[index])
+    return _fresh_copies(_drawn(task, small, seed, distribution, marks)[index])
 
 
-def _drawn(task: LoadedTask, small: bool, seed: int, distribution: str) -> list[list[Any]]:
+def _drawn(task: LoadedTask, small: bool, seed: int, distribution: str,
+           marks: tuple[sentinels.Mark, ...] = ()) -> list[list[Any]]:
     """The cases drawn for one seed, kept (never handed out: callers get copies).
 
     The same seed is asked for again and again: every re-validated timed call needs the inputs of one timing seed
@@ -314,13 +322,15 @@ def _drawn(task: LoadedTask, small: bool, seed: int, distribution: str) -> list[
     millions of elements, then the distribution) costs far more than judging the call. The most recent draws are
     kept (up to :data:`GENERATED_KEPT_BYTES`) with the generator's state after them, which is restored on a
     repeat: a caller sees exactly what drawing again would have given it, values and generator state alike."""
-    key = (str(task.path), small, int(seed), distribution)
+    key = (str(task.path), small, int(seed), distribution, marks)
     kept = _generated.get(key)
     if kept is None:
         torch.manual_seed(seed)
         cases = task.raw_cases(small)
         drawn = [[v if k in task.keep_inputs else apply_distribution(v, distribution, seed)
                   for k, v in enumerate(case)] for case in cases]
+        for case, k, value in marks:
+            drawn[case][k] = sentinels.marked(drawn[case][k], value, seed, case, k)
         size = sum(v.numel() * v.element_size() for case in drawn for v in case if isinstance(v, torch.Tensor))
         kept = (drawn, torch.get_rng_state(), size)
         _generated[key] = kept

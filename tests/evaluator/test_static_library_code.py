@@ -186,6 +186,10 @@ HONEST = [
                 "        return tl.extra.cuda.libdevice.tanh(x)\n\n\n"
                 "from triton.language.extra.libdevice import tanh  # noqa: E402,F811"),
     dict(module="import einops", body="out = einops.rearrange(out, '(a b) -> a b', a=1).reshape(x.shape)"),
+    # profile labels: a context manager, a decorator, imported by name
+    dict(body="with torch.autograd.profiler.record_function('copy'):\n    out = out * 1"),
+    dict(module="from torch.profiler import record_function\n\n\n@record_function('norm')\ndef norm(t):\n"
+                "    return t", body="out = norm(out)"),
 ]
 
 
@@ -308,6 +312,8 @@ REFUSED = [
                          body="u = use(triton.runtime.driver.active.utils)  # HERE")),
     ("torch-compute", dict(body="with torch.amp.autocast('cuda'):  # HERE\n    pass")),
     ("banned-import", dict(body="g = torch.distributed.new_group()  # HERE")),
+    ("banned-import", dict(body="with torch.profiler.profile() as prof:  # HERE\n    pass")),
+    ("banned-import", dict(module="from torch.autograd.profiler import _is_profiler_enabled  # HERE")),
     # rebindings that would make the checker misread a name
     ("patching", dict(module="from torch import empty\n\nif True:\n    def empty(*a):  # HERE\n"
                              "        return torch.softmax(a[0], -1)")),

@@ -1,7 +1,8 @@
 """Honest cross entropy for bench/ops/cross_entropy.py in the style of fused-loss libraries: one program per
 row streams the vocabulary with an online log-sum-exp (running max and rescaled sum), picks the target's
-logit, writes a per-row loss; a second single-program kernel reduces the mean in a fixed order. An Enum names
-the reduction, inputs are validated with clear errors, tl.constexpr defaults, math.inf, int64 row offsets."""
+logit, writes a per-row loss; a second single-program kernel reduces the mean in a fixed order. Rows whose target
+is ``ignore_index`` (-100, PyTorch's default: padded labels) add nothing and are left out of the mean. An Enum
+names the reduction, inputs are validated with clear errors, tl.constexpr defaults, int64 row offsets."""
 
 import enum
 
@@ -18,13 +19,16 @@ class Reduction(enum.Enum):
 
 
 DEFAULT_BLOCK = 2048
+IGNORE_INDEX = -100
 
 
 @triton.jit
-def _row_loss_kernel(logits_ptr, target_ptr, loss_ptr, stride_row, n_cols, BLOCK: tl.constexpr = 1024):
+def _row_loss_kernel(logits_ptr, target_ptr, loss_ptr, valid_ptr, stride_row, n_cols, ignore_index,
+                     BLOCK: tl.constexpr = 1024):
     row = tl.program_id(0).to(tl.int64)
     base = logits_ptr + row * stride_row
     target = tl.load(target_ptr + row)
+    valid = target != ignore_index
     m = -float("inf")
     s = 0.0
     for start in range(0, n_cols, BLOCK):
@@ -33,17 +37,23 @@ def _row_loss_kernel(logits_ptr, target_ptr, loss_ptr, stride_row, n_cols, BLOCK
         new_m = tl.maximum(m, tl.max(x, axis=0))
         s = s * tl.exp(m - new_m) + tl.sum(tl.exp(x - new_m), axis=0)
         m = new_m
-    target_logit = tl.load(base + target).to(tl.float32)
-    tl.store(loss_ptr + row, tl.log(s) + m - target_logit)
+    target_logit = tl.load(base + target, mask=valid, other=0.0).to(tl.float32)
+    tl.store(loss_ptr + row, tl.where(valid, tl.log(s) + m - target_logit, 0.0))
+    tl.store(valid_ptr + row, valid.to(tl.float32))
 
 
 @triton.jit
-def _reduce_kernel(loss_ptr, out_ptr, n_rows, scale, BLOCK: tl.constexpr = 1024):
+def _reduce_kernel(loss_ptr, valid_ptr, out_ptr, n_rows, MEAN: tl.constexpr, BLOCK: tl.constexpr = 1024):
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    count = tl.zeros((BLOCK,), dtype=tl.float32)
     for start in range(0, n_rows, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         acc += tl.load(loss_ptr + offs, mask=offs < n_rows, other=0.0)
-    tl.store(out_ptr, tl.sum(acc, axis=0) * scale)
+        count += tl.load(valid_ptr + offs, mask=offs < n_rows, other=0.0)
+    total = tl.sum(acc, axis=0)
+    if MEAN:
+        total = total / tl.sum(count, axis=0)  # every row ignored: 0 / 0, NaN as in PyTorch
+    tl.store(out_ptr, total)
 
 
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor, reduction: Reduction = Reduction.MEAN):
@@ -55,13 +65,13 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, reduction: Reducti
     target = target.contiguous()
     n_rows, n_cols = logits.shape
     losses = torch.empty(n_rows, device=logits.device, dtype=torch.float32)
-    _row_loss_kernel[(n_rows,)](logits, target, losses, logits.stride(0), n_cols,
+    valid = torch.empty(n_rows, device=logits.device, dtype=torch.float32)
+    _row_loss_kernel[(n_rows,)](logits, target, losses, valid, logits.stride(0), n_cols, IGNORE_INDEX,
                                 BLOCK=min(DEFAULT_BLOCK, triton.next_power_of_2(n_cols)))
     if reduction is Reduction.NONE:
         return losses
     out = torch.empty((), device=logits.device, dtype=torch.float32)
-    scale = 1.0 / n_rows if reduction is Reduction.MEAN else 1.0
-    _reduce_kernel[(1,)](losses, out, n_rows, scale)
+    _reduce_kernel[(1,)](losses, valid, out, n_rows, MEAN=reduction is Reduction.MEAN)
     return out
 
 
