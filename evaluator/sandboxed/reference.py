@@ -311,7 +311,7 @@ class ReferenceRunner:
         """The seed's cases again with a sentinel value at secret positions of their integer inputs
         (:mod:`evaluator.sandboxed.sentinels`), where some value means something of its own to the op; else as
         they were."""
-        marks = self._find_marks(seed, computed)
+        marks = self._find_marks(seed, dist, computed)
         if not marks:
             return computed
         self.marks[seed] = marks
@@ -321,43 +321,51 @@ class ReferenceRunner:
         del self.marks[seed]
         return self._compute_seed(seed, dist)
 
-    def _find_marks(self, seed: int, computed: list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]
+    def _find_marks(self, seed: int, dist: str,
+                    computed: list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]
                     ) -> tuple[sentinels.Mark, ...]:
-        """For each integer input of each case, the first value of :func:`sentinels.candidates` (in an order drawn
-        from the seed) that the op accepts there and that means something of its own. Tried on the CPU: an index the
-        op refuses raises there, where on a GPU it may end the process's CUDA context with a device-side assert."""
+        """For each integer input, the first value of :func:`sentinels.candidates` (in an order drawn from the seed)
+        that the op accepts there and that means something of its own, marked in every case that does not draw it.
+        Decided once on the smallest case at hand (the task's small cases where the scored ones are large: a
+        forward of a [4096, 32000] cross entropy on the CPU costs a second), and on the CPU: an index the op refuses
+        raises there, where on a GPU it may end the process's CUDA context with a device-side assert."""
         assert self.task is not None
+        cases = [[v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in inputs] for inputs, _, _ in computed]
+        ks = [k for k in range(min(map(len, cases), default=0))
+              if k not in self.task.keep_inputs and all(sentinels.markable(case[k]) for case in cases)]
+        if not ks:
+            return ()
+        if not self.small and hasattr(self.task.module, "get_small_cases"):
+            small = taskspec.generate_cases(self.task, True, seed, dist)
+            cases = small if all(len(c) > max(ks) and all(sentinels.markable(c[k]) for k in ks) for c in small) \
+                else cases
+        probe = min(cases, key=lambda c: sum(v.numel() for v in c if isinstance(v, torch.Tensor)))
+        model = self.model_native if self.device == "cpu" else copy.deepcopy(self.model_native).cpu()
+        called: list[int] = []
+        base = sentinels.answers(model, probe, record=called)
+        if base is None:
+            return ()
         if self.task_source is None:
             self.task_source = self.task.path.read_text(errors="replace")
+        values = sentinels.candidates(self.task_source, model, called)
         marks: list[sentinels.Mark] = []
-        model: torch.nn.Module | None = None
-        for ci, (inputs, _native, _ref) in enumerate(computed):
-            ks = [k for k, v in enumerate(inputs) if k not in self.task.keep_inputs and sentinels.markable(v)]
-            if not ks:
-                continue
-            if model is None:
-                model = self.model_native if self.device == "cpu" else copy.deepcopy(self.model_native).cpu()
-            case = [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in inputs]
-            called: list[int] = []
-            base = sentinels.answers(model, case, record=called)
-            if base is None:
-                return ()
-            values = sentinels.candidates(self.task_source, model, called)
-            for k in ks:
-                for value in random.Random(seed * 31 + k).sample(values, len(values)):
-                    if sentinels.fits(case[k], value) and self._means_something(model, case, k, value, base, seed, ci):
-                        marks.append((ci, k, value))
-                        break
+        for k in ks:
+            found = next((v for v in random.Random(seed * 31 + k).sample(values, len(values))
+                          if sentinels.fits(probe[k], v) and self._means_something(model, probe, k, v, base, seed)),
+                         None)
+            if found is not None:
+                marks.extend((ci, k, found) for ci, (inputs, _, _) in enumerate(computed)
+                             if sentinels.fits(inputs[k], found))
         return tuple(marks)
 
     @staticmethod
     def _means_something(model: torch.nn.Module, case: list[Any], k: int, value: int, base: list[torch.Tensor],
-                         seed: int, ci: int) -> bool:
+                         seed: int) -> bool:
         """Whether ``value`` at the secret positions of input ``k`` is accepted by the op (no error, answers finite
         wherever they were), changes its answers, and gives answers of its own (not those of an in-range value it
         could stand for, as -1 stands for the last row of ``weight[idx]``)."""
         def at(v: int) -> list[torch.Tensor] | None:
-            return sentinels.answers(model, case[:k] + [sentinels.marked(case[k], v, seed, ci, k)] + case[k + 1:])
+            return sentinels.answers(model, case[:k] + [sentinels.marked(case[k], v, seed, 0, k)] + case[k + 1:])
 
         got = at(value)
         if got is None or len(got) != len(base) or any(

@@ -131,3 +131,25 @@ def test_no_sentinel_where_no_value_means_something_of_its_own(tmp_path, body, e
     _runner, plan, (_x, idx) = _load(tmp_path, body, high=50, extra=extra)
     assert plan["distributions"] == ["wide"]
     assert int(idx.min()) >= 0
+
+
+def test_scored_cases_take_the_value_decided_on_the_small_cases(tmp_path):
+    """On a GPU the scored cases are large: the value is decided on the task's small cases (on the CPU), then marked in
+    every scored case that does not draw it."""
+    path = tmp_path / "task.py"
+    path.write_text(_TASK.format(body="F.cross_entropy(x, idx)", high=300, extra="") + textwrap.dedent('''
+
+        def get_cases():
+            return [[torch.randn(n, 300), torch.randint(0, 300, (n,))] for n in (64, 40)]
+
+
+        def get_small_cases():
+            return [[torch.randn(5, 300), torch.randint(0, 300, (5,))]]
+    '''))
+    runner = ReferenceRunner(tmp_path / "private", "cpu")
+    plan = runner.load({"task": str(path), "small": False, "seeds": [11], "init_seed": 5,
+                        "inputs_dir": str(tmp_path / "inputs")}, [])
+    assert plan["distributions"] == ["wide (-100 at a few positions of idx)"]
+    for entry in plan["inputs"]:
+        _x, idx = torch.load(entry["file"], weights_only=True)
+        assert len(idx) in (64, 40) and 1 <= int((idx == -100).sum()) < len(idx)
