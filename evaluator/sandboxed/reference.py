@@ -177,6 +177,7 @@ class ReferenceRunner:
         self.dists: dict[int, str] = {}  # seed -> the distribution its inputs were drawn with
         self.marks: dict[int, tuple[sentinels.Mark, ...]] = {}  # seed -> integer inputs holding a sentinel value
         self.task_source: str | None = None  # the task's source (sentinels.candidates reads names in it)
+        self.cpu_model: torch.nn.Module | None = None  # the model on the CPU, where sentinels are tried
         self.init_seed = 0
         self.perturb_seed = 0
         self.inputs_dir: Path | None = None
@@ -209,7 +210,7 @@ class ReferenceRunner:
         self.inputs_dir = Path(req["inputs_dir"])
         self.inputs_dir.mkdir(parents=True, exist_ok=True)
         self.task = task = taskspec.load_task(req["task"])
-        self.marks, self.task_source = {}, None
+        self.marks, self.task_source, self.cpu_model = {}, None, None
         taskspec.check_kept_inputs_vary(task, self.small, self.seeds)
         self.model_native = self._build_model()
         self._write_init()
@@ -222,6 +223,7 @@ class ReferenceRunner:
         eager_err: dict[int, list[float]] = {}
         dropped: list[str] = []
         first: list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]] = []
+        shares = random.Random(self.seeds[0] if self.seeds else 0).sample(sentinels.SHARES, len(sentinels.SHARES))
         for si, seed in enumerate(self.seeds):
             dist = taskspec.distribution_for(task, si)
             computed = self._compute_seed(seed, dist)
@@ -231,7 +233,7 @@ class ReferenceRunner:
                 computed = self._compute_seed(seed, dist)
             self.dists[seed] = dist
             if dist in taskspec.MARKED_DISTRIBUTIONS:
-                computed = self._with_sentinels(seed, dist, computed)
+                computed = self._with_sentinels(seed, dist, computed, shares[len(self.marks) % len(shares)])
             if si == 0:
                 first = computed
             for ci, (inputs, native, ref) in enumerate(computed):
@@ -248,6 +250,7 @@ class ReferenceRunner:
                         "outputs": [taskspec.describe(n) for n in native],
                         "hbm_bytes": taskspec.hbm_bytes(task, inputs, native),
                     })
+        self.cpu_model = None  # sentinels are chosen: a large model's CPU copy is not kept for the session
         for ci, meta in enumerate(cases_meta):
             self.base_tolerance[ci] = [
                 cmp.tolerance_for(getattr(torch, o["dtype"].split(".")[-1]), task.tolerance, eager_err[ci][k])
@@ -306,12 +309,12 @@ class ReferenceRunner:
         return str(path)
 
     def _with_sentinels(self, seed: int, dist: str, computed: list[tuple[list[Any], list[torch.Tensor],
-                                                                         list[torch.Tensor]]]
+                                                                         list[torch.Tensor]]], share: float
                         ) -> list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]:
         """The seed's cases again with a sentinel value at secret positions of their integer inputs
         (:mod:`evaluator.sandboxed.sentinels`), where some value means something of its own to the op; else as
         they were."""
-        marks = self._find_marks(seed, dist, computed)
+        marks = self._find_marks(seed, dist, computed, share)
         if not marks:
             return computed
         self.marks[seed] = marks
@@ -322,7 +325,7 @@ class ReferenceRunner:
         return self._compute_seed(seed, dist)
 
     def _find_marks(self, seed: int, dist: str,
-                    computed: list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]
+                    computed: list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]], share: float
                     ) -> tuple[sentinels.Mark, ...]:
         """For each integer input, the first value of :func:`sentinels.candidates` (in an order drawn from the seed)
         that the op accepts there and that means something of its own, marked in every case that does not draw it.
@@ -340,7 +343,9 @@ class ReferenceRunner:
             cases = small if all(len(c) > max(ks) and all(sentinels.markable(c[k]) for k in ks) for c in small) \
                 else cases
         probe = min(cases, key=lambda c: sum(v.numel() for v in c if isinstance(v, torch.Tensor)))
-        model = self.model_native if self.device == "cpu" else copy.deepcopy(self.model_native).cpu()
+        if self.cpu_model is None:
+            self.cpu_model = self.model_native if self.device == "cpu" else copy.deepcopy(self.model_native).cpu()
+        model = self.cpu_model
         called: list[int] = []
         base = sentinels.answers(model, probe, record=called)
         if base is None:
@@ -350,22 +355,22 @@ class ReferenceRunner:
         values = sentinels.candidates(self.task_source, model, called)
         marks: list[sentinels.Mark] = []
         for k in ks:
-            found = next((v for v in random.Random(seed * 31 + k).sample(values, len(values))
-                          if sentinels.fits(probe[k], v) and self._means_something(model, probe, k, v, base, seed)),
-                         None)
+            order = random.Random(seed * 31 + k).sample(values, len(values))
+            found = next((v for v in order if sentinels.fits(probe[k], v)
+                          and self._means_something(model, probe, k, v, base, seed, share)), None)
             if found is not None:
-                marks.extend((ci, k, found) for ci, (inputs, _, _) in enumerate(computed)
+                marks.extend((ci, k, found, share) for ci, (inputs, _, _) in enumerate(computed)
                              if sentinels.fits(inputs[k], found))
         return tuple(marks)
 
     @staticmethod
     def _means_something(model: torch.nn.Module, case: list[Any], k: int, value: int, base: list[torch.Tensor],
-                         seed: int) -> bool:
+                         seed: int, share: float) -> bool:
         """Whether ``value`` at the secret positions of input ``k`` is accepted by the op (no error, answers finite
         wherever they were), changes its answers, and gives answers of its own (not those of an in-range value it
         could stand for, as -1 stands for the last row of ``weight[idx]``)."""
         def at(v: int) -> list[torch.Tensor] | None:
-            return sentinels.answers(model, case[:k] + [sentinels.marked(case[k], v, seed, 0, k)] + case[k + 1:])
+            return sentinels.answers(model, case[:k] + [sentinels.marked(case[k], v, seed, 0, k, share)] + case[k + 1:])
 
         got = at(value)
         if got is None or len(got) != len(base) or any(
@@ -388,9 +393,9 @@ class ReferenceRunner:
             return dist
         assert self.task is not None
         names = taskspec.forward_parameter_names(self.task.model_cls)
-        held = sorted({(k, value) for _ci, k, value in marks})
-        return dist + " (" + ", ".join(f"{value} at a few positions of {names[k] if k < len(names) else k}"
-                                       for k, value in held) + ")"
+        held = sorted({(k, value, share) for _ci, k, value, share in marks})
+        return dist + " (" + ", ".join(f"{value} at {share:.0%} of {names[k] if k < len(names) else k}"
+                                       for k, value, share in held) + ")"
 
     def _compute_seed(self, seed: int, dist: str, scale: float | None = None,
                       only_case: int | None = None) -> list[tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]]:

@@ -2,12 +2,12 @@
 
 Integer inputs keep the task's draw (their order and range are the op's: indices into a table, sorted offsets), so a
 value the op gives a meaning of its own (cross entropy's ``ignore_index=-100``, a padding index) is never checked
-unless the task draws it, and a kernel that skips its handling passes. Under the ``wide`` distribution the reference
-process therefore writes one such value at a few secret positions of each integer input of each case
-(:func:`marked`), chosen from :func:`candidates` where the op accepts it (no error, answers still finite) and where
-it means something of its own: the op's answers change, and they differ from what any in-range value that it could
-be an alias of gives (``weight[idx]`` counts -1 from the end: a wrapped index, not a sentinel). The positions come
-from the seed, which no candidate sees.
+unless the task draws it, and a kernel that skips its handling passes. Under every distribution but the task's own
+the reference process therefore writes one such value at secret positions of each integer input of each case
+(:func:`marked`; a share of them from a few to most, each share on some seed), chosen from :func:`candidates` where
+the op accepts it (no error, answers still finite) and where it means something of its own: the op's answers change,
+and they differ from what any in-range value that it could be an alias of gives (``weight[idx]`` counts -1 from the
+end: a wrapped index, not a sentinel). The positions come from the seed, which no candidate sees.
 
 Pure functions: the reference process runs the trials (:class:`evaluator.sandboxed.reference.ReferenceRunner`).
 """
@@ -21,9 +21,14 @@ from typing import Any
 
 import torch
 
-Mark = tuple[int, int, int]  # (case, input, value): that integer input of that case holds the value at secret positions
+# (case, input, value, share): that integer input of that case holds the value at a share of its elements, at secret
+# positions
+Mark = tuple[int, int, int, float]
 
-SHARE = 0.03  # of an integer input's elements, this share (at least one, never all) holds the sentinel
+# of an integer input's elements, one of these shares (at least one element, never all) holds the sentinel; the seeds
+# that hold one take them in turn, in an order of their own, so a kernel that handles it only while it is rare (or only
+# while it is common) is wrong on some seed of every evaluation
+SHARES = (0.03, 0.15, 0.4, 0.7)
 WORDS = ("ignore", "pad", "blank", "mask", "invalid", "sentinel", "missing", "null", "unk", "eos", "bos")
 LIMIT = 8  # candidates tried per input at most (each trial is a forward pass or two)
 
@@ -129,17 +134,17 @@ def fits(value: torch.Tensor, sentinel: int) -> bool:
     return info.min <= sentinel <= info.max and not bool((value == sentinel).any())
 
 
-def positions(numel: int, seed: int, case: int, index: int) -> torch.Tensor:
-    """The flat positions that hold the sentinel: a share of :data:`SHARE`, at least one, never all."""
-    count = min(max(1, int(numel * SHARE)), numel - 1)
+def positions(numel: int, seed: int, case: int, index: int, share: float) -> torch.Tensor:
+    """The flat positions that hold the sentinel: ``share`` of them, at least one, never all."""
     gen = torch.Generator().manual_seed((seed * 1_000_003 + case * 7919 + index * 104_729 + 65_537) % (1 << 62))
+    count = min(max(1, int(numel * share)), numel - 1)
     return torch.randperm(numel, generator=gen)[:count]
 
 
-def marked(value: torch.Tensor, sentinel: int, seed: int, case: int, index: int) -> torch.Tensor:
+def marked(value: torch.Tensor, sentinel: int, seed: int, case: int, index: int, share: float) -> torch.Tensor:
     """A copy of ``value`` (contiguous, as :func:`markable` asks) with ``sentinel`` at the secret positions."""
     out = value.clone()
-    where = positions(value.numel(), seed, case, index).to(value.device)
+    where = positions(value.numel(), seed, case, index, share).to(value.device)
     out.view(-1)[where] = sentinel
     return out
 

@@ -32,7 +32,10 @@ from evaluator.sandboxed import sentinels
 # Each correctness seed draws the task's inputs and then reshapes the floating-point ones (see
 # apply_distribution); the parameters of each reshaping come from the seed, which no candidate ever sees.
 DEFAULT_DISTRIBUTIONS = ("task", "signed", "scaled", "shifted", "wide")
-MARKED_DISTRIBUTIONS = ("wide",)  # integer inputs hold a sentinel value the op means something by (sentinels.py)
+# integer inputs hold a sentinel value the op means something by (sentinels.py) under every distribution but the task's
+# own: also under those whose floats look like the task's draw (`signed` of a randn), so that a kernel cannot handle
+# the sentinel only where the other inputs look unusual
+MARKED_DISTRIBUTIONS = ("signed", "scaled", "shifted", "wide", "uniform", "small")
 DISTRIBUTIONS = frozenset({*DEFAULT_DISTRIBUTIONS, "uniform", "small"})
 GUARD_ELEMENTS = 4096  # sentinel-filled elements before and after every input (catches out-of-bounds access)
 
@@ -329,8 +332,8 @@ def _drawn(task: LoadedTask, small: bool, seed: int, distribution: str,
         cases = task.raw_cases(small)
         drawn = [[v if k in task.keep_inputs else apply_distribution(v, distribution, seed)
                   for k, v in enumerate(case)] for case in cases]
-        for case, k, value in marks:
-            drawn[case][k] = sentinels.marked(drawn[case][k], value, seed, case, k)
+        for case, k, value, share in marks:
+            drawn[case][k] = sentinels.marked(drawn[case][k], value, seed, case, k, share)
         size = sum(v.numel() * v.element_size() for case in drawn for v in case if isinstance(v, torch.Tensor))
         kept = (drawn, torch.get_rng_state(), size)
         _generated[key] = kept

@@ -1,6 +1,7 @@
 """Sentinel values in integer inputs: which values are tried, where they go, and which the reference keeps (only
 values the op accepts and means something by: cross entropy's ignore_index, not a wrapped negative index)."""
 
+import re
 import textwrap
 
 import pytest
@@ -42,15 +43,19 @@ class _Loss(nn.Module):
         return torch.nn.functional.cross_entropy(logits, target), rows
 
 
-def test_positions_are_a_few_never_all_and_the_seeds_own():
+def test_positions_are_a_share_never_all_and_the_seeds_own():
     for numel in (2, 13, 1000):
-        where = sentinels.positions(numel, seed=5, case=0, index=1)
-        assert 1 <= len(where) < numel and len(set(where.tolist())) == len(where)
-        assert torch.equal(where, sentinels.positions(numel, seed=5, case=0, index=1))
-    assert not torch.equal(sentinels.positions(1000, 5, 0, 1), sentinels.positions(1000, 6, 0, 1))
+        for share in sentinels.SHARES:
+            where = sentinels.positions(numel, seed=5, case=0, index=1, share=share)
+            assert 1 <= len(where) < numel and len(set(where.tolist())) == len(where)
+            assert len(where) == max(1, min(numel - 1, int(numel * share)))
+            assert torch.equal(where, sentinels.positions(numel, 5, 0, 1, share))
+    assert not torch.equal(sentinels.positions(1000, 5, 0, 1, 0.4), sentinels.positions(1000, 6, 0, 1, 0.4))
     target = torch.arange(40)
-    marked = sentinels.marked(target, -100, 5, 0, 1)
-    assert int((marked == -100).sum()) == 1 and torch.equal(target, torch.arange(40))  # a copy
+    marked = sentinels.marked(target, -100, 5, 0, 1, 0.15)
+    where = sentinels.positions(40, 5, 0, 1, 0.15)
+    assert torch.equal(marked == -100, torch.zeros(40, dtype=torch.bool).index_fill(0, where, True))
+    assert torch.equal(target, torch.arange(40))  # a copy
     assert not sentinels.markable(torch.zeros(4, dtype=torch.bool)) and not sentinels.markable(torch.zeros(4))
     assert not sentinels.markable(torch.arange(12).reshape(3, 4).t()) and not sentinels.markable(torch.tensor([1]))
     assert not sentinels.fits(torch.arange(4, dtype=torch.uint8), -1)
@@ -91,6 +96,14 @@ def get_inputs():
 '''
 
 
+def _labelled(plan, dists, value, name, first=0):
+    """The plan's distributions from ``first`` on are ``dists``, each naming ``value`` at a share of input ``name``."""
+    shares = "|".join(f"{share:.0%}" for share in sentinels.SHARES)
+    labels = plan["distributions"][first:]
+    return len(labels) == len(dists) and all(
+        re.fullmatch(rf"{d} \({value} at ({shares}) of {name}\)", label) for d, label in zip(dists, labels))
+
+
 def _load(tmp_path, body, high=300, extra=""):
     path = tmp_path / "task.py"
     path.write_text(_TASK.format(body=body, high=high, extra=extra))
@@ -103,7 +116,7 @@ def _load(tmp_path, body, high=300, extra=""):
 
 def test_cross_entropy_targets_hold_ignore_index_and_the_reference_ignores_them(tmp_path):
     runner, plan, (x, idx) = _load(tmp_path, "F.cross_entropy(x, idx)")
-    assert plan["distributions"] == ["wide (-100 at a few positions of idx)"]
+    assert _labelled(plan, ["wide"], "-100", "idx")
     assert 1 <= int((idx == -100).sum()) < len(idx)
     refs, _tolerances = runner.reference(0, 11)
     keep = idx != -100
@@ -115,9 +128,21 @@ def F_cross_entropy(logits, target):
     return torch.nn.functional.cross_entropy(logits, target)
 
 
+def test_every_distribution_but_the_tasks_own_marks(tmp_path):
+    path = tmp_path / "task.py"
+    path.write_text(_TASK.format(body="F.cross_entropy(x, idx)", high=300, extra="").replace(
+        'INPUT_DISTRIBUTIONS = ("wide",)', 'INPUT_DISTRIBUTIONS = ("task", "signed", "shifted")'))
+    runner = ReferenceRunner(tmp_path / "private", "cpu")
+    plan = runner.load({"task": str(path), "small": True, "seeds": [11, 12, 13], "init_seed": 5,
+                        "inputs_dir": str(tmp_path / "inputs")}, [])
+    assert plan["distributions"][0] == "task" and _labelled(plan, ["signed", "shifted"], "-100", "idx", first=1)
+    # the marked seeds take the shares in turn
+    assert len({label.split(" at ")[1] for label in plan["distributions"][1:]}) == 2
+
+
 def test_a_task_that_names_its_own_ignore_index_gets_that_value(tmp_path):
     _runner, plan, (_x, idx) = _load(tmp_path, "F.cross_entropy(x, idx, ignore_index=255)")
-    assert plan["distributions"] == ["wide (255 at a few positions of idx)"]
+    assert _labelled(plan, ["wide"], "255", "idx")
     assert int((idx == 255).sum()) >= 1
 
 
@@ -149,7 +174,7 @@ def test_scored_cases_take_the_value_decided_on_the_small_cases(tmp_path):
     runner = ReferenceRunner(tmp_path / "private", "cpu")
     plan = runner.load({"task": str(path), "small": False, "seeds": [11], "init_seed": 5,
                         "inputs_dir": str(tmp_path / "inputs")}, [])
-    assert plan["distributions"] == ["wide (-100 at a few positions of idx)"]
+    assert _labelled(plan, ["wide"], "-100", "idx")
     for entry in plan["inputs"]:
         _x, idx = torch.load(entry["file"], weights_only=True)
         assert len(idx) in (64, 40) and 1 <= int((idx == -100).sum()) < len(idx)
