@@ -57,11 +57,14 @@ def call_worker(
             reply = worker.request(request, timeout, fds)
     except processes.WorkerTimeout as exc:
         what = "starting" if request is None else request["op"]
+        slow = ("; on the CPU the Triton interpreter also runs some correct kernels this slowly (a tl.reduce or "
+                "tl.associative_scan with a @triton.jit combine function calls Python once per element): try "
+                "--device cuda, or a larger --timeout") if evidence.get("device") == "cpu" else ""
         raise StopEvaluation(
             Verdict.reject(
                 Reason.TIMEOUT,
                 f"the candidate did not finish {what} within "
-                f"{timeout:.0f} s (hang or infinite loop?); its processes were killed",
+                f"{timeout:.0f} s (hang or infinite loop?{slow}); its processes were killed",
                 logs=worker.log_tail(),
                 **evidence,
             )

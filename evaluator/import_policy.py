@@ -43,6 +43,10 @@ POLICIES: dict[str, ModulePolicy] = {
     "enum": ModulePolicy(),
     "collections": ModulePolicy(),
     "collections.abc": ModulePolicy(),
+    # abstract base classes of the candidate's own (``class Norm(ABC)`` with ``@abstractmethod``): nothing else of abc
+    # (``ABCMeta(name, bases, ns)`` builds classes at run time, ``update_abstractmethods`` edits a class)
+    "abc": ModulePolicy(members=frozenset({"ABC", "abstractmethod"}), why_limited="only abc.ABC and "
+                        "abc.abstractmethod (abstract classes of your own) are allowed"),
     "operator": ModulePolicy(),  # methodcaller/attrgetter: literal names only (evaluator.static_rules)
     "typing": ModulePolicy(excluded={"get_type_hints": _EVALUATES, "ForwardRef": _EVALUATES,
                                      "evaluate_forward_ref": _EVALUATES}),
@@ -168,7 +172,8 @@ RUNTIME_IMPORT_ROOTS = frozenset(name.split(".")[0] for name in POLICIES)
 ALLOWED_SUMMARY = (
     "torch (nn, nn.functional, cuda/xpu/mps probes, library.custom_op/triton_op, utils.cpp_extension.load_inline), "
     "triton, triton.language (incl. extra.libdevice), triton.tools.tensor_descriptor, math, typing, dataclasses, "
-    "functools, itertools, collections, enum, operator, contextlib, packaging.version, inspect.signature / "
+    "functools, itertools, collections, enum, abc.ABC / abstractmethod, operator, contextlib, packaging.version, "
+    "inspect.signature / "
     "unwrap / is*(), "
     "importlib.util.find_spec / importlib.metadata.version (literal names), kernelevo.cuda, and for flags and "
     "messages only os.environ.get / os.getenv, sys.version_info / sys.platform, platform.machine, warnings.warn, "

@@ -10,10 +10,13 @@ the run time, when all of these hold:
   ``count_nonzero`` with no dimension and no argument but ``dtype``) or an element-wise comparison (``eq``, ``ne``,
   ``lt``, ``le``, ``gt``, ``ge`` with one operand), as a tensor method or ``torch.<op>(tensor, ...)``, without
   ``out=`` and not in place;
-* its tensor is a **mask** (a local name only ever bound to a comparison, ``mask = target != ignore``) or a
-  **kernel-written buffer** (a local name only ever bound to a torch allocation -- ``torch.zeros``/``empty``/
-  ``full``/``ones``/``*_like``/``new_*``, or one of those or None -- and passed to one of the candidate's own
-  kernel launches in the same function), never a parameter or any other value directly; and the call **runs at
+* its tensor is a **mask** (a comparison written in place, ``(target != ignore).sum()``, or a local name only ever
+  bound to one, ``mask = target != ignore``), a **kernel-written buffer** (a local name only ever bound to a torch
+  allocation -- ``torch.zeros``/``empty``/``full``/``ones``/``*_like``/``new_*``, or one of those or None -- and
+  passed to one of the candidate's own kernel launches in the same function) or a **result of the candidate's own
+  code** (a local name only ever bound to what one of the file's module functions or ``autograd.Function.apply``
+  returns, or an item of it: flash-attention's ``losses.sum() / (target != ignore).sum()`` over the per-row losses
+  its launcher returns), never a parameter or any other value directly; and the call **runs at
   most once per forward call**: not inside a loop or comprehension, in a module-level function, an
   ``autograd.Function.forward`` or the entry's ``forward`` that is not recursive and whose every call site runs
   once too (so the input cannot be reduced chunk by chunk in pieces under the run time's size limit); and the
@@ -134,12 +137,29 @@ class Bookkeeping:
     """The masks and kernel-written buffers of one function, and the decision for each call in it."""
 
     def __init__(self, fn: FunctionNode, resolve: Resolve, launched_args: set[str],
-                 parents: dict[int, ast.AST], *, runs_once: bool = False) -> None:  # fmt: skip
+                 parents: dict[int, ast.AST], *, runs_once: bool = False,
+                 own: frozenset[str] = frozenset(), autograd: frozenset[str] = frozenset()) -> None:  # fmt: skip
+        """``own``: the file's module functions; ``autograd``: its ``torch.autograd.Function`` classes."""
         self.resolve, self.parents, self.runs_once = resolve, parents, runs_once
+        self.own, self.autograd = own, autograd
         bindings = _bindings(fn)
         self.masks = {n for n, vs in bindings.items() if vs and all(self._comparison(v) for v in vs)}
         self.buffers = {n for n, vs in bindings.items() if n in launched_args and vs and
                         all(self._allocation(v) for v in vs)}  # fmt: skip
+        self.results = {n for n, vs in bindings.items() if vs and all(self._own_result(v) for v in vs)}
+
+    def _own_result(self, value: ast.expr | None) -> bool:
+        """What one of the file's functions or autograd Functions returns (``f(...)``, ``Fn.apply(...)``), or an item
+        of it (``f(...)[0]``)."""
+        if isinstance(value, ast.Subscript):
+            value = value.value
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, ast.Name):
+            return func.id in self.own
+        return isinstance(func, ast.Attribute) and func.attr == "apply" and isinstance(func.value, ast.Name) and \
+            func.value.id in self.autograd
 
     @staticmethod
     def _comparison(value: ast.expr | None) -> bool:
@@ -175,7 +195,10 @@ class Bookkeeping:
             return True
         if not self.runs_once or _in_loop(call, self.parents):
             return False
-        return isinstance(operand, ast.Name) and (operand.id in self.masks or operand.id in self.buffers)
+        if self._comparison(operand):
+            return True  # (target != ignore_index).sum(): a mask written in place
+        return isinstance(operand, ast.Name) and (operand.id in self.masks or operand.id in self.buffers or
+                                                  operand.id in self.results)
 
     def counted(self, call: ast.Call) -> bool:
         """True when an allowed ``call`` is one of the capped mask/buffer sites (not an assert)."""

@@ -16,6 +16,7 @@ from typing import Protocol
 from evaluator.static_lookups import COMPUTE_HINT
 from evaluator.static_model import ModuleModel, binding_key, const_getattr
 from evaluator.static_rules import HOST_CONVERSION_METHODS, method_computes
+from evaluator.static_structure import entry_chain
 
 _HOST_HINT = (
     "it copies tensor data to the host (Python/numpy), where the math would run unseen; do the work in your "
@@ -64,6 +65,8 @@ class ComputeRules:
             self.report("torch-compute", node, f"forward path calls `{ast.unparse(func)}`, a PyTorch module "
                         f"({instance}); use its parameters in your kernel instead of calling it")
             return
+        if self._own_module(func, instance):
+            return  # self.norm(x) on a module of this file: its forward is on the path, judged as this file's code
         if isinstance(func, ast.Name) and func.id in ("float", "int", "complex", "bool") and self.loops and \
                 not self._bound(func.id) and len(node.args) == 1 and self._element_like(node.args[0]):  # fmt: skip
             self.report("torch-compute", node, f"`{func.id}(...)` of a tensor element in a loop computes element "
@@ -87,6 +90,17 @@ class ComputeRules:
         elif method_computes(method, self.allow) and not self._is_bookkeeping(node, method, owner_node, method=True):
             self.report("torch-compute", node, f"forward path calls tensor method `.{method}()`; "
                         f"{COMPUTE_HINT}")
+
+    def _own_module(self, func: ast.AST, instance: str) -> bool:
+        """``func`` is an attribute bound once in the file, to an instance of one of the file's own nn.Module classes
+        (one base each down to ``nn.Module``): calling it runs that class's forward, not a tensor method of the same
+        name (``self.softmax = TemperatureSoftmax(t)``, ``self.norm = RMSNorm(d)``)."""
+        if not (isinstance(func, ast.Attribute) and instance.startswith("class:")):
+            return False
+        key = binding_key(func)
+        cls = self.model.classes.get(instance.removeprefix("class:"))
+        return key is not None and self.model.attribute_stores.get(key) == 1 and cls is not None and \
+            entry_chain(self.model, cls) is not None
 
     def _element_like(self, node: ast.AST) -> bool:
         """``t[i]`` or a loop variable over something that may be a tensor (``for v in x.view(-1)``)."""

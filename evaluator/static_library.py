@@ -12,6 +12,8 @@ replace the kernels of existing operators (evaluator.import_policy lists the all
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,10 +57,30 @@ def op_name_problem(arg: ast.AST | None) -> tuple[str, str] | str:
     if match is None:
         return f"`{arg.value}` is not a `namespace::name` operator name; use `\"mylib::op\"`"
     namespace = match.group(1)
-    if namespace in RESERVED_NAMESPACES or namespace.startswith(("torch", "_")):
-        return (f"`{arg.value}` registers into PyTorch's own namespace `{namespace}`, which would change what "
-                "existing operators do; use a namespace of your own (`mylib::op`) instead")
+    if reserved_namespace(namespace):
+        return (f"`{arg.value}` registers into the namespace `{namespace}`, which is not yours (PyTorch's, one with "
+                "operators in this torch, or an installed package's), so it could change what existing operators "
+                "do; use a namespace of your own (`mylib::op`) instead")
     return namespace, match.group(2)
+
+
+def reserved_namespace(namespace: str) -> bool:
+    """A namespace that is not the candidate's to register into: PyTorch's and its ecosystem's (listed, or starting
+    with ``_``), one this torch has operators in, or one named like an installed package (``torchao``, whose operators
+    load with it). ``torchkernels`` or ``mylib`` are the candidate's own."""
+    if namespace in RESERVED_NAMESPACES or namespace.startswith("_") or namespace in _registered_namespaces():
+        return True
+    try:
+        return importlib.util.find_spec(namespace) is not None
+    except (ImportError, ValueError):
+        return True
+
+
+@functools.cache
+def _registered_namespaces() -> frozenset[str]:
+    import torch
+
+    return frozenset(name.split("::", 1)[0] for name in torch._C._dispatch_get_all_op_names())
 
 
 def find_custom_ops(tree: ast.Module, resolve: Resolve, functions: set[str]) -> dict[str, CustomOp]:

@@ -26,6 +26,7 @@ MODULE_USES = frozenset({Use.ATTRIBUTE_BASE, Use.LOOKUP_OBJECT, Use.TRUTH, Use.A
 KERNEL_BUILDERS = frozenset({CUDA_COMPILE, LOAD_INLINE})
 LOOKUP_ATTRS = frozenset({"operator.methodcaller", "operator.attrgetter"})
 LITERAL_CALLS = frozenset({"importlib.util.find_spec", "importlib.metadata.version"})
+DTYPE_LIMITS = frozenset({"torch.finfo", "torch.iinfo"})  # objects of numbers: .max/.min are values, not methods
 COMPUTE_HINT = (
     "do this math inside your kernel; PyTorch may only allocate (torch.empty/empty_like), view, "
     "reshape and cast on the forward path"
@@ -136,7 +137,10 @@ class LookupRules:
                     f"that runs later, where the checker cannot see it); {COMPUTE_HINT}")
 
     def _exempt_owner(self, owner_node: ast.AST, method: str) -> bool:
-        """Owners whose methods are not torch ops: Python containers, own methods, kernels, extensions."""
+        """Owners whose methods are not torch ops: Python containers, own methods, kernels, extensions, a dtype's
+        limits (``torch.finfo(dtype).min``)."""
+        if self._dtype_limits(owner_node):
+            return True
         owner = binding_key(owner_node) or ""
         if owner in self.model.extensions or owner in self.model.launchables:
             return True
@@ -148,6 +152,18 @@ class LookupRules:
         if isinstance(owner_node, ast.Name) and owner_node.id in self._own_ops:
             return True
         return owner == "self" and self.cls is not None and f"{self.cls}.{method}" in self.model.functions
+
+    def _dtype_limits(self, owner: ast.AST) -> bool:
+        """``torch.finfo(...)`` / ``torch.iinfo(...)``, or a name bound once in its scope to one: its ``max``,
+        ``min``, ``eps`` are numbers (the mask fill value ``torch.finfo(x.dtype).min``), not tensor methods."""
+        if isinstance(owner, ast.Name):
+            scope = enclosing_scope(owner, self.model.parents)
+            if not assigned_once(scope, owner.id):
+                return False
+            bound = next((n for n in ast.walk(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                          and isinstance(n.targets[0], ast.Name) and n.targets[0].id == owner.id), None)
+            owner = bound.value if bound is not None else owner
+        return isinstance(owner, ast.Call) and self._resolve(owner.func) in DTYPE_LIMITS
 
     def _check_getattr(self, node: ast.Call) -> None:
         """``getattr(obj, "public_name"[, default])`` is attribute access; anything else hides a lookup,

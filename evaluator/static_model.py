@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from evaluator.static_failing import failed_imports
 from evaluator.static_library import WRAP_TRITON, CustomOp, find_custom_ops
 from evaluator.static_uses import binding_counts, parent_map
 
@@ -55,6 +56,10 @@ class ModuleModel:
     extensions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # binding -> load_inline module
     factories: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # fn -> (kind, names)
     instances: dict[str, str] = field(default_factory=dict)  # binding -> torch.nn.X, class:C, builtin:set
+    attribute_stores: dict[str, int] = field(default_factory=dict)  # "self.norm" -> stores to it anywhere in the file
+    # every name the file reads, as a name, an attribute or a string constant (a method nothing names never runs
+    # unless something calls it unnamed: forward, dunders, nn.Module's own hooks)
+    mentioned: set[str] = field(default_factory=set)
     constants: dict[str, list[ast.expr]] = field(default_factory=dict)  # module-level name -> values
     kernel_order: list[str] = field(default_factory=list)  # kernel names in source order, by backend
     kernel_backend: dict[str, str] = field(default_factory=dict)  # kernel name -> backend
@@ -130,11 +135,12 @@ def binding_key(node: ast.AST) -> str | None:
     return None
 
 
-def _import_aliases(tree: ast.Module) -> tuple[dict[str, str], dict[str, list[str]]]:
+def _import_aliases(tree: ast.Module, failed: set[int]) -> tuple[dict[str, str], dict[str, list[str]]]:
     """(local name -> dotted module path, name -> the other paths it is imported from elsewhere in the file).
 
     ``try: from triton.language.extra.libdevice import rsqrt`` / ``except ImportError: from
-    triton.language.extra.cuda.libdevice import rsqrt``: either may be what runs, so rules check both.
+    triton.language.extra.cuda.libdevice import rsqrt``: either may be what runs, so rules check both. ``failed``:
+    alias nodes of imports that never bind (evaluator.static_failing), left out.
     """
     aliases: dict[str, str] = {}
     others: dict[str, list[str]] = {}
@@ -144,6 +150,8 @@ def _import_aliases(tree: ast.Module) -> tuple[dict[str, str], dict[str, list[st
             others[name].append(dotted)
 
     for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom) and all(id(a) in failed for a in node.names):
+            continue
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
@@ -280,7 +288,8 @@ def _nested_module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 
 def build_model(tree: ast.Module) -> ModuleModel:
     """Collect aliases, definitions, kernels and bindings of a parsed candidate module."""
-    aliases, others = _import_aliases(tree)
+    failed = failed_imports(tree)
+    aliases, others = _import_aliases(tree, failed)
     model = ModuleModel(aliases=aliases, alias_alternatives=others)
     model.imported = set(model.aliases)
     assignments = list(_simple_assignments(tree))
@@ -313,7 +322,7 @@ def build_model(tree: ast.Module) -> ModuleModel:
     # that picks an implementation at import runs when the file is imported), where its name is bound only there.
     # Alternatives bound twice (fla's `custom_device_ctx` per torch version) stay outside the call graph: the run
     # time's op recorder and kernel trace judge what they do (docs/verifier.md Known limits)
-    counts = model.binding_counts = binding_counts(tree)
+    counts = model.binding_counts = binding_counts(tree, failed)
     for stmt in _nested_module_statements(tree.body):
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and counts.get(stmt.name) == 1 and \
                 stmt.name not in model.functions and \
@@ -351,6 +360,12 @@ def build_model(tree: ast.Module) -> ModuleModel:
                 (model.launchables if kind == "launchable" else model.extensions)[key] = names
                 if isinstance(value, ast.Call) and resolve(value.func, model.aliases) == TRITON_JIT:
                     model.jit_kernels[key] = value
+            elif key is not None and not key.endswith("[]") and isinstance(value, ast.Dict | ast.List | ast.Tuple):
+                # a table of kernels (KERNELS = {"gelu": gelu_kernel, ...}) launched as KERNELS[name][grid](...)
+                items = value.values if isinstance(value, ast.Dict) else value.elts
+                parts = [_kernel_of(model, item, key) for item in items]
+                if items and all(p is not None and p[0] == "launchable" for p in parts):
+                    model.launchables[f"{key}[]"] = tuple(n for p in parts if p is not None for n in p[1])
         for name, fn in model.functions.items():
             if "." in name:
                 continue
@@ -359,6 +374,16 @@ def build_model(tree: ast.Module) -> ModuleModel:
                     found = _kernel_of(model, node.value, name)
                     if found is not None:
                         model.factories[name] = found
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and \
+                (key := binding_key(node)) is not None:  # fmt: skip
+            model.attribute_stores[key] = model.attribute_stores.get(key, 0) + 1
+        if isinstance(node, ast.Attribute):
+            model.mentioned.add(node.attr)
+        elif isinstance(node, ast.Name):
+            model.mentioned.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            model.mentioned.update(node.value.split("."))
     for target, value in assignments:
         key = binding_key(target)
         if key is None or key in model.instances:

@@ -13,6 +13,7 @@ instantiates, does not make that class's methods reachable.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 
 from evaluator.static_library import WRAP_TRITON, custom_op_key
@@ -52,8 +53,42 @@ def _class_methods(model: ModuleModel, cls: str) -> list[str]:
     if cls in model.autograd_functions:
         wanted = ("forward",)  # backward is not on the forward path
         return [f"{cls}.{m}" for m in wanted if f"{cls}.{m}" in model.functions]
-    prefixes = tuple(f"{name}." for name in module_bases(model, cls))
-    return [k for k in model.functions if k.startswith(prefixes)]
+    bases = module_bases(model, cls)
+    prefixes = tuple(f"{name}." for name in bases)
+    narrow = all(_plain_or_module(model, name) for name in bases)
+    return [k for k in model.functions
+            if k.startswith(prefixes) and (not narrow or _may_run(model, k.rsplit(".", 1)[1]))]
+
+
+def _subclasses(model: ModuleModel, cls: str) -> list[str]:
+    """The file's classes that derive from ``cls``, transitively."""
+    return [name for name in model.classes if name != cls and cls in module_bases(model, name)]
+
+
+def _plain_or_module(model: ModuleModel, cls: str) -> bool:
+    """``cls`` derives from nothing, ``nn.Module`` or the file's own classes: Python and PyTorch call none of its
+    methods unnamed but those :func:`_may_run` lists (an Enum's ``_missing_``, a dict's ``__missing__`` or a
+    library base's hooks would be called unnamed: every method of such a class counts)."""
+    node = model.classes.get(cls)
+    return node is not None and not node.keywords and all(
+        (isinstance(b, ast.Name) and b.id in model.classes)
+        or resolve(b, model.aliases) in ("torch.nn.Module", "object") for b in node.bases)
+
+
+def _may_run(model: ModuleModel, method: str) -> bool:
+    """Whether an instance's method ``method`` may run: one Python or nn.Module calls unnamed (``forward``,
+    ``__init__``, a dunder, an override of nn.Module's own machinery such as ``_call_impl``), or one the file names
+    anywhere (``self.forward_cuda``, ``forward = forward_cuda``, ``"forward_cuda"``). A method nothing names (vLLM's
+    ``forward_native`` reference beside the kernel's ``forward``) never runs."""
+    return method in ("forward", "__init__", "__call__") or (method.startswith("__") and method.endswith("__")) or \
+        method in _module_machinery() or method in model.mentioned
+
+
+@functools.cache
+def _module_machinery() -> frozenset[str]:
+    import torch
+
+    return frozenset(dir(torch.nn.Module))
 
 
 def callees(model: ModuleModel, key: str) -> set[str]:
@@ -87,7 +122,10 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                 key_ = "self"  # super().attr: a method of a class this one derives from
             if key_ is None:
                 continue
-            for owner in module_bases(model, cls) if key_.split(".")[0] == "self" else [cls]:  # inherited methods
+            # self.attr: inherited methods, and the overrides of the file's subclasses (a template method: the base's
+            # forward calls self.forward_impl, which the class ModelNew derives from defines)
+            owners = [*module_bases(model, cls), *_subclasses(model, cls)] if key_.split(".")[0] == "self" else [cls]
+            for owner in owners:
                 if f"{owner}.{attr}" in model.functions:
                     out.add(f"{owner}.{attr}")
             instance = model.instances.get(key_, "")
@@ -195,7 +233,24 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
             elif node.id in model.classes and not in_inert_annotation(node, model.parents):
                 # a stored class runs its methods, not (again) its __init__
                 roots.extend(m for m in _class_methods(model, node.id) if not m.endswith(".__init__"))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and id(node) not in skip and \
+                isinstance(node.value, ast.Name) and node.value.id == "self" and \
+                (cls := _enclosing_class(node, model)) is not None:  # fmt: skip
+            # a bound method kept as a value (vLLM's ``self._forward_method = self.dispatch_forward()``, which returns
+            # ``self.forward_cuda``): it may run from anywhere
+            roots.extend(f"{owner}.{node.attr}" for owner in [*module_bases(model, cls), *_subclasses(model, cls)]
+                         if f"{owner}.{node.attr}" in model.functions)
     return roots
+
+
+def _enclosing_class(node: ast.AST, model: ModuleModel) -> str | None:
+    """The module-level class whose method ``node`` stands in (where ``self`` is its instance), else None."""
+    parent = model.parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.ClassDef):
+            return parent.name if parent.name in model.classes and model.classes[parent.name] is parent else None
+        parent = model.parents.get(id(parent))
+    return None
 
 
 def _in_a_body(node: ast.AST, model: ModuleModel, functions: set[int]) -> bool:

@@ -17,6 +17,7 @@ from evaluator.static_model import ModuleModel, decorator_names, resolve, scope_
 from evaluator.static_probes import is_constant
 from evaluator.static_rules import module_internals
 from evaluator.static_uses import binding_sites
+from evaluator.static_wrappers import registers_class
 
 Report = Callable[[str, ast.AST, str], None]
 # nn.Module methods a candidate may define (forward is the point; the rest are harmless).
@@ -94,9 +95,10 @@ def check_entry_definition(tree: ast.Module, model: ModuleModel, entry: str, rep
                    f"{first.lineno}); the entry point must be exactly one definition, never replaced")
     if isinstance(first, ast.ClassDef):
         for cls in entry_chain(model, first) or [first]:  # the classes whose methods the entry point has
-            if cls.decorator_list:
-                report("patching", cls.decorator_list[0], f"class {cls.name} is decorated; a decorator can replace "
-                       "the class, so remove it")
+            kept = [d for d in cls.decorator_list if not registers_class(d, model)]  # a registry keeps it as it is
+            if kept:
+                report("patching", kept[0], f"class {cls.name} is decorated; a decorator can replace the class, so "
+                       "remove it (one that only files the class in a module-level table and returns it is fine)")
             _check_entry_class(cls, report)
 
 

@@ -480,7 +480,9 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         launched: set[str] = set()
         for _, call in launch_sites(self.model, node):
             launched.update(a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name))
-        return Bookkeeping(node, self._resolve, launched, self.parents, runs_once=key in self._once)
+        own = frozenset(k for k in self.model.functions if "." not in k)
+        return Bookkeeping(node, self._resolve, launched, self.parents, runs_once=key in self._once, own=own,
+                           autograd=frozenset(self.model.autograd_functions))
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_function
 

@@ -52,6 +52,69 @@ def transparent(decorator: ast.expr, model: ModuleModel) -> bool:
     return proof is not None
 
 
+def registers_class(decorator: ast.expr, model: ModuleModel) -> bool:
+    """``@decorator`` on a class returns the class itself and keeps it only as a value of a module-level table
+    (vLLM's ``@CustomOp.register("silu_and_mul")``, a plain ``@register("name")`` or ``@register``): the function
+    that receives the class has it as its one parameter, never rebinds it, returns it from every ``return`` (and has
+    one), and otherwise only stores it as ``TABLE[key] = cls`` in a module-level name or reads its ``__name__``.
+    The decorator is a module function bound once (a factory called with constants, whose one ``return`` names a def
+    of its own body: the receiving function)."""
+    decorated = model.parents.get(id(decorator))
+    if not isinstance(decorated, ast.ClassDef) or not any(d is decorator for d in decorated.decorator_list):
+        return False
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if not (isinstance(target, ast.Name) and _module_bound_once(target.id, model) and _unshadowed(target, model)):
+        return False
+    outer = model.functions.get(target.id)
+    if not isinstance(outer, _FUNCTION):
+        return False
+    receiver: ast.AST | None = outer
+    if isinstance(decorator, ast.Call):
+        if not all(is_constant(a) for a in _arguments(decorator)):
+            return False
+        returns = [n for n in ast.walk(outer) if isinstance(n, ast.Return)]
+        inner = [n for n in outer.body if isinstance(n, _FUNCTION)]
+        receiver = inner[0] if len(inner) == 1 and len(returns) >= 1 and all(
+            isinstance(r.value, ast.Name) and r.value.id == inner[0].name for r in returns
+            if _enclosing_def(r, model) is outer) and len(_own_bindings(outer, inner[0].name)) == 1 else None
+    return isinstance(receiver, _FUNCTION) and _keeps_class_only(receiver, model)
+
+
+def _enclosing_def(node: ast.AST, model: ModuleModel) -> ast.AST | None:
+    parent = model.parents.get(id(node))
+    while parent is not None and not isinstance(parent, (*_FUNCTION, ast.Lambda)):
+        parent = model.parents.get(id(parent))
+    return parent
+
+
+def _keeps_class_only(fn: Def, model: ModuleModel) -> bool:
+    """``fn(cls)`` returns ``cls`` and keeps it only in a module-level table (:func:`registers_class`)."""
+    params = _arg_nodes(fn)
+    if len(params) != 1 or fn.args.vararg or fn.args.kwarg or fn.decorator_list:
+        return False
+    cls = params[0].arg
+    if _own_bindings(fn, cls) != params or any(isinstance(n, (*_FUNCTION, ast.Lambda, ast.ClassDef))
+                                               for n in ast.walk(fn) if n is not fn):
+        return False
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    if not returns or not all(isinstance(r.value, ast.Name) and r.value.id == cls for r in returns):
+        return False
+    tree = _tree(model)
+    for use in ast.walk(fn):
+        if not (isinstance(use, ast.Name) and use.id == cls) or isinstance(use.ctx, ast.Store):
+            continue
+        up = model.parents.get(id(use))
+        if isinstance(up, ast.Return) or (isinstance(up, ast.Attribute) and up.attr in _READS):
+            continue
+        if isinstance(up, ast.Assign) and up.value is use and len(up.targets) == 1 and \
+                isinstance(up.targets[0], ast.Subscript) and isinstance(up.targets[0].value, ast.Name) and \
+                tree is not None and _module_bound_once(up.targets[0].value.id, model) and \
+                not _own_bindings(fn, up.targets[0].value.id):  # fmt: skip
+            continue
+        return False
+    return True
+
+
 def hands_first_only(decorator: ast.expr, model: ModuleModel) -> bool:
     """``@decorator`` is transparent and its wrappers do nothing else with the arguments they get than hand them on,
     test their type and keep one that is a tensor: so an autograd forward's ``ctx`` reaches only the forward (fla's

@@ -186,6 +186,30 @@ HONEST = [
                 "        return tl.extra.cuda.libdevice.tanh(x)\n\n\n"
                 "from triton.language.extra.libdevice import tanh  # noqa: E402,F811"),
     dict(module="import einops", body="out = einops.rearrange(out, '(a b) -> a b', a=1).reshape(x.shape)"),
+    # a module of the file's own named like a tensor method (self.softmax, self.norm): its forward runs, judged
+    dict(module="class Soft(nn.Module):\n    def forward(self, t):\n        o = torch.empty_like(t)\n"
+                "        copy_kernel[(1,)](t, o, t.numel(), BLOCK=1024)\n        return o\n",
+         init="self.softmax = Soft()\nself.norm = Soft()", body="out = self.norm(self.softmax(x))"),
+    # a dtype's limits (the mask fill value, a quantisation range), through a local too; abstract classes of its own
+    dict(module="QMAX = float(torch.iinfo(torch.int8).max)", body="info = torch.finfo(x.dtype)\n"
+                "fill = torch.finfo(x.dtype).min + info.max * 0 + QMAX * 0"),
+    dict(module="from abc import ABC, abstractmethod\n\n\nclass Norm(ABC):\n    @abstractmethod\n"
+                "    def apply(self, t):\n        ..."),
+    # a final mean over the per-row losses a launcher returns, over a mask written in place (flash-attention's)
+    dict(module="def row_losses(t):\n    o = torch.empty_like(t)\n    copy_kernel[(1,)](t, o, t.numel(), BLOCK=1024)\n"
+                "    return o", body="losses = row_losses(x)\nout = losses.sum() / (x != -100).sum()"),
+    # a helper imported from a package the candidate can never import, with the fallback defined in the handler
+    dict(module=f"try:\n    from {MISSING}.utils import calculate_settings\nexcept ImportError:\n\n"
+                "    def calculate_settings(n):\n        return triton.next_power_of_2(n), 4\n",
+         body="block, warps = calculate_settings(x.shape[-1])"),
+    # a reference implementation beside the kernel that nothing names (vLLM's forward_native): it never runs
+    dict(module="class Act(nn.Module):\n    def forward_native(self, t):\n        return torch.tanh(t)\n\n"
+                "    def forward(self, t):\n        o = torch.empty_like(t)\n"
+                "        copy_kernel[(1,)](t, o, t.numel(), BLOCK=1024)\n        return o\n",
+         init="self.act = Act()", body="out = self.act(x)"),
+    # tables of kernels launched by key or index
+    dict(module="KERNELS = {'copy': copy_kernel}", init="self.kernels = [copy_kernel]",
+         body="KERNELS['copy'][(1,)](x, out, x.numel(), BLOCK=1024)\nself.kernels[0][(1,)](x, out, x.numel(), BLOCK=1024)"),
     # profile labels: a context manager, a decorator, imported by name
     dict(body="with torch.autograd.profiler.record_function('copy'):\n    out = out * 1"),
     dict(module="from torch.profiler import record_function\n\n\n@record_function('norm')\ndef norm(t):\n"
@@ -313,6 +337,28 @@ REFUSED = [
     ("torch-compute", dict(body="with torch.amp.autocast('cuda'):  # HERE\n    pass")),
     ("banned-import", dict(body="g = torch.distributed.new_group()  # HERE")),
     ("banned-import", dict(body="with torch.profiler.profile() as prof:  # HERE\n    pass")),
+    # ... but one that something names runs: called through self, aliased in the class, named in a string
+    ("torch-compute", dict(module="class Act(nn.Module):\n    def forward_native(self, t):\n"
+                                  "        return torch.tanh(t)  # HERE\n\n    def forward(self, t):\n"
+                                  "        return self.forward_native(t)\n", init="self.act = Act()",
+                           body="out = self.act(x)")),
+    ("torch-compute", dict(module="import operator\n\n\nclass Act(nn.Module):\n    def forward_native(self, t):\n"
+                                  "        return torch.tanh(t)  # HERE\n", init="self.act = Act()",
+                           body="out = operator.methodcaller('forward_native', x)(self.act)")),
+    # the fallback of an import that always fails is the file's own code: judged as such
+    ("torch-compute", dict(module=f"try:\n    from {MISSING}.ops import act\nexcept ImportError:\n\n"
+                                  "    def act(t):\n        return torch.tanh(t)  # HERE\n", body="out = act(x)")),
+    # an import that may succeed (torch's own) keeps its binding: the handler's def rebinds it
+    ("patching", dict(module="try:\n    from torch.nn.functional import gelu\nexcept ImportError:\n\n"
+                             "    def gelu(t):  # HERE\n        return t\n")),
+    ("torch-compute", dict(body="info = torch.finfo(x.dtype)\ninfo = x\nm = info.max  # HERE")),
+    ("banned-import", dict(module="from abc import ABCMeta\nK = ABCMeta('K', (object,), {})  # HERE")),
+    ("torch-compute", dict(module="class Soft(nn.Module):\n    def forward(self, t):\n"
+                                  "        return t.softmax(-1)  # HERE\n",
+                           init="self.softmax = Soft()", body="out = self.softmax(x)")),
+    ("torch-compute", dict(module="class Soft(nn.Module):\n    def forward(self, t):\n        return t\n",
+                           init="self.softmax = Soft()\nself.softmax = torch.nn.Softmax(-1)",
+                           body="out = self.softmax(x)  # HERE")),
     ("banned-import", dict(module="from torch.autograd.profiler import _is_profiler_enabled  # HERE")),
     # rebindings that would make the checker misread a name
     ("patching", dict(module="from torch import empty\n\nif True:\n    def empty(*a):  # HERE\n"
@@ -392,3 +438,98 @@ def test_bookkeeping_knows_masks_and_kernel_buffers():
     assert verdicts == {"b.sum()": True, "c.sum()": False, "m.sum()": True, "x.sum()": False, "b.sum(0)": False}
     repeated = Bookkeeping(fn, resolve, {"x", "b"}, parents, runs_once=False)
     assert not any(repeated.allows(c, "sum", c.func.value, method=True) for c in calls)
+
+
+_TEMPLATE = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+class Base(nn.Module):
+    def forward(self, x):
+        return self.forward_impl(x)
+
+    def forward_impl(self, x):
+        raise NotImplementedError
+
+
+class ModelNew(Base):
+    def forward_impl(self, x):
+{impl}
+'''
+
+
+@pytest.mark.parametrize("impl,rule", [
+    ("        out = torch.empty_like(x)\n        copy_kernel[(1,)](x, out, x.numel(), BLOCK=1024)\n"
+     "        return out", None),
+    ("        return torch.tanh(x)  # HERE", "torch-compute"),
+])
+def test_a_template_method_runs_the_subclass_override(impl, rule):
+    """The base's forward calls ``self.forward_impl``, which the class ModelNew derives from defines: the override is on
+    the forward path (launches found there, torch compute refused there)."""
+    source = _TEMPLATE.format(impl=impl)
+    report = check_source(source, "cand.py")
+    if rule is None:
+        assert report.violations == [], report.violations
+    else:
+        assert marked_line(source) in {v.line for v in report.violations if v.rule == rule}, report.violations
+
+
+_REGISTRY = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+OPS = {{}}
+
+
+{decorator}
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@{use}
+class Copy(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        copy_kernel[(1,)](x, out, x.numel(), BLOCK=1024)
+        return out
+
+
+class ModelNew(Copy):
+    pass
+'''
+
+_FACTORY = "def register(name):\n    def deco(cls):\n{body}\n    return deco"
+_PLAIN = "def register(cls):\n{body}"
+
+
+@pytest.mark.parametrize("decorator,use,honest", [
+    (_FACTORY.format(body="        OPS[name] = cls\n        return cls"), 'register("copy")', True),
+    (_PLAIN.format(body="    OPS[cls.__name__] = cls\n    return cls"), "register", True),
+    # walk-arounds: another class returned, the class changed, kept where it can be changed, a subclass made
+    (_FACTORY.format(body="        return nn.Identity"), 'register("copy")', False),
+    (_FACTORY.format(body="        cls.forward = lambda self, x: x.tanh()\n        return cls"), 'register("copy")', False),
+    (_PLAIN.format(body="    setattr(cls, 'forward', None)\n    return cls"), "register", False),
+    (_PLAIN.format(body="    class Sub(cls):\n        pass\n    return Sub"), "register", False),
+    (_PLAIN.format(body="    keep = [cls]\n    return cls"), "register", False),
+    (_FACTORY.format(body="        OPS[name] = cls\n        return cls"), "register(torch.tanh)", False),
+])
+def test_a_registry_decorator_on_the_entry_chain_is_accepted_only_when_it_keeps_the_class(decorator, use, honest):
+    source = _REGISTRY.format(decorator=decorator, use=use)
+    report = check_source(source, "cand.py")
+    patching = [v for v in report.violations if v.rule == "patching" and "decorated" in v.message]
+    assert (not patching) is honest, report.violations
