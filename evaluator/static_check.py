@@ -421,7 +421,7 @@ def _forward_path(tree: ast.Module, model: ModuleModel, entry: str, roots: list[
     those stored references."""
     unread = unread_bindings(tree, model, entry)
     while True:
-        start = roots + stored_roots(model, tree, unread)
+        start = roots + stored_roots(model, tree, unread, entry)
         path = reachable(model, start)
         again = unread_bindings(tree, model, entry, path)
         if again == unread:

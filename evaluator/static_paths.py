@@ -182,7 +182,8 @@ def _backward_argument(model: ModuleModel, call: ast.Call) -> ast.AST | None:
     return call.args[index] if len(call.args) > index else None
 
 
-def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None = None) -> list[str]:
+def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None = None,
+                 entry: str | None = None) -> list[str]:
     """Functions and classes whose reference is stored as a value, not called: they become roots.
 
     ``self.fn = launch`` in ``__init__``, ``OPS = {"a": helper}`` or ``partial(helper)`` can run from
@@ -226,6 +227,7 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
             skip.update(id(d) for d in node.decorator_list)
     # an enum's members (and what a metaclass makes) exist from the class statement on, wherever they are kept
     roots = [m for cls in model.classes if made_at_definition(model, cls) for m in _class_methods(model, cls)]
+    used = _classes_with_instances(model, tree, entry)
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in skip:
             if node.id in model.functions:
@@ -235,12 +237,24 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
                 roots.extend(m for m in _class_methods(model, node.id) if not m.endswith(".__init__"))
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and id(node) not in skip and \
                 isinstance(node.value, ast.Name) and node.value.id == "self" and \
-                (cls := _enclosing_class(node, model)) is not None:  # fmt: skip
+                (cls := _enclosing_class(node, model)) is not None and cls in used:  # fmt: skip
             # a bound method kept as a value (vLLM's ``self._forward_method = self.dispatch_forward()``, which returns
-            # ``self.forward_cuda``): it may run from anywhere
+            # ``self.forward_cuda``) by a class that has instances: it may run from anywhere
             roots.extend(f"{owner}.{node.attr}" for owner in [*module_bases(model, cls), *_subclasses(model, cls)]
                          if f"{owner}.{node.attr}" in model.functions)
     return roots
+
+
+def _classes_with_instances(model: ModuleModel, tree: ast.Module, entry: str | None) -> set[str]:
+    """The file's classes that may have instances: the entry's chain, and classes named anywhere outside their own
+    body (made, stored, derived from), with the classes they derive from (fla's ``NormParallel``, named nowhere,
+    has none)."""
+    named = {entry} if entry in model.classes else set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in model.classes and \
+                _enclosing_class(node, model) != node.id:  # fmt: skip
+            named.add(node.id)
+    return {base for cls in named for base in module_bases(model, cls)}
 
 
 def _enclosing_class(node: ast.AST, model: ModuleModel) -> str | None:
