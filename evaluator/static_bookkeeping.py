@@ -195,7 +195,7 @@ class Bookkeeping:
             return True
         if not self.runs_once or _in_loop(call, self.parents):
             return False
-        if self._comparison(operand):
+        if isinstance(operand, ast.expr) and self._comparison(operand):
             return True  # (target != ignore_index).sum(): a mask written in place
         return isinstance(operand, ast.Name) and (operand.id in self.masks or operand.id in self.buffers or
                                                   operand.id in self.results)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from evaluator.static_lookups import COMPUTE_HINT
-from evaluator.static_model import ModuleModel, binding_key, const_getattr
+from evaluator.static_model import ModuleModel, binding_key, const_getattr, scope_bindings
 from evaluator.static_rules import HOST_CONVERSION_METHODS, method_computes
 from evaluator.static_structure import entry_chain
 
@@ -95,12 +95,32 @@ class ComputeRules:
         """``func`` is an attribute bound once in the file, to an instance of one of the file's own nn.Module classes
         (one base each down to ``nn.Module``): calling it runs that class's forward, not a tensor method of the same
         name (``self.softmax = TemperatureSoftmax(t)``, ``self.norm = RMSNorm(d)``)."""
-        if not (isinstance(func, ast.Attribute) and instance.startswith("class:")):
+        if not (isinstance(func, ast.Attribute) and instance.startswith("class:") and binding_key(func) is not None
+                and isinstance(func.value, ast.Name) and func.value.id == "self"):
             return False
-        key = binding_key(func)
+        method = self._enclosing_method(func)
         cls = self.model.classes.get(instance.removeprefix("class:"))
-        return key is not None and self.model.attribute_stores.get(key) == 1 and cls is not None and \
+        # bound once (no add_module/setattr by a name in a string, no class attribute of that name shadowing it), read
+        # in a method where self is the instance
+        return method is not None and self.model.attribute_stores.get(f"self.{func.attr}") == 1 and \
+            func.attr not in self.model.strings and not self._class_binds(func.attr) and cls is not None and \
             entry_chain(self.model, cls) is not None
+
+    def _enclosing_method(self, node: ast.AST) -> ast.AST | None:
+        """The def ``node`` stands in when it is a method of a module-level class whose first parameter is ``self``."""
+        parent = self.model.parents.get(id(node))
+        while parent is not None and not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            parent = self.model.parents.get(id(parent))
+        if not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        params = [*parent.args.posonlyargs, *parent.args.args]
+        owner = self.model.parents.get(id(parent))
+        return parent if params and params[0].arg == "self" and isinstance(owner, ast.ClassDef) and \
+            self.model.classes.get(owner.name) is owner else None
+
+    def _class_binds(self, name: str) -> bool:
+        """Some class body of the file binds ``name`` (a class attribute is found before the instance's module)."""
+        return any(bound == name for cls in self.model.classes.values() for bound, _ in scope_bindings(cls))
 
     def _element_like(self, node: ast.AST) -> bool:
         """``t[i]`` or a loop variable over something that may be a tensor (``for v in x.view(-1)``)."""

@@ -1,11 +1,11 @@
 """Imports that fail wherever the candidate runs, decided from the import statement alone.
 
 An import of a module outside the allowlist that is not installed, or of a third-party package the candidate
-process's import wrappers never let through, raises ImportError in every candidate process: in a ``try`` whose
-handler catches it, the names it would bind are never bound, and the handler always runs (Liger's ``try: from
-transformers.utils import ...``, the ``try: from flash_attn... import helper`` / ``except ImportError: def
-helper(...)`` idiom). The static model leaves such bindings out (:func:`failed_imports`), so the handler's
-definition is the one binding of the name, judged as the file's own code.
+process's import wrappers never let through, raises ImportError in every guarded candidate process (Liger's ``try:
+from transformers.utils import ...``): evaluator.static_optional lets such an import stand where its handler binds
+only constants or placeholders. Not where the handler defines a function: in a user's program (and in the verifier's
+plain process, which has no import wrappers) the import may succeed, and the library's function would run instead
+of the fallback the verifier judged (red team s31: fla's PyTorch reference norm behind an honest Triton fallback).
 
 "Installed" is asked of the Python installation the candidate process shares (``importlib.util.find_spec`` of the
 top-level name, which imports nothing).
@@ -69,26 +69,3 @@ def catches_import_error(handler: ast.ExceptHandler) -> bool:
         return True
     types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
     return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
-
-
-def failed_imports(tree: ast.Module) -> set[int]:
-    """ids of the alias nodes of imports that stand in the body of a module-level ``try`` whose handlers catch
-    ImportError, and that always fail (:func:`always_fails`): they never bind their names."""
-    failed: set[int] = set()
-    todo = list(tree.body)
-    while todo:
-        stmt = todo.pop()
-        if isinstance(stmt, ast.If):
-            todo.extend([*stmt.body, *stmt.orelse])
-        if not isinstance(stmt, ast.Try | getattr(ast, "TryStar", ast.Try)):
-            continue
-        todo.extend([*stmt.orelse, *stmt.finalbody, *(s for h in stmt.handlers for s in h.body)])
-        if not any(catches_import_error(h) for h in stmt.handlers):
-            todo.extend(stmt.body)
-            continue
-        for inner in stmt.body:
-            if isinstance(inner, ast.Import | ast.ImportFrom) and always_fails(inner):
-                failed.update(id(a) for a in inner.names)
-                break  # it raises: nothing after it in the body runs
-            todo.append(inner)
-    return failed

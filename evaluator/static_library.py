@@ -27,6 +27,7 @@ RESERVED_NAMESPACES = frozenset({
     "aten", "prim", "prims", "torch", "quantized", "quantized_decomposed", "c10d", "c10d_functional",
     "inductor", "higher_order", "profiler", "debugprims", "rngprims", "mkldnn", "mkl", "onednn", "xnnpack",
     "sparse", "fbgemm", "triton", "torchvision", "torchaudio", "torchao", "functional", "cuda", "cudnn", "cublas",
+    "onnx", "fsdp", "flex_lib", "streams", "symm_mem", "export", "inductor_prims", "static_runtime", "quantization",
 })  # fmt: skip
 
 Resolve = Callable[[ast.AST], "str | None"]
@@ -78,8 +79,18 @@ def reserved_namespace(namespace: str) -> bool:
 
 @functools.cache
 def _registered_namespaces() -> frozenset[str]:
+    """Namespaces with operators in this torch, after importing what registers more on its own (the candidate
+    process imports torch._dynamo before a candidate runs; torch.onnx and torch.distributed register theirs lazily:
+    ``onnx::Attention`` computes a whole softmax)."""
+    import importlib
+
     import torch
 
+    for lazy in ("torch._dynamo", "torch.onnx", "torch.distributed.fsdp", "torch.nn.attention.flex_attention"):
+        try:
+            importlib.import_module(lazy)
+        except Exception:  # noqa: BLE001 - not in this build: its namespace is listed in RESERVED_NAMESPACES anyway
+            pass
     return frozenset(name.split("::", 1)[0] for name in torch._C._dispatch_get_all_op_names())
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from evaluator.static_chains import is_module, policy_for
 from evaluator.static_environ import precision_pin
-from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, binding_key, const_getattr
+from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, binding_key, const_getattr, scope_bindings
 from evaluator.static_rules import DEVICE_QUERIES, method_computes, tensor_properties, type_only_policy
 from evaluator.static_uses import Use, assigned_once, enclosing_scope, name_loads
 
@@ -27,6 +27,7 @@ KERNEL_BUILDERS = frozenset({CUDA_COMPILE, LOAD_INLINE})
 LOOKUP_ATTRS = frozenset({"operator.methodcaller", "operator.attrgetter"})
 LITERAL_CALLS = frozenset({"importlib.util.find_spec", "importlib.metadata.version"})
 DTYPE_LIMITS = frozenset({"torch.finfo", "torch.iinfo"})  # objects of numbers: .max/.min are values, not methods
+DTYPE_LIMIT_FIELDS = frozenset({"max", "min", "eps", "tiny", "bits", "resolution", "smallest_normal", "dtype"})
 COMPUTE_HINT = (
     "do this math inside your kernel; PyTorch may only allocate (torch.empty/empty_like), view, "
     "reshape and cast on the forward path"
@@ -139,7 +140,7 @@ class LookupRules:
     def _exempt_owner(self, owner_node: ast.AST, method: str) -> bool:
         """Owners whose methods are not torch ops: Python containers, own methods, kernels, extensions, a dtype's
         limits (``torch.finfo(dtype).min``)."""
-        if self._dtype_limits(owner_node):
+        if method in DTYPE_LIMIT_FIELDS and self._dtype_limits(owner_node):
             return True
         owner = binding_key(owner_node) or ""
         if owner in self.model.extensions or owner in self.model.launchables:
@@ -158,11 +159,17 @@ class LookupRules:
         ``min``, ``eps`` are numbers (the mask fill value ``torch.finfo(x.dtype).min``), not tensor methods."""
         if isinstance(owner, ast.Name):
             scope = enclosing_scope(owner, self.model.parents)
-            if not assigned_once(scope, owner.id):
+            if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.Module):
                 return False
-            bound = next((n for n in ast.walk(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                          and isinstance(n.targets[0], ast.Name) and n.targets[0].id == owner.id), None)
-            owner = bound.value if bound is not None else owner
+            sites = [node for name, node in scope_bindings(scope) if name == owner.id]
+            tree = next((n for n in self.model.parents.values() if isinstance(n, ast.Module)), None)
+            if len(sites) != 1 or tree is None or any(isinstance(n, ast.Global | ast.Nonlocal) and owner.id in n.names
+                                                      for n in ast.walk(tree)):
+                return False  # bound elsewhere too (a match capture, a loop), or rebound from a nested scope
+            bound = self.model.parents.get(id(sites[0]))
+            if not (isinstance(bound, ast.Assign) and bound.targets == [sites[0]]):
+                return False
+            owner = bound.value
         return isinstance(owner, ast.Call) and self._resolve(owner.func) in DTYPE_LIMITS
 
     def _check_getattr(self, node: ast.Call) -> None:

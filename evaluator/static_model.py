@@ -15,7 +15,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from evaluator.static_failing import failed_imports
 from evaluator.static_library import WRAP_TRITON, CustomOp, find_custom_ops
 from evaluator.static_uses import binding_counts, parent_map
 
@@ -60,6 +59,7 @@ class ModuleModel:
     # every name the file reads, as a name, an attribute or a string constant (a method nothing names never runs
     # unless something calls it unnamed: forward, dunders, nn.Module's own hooks)
     mentioned: set[str] = field(default_factory=set)
+    strings: set[str] = field(default_factory=set)  # string constants of the file, and their dotted parts
     constants: dict[str, list[ast.expr]] = field(default_factory=dict)  # module-level name -> values
     kernel_order: list[str] = field(default_factory=list)  # kernel names in source order, by backend
     kernel_backend: dict[str, str] = field(default_factory=dict)  # kernel name -> backend
@@ -135,12 +135,11 @@ def binding_key(node: ast.AST) -> str | None:
     return None
 
 
-def _import_aliases(tree: ast.Module, failed: set[int]) -> tuple[dict[str, str], dict[str, list[str]]]:
+def _import_aliases(tree: ast.Module) -> tuple[dict[str, str], dict[str, list[str]]]:
     """(local name -> dotted module path, name -> the other paths it is imported from elsewhere in the file).
 
     ``try: from triton.language.extra.libdevice import rsqrt`` / ``except ImportError: from
-    triton.language.extra.cuda.libdevice import rsqrt``: either may be what runs, so rules check both. ``failed``:
-    alias nodes of imports that never bind (evaluator.static_failing), left out.
+    triton.language.extra.cuda.libdevice import rsqrt``: either may be what runs, so rules check both.
     """
     aliases: dict[str, str] = {}
     others: dict[str, list[str]] = {}
@@ -150,8 +149,6 @@ def _import_aliases(tree: ast.Module, failed: set[int]) -> tuple[dict[str, str],
             others[name].append(dotted)
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import | ast.ImportFrom) and all(id(a) in failed for a in node.names):
-            continue
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
@@ -288,8 +285,7 @@ def _nested_module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 
 def build_model(tree: ast.Module) -> ModuleModel:
     """Collect aliases, definitions, kernels and bindings of a parsed candidate module."""
-    failed = failed_imports(tree)
-    aliases, others = _import_aliases(tree, failed)
+    aliases, others = _import_aliases(tree)
     model = ModuleModel(aliases=aliases, alias_alternatives=others)
     model.imported = set(model.aliases)
     assignments = list(_simple_assignments(tree))
@@ -322,7 +318,7 @@ def build_model(tree: ast.Module) -> ModuleModel:
     # that picks an implementation at import runs when the file is imported), where its name is bound only there.
     # Alternatives bound twice (fla's `custom_device_ctx` per torch version) stay outside the call graph: the run
     # time's op recorder and kernel trace judge what they do (docs/verifier.md Known limits)
-    counts = model.binding_counts = binding_counts(tree, failed)
+    counts = model.binding_counts = binding_counts(tree)
     for stmt in _nested_module_statements(tree.body):
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and counts.get(stmt.name) == 1 and \
                 stmt.name not in model.functions and \
@@ -360,7 +356,8 @@ def build_model(tree: ast.Module) -> ModuleModel:
                 (model.launchables if kind == "launchable" else model.extensions)[key] = names
                 if isinstance(value, ast.Call) and resolve(value.func, model.aliases) == TRITON_JIT:
                     model.jit_kernels[key] = value
-            elif key is not None and not key.endswith("[]") and isinstance(value, ast.Dict | ast.List | ast.Tuple):
+            elif key is not None and not key.endswith("[]") and isinstance(value, ast.Dict | ast.List | ast.Tuple) \
+                    and _table_bound_once(tree, key, counts):  # fmt: skip
                 # a table of kernels (KERNELS = {"gelu": gelu_kernel, ...}) launched as KERNELS[name][grid](...)
                 items = value.values if isinstance(value, ast.Dict) else value.elts
                 parts = [_kernel_of(model, item, key) for item in items]
@@ -383,7 +380,8 @@ def build_model(tree: ast.Module) -> ModuleModel:
         elif isinstance(node, ast.Name):
             model.mentioned.add(node.id)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            model.mentioned.update(node.value.split("."))
+            model.strings.update(node.value.split("."))
+    model.mentioned |= model.strings
     for target, value in assignments:
         key = binding_key(target)
         if key is None or key in model.instances:
@@ -399,6 +397,19 @@ def build_model(tree: ast.Module) -> ModuleModel:
         elif isinstance(value, _CONTAINER_LITERALS):
             model.instances[key] = f"builtin:{type(value).__name__}"
     return model
+
+
+def _table_bound_once(tree: ast.Module, key: str, counts: dict[str, int]) -> bool:
+    """``key`` (``T`` or ``self.t``) is bound once in the whole file and no item of it is ever assigned or deleted: the
+    table still holds the kernels it was made with wherever it is read (red team s31: a table rebound to a
+    ``defaultdict``, a local of the same name)."""
+    stores = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and binding_key(node.value) == key:
+            return False
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and binding_key(node) == key:
+            stores += 1
+    return counts.get(key) == 1 if "." not in key else stores == 1
 
 
 def _rebinds_itself(call: ast.Call, name: str, parents: dict[int, ast.AST]) -> int:

@@ -105,10 +105,10 @@ def optional_import(node: ast.Import | ast.ImportFrom, parents: Parents, loaded:
         return False
     if not any(catches_import_error(h) for h in guard.handlers):
         return False
-    if always_fails(node):
-        return True  # it never binds: the handler always runs, judged as the file's own code
     if not all(_binds_fallbacks_only(h.body) for h in guard.handlers):
-        return False
+        return False  # a fallback def would be what the verifier judges, the library's function what a user runs
+    if always_fails(node):
+        return True
     if isinstance(_scope_of(node, parents), ast.Lambda) or _in_class_body(node, parents):
         return False  # a class attribute (``Holder.ctypes``) is read without naming it
     if any(imported_module(node, a).split(".")[0] in RUNTIME_IMPORT_ROOTS for a in node.names):

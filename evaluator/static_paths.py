@@ -81,14 +81,23 @@ def _may_run(model: ModuleModel, method: str) -> bool:
     anywhere (``self.forward_cuda``, ``forward = forward_cuda``, ``"forward_cuda"``). A method nothing names (vLLM's
     ``forward_native`` reference beside the kernel's ``forward``) never runs."""
     return method in ("forward", "__init__", "__call__") or (method.startswith("__") and method.endswith("__")) or \
-        method in _module_machinery() or method in model.mentioned
+        method in _called_unnamed() or method in model.mentioned
 
 
 @functools.cache
-def _module_machinery() -> frozenset[str]:
+def _called_unnamed() -> frozenset[str]:
+    """Method names Python, its library or PyTorch call on an object without the caller's code naming them: nn.Module's
+    own machinery (``_call_impl``, ``_apply``, ``extra_repr``) and the protocols of containers, files and generators
+    (``keys`` for ``f(**obj)``, ``write`` for ``print(file=obj)``, ``close`` for ``contextlib.closing(obj)``: red team
+    s31)."""
+    import io
+    import types
+
     import torch
 
-    return frozenset(dir(torch.nn.Module))
+    kinds = (torch.nn.Module, dict, list, set, frozenset, tuple, str, bytes, io.IOBase, io.TextIOBase,
+             io.BufferedIOBase, io.RawIOBase, types.GeneratorType, types.CoroutineType)
+    return frozenset(name for kind in kinds for name in dir(kind))
 
 
 def callees(model: ModuleModel, key: str) -> set[str]:

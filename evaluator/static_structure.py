@@ -203,14 +203,30 @@ def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], re
             report("patching", node, f"rebinds `{name}`, which an import binds to `{what}`; the checker reads "
                    f"`{name}` as `{what}` everywhere, so pick another name")
     top_level = set(model.classes) | {k for k in model.functions if "." not in k} | set(model.jit_kernels)
+    tables = set(model.constants)  # module-level names: an item of one may be a class or function of the file
+    loop_items = {t.id for n in ast.walk(tree) if isinstance(n, ast.For | ast.AsyncFor | ast.comprehension)
+                  for t in ast.walk(n.target) if isinstance(t, ast.Name) and _over_table(n.iter, tables)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
-            root = node.value
+            root, item = node.value, False
             while isinstance(root, ast.Attribute | ast.Subscript):
+                item = item or isinstance(root, ast.Subscript)
                 root = root.value
             if isinstance(root, ast.Name) and root.id in top_level:
                 report("patching", node, f"assigns an attribute of `{root.id}` from outside its definition; "
                        "keep state on instances (self) instead of patching classes or functions")
+            elif isinstance(root, ast.Name) and ((item and root.id in tables) or root.id in loop_items):
+                # REGISTRY["model"].forward = ..., for cls in REGISTRY.values(): cls.forward = ... (red team s31)
+                report("patching", node, f"assigns an attribute of an item of the module-level `{root.id}`, which "
+                       "may hold the file's classes or functions; keep state on instances (self) instead")
+
+
+def _over_table(node: ast.AST, tables: set[str]) -> bool:
+    """A loop over a module-level name, or its ``.values()``/``.items()``/``.keys()``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args and \
+            node.func.attr in ("values", "items", "keys"):  # fmt: skip
+        node = node.func.value
+    return isinstance(node, ast.Name) and node.id in tables
 
 
 def check_class_members(tree: ast.Module, report: Report) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from kernelevo import pyast
+
 # (case, input, value, share): that integer input of that case holds the value at a share of its elements, at secret
 # positions
 Mark = tuple[int, int, int, float]
@@ -41,7 +43,7 @@ def candidates(source: str, model: torch.nn.Module | None, called: Sequence[int]
     A value nothing names is never tried: an integer the op reads as data or as an offset keeps the task's draw."""
     found: list[int] = list(called)
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         tree = None
     if tree is not None:

@@ -198,10 +198,6 @@ HONEST = [
     # a final mean over the per-row losses a launcher returns, over a mask written in place (flash-attention's)
     dict(module="def row_losses(t):\n    o = torch.empty_like(t)\n    copy_kernel[(1,)](t, o, t.numel(), BLOCK=1024)\n"
                 "    return o", body="losses = row_losses(x)\nout = losses.sum() / (x != -100).sum()"),
-    # a helper imported from a package the candidate can never import, with the fallback defined in the handler
-    dict(module=f"try:\n    from {MISSING}.utils import calculate_settings\nexcept ImportError:\n\n"
-                "    def calculate_settings(n):\n        return triton.next_power_of_2(n), 4\n",
-         body="block, warps = calculate_settings(x.shape[-1])"),
     # a reference implementation beside the kernel that nothing names (vLLM's forward_native): it never runs
     dict(module="class Act(nn.Module):\n    def forward_native(self, t):\n        return torch.tanh(t)\n\n"
                 "    def forward(self, t):\n        o = torch.empty_like(t)\n"
@@ -209,7 +205,8 @@ HONEST = [
          init="self.act = Act()", body="out = self.act(x)"),
     # tables of kernels launched by key or index
     dict(module="KERNELS = {'copy': copy_kernel}", init="self.kernels = [copy_kernel]",
-         body="KERNELS['copy'][(1,)](x, out, x.numel(), BLOCK=1024)\nself.kernels[0][(1,)](x, out, x.numel(), BLOCK=1024)"),
+         body="KERNELS['copy'][(1,)](x, out, x.numel(), BLOCK=1024)\n"
+              "self.kernels[0][(1,)](x, out, x.numel(), BLOCK=1024)"),
     # profile labels: a context manager, a decorator, imported by name
     dict(body="with torch.autograd.profiler.record_function('copy'):\n    out = out * 1"),
     dict(module="from torch.profiler import record_function\n\n\n@record_function('norm')\ndef norm(t):\n"
@@ -345,9 +342,12 @@ REFUSED = [
     ("torch-compute", dict(module="import operator\n\n\nclass Act(nn.Module):\n    def forward_native(self, t):\n"
                                   "        return torch.tanh(t)  # HERE\n", init="self.act = Act()",
                            body="out = operator.methodcaller('forward_native', x)(self.act)")),
-    # the fallback of an import that always fails is the file's own code: judged as such
-    ("torch-compute", dict(module=f"try:\n    from {MISSING}.ops import act\nexcept ImportError:\n\n"
-                                  "    def act(t):\n        return torch.tanh(t)  # HERE\n", body="out = act(x)")),
+    # a fallback def for an import that fails here: where it succeeds (a user's program, the plain run), the library's
+    # function runs instead of the one judged (red team s31: fla's PyTorch reference behind an honest fallback)
+    ("banned-import", dict(module=f"try:\n    from {MISSING}.utils import calculate_settings  # HERE\n"
+                                  "except ImportError:\n\n    def calculate_settings(n):\n"
+                                  "        return triton.next_power_of_2(n), 4\n",
+                           body="block, warps = calculate_settings(x.shape[-1])")),
     # an import that may succeed (torch's own) keeps its binding: the handler's def rebinds it
     ("patching", dict(module="try:\n    from torch.nn.functional import gelu\nexcept ImportError:\n\n"
                              "    def gelu(t):  # HERE\n        return t\n")),
@@ -522,7 +522,8 @@ _PLAIN = "def register(cls):\n{body}"
     (_PLAIN.format(body="    OPS[cls.__name__] = cls\n    return cls"), "register", True),
     # walk-arounds: another class returned, the class changed, kept where it can be changed, a subclass made
     (_FACTORY.format(body="        return nn.Identity"), 'register("copy")', False),
-    (_FACTORY.format(body="        cls.forward = lambda self, x: x.tanh()\n        return cls"), 'register("copy")', False),
+    (_FACTORY.format(body="        cls.forward = lambda self, x: x.tanh()\n        return cls"), 'register("copy")',
+     False),
     (_PLAIN.format(body="    setattr(cls, 'forward', None)\n    return cls"), "register", False),
     (_PLAIN.format(body="    class Sub(cls):\n        pass\n    return Sub"), "register", False),
     (_PLAIN.format(body="    keep = [cls]\n    return cls"), "register", False),

@@ -1,0 +1,40 @@
+"""R10: ModelNew is filed by a registry decorator; the table entry is then used at module level to replace ModelNew.forward with another module's forward (torch's nn.Softmax.forward), which the checker never connects to ModelNew."""
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask)
+
+
+def launch_copy(x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    return y
+
+REGISTRY = {}
+
+
+def register(cls):
+    REGISTRY["model"] = cls
+    return cls
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dim = -1
+
+    def forward(self, x):
+        return launch_copy(x)
+
+
+register(ModelNew)
+REGISTRY["model"].forward = nn.Softmax.forward

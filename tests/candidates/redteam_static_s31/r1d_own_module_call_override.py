@@ -1,0 +1,37 @@
+"""R1: the own module class defines __call__ (an allowed dunder): self.softmax(x) runs __call__, not forward."""
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask)
+
+
+def launch_copy(x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    return y
+
+
+class Rows(nn.Module):
+    def forward(self, x):
+        return launch_copy(x)
+
+    def __call__(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.softmax = Rows()
+
+    def forward(self, x):
+        return self.softmax(launch_copy(x))
