@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib.util
+import importlib.metadata
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,12 +69,15 @@ def reserved_namespace(namespace: str) -> bool:
     """A namespace that is not the candidate's to register into: PyTorch's and its ecosystem's (listed, or starting
     with ``_``), one this torch has operators in, or one named like an installed package (``torchao``, whose operators
     load with it). ``torchkernels`` or ``mylib`` are the candidate's own."""
-    if namespace in RESERVED_NAMESPACES or namespace.startswith("_") or namespace in _registered_namespaces():
-        return True
-    try:
-        return importlib.util.find_spec(namespace) is not None
-    except (ImportError, ValueError):
-        return True
+    return namespace in RESERVED_NAMESPACES or namespace.startswith("_") or namespace in _registered_namespaces() or \
+        namespace in _installed_packages()
+
+
+@functools.cache
+def _installed_packages() -> frozenset[str]:
+    """Top-level import names of the installed distributions (not folders that happen to be importable from the
+    working directory: ``tests/candidates/redteam`` is no package of anyone's)."""
+    return frozenset(importlib.metadata.packages_distributions())
 
 
 @functools.cache
