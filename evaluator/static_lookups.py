@@ -39,6 +39,7 @@ class LookupRules:
 
     # Provided by the host visitor (``evaluator.static_visitor.RuleVisitor``).
     model: ModuleModel
+    tree: ast.Module
     parents: dict[int, ast.AST]
     allow: frozenset[str]
     in_jit: bool
@@ -162,9 +163,8 @@ class LookupRules:
             if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.Module):
                 return False
             sites = [node for name, node in scope_bindings(scope) if name == owner.id]
-            tree = next((n for n in self.model.parents.values() if isinstance(n, ast.Module)), None)
-            if len(sites) != 1 or tree is None or any(isinstance(n, ast.Global | ast.Nonlocal) and owner.id in n.names
-                                                      for n in ast.walk(tree)):
+            if len(sites) != 1 or any(isinstance(n, ast.Global | ast.Nonlocal) and owner.id in n.names
+                                      for n in ast.walk(self.tree)):
                 return False  # bound elsewhere too (a match capture, a loop), or rebound from a nested scope
             bound = self.model.parents.get(id(sites[0]))
             if not (isinstance(bound, ast.Assign) and bound.targets == [sites[0]]):

@@ -319,6 +319,21 @@ def build_model(tree: ast.Module) -> ModuleModel:
     # Alternatives bound twice (fla's `custom_device_ctx` per torch version) stay outside the call graph: the run
     # time's op recorder and kernel trace judge what they do (docs/verifier.md Known limits)
     counts = model.binding_counts = binding_counts(tree)
+    written_items: set[str] = set()  # "T", "self.t": an item of it is assigned or deleted somewhere
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute | ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            key = binding_key(node) if isinstance(node, ast.Attribute) else binding_key(node.value)
+            if key is not None and isinstance(node, ast.Attribute):
+                model.attribute_stores[key] = model.attribute_stores.get(key, 0) + 1
+            elif key is not None:
+                written_items.add(key)
+        if isinstance(node, ast.Attribute):
+            model.mentioned.add(node.attr)
+        elif isinstance(node, ast.Name):
+            model.mentioned.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            model.strings.update(node.value.split("."))
+    model.mentioned |= model.strings
     for stmt in _nested_module_statements(tree.body):
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and counts.get(stmt.name) == 1 and \
                 stmt.name not in model.functions and \
@@ -357,8 +372,11 @@ def build_model(tree: ast.Module) -> ModuleModel:
                 if isinstance(value, ast.Call) and resolve(value.func, model.aliases) == TRITON_JIT:
                     model.jit_kernels[key] = value
             elif key is not None and not key.endswith("[]") and isinstance(value, ast.Dict | ast.List | ast.Tuple) \
-                    and _table_bound_once(tree, key, counts):  # fmt: skip
-                # a table of kernels (KERNELS = {"gelu": gelu_kernel, ...}) launched as KERNELS[name][grid](...)
+                    and key not in written_items and \
+                    (model.attribute_stores.get(key) if "." in key else counts.get(key)) == 1:  # fmt: skip
+                # a table of kernels (KERNELS = {"gelu": gelu_kernel, ...}) launched as KERNELS[name][grid](...),
+                # bound once in the file and never written into (red team s31: a table rebound to a defaultdict, a
+                # local of the same name): it holds the kernels it was made with wherever it is read
                 items = value.values if isinstance(value, ast.Dict) else value.elts
                 parts = [_kernel_of(model, item, key) for item in items]
                 if items and all(p is not None and p[0] == "launchable" for p in parts):
@@ -371,17 +389,6 @@ def build_model(tree: ast.Module) -> ModuleModel:
                     found = _kernel_of(model, node.value, name)
                     if found is not None:
                         model.factories[name] = found
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and \
-                (key := binding_key(node)) is not None:  # fmt: skip
-            model.attribute_stores[key] = model.attribute_stores.get(key, 0) + 1
-        if isinstance(node, ast.Attribute):
-            model.mentioned.add(node.attr)
-        elif isinstance(node, ast.Name):
-            model.mentioned.add(node.id)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            model.strings.update(node.value.split("."))
-    model.mentioned |= model.strings
     for target, value in assignments:
         key = binding_key(target)
         if key is None or key in model.instances:
@@ -397,19 +404,6 @@ def build_model(tree: ast.Module) -> ModuleModel:
         elif isinstance(value, _CONTAINER_LITERALS):
             model.instances[key] = f"builtin:{type(value).__name__}"
     return model
-
-
-def _table_bound_once(tree: ast.Module, key: str, counts: dict[str, int]) -> bool:
-    """``key`` (``T`` or ``self.t``) is bound once in the whole file and no item of it is ever assigned or deleted: the
-    table still holds the kernels it was made with wherever it is read (red team s31: a table rebound to a
-    ``defaultdict``, a local of the same name)."""
-    stores = 0
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and binding_key(node.value) == key:
-            return False
-        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and binding_key(node) == key:
-            stores += 1
-    return counts.get(key) == 1 if "." not in key else stores == 1
 
 
 def _rebinds_itself(call: ast.Call, name: str, parents: dict[int, ast.AST]) -> int:

@@ -33,19 +33,41 @@ top-level name, which imports nothing).
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 import sys
 from collections.abc import Callable
 
 from evaluator.import_policy import RUNTIME_IMPORT_ROOTS
-from evaluator.static_failing import always_fails, catches_import_error, installed, refused_everywhere
 from evaluator.static_model import ModuleModel, constant_str, resolve
 from evaluator.static_rules import module_allowed
 from evaluator.static_uses import assigned_once
 
 IMPORT_MODULE = "importlib.import_module"
+_HARNESS = __name__.split(".")[0]  # `evaluator`: loaded in every candidate process, never to be assumed refused
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 Parents = dict[int, ast.AST]
+
+
+@functools.lru_cache(maxsize=256)
+def installed(module: str) -> bool:
+    """True when the top-level package of ``module`` can be found (standard library included)."""
+    root = module.split(".")[0]  # "pytorch-triton-xpu" (a distribution's name) is searched like any other
+    if root in sys.stdlib_module_names or root in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(root) is not None
+    except (ImportError, ValueError):
+        return True  # cannot tell: treat as installed (the strict answer)
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
 
 
 def guarding_try(node: ast.AST, parents: Parents) -> ast.Try | None:
@@ -97,13 +119,40 @@ def bound_name(node: ast.Import | ast.ImportFrom, alias: ast.alias) -> str:
     return alias.asname or alias.name
 
 
+def refused_everywhere(module: str) -> bool:
+    """An import of ``module`` from the candidate's file raises ImportError wherever the candidate runs: it is
+    outside the allowlist and either not installed, or a third-party package the run time never lets candidates
+    import (the candidate process's import wrappers refuse it whether or not it is loaded already), so the answer
+    does not depend on which packages the machine happens to have."""
+    if module_allowed(module):
+        return False
+    root = module.split(".")[0]
+    if root == _HARNESS or root.startswith("_"):
+        return False  # the verifier's own package and private/dunder roots (__main__ is the harness's script)
+    if not installed(module):
+        return True
+    # The standard library stays under the stricter rule below (its gc, ctypes, inspect are the tools that
+    # would defeat the in-process guards, and this layer must hold if those guards are defeated).
+    return root not in RUNTIME_IMPORT_ROOTS and root not in sys.stdlib_module_names
+
+
+def always_fails(node: ast.AST) -> bool:
+    """An import statement that raises ImportError wherever the candidate runs (:func:`refused_everywhere`)."""
+    if isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        return not node.level and bool(module) and refused_everywhere(module)
+    if isinstance(node, ast.Import):  # names are imported left to right: only a refused first one stops them all
+        return bool(node.names) and refused_everywhere(node.names[0].name)
+    return False
+
+
 def optional_import(node: ast.Import | ast.ImportFrom, parents: Parents, loaded: Callable[[str], bool]) -> bool:
     """True when a refused import may stand because it is optional and can never hand the module over (module
     docstring). ``loaded(name)`` says whether the file reads ``name`` anywhere."""
     guard = guarding_try(node, parents)
     if guard is None or guard.finalbody or not guard.handlers:
         return False
-    if not any(catches_import_error(h) for h in guard.handlers):
+    if not any(_catches_import_error(h) for h in guard.handlers):
         return False
     if not all(_binds_fallbacks_only(h.body) for h in guard.handlers):
         return False  # a fallback def would be what the verifier judges, the library's function what a user runs

@@ -60,9 +60,12 @@ def _class_methods(model: ModuleModel, cls: str) -> list[str]:
             if k.startswith(prefixes) and (not narrow or _may_run(model, k.rsplit(".", 1)[1]))]
 
 
-def _subclasses(model: ModuleModel, cls: str) -> list[str]:
-    """The file's classes that derive from ``cls``, transitively."""
-    return [name for name in model.classes if name != cls and cls in module_bases(model, name)]
+def _self_owners(model: ModuleModel, cls: str) -> list[str]:
+    """The classes whose method ``self.attr`` in a method of ``cls`` may be: ``cls``, the file's classes it derives
+    from (inherited methods) and those deriving from it (overrides: a template method, the base's forward calling
+    ``self.forward_impl`` that the class ModelNew derives from defines)."""
+    return [*module_bases(model, cls), *(name for name in model.classes
+                                         if name != cls and cls in module_bases(model, name))]
 
 
 def _plain_or_module(model: ModuleModel, cls: str) -> bool:
@@ -131,10 +134,7 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                 key_ = "self"  # super().attr: a method of a class this one derives from
             if key_ is None:
                 continue
-            # self.attr: inherited methods, and the overrides of the file's subclasses (a template method: the base's
-            # forward calls self.forward_impl, which the class ModelNew derives from defines)
-            owners = [*module_bases(model, cls), *_subclasses(model, cls)] if key_.split(".")[0] == "self" else [cls]
-            for owner in owners:
+            for owner in _self_owners(model, cls) if key_.split(".")[0] == "self" else [cls]:
                 if f"{owner}.{attr}" in model.functions:
                     out.add(f"{owner}.{attr}")
             instance = model.instances.get(key_, "")
@@ -249,7 +249,7 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
                 (cls := _enclosing_class(node, model)) is not None and cls in used:  # fmt: skip
             # a bound method kept as a value (vLLM's ``self._forward_method = self.dispatch_forward()``, which returns
             # ``self.forward_cuda``) by a class that has instances: it may run from anywhere
-            roots.extend(f"{owner}.{node.attr}" for owner in [*module_bases(model, cls), *_subclasses(model, cls)]
+            roots.extend(f"{owner}.{node.attr}" for owner in _self_owners(model, cls)
                          if f"{owner}.{node.attr}" in model.functions)
     return roots
 

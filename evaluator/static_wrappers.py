@@ -53,38 +53,41 @@ def transparent(decorator: ast.expr, model: ModuleModel) -> bool:
 
 
 def registers_class(decorator: ast.expr, model: ModuleModel) -> bool:
-    """``@decorator`` on a class returns the class itself and keeps it only as a value of a module-level table
-    (vLLM's ``@CustomOp.register("silu_and_mul")``, a plain ``@register("name")`` or ``@register``): the function
-    that receives the class has it as its one parameter, never rebinds it, returns it from every ``return`` (and has
-    one), and otherwise only stores it as ``TABLE[key] = cls`` in a module-level name or reads its ``__name__``.
-    The decorator is a module function bound once (a factory called with constants, whose one ``return`` names a def
-    of its own body: the receiving function)."""
+    """``@decorator`` on a class returns the class itself and keeps it only as a value of a module-level table (a
+    plain ``@register("name")`` or ``@register``): the function that receives the class has it as its one parameter,
+    never rebinds it, returns it from every ``return`` (and has one), and otherwise only stores it as ``TABLE[key] =
+    cls`` in a module-level name or reads its ``__name__``. The decorator is a module function bound once: the
+    receiving function itself, or a factory called with constants whose every ``return`` names the one def of its
+    body."""
     decorated = model.parents.get(id(decorator))
     if not isinstance(decorated, ast.ClassDef) or not any(d is decorator for d in decorated.decorator_list):
         return False
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     if not (isinstance(target, ast.Name) and _module_bound_once(target.id, model) and _unshadowed(target, model)):
         return False
-    outer = model.functions.get(target.id)
-    if not isinstance(outer, _FUNCTION):
-        return False
-    receiver: ast.AST | None = outer
-    if isinstance(decorator, ast.Call):
-        if not all(is_constant(a) for a in _arguments(decorator)):
-            return False
-        returns = [n for n in ast.walk(outer) if isinstance(n, ast.Return)]
-        inner = [n for n in outer.body if isinstance(n, _FUNCTION)]
-        receiver = inner[0] if len(inner) == 1 and len(returns) >= 1 and all(
-            isinstance(r.value, ast.Name) and r.value.id == inner[0].name for r in returns
-            if _enclosing_def(r, model) is outer) and len(_own_bindings(outer, inner[0].name)) == 1 else None
+    receiver = model.functions.get(target.id)
+    if isinstance(decorator, ast.Call) and isinstance(receiver, _FUNCTION):
+        receiver = _made_by(receiver, model) if all(is_constant(a) for a in _arguments(decorator)) else None
     return isinstance(receiver, _FUNCTION) and _keeps_class_only(receiver, model)
 
 
-def _enclosing_def(node: ast.AST, model: ModuleModel) -> ast.AST | None:
-    parent = model.parents.get(id(node))
-    while parent is not None and not isinstance(parent, (*_FUNCTION, ast.Lambda)):
-        parent = model.parents.get(id(parent))
-    return parent
+def _made_by(factory: Def, model: ModuleModel) -> Def | None:
+    """The one def of ``factory``'s body when every ``return`` of the factory's own returns it (bound only there)."""
+    inner = [n for n in factory.body if isinstance(n, _FUNCTION)]
+    if len(inner) != 1 or len(_own_bindings(factory, inner[0].name)) != 1:
+        return None
+    returns = [r for r in ast.walk(factory)
+               if isinstance(r, ast.Return) and _enclosing_def(r, model.parents) is factory]
+    named = bool(returns) and all(isinstance(r.value, ast.Name) and r.value.id == inner[0].name for r in returns)
+    return inner[0] if named else None
+
+
+def _enclosing_def(node: ast.AST, parents: dict[int, ast.AST]) -> Def | None:
+    """The def whose own body holds ``node`` (None at module level or in a lambda)."""
+    parent = parents.get(id(node))
+    while parent is not None and not isinstance(parent, (*_FUNCTION, ast.Lambda, ast.Module)):
+        parent = parents.get(id(parent))
+    return parent if isinstance(parent, _FUNCTION) else None
 
 
 def _keeps_class_only(fn: Def, model: ModuleModel) -> bool:
@@ -99,7 +102,6 @@ def _keeps_class_only(fn: Def, model: ModuleModel) -> bool:
     returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
     if not returns or not all(isinstance(r.value, ast.Name) and r.value.id == cls for r in returns):
         return False
-    tree = _tree(model)
     for use in ast.walk(fn):
         if not (isinstance(use, ast.Name) and use.id == cls) or isinstance(use.ctx, ast.Store):
             continue
@@ -108,7 +110,7 @@ def _keeps_class_only(fn: Def, model: ModuleModel) -> bool:
             continue
         if isinstance(up, ast.Assign) and up.value is use and len(up.targets) == 1 and \
                 isinstance(up.targets[0], ast.Subscript) and isinstance(up.targets[0].value, ast.Name) and \
-                tree is not None and _module_bound_once(up.targets[0].value.id, model) and \
+                _module_bound_once(up.targets[0].value.id, model) and \
                 not _own_bindings(fn, up.targets[0].value.id):  # fmt: skip
             continue
         return False
@@ -541,10 +543,7 @@ class _Proof:
         return False
 
     def _enclosing(self, node: ast.AST) -> Def | None:
-        parent = self.parents.get(id(node))
-        while parent is not None and not isinstance(parent, (*_FUNCTION, ast.Lambda, ast.Module)):
-            parent = self.parents.get(id(parent))
-        return parent if isinstance(parent, _FUNCTION) else None
+        return _enclosing_def(node, self.parents)
 
     def _inside(self, inner: ast.AST, outer: ast.AST) -> bool:
         node = self.parents.get(id(inner))

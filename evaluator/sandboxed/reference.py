@@ -333,7 +333,7 @@ class ReferenceRunner:
         forward of a [4096, 32000] cross entropy on the CPU costs a second), and on the CPU: an index the op refuses
         raises there, where on a GPU it may end the process's CUDA context with a device-side assert."""
         assert self.task is not None
-        cases = [[v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in inputs] for inputs, _, _ in computed]
+        cases = [inputs for inputs, _, _ in computed]  # where they are (the device): only the probe is copied
         ks = [k for k in range(min(map(len, cases), default=0))
               if k not in self.task.keep_inputs and all(sentinels.markable(case[k]) for case in cases)]
         if not ks:
@@ -342,7 +342,8 @@ class ReferenceRunner:
             small = taskspec.generate_cases(self.task, True, seed, dist)
             cases = small if all(len(c) > max(ks) and all(sentinels.markable(c[k]) for k in ks) for c in small) \
                 else cases
-        probe = min(cases, key=lambda c: sum(v.numel() for v in c if isinstance(v, torch.Tensor)))
+        smallest = min(cases, key=lambda c: sum(v.numel() for v in c if isinstance(v, torch.Tensor)))
+        probe = [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in smallest]
         if self.cpu_model is None:
             self.cpu_model = self.model_native if self.device == "cpu" else copy.deepcopy(self.model_native).cpu()
         model = self.cpu_model
@@ -372,19 +373,17 @@ class ReferenceRunner:
         def at(v: int) -> list[torch.Tensor] | None:
             return sentinels.answers(model, case[:k] + [sentinels.marked(case[k], v, seed, 0, k, share)] + case[k + 1:])
 
+        def same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+            return len(a) == len(b) and all(same_bits(x, y) for x, y in zip(a, b))
+
         got = at(value)
         if got is None or len(got) != len(base) or any(
                 g.shape != b.shape or g.dtype != b.dtype or (b.is_floating_point() and bool(
                     (~torch.isfinite(g) & torch.isfinite(b)).any())) for g, b in zip(got, base)):
             return False
-        if all(same_bits(g, b) for g, b in zip(got, base)):
-            return False
-        for alias in sentinels.aliases(value, [*case, *model.state_dict().values()]):
-            other = at(alias)
-            if other is not None and len(other) == len(got) and all(
-                    o.shape == g.shape and o.dtype == g.dtype and same_bits(o, g) for o, g in zip(other, got)):
-                return False
-        return True
+        return not same(got, base) and not any(
+            (other := at(alias)) is not None and same(other, got)
+            for alias in sentinels.aliases(value, [*case, *model.state_dict().values()]))
 
     def _described(self, seed: int) -> str:
         """The seed's distribution as a verdict names it, with the sentinels its integer inputs hold."""

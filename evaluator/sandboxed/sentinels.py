@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,18 +42,23 @@ def candidates(source: str, model: torch.nn.Module | None, called: Sequence[int]
     integer constants the task's source binds to such a name (``ignore_index=255``, ``PAD_ID = 0``, a default
     ``padding_idx=1``), and integer attributes of the model's modules named so (``nn.CrossEntropyLoss.ignore_index``).
     A value nothing names is never tried: an integer the op reads as data or as an offset keeps the task's draw."""
-    found: list[int] = list(called)
-    try:
-        tree = pyast.parse(source)
-    except (SyntaxError, ValueError):
-        tree = None
-    if tree is not None:
-        found.extend(value for name, node in _named_values(tree) if _says_special(name)
-                     for value in [_int_literal(node)] if value is not None)
+    found: list[int] = [*called, *_named_in_source(source)]
     if model is not None:
         for module in model.modules():
             found.extend(v for k, v in vars(module).items() if type(v) is int and _says_special(k))
     return tuple(dict.fromkeys(found))[:LIMIT]
+
+
+@functools.lru_cache(maxsize=8)
+def _named_in_source(source: str) -> tuple[int, ...]:
+    """Integer constants ``source`` binds to a name that says what they are for (parsed once per task source: each
+    marked seed asks again)."""
+    try:
+        tree = pyast.parse(source)
+    except (SyntaxError, ValueError):
+        return ()
+    return tuple(value for name, node in _named_values(tree) if _says_special(name)
+                 for value in [_int_literal(node)] if value is not None)
 
 
 def answers(model: torch.nn.Module, inputs: list[Any],
