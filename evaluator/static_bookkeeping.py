@@ -15,12 +15,14 @@ the run time, when all of these hold:
   allocation -- ``torch.zeros``/``empty``/``full``/``ones``/``*_like``/``new_*``, or one of those or None -- and
   passed to one of the candidate's own kernel launches in the same function) or a **result of the candidate's own
   code** (a local name only ever bound to what one of the file's module functions or ``autograd.Function.apply``
-  returns, or an item of it: flash-attention's ``losses.sum() / (target != ignore).sum()`` over the per-row losses
-  its launcher returns), never a parameter or any other value directly; and the call **runs at
+  returns, or an item of it, unpacked or subscripted, or a scalar computed from such names by full reductions and
+  arithmetic: flash-attention's ``loss, z = f(...); loss = loss.sum() / (target != ignore).sum()`` over the per-row
+  losses its launcher returns), never a parameter or any other value directly; and the call **runs at
   most once per forward call**: not inside a loop or comprehension, in a module-level function, an
-  ``autograd.Function.forward`` or the entry's ``forward`` that is not recursive and whose every call site runs
-  once too (so the input cannot be reduced chunk by chunk in pieces under the run time's size limit); and the
-  file holds at most :data:`MAX_SITES` such calls;
+  ``autograd.Function.forward``, the entry's ``forward`` or the forward of a module class of the file held once as
+  ``self.attr = Cls(...)``, that is not recursive and whose every call site runs once too (so the input cannot be
+  reduced chunk by chunk in pieces under the run time's size limit); and the file holds at most :data:`MAX_SITES`
+  such calls;
 * or the call stands in an ``assert`` (test or message) and its value only reaches the assertion through
   comparisons, boolean operators, arithmetic, f-strings and ``.item()``: it decides pass or fail, nothing else.
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping
 
+from evaluator.static_model import binding_key
 from evaluator.static_uses import Use, use_of
 
 MAX_SITES = 8  # mask/buffer bookkeeping calls per file (Liger's cross entropy has four)
@@ -58,6 +61,14 @@ def _bindings(fn: FunctionNode) -> dict[str, list[ast.expr | None]]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             values.setdefault(node.targets[0].id, []).append(node.value)
             plain.add(id(node.targets[0]))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Tuple | ast.List):  # fmt: skip
+            names = [e for e in node.targets[0].elts if isinstance(e, ast.Name)]
+            if len(names) != len(node.targets[0].elts):
+                continue
+            for i, element in enumerate(names):  # loss, z_loss = f(...): an item of its value each
+                values.setdefault(element.id, []).append(ast.Subscript(node.value, ast.Constant(i), ast.Load()))
+                plain.add(id(element))
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in plain:
             values.setdefault(node.id, []).append(None)
@@ -93,29 +104,43 @@ def _enclosing_key(node: ast.AST, parents: dict[int, ast.AST], keys: dict[int, s
 
 
 def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autograd: set[str], entry: str,
-                       parents: dict[int, ast.AST], reaches: Callable[[str], set[str]]) -> set[str]:  # fmt: skip
+                       parents: dict[int, ast.AST], reaches: Callable[[str], set[str]],
+                       modules: Mapping[str, str] | None = None) -> set[str]:  # fmt: skip
     """Keys of the functions that run at most once per forward call: the entry's forward, module-level functions
-    and autograd forwards called only directly (``f(...)``, ``Cls.apply(...)``), outside loops, from functions
-    that run once themselves (or at import), and not recursive (``reaches(key)``: what ``key`` can call)."""
+    and autograd forwards called only directly (``f(...)``, ``Cls.apply(...)``), and the forward of a module class
+    of the file whose instances are only made as ``self.attr = Cls(...)`` (``modules``: ``"self.attr"`` -> ``Cls``,
+    each bound once) and called as ``self.attr(...)``: outside loops, from functions that run once themselves (or at
+    import), and not recursive (``reaches(key)``: what ``key`` can call)."""
+    modules = modules or {}
     keys = {id(fn): key for key, fn in functions.items()}
     candidates = {k for k in functions if "." not in k and k != entry}
     candidates |= {f"{cls}.forward" for cls in autograd if f"{cls}.forward" in functions}
+    layers = {cls for cls in modules.values() if f"{cls}.forward" in functions and cls not in autograd}
+    candidates |= {f"{cls}.forward" for cls in layers}
     sites: dict[str, list[str | None]] = {k: [] for k in candidates}
     for n in ast.walk(tree):
-        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
-            continue
         up = parents.get(id(n))
-        key, call = None, None
-        if n.id in candidates:
+        held = modules.get(binding_key(n) or "") if isinstance(n, ast.Attribute) else None
+        if held in layers and isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+            key, call = f"{held}.forward", up if isinstance(up, ast.Call) and up.func is n else None
+        elif not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+            continue
+        elif n.id in layers:
+            made = parents.get(id(up))
+            if isinstance(up, ast.Call) and up.func is n and isinstance(made, ast.Assign) and made.value is up and \
+                    len(made.targets) == 1 and modules.get(binding_key(made.targets[0]) or "") == n.id:  # fmt: skip
+                continue  # self.attr = Cls(...): an instance whose calls are the sites above
+            key, call = f"{n.id}.forward", None  # made or handed on anywhere else: its calls are not all seen
+        elif n.id in candidates:
             key, call = n.id, up if isinstance(up, ast.Call) and up.func is n else None
         elif f"{n.id}.forward" in candidates:
-            key = f"{n.id}.forward"
+            key, call = f"{n.id}.forward", None
             if isinstance(up, ast.Attribute) and up.attr == "apply":
                 apply_call = parents.get(id(up))
                 call = apply_call if isinstance(apply_call, ast.Call) and apply_call.func is up else None
             elif use_of(n, parents) is Use.TYPE_CHECK:
                 continue  # isinstance(x, Cls)
-        if key is None:
+        else:
             continue
         where = _enclosing_key(call, parents, keys) if call is not None else None
         if call is None or _in_loop(call, parents) or where == key:
@@ -146,7 +171,36 @@ class Bookkeeping:
         self.masks = {n for n, vs in bindings.items() if vs and all(self._comparison(v) for v in vs)}
         self.buffers = {n for n, vs in bindings.items() if n in launched_args and vs and
                         all(self._allocation(v) for v in vs)}  # fmt: skip
-        self.results = {n for n, vs in bindings.items() if vs and all(self._own_result(v) for v in vs)}
+        self.results = self._results(bindings)
+
+    def _results(self, bindings: dict[str, list[ast.expr | None]]) -> set[str]:
+        """Names only ever bound to what the file's own code returns, an item of it, or a scalar computed from such
+        names by full reductions and arithmetic (``loss = loss.sum() / (target != ignore).sum()``): the largest such
+        set, so a name rebound from itself is one when all its bindings are."""
+        names = {n for n, vs in bindings.items() if vs and all(v is not None for v in vs)}
+        while True:
+            kept = {n for n in names if all(self._own_result(v) or self._scalar_of(v, names) for v in bindings[n])}
+            if kept == names:
+                return names
+            names = kept
+
+    def _scalar_of(self, value: ast.expr | None, names: set[str]) -> bool:
+        """Arithmetic over constants, ``names`` and full reductions of ``names``, masks and comparisons."""
+        if isinstance(value, ast.Constant):
+            return isinstance(value.value, int | float) and not isinstance(value.value, bool)
+        if isinstance(value, ast.Name):
+            return value.id in names
+        if isinstance(value, ast.BinOp):
+            return isinstance(value.op, ast.Add | ast.Sub | ast.Mult | ast.Div | ast.FloorDiv) and \
+                self._scalar_of(value.left, names) and self._scalar_of(value.right, names)
+        if isinstance(value, ast.UnaryOp):
+            return isinstance(value.op, ast.USub | ast.UAdd) and self._scalar_of(value.operand, names)
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in REDUCTIONS
+                and not value.args and all(k.arg == "dtype" for k in value.keywords)):
+            return False
+        operand = value.func.value
+        return self._comparison(operand) or (isinstance(operand, ast.Name) and
+                                             (operand.id in names or operand.id in self.masks))
 
     def _own_result(self, value: ast.expr | None) -> bool:
         """What one of the file's functions or autograd Functions returns (``f(...)``, ``Fn.apply(...)``), or an item

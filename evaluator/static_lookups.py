@@ -18,6 +18,7 @@ from evaluator.static_chains import is_module, policy_for
 from evaluator.static_environ import precision_pin
 from evaluator.static_model import CUDA_COMPILE, LOAD_INLINE, ModuleModel, binding_key, const_getattr, scope_bindings
 from evaluator.static_rules import DEVICE_QUERIES, method_computes, tensor_properties, type_only_policy
+from evaluator.static_structure import inherited_layer_method
 from evaluator.static_uses import Use, assigned_once, enclosing_scope, name_loads
 
 # Module uses that stay visible to the checker: an attribute chain, getattr/hasattr with a literal name,
@@ -51,6 +52,7 @@ class LookupRules:
     _use: Callable[[ast.AST], Use]
     _resolve: Callable[[ast.AST], str | None]
     _check_dotted: Callable[[ast.AST, str, ast.expr_context], None]
+    _compute_rules: Callable[[], bool]
 
     def _check_value_use(self, node: ast.AST, dotted: str, use: Use) -> bool:
         """Rules on *how* a resolved name is used; True when one fired."""
@@ -127,6 +129,14 @@ class LookupRules:
         loads = [n for t in targets if isinstance(t, ast.Name) for n in name_loads(scope, t.id)]
         return bool(loads) and all(self._use(n) in (Use.TYPE_CHECK, Use.ANNOTATION, Use.TRUTH) for n in loads)
 
+    def _check_inherited(self, node: ast.AST, owner: ast.AST, name: str) -> None:
+        """``super().forward`` / ``self.reset_parameters`` on the forward path of a class deriving from one of
+        PyTorch's layers, where the layer's own function runs: PyTorch's computation."""
+        layer_method = inherited_layer_method(self.model, self.cls, owner, name) if self._compute_rules() else None
+        if layer_method is not None:
+            self.report("torch-compute", node, f"forward path reaches `{layer_method}` (PyTorch's layer, which the "
+                        f"class derives from); {COMPUTE_HINT}")
+
     def _check_method_value(self, node: ast.AST, owner_node: ast.AST, method: str) -> None:
         """``f = x.softmax`` / ``getattr(x, "exp")`` handed on uncalled: a torch op the compute rules miss."""
         if self.in_jit or method in tensor_properties() or not method_computes(method, self.allow):
@@ -184,6 +194,7 @@ class LookupRules:
                 else:
                     owner, name = lookup
                     self._check_method_value(node, owner, name)
+                    self._check_inherited(node, owner, name)
             return
         if self._device_module_lookup(node):
             self._inner.add(id(node.args[0]))

@@ -102,10 +102,76 @@ def check_entry_definition(tree: ast.Module, model: ModuleModel, entry: str, rep
             _check_entry_class(cls, report)
 
 
+@functools.lru_cache(maxsize=64)
+def torch_layer(dotted: str) -> bool:
+    """Whether ``dotted`` names one of PyTorch's own layers (``torch.nn.LayerNorm``, ``torch.nn.Linear``): a base a
+    fused module keeps for its parameters, their names in checkpoints and its ``extra_repr``, overriding ``forward``
+    (many ``FastLayerNorm(nn.LayerNorm)`` classes). Lazy layers are not: they change their parameters in their
+    first call."""
+    parts = dotted.split(".")
+    if len(parts) != 3 or parts[:2] != ["torch", "nn"] or parts[2].startswith(("_", "Lazy")):
+        return False
+    import torch  # local: importing the checker must not import torch
+
+    found = getattr(torch.nn, parts[2], None)
+    return isinstance(found, type) and issubclass(found, torch.nn.Module) and found is not torch.nn.Module and \
+        found.__module__.startswith("torch.nn.modules.")
+
+
+def _layer_chain(model: ModuleModel, cls: ast.ClassDef) -> tuple[list[ast.ClassDef], str] | None:
+    """``cls`` and the file's classes it derives from, one base each, down to one deriving from one of PyTorch's
+    layers (:func:`torch_layer`), with that layer's dotted name; None for any other shape."""
+    chain: list[ast.ClassDef] = []
+    while len(chain) <= 16 and len(cls.bases) == 1:
+        chain.append(cls)
+        base = cls.bases[0]
+        parent = model.classes.get(base.id) if isinstance(base, ast.Name) else None
+        if isinstance(parent, ast.ClassDef) and parent not in chain:
+            cls = parent
+            continue
+        dotted = resolve(base, model.aliases) or ""
+        return (chain, dotted) if torch_layer(dotted) else None
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _layer_methods(dotted: str) -> frozenset[str]:
+    """The functions PyTorch's layer ``dotted`` and its bases below ``nn.Module`` define (``forward``,
+    ``reset_parameters``, ``_conv_forward``)."""
+    import torch  # local: importing the checker must not import torch
+
+    layer = getattr(torch.nn, dotted.rsplit(".", 1)[-1])
+    return frozenset(name for c in layer.__mro__ if c not in (torch.nn.Module, object)
+                     for name, value in vars(c).items()
+                     if callable(value) or isinstance(value, staticmethod | classmethod))  # fmt: skip
+
+
+def inherited_layer_method(model: ModuleModel, cls_name: str | None, owner: ast.AST, name: str) -> str | None:
+    """``self.name`` or ``super().name`` read in a method of ``cls_name`` where it is a function a PyTorch layer the
+    class derives from defines and no class of the file in between does (``super().forward(x)`` in a
+    ``class FastLayerNorm(nn.LayerNorm)``): PyTorch's computation, named ``torch.nn.Layer.name``; else None."""
+    cls = model.classes.get(cls_name or "")
+    found = _layer_chain(model, cls) if isinstance(cls, ast.ClassDef) else None
+    if found is None or name in ("__init__", "extra_repr", "__repr__") or name not in _layer_methods(found[1]):
+        return None
+    chain, layer = found
+    if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+        if owner.args or owner.keywords:  # super(Cls, obj): any class of the chain may be skipped
+            return f"{layer}.{name}"
+        chain = chain[1:]  # super(): the classes after this one
+    elif not (isinstance(owner, ast.Name) and owner.id == "self"):
+        return None
+    defined = any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name
+                  for c in chain for s in c.body)  # fmt: skip
+    return None if defined else f"{layer}.{name}"
+
+
 def entry_chain(model: ModuleModel, cls: ast.ClassDef) -> list[ast.ClassDef] | None:
     """The entry class and the file's classes it derives from, one base each, down to the one deriving from
-    ``nn.Module`` itself (``class ModelNew(GeluTanh)`` over ``class GeluTanh(nn.Module)``); None when a class of
-    the chain has another base, several, keywords (a metaclass), or is bound more than once."""
+    ``nn.Module`` itself (``class ModelNew(GeluTanh)`` over ``class GeluTanh(nn.Module)``) or from one of PyTorch's
+    layers (:func:`torch_layer`) while a class of the chain defines ``forward`` (the layer's own would be PyTorch's
+    computation); None when a class of the chain has another base, several, keywords (a metaclass), or is bound
+    more than once."""
     chain: list[ast.ClassDef] = []
     while len(chain) <= 16:
         chain.append(cls)
@@ -116,7 +182,11 @@ def entry_chain(model: ModuleModel, cls: ast.ClassDef) -> list[ast.ClassDef] | N
         if isinstance(parent, ast.ClassDef) and parent not in chain:
             cls = parent
             continue
-        return chain if resolve(base, model.aliases) == "torch.nn.Module" else None
+        dotted = resolve(base, model.aliases) or ""
+        if dotted == "torch.nn.Module":
+            return chain
+        defines_forward = any(isinstance(s, ast.FunctionDef) and s.name == "forward" for c in chain for s in c.body)
+        return chain if torch_layer(dotted) and defines_forward else None
     return None
 
 

@@ -15,6 +15,7 @@ is that local, not the module.
 from __future__ import annotations
 
 import ast
+import string
 from collections.abc import Callable, Sequence
 
 from evaluator.static_absent import absent_attribute, needs_absent, owner_root, single_import_names
@@ -195,6 +196,16 @@ def _global_names(scope: ast.AST) -> set[str]:
     return out
 
 
+
+def _scalar_literal_tensor(call: ast.Call) -> bool:
+    """``torch.tensor(<number literal>[, dtype=, device=, requires_grad=])``: a constant scalar, no host data (a
+    list of values computed on the host would be the work done unseen, as ``new_tensor`` is)."""
+    value = call.args[0] if len(call.args) == 1 else None
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub | ast.UAdd):
+        value = value.operand
+    return isinstance(value, ast.Constant) and isinstance(value.value, int | float | bool) and \
+        all(k.arg in ("dtype", "device", "requires_grad") for k in call.keywords)
+
 class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     """Walks a parsed candidate and calls ``report(rule, node, message)`` for each violation."""
 
@@ -229,8 +240,10 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self._none = Known()  # parameters of the current function that are always None or a constant, and flags
         self._bookkeeping: Bookkeeping | None = None
         self._bookkeeping_sites: set[int] = set()
+        layers = {key: kind.removeprefix("class:") for key, kind in model.instances.items()
+                  if kind.startswith("class:") and key.startswith("self.") and model.attribute_stores.get(key) == 1}
         self._once = run_once_functions(self.tree, model.functions, model.autograd_functions, entry, model.parents,
-                                        lambda key: set(reachable(model, sorted(callees(model, key)))))
+                                        lambda key: set(reachable(model, sorted(callees(model, key)))), layers)
         devices = device_functions(self.tree, model)
         self._device_functions = set(devices)
         self._device_defs = {id(d) for defs in devices.values() for d in defs}
@@ -356,7 +369,11 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             if isinstance(call, ast.Call) and call.args and dotted.count(".") == 1 and self._is_bookkeeping(
                     call, dotted.split(".")[1], call.args[0], method=False):  # fmt: skip
                 return
-            self.report("torch-compute", node, f"forward path calls PyTorch op `{dotted}`; {COMPUTE_HINT}")
+            if dotted == "torch.tensor" and isinstance(call, ast.Call) and _scalar_literal_tensor(call):
+                return  # torch.tensor(1.0, device=x.device): a constant, as torch.full((), 1.0) would make it
+            self.report("torch-compute", node, f"forward path calls PyTorch op `{dotted}`; {COMPUTE_HINT}" + (
+                " (a constant scalar: `torch.tensor(<number>, dtype=..., device=...)` or `torch.full((), value)`)"
+                if dotted == "torch.tensor" else ""))
 
     def _is_bookkeeping(self, call: ast.Call, op: str, operand: ast.AST, *, method: bool) -> bool:
         """A bookkeeping call (evaluator.static_bookkeeping); past the file's cap it is refused here instead."""
@@ -387,7 +404,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
             bases = [self._resolve(b) for b in node.bases]
             if (bases != ["torch.nn.Module"] or node.keywords) and entry_chain(self.model, node) is None:
                 self.report("reference", node, f"class {node.name} must subclass nn.Module, or one class of this "
-                            f"file that does (found {', '.join(ast.unparse(b) for b in node.bases) or 'no base'}); "
+                            f"file that does, or one of PyTorch's layers while it defines forward itself (found "
+                            f"{', '.join(ast.unparse(b) for b in node.bases) or 'no base'}); "
                             "do not inherit from the reference Model or anything else")
         outer, outer_forward = self.cls, self.in_forward
         if self.depth == 0:
@@ -611,6 +629,28 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         parent = self.parents.get(id(node))
         return node.attr == "__class__" and isinstance(parent, ast.Attribute) and parent.attr in _NAME_DUNDERS
 
+    def _formats_own_fields(self, node: ast.Attribute) -> bool:
+        """``"{normalized_shape}, eps={eps}".format(**self.__dict__)``, as PyTorch's own layers write ``extra_repr``:
+        a string of the instance's public plain attributes, named as fields of a literal format string (no ``{a.b}``,
+        ``{a[0]}`` or ``{_private}``, which would reach further)."""
+        keyword, call = self.parents.get(id(node)), None
+        if isinstance(keyword, ast.keyword) and keyword.arg is None:
+            call = self.parents.get(id(keyword))
+        if node.attr != "__dict__" or not isinstance(node.ctx, ast.Load) or not (
+                isinstance(node.value, ast.Name) and node.value.id == "self") or not isinstance(call, ast.Call):
+            return False
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant)
+                and isinstance(func.value.value, str)) or call.args or len(call.keywords) != 1:
+            return False
+        try:
+            fields = [f for _, f, spec, _ in string.Formatter().parse(func.value.value) if f is not None or spec]
+            specs = [spec for _, _, spec, _ in string.Formatter().parse(func.value.value) if spec]
+        except ValueError:
+            return False
+        return all(f is not None and f.isidentifier() and not f.startswith("_") for f in fields) and \
+            not any("{" in s for s in specs)
+
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         """``case C(attr=p)`` reads ``subject.attr`` with no attribute node in the tree: a private attribute, a dunder
         or a namespace handle read so is refused as the attribute itself would be."""
@@ -621,7 +661,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS and not self._name_read(node):
+        if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS and not self._name_read(node) and \
+                not self._formats_own_fields(node):  # fmt: skip
             self.report("introspection", node, f"accesses `{node.attr}`, which introspects objects or "
                         "modules; remove it (candidates must not look at the harness or rewire objects)")
         elif node.attr in NAMESPACE_HANDLES:
@@ -634,6 +675,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
                     self._check_dotted(node, each, node.ctx)
             elif isinstance(node.ctx, ast.Load):
                 self._check_method_value(node, node.value, node.attr)
+                self._check_inherited(node, node.value, node.attr)
         self.generic_visit(node)
 
     # -- calls and operators ---------------------------------------------------------------------

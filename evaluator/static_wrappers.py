@@ -25,6 +25,7 @@ function with the arguments they get: ``staticmethod``, ``functools.cache``/``lr
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -63,12 +64,86 @@ def registers_class(decorator: ast.expr, model: ModuleModel) -> bool:
     if not isinstance(decorated, ast.ClassDef) or not any(d is decorator for d in decorated.decorator_list):
         return False
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if isinstance(target, ast.Attribute) and isinstance(decorator, ast.Call):  # @CustomOp.register("silu_and_mul")
+        found = _class_factory(target, model)
+        if found is None or not all(is_constant(a) for a in _arguments(decorator)):
+            return False
+        owner, factory = found
+        receiver = _made_by(factory, model)
+        return receiver is not None and _keeps_class_only(receiver, model, _Registry(owner, factory))
     if not (isinstance(target, ast.Name) and _module_bound_once(target.id, model) and _unshadowed(target, model)):
         return False
-    receiver = model.functions.get(target.id)
-    if isinstance(decorator, ast.Call) and isinstance(receiver, _FUNCTION):
+    function = model.functions.get(target.id)
+    receiver = function if isinstance(function, _FUNCTION) else None
+    if isinstance(decorator, ast.Call) and receiver is not None:
         receiver = _made_by(receiver, model) if all(is_constant(a) for a in _arguments(decorator)) else None
-    return isinstance(receiver, _FUNCTION) and _keeps_class_only(receiver, model)
+    return receiver is not None and _keeps_class_only(receiver, model)
+
+
+@dataclass(frozen=True)
+class _Registry:
+    """A class of the file whose classmethod ``factory`` makes a class decorator (vLLM's ``CustomOp.register``)."""
+
+    owner: ast.ClassDef
+    factory: Def
+
+    def table(self, node: ast.AST, receiver: Def, model: ModuleModel) -> bool:
+        """``cls.op_registry`` in ``receiver``: an attribute of the factory's ``cls`` (rebound neither there nor in
+        ``receiver``) bound once in the owner's class body and stored nowhere else in the file."""
+        params, tree = _arg_nodes(self.factory), _tree(model)
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and params and tree is not None
+                and node.value.id == params[0].arg and _own_bindings(self.factory, params[0].arg) == params[:1]
+                and not _own_bindings(receiver, params[0].arg)):  # fmt: skip
+            return False
+        stores = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == node.attr
+                  and not isinstance(n.ctx, ast.Load)]  # fmt: skip
+        return len(_own_bindings(self.owner, node.attr)) == 1 and not stores
+
+    def label(self, node: ast.AST, value: ast.AST, model: ModuleModel) -> bool:
+        """``op_cls.name = name``: a public attribute no def of the file or ``nn.Module`` names, set to a constant
+        or to one of the factory's own parameters (a constant at every decoration: :func:`registers_class`)."""
+        if not (isinstance(node, ast.Attribute) and not node.attr.startswith("_") and node.attr not in model.functions
+                and not any(node.attr == f.rsplit(".", 1)[-1] for f in model.functions)
+                and node.attr not in _module_attributes()):  # fmt: skip
+            return False
+        params = _arg_nodes(self.factory)[1:]
+        return is_constant(value) or (isinstance(value, ast.Name) and any(
+            p.arg == value.id and _own_bindings(self.factory, p.arg) == [p] for p in params))
+
+
+@functools.lru_cache(maxsize=1)
+def _module_attributes() -> frozenset[str]:
+    import torch  # local: importing the checker must not import torch
+
+    return frozenset(dir(torch.nn.Module))
+
+
+def _class_factory(target: ast.Attribute, model: ModuleModel) -> tuple[ast.ClassDef, Def] | None:
+    """``Base.register`` where ``Base`` is a class of the module bound once, with no metaclass and bases that are
+    ``nn.Module`` or classes of the file, and ``register`` the one binding of that name in its body: a def decorated
+    only by ``classmethod``, whose name no attribute store anywhere in the file rebinds."""
+    if not (isinstance(target.value, ast.Name) and _module_bound_once(target.value.id, model)
+            and _unshadowed(target, model)):  # fmt: skip
+        return None
+    owner = model.classes.get(target.value.id)
+    if not isinstance(owner, ast.ClassDef) or owner.keywords or not all(
+            resolve(b, model.aliases) == "torch.nn.Module" or
+            (isinstance(b, ast.Name) and isinstance(model.classes.get(b.id), ast.ClassDef)
+             and not model.classes[b.id].keywords) for b in owner.bases):  # fmt: skip
+        return None
+    defs = [s for s in owner.body if isinstance(s, _FUNCTION) and s.name == target.attr]
+    tree = _tree(model)
+    if len(defs) != 1 or len(_own_bindings(owner, target.attr)) != 1 or tree is None:
+        return None
+    method = defs[0]
+    decorators = method.decorator_list
+    if not (len(decorators) == 1 and isinstance(decorators[0], ast.Name) and decorators[0].id == "classmethod"
+            and not _own_bindings(tree, "classmethod")):  # fmt: skip
+        return None
+    if any(isinstance(n, ast.Attribute) and n.attr == target.attr and not isinstance(n.ctx, ast.Load)
+           for n in ast.walk(tree)):  # fmt: skip
+        return None
+    return owner, method
 
 
 def _made_by(factory: Def, model: ModuleModel) -> Def | None:
@@ -90,8 +165,9 @@ def _enclosing_def(node: ast.AST, parents: dict[int, ast.AST]) -> Def | None:
     return parent if isinstance(parent, _FUNCTION) else None
 
 
-def _keeps_class_only(fn: Def, model: ModuleModel) -> bool:
-    """``fn(cls)`` returns ``cls`` and keeps it only in a module-level table (:func:`registers_class`)."""
+def _keeps_class_only(fn: Def, model: ModuleModel, registry: _Registry | None = None) -> bool:
+    """``fn(cls)`` returns ``cls`` and keeps it only in a module-level table (:func:`registers_class`), or, made by
+    a classmethod ``registry``, in the owner's class-level table with public labels set on it."""
     params = _arg_nodes(fn)
     if len(params) != 1 or fn.args.vararg or fn.args.kwarg or fn.decorator_list:
         return False
@@ -113,6 +189,13 @@ def _keeps_class_only(fn: Def, model: ModuleModel) -> bool:
                 _module_bound_once(up.targets[0].value.id, model) and \
                 not _own_bindings(fn, up.targets[0].value.id):  # fmt: skip
             continue
+        if registry is not None and isinstance(up, ast.Assign) and up.value is use and len(up.targets) == 1 and \
+                isinstance(up.targets[0], ast.Subscript) and registry.table(up.targets[0].value, fn, model):
+            continue  # cls.op_registry[name] = op_cls
+        store = model.parents.get(id(up))
+        if registry is not None and isinstance(up, ast.Attribute) and isinstance(up.ctx, ast.Store) and \
+                isinstance(store, ast.Assign) and store.targets == [up] and registry.label(up, store.value, model):
+            continue  # op_cls.name = name
         return False
     return True
 

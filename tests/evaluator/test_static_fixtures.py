@@ -1,0 +1,50 @@
+"""False-reject hunts and the red teams that attacked their fixes, as static checks: one folder per session.
+
+``static_s31/honest/``: honest patterns of kernel libraries the checker used to refuse (a submodule named like a
+tensor method, ``torch.finfo(...).min``, ``abc.ABC``, a custom-op namespace of one's own starting with "torch", a final
+mean over a launcher's per-row losses, a reference method nothing names, template methods, stored bound methods,
+kernel tables, a registry class decorator): each passes and launches a kernel. (Session 32's honest patterns are
+suite candidates, ``tests/candidates/honest/s32_*``, run whole.)
+
+``static_s31/redteam/``: walk-arounds of those relaxations (a parameter named ``self``, a class attribute or
+``add_module`` shadowing the submodule, a match capture rebinding a finfo name, torch's lazily registered ``onnx``
+namespace, a fallback ``def`` for an import that fails only under the verifier, methods Python calls unnamed through
+``**obj``/``print(file=)``/``closing``, a launch table rebound or shadowed, a registered class patched through its
+table). (Full reductions of an own function's result, ``r5`` in the red team, pass the static layer on purpose: the
+run time refuses torch ops on large tensors.)
+
+``static_s32/redteam/``: walk-arounds of session 32's relaxations: a class deriving from one of PyTorch's layers that
+reaches the layer's own ``forward`` (``super().forward``, bound, through ``getattr``, on some rows only, past its own
+forward with a two-argument ``super``, or with no forward); a classmethod registry whose decorator labels the class
+with a method's name, a lambda or a private name, returns another class, rebinds ``cls``, is a staticmethod, takes a
+computed argument, or whose table is rebound; a loss module called in a loop, through an alias, made locally or in
+a comprehension, or reducing its input; ``str.format(**self.__dict__)`` reaching attributes of fields, private fields
+or nested fields, and ``dict(**self.__dict__)``; ``torch.tensor`` of host data.
+
+Each walk-around is refused by the static checker itself, not left to the run time.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from evaluator.static_check import check_source
+
+HERE = Path(__file__).resolve().parent  # static_s<N>/: static-only fixtures, not suite candidates (no task run)
+
+
+def _fixtures(kind: str) -> list[Path]:
+    return sorted(HERE.glob(f"static_s*/{kind}/*.py"))
+
+
+@pytest.mark.parametrize("path", _fixtures("honest"), ids=lambda p: f"{p.parent.parent.name}-{p.stem}")
+def test_honest_library_pattern_passes_and_launches(path):
+    report = check_source(path.read_text(), path.name)
+    assert report.ok, report.violations
+    assert report.launched, path.name
+
+
+@pytest.mark.parametrize("path", _fixtures("redteam"), ids=lambda p: f"{p.parent.parent.name}-{p.stem}")
+def test_walkaround_of_a_relaxation_is_refused_statically(path):
+    report = check_source(path.read_text(), path.name)
+    assert not report.ok, path.name
