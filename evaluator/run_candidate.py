@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 from evaluator import processes
 from evaluator.callplan import InputSet, case_elements, plan_checks
 from evaluator.calls import Judged, OutputChannel, StopEvaluation, call_worker, judge_outputs, reported_phases, sent_for
+from evaluator.static_kernel_body import calls_back_per_element
 from evaluator.timing_judge import time_candidate
 from evaluator.trace_checks import check_trace
 from evaluator.tracing.judge import Expected
-from evaluator.verdict import EvalSetupError, NeedsGPU, Overhead, Verdict
+from evaluator.verdict import EvalSetupError, NeedsGPU, Overhead, Reason, Verdict
 
 if TYPE_CHECKING:
     from evaluator.session import EvaluationSession
@@ -147,13 +148,24 @@ def run_candidate(session: EvaluationSession, source: str, evidence: dict[str, A
         files = sorted({c.inputs.file for c in calls})
         index = {f: k for k, f in enumerate(files)}
         t = time.perf_counter()
-        with session.gpu.shared():  # other evaluations may check at the same time, none is timing
-            checked = call_worker(
-                worker,
-                {"op": "check", "calls": [c.request(index[c.inputs.file]) for c in calls],
-                 **channel.request(session)},
-                options.timeout_s, evidence, files=files,
-            )
+        try:
+            with session.gpu.shared():  # other evaluations may check at the same time, none is timing
+                checked = call_worker(
+                    worker,
+                    {"op": "check", "calls": [c.request(index[c.inputs.file]) for c in calls],
+                     **channel.request(session)},
+                    options.timeout_s, evidence, files=files,
+                )
+        except StopEvaluation as stop:
+            line = calls_back_per_element(source) if session.device == "cpu" and \
+                stop.verdict.reason == Reason.TIMEOUT else None  # fmt: skip
+            if line is not None:
+                raise NeedsGPU(f"{evidence['candidate']}: its correctness calls did not finish within "
+                               f"{options.timeout_s:.0f} s on the CPU, where the Triton interpreter runs the function "
+                               f"a Triton operation calls back (line {line}: tl.reduce / tl.associative_scan with a "
+                               f"@triton.jit combine function) as Python once per element: evaluate it with "
+                               f"--device cuda (or give the CPU a larger --timeout)") from None
+            raise
         overhead["check_s"] = round(time.perf_counter() - t, 3)
         overhead["check_phases"] = reported_phases(checked)
         overhead["checked_calls"] = len(calls)

@@ -37,6 +37,7 @@ from evaluator.static_model import (
     TRITON_WRAPPERS,
     ModuleModel,
     bound_names,
+    build_model,
     chain_root,
     resolve,
     scope_bindings,
@@ -758,6 +759,25 @@ def _bare_host(node: ast.AST) -> bool:
 # Triton operations that call a function back on every element (position counting the block, keyword)
 _FUNCTION_SLOTS = {"triton.language.reduce": (2, "combine_fn"), "triton.language.associative_scan": (2, "combine_fn"),
                    "triton.language.map_elementwise": (0, "scalar_fn")}
+
+
+def calls_back_per_element(source: str) -> int | None:
+    """The line of the first Triton operation in ``source`` that calls a function back on every element
+    (``tl.reduce(x, 0, combine)``, ``tl.associative_scan``, ``tl.map_elementwise``): the CPU's interpreter runs
+    that function as Python once per element, so a correct kernel may need minutes there; None when there is none
+    (or the source does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    model = build_model(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and resolve(node.func, model.aliases) in _FUNCTION_SLOTS:
+            return node.lineno
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("reduce", "associative_scan") and len(node.args) >= 2:  # x.reduce(0, combine)
+            return node.lineno
+    return None
 
 
 def _slots(node: ast.Call, callee: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, ast.expr]]:
