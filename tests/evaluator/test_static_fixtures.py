@@ -13,13 +13,7 @@ namespace, a fallback ``def`` for an import that fails only under the verifier, 
 table). (Full reductions of an own function's result, ``r5`` in the red team, pass the static layer on purpose: the
 run time refuses torch ops on large tensors.)
 
-``static_s32/redteam/``: walk-arounds of session 32's relaxations: a class deriving from one of PyTorch's layers that
-reaches the layer's own ``forward`` (``super().forward``, bound, through ``getattr``, on some rows only, past its own
-forward with a two-argument ``super``, or with no forward); a classmethod registry whose decorator labels the class
-with a method's name, a lambda or a private name, returns another class, rebinds ``cls``, is a staticmethod, takes a
-computed argument, or whose table is rebound; a loss module called in a loop, through an alias, made locally or in
-a comprehension, or reducing its input; ``str.format(**self.__dict__)`` reaching attributes of fields, private fields
-or nested fields, and ``dict(**self.__dict__)``; ``torch.tensor`` of host data.
+(Session 32's walk-arounds are edits of its honest candidates: ``test_static_walkarounds_s32.py``.)
 
 Each walk-around is refused by the static checker itself, not left to the run time.
 """

@@ -1,0 +1,115 @@
+"""Walk-arounds of session 32's relaxations, each refused by the static checker itself (not left to the run time).
+
+Each is one of session 32's honest candidates (``tests/candidates/honest/s32_*``, accepted whole by the suite) with one
+edit: a class deriving from a PyTorch layer that reaches the layer's own ``forward`` (``super().forward``, bound,
+through ``getattr``, on some rows only, past its own forward with a two-argument ``super``, or with no forward at all);
+a classmethod registry whose decorator labels the class with a method's name, a lambda, a private or special name,
+returns another class, rebinds ``cls``, is a staticmethod, takes a computed argument, or whose table is rebound; a
+loss module called in a loop, through an alias, made locally or in a comprehension, or reducing its input;
+``str.format(**self.__dict__)`` reaching attributes of fields, private or nested fields, and ``dict(**self.__dict__)``;
+``torch.tensor`` of host data.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from evaluator.static_check import check_source
+
+HONEST = Path(__file__).resolve().parents[1] / "candidates" / "honest"
+
+_LAYER_FORWARD = '''    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x2 = x.reshape(-1, x.shape[-1]).contiguous()'''
+_OWN_FORWARD = '''        x2 = x.reshape(-1, x.shape[-1]).contiguous()'''
+_DECORATOR = '''            op_cls.name = name
+            cls.op_registry[name] = op_cls
+            return op_cls'''
+_LOSS_CALL = '''        return self.loss_fn(logits, target)'''
+_FORMAT = '''"{normalized_shape}, eps={eps}".format(**self.__dict__)'''
+_SCALAR = '''        one = torch.tensor(1.0, device=x.device)'''
+
+# (name, honest file, text it holds, what replaces it)
+WALKAROUNDS = [
+    ("layer_super_forward", "s32_layernorm_nn_subclass.py", _LAYER_FORWARD,
+     "    def forward(self, x):\n        return super().forward(x)\n\n    def unused(self, x):\n" + _OWN_FORWARD),
+    ("layer_super_forward_bound", "s32_layernorm_nn_subclass.py", _OWN_FORWARD,
+     "        f = super().forward\n        if x.shape[0] > 1:\n            return f(x)\n" + _OWN_FORWARD),
+    ("layer_getattr_super_forward", "s32_layernorm_nn_subclass.py", _OWN_FORWARD,
+     "        if x.shape[0] > 1:\n            return getattr(super(), 'forward')(x)\n" + _OWN_FORWARD),
+    ("layer_super_forward_on_odd_rows", "s32_layernorm_nn_subclass.py", _OWN_FORWARD,
+     "        if x.shape[0] % 2:\n            return super().forward(x)\n" + _OWN_FORWARD),
+    ("layer_two_arg_super_skips_own_forward", "s32_layernorm_nn_subclass.py", _OWN_FORWARD,
+     "        if x.shape[0] % 2:\n            return super(ModelNew, self).forward(x)\n" + _OWN_FORWARD),
+    ("layer_reset_parameters_in_forward", "s32_layernorm_nn_subclass.py", _OWN_FORWARD,
+     "        self.reset_parameters()\n" + _OWN_FORWARD),
+    ("layer_without_forward", "s32_layernorm_nn_subclass.py", _LAYER_FORWARD,
+     "    def unused(self, x: torch.Tensor) -> torch.Tensor:\n" + _OWN_FORWARD),
+    ("registry_label_a_method", "s32_swiglu_customop_registry.py", _DECORATOR,
+     _DECORATOR.replace("op_cls.name = name", "op_cls.forward_cuda = name")),
+    ("registry_label_dispatch", "s32_swiglu_customop_registry.py", _DECORATOR,
+     _DECORATOR.replace("op_cls.name = name", "op_cls.dispatch_forward = name")),
+    ("registry_label_a_lambda", "s32_swiglu_customop_registry.py", _DECORATOR,
+     _DECORATOR.replace("op_cls.name = name", "op_cls.name = lambda self, x: x")),
+    ("registry_label_private", "s32_swiglu_customop_registry.py", _DECORATOR,
+     _DECORATOR.replace("op_cls.name = name", "op_cls._forward_method = name")),
+    ("registry_label_special", "s32_swiglu_customop_registry.py", _DECORATOR,
+     _DECORATOR.replace("op_cls.name = name", "op_cls.__call__ = name")),
+    ("registry_returns_another_class", "s32_swiglu_customop_registry.py", _DECORATOR,
+     _DECORATOR.replace("return op_cls", "return CustomOp")),
+    ("registry_rebinds_cls", "s32_swiglu_customop_registry.py", _DECORATOR,
+     _DECORATOR.replace("op_cls.name = name", "cls = op_cls")),
+    ("registry_table_rebound", "s32_swiglu_customop_registry.py", _DECORATOR,
+     _DECORATOR + "\n\n        CustomOp.op_registry = {}"),
+    ("registry_staticmethod", "s32_swiglu_customop_registry.py", "    @classmethod\n    def register",
+     "    @staticmethod\n    def register"),
+    ("registry_computed_argument", "s32_swiglu_customop_registry.py", '@CustomOp.register("silu_and_mul")',
+     "@CustomOp.register(F.silu)"),
+    ("loss_module_in_a_loop", "s32_cross_entropy_loss_module.py", _LOSS_CALL,
+     "        out = 0\n        for i in range(2):\n            out = out + self.loss_fn(logits[i::2], target[i::2])\n"
+     "        return out / 2"),
+    ("loss_module_through_an_alias", "s32_cross_entropy_loss_module.py", _LOSS_CALL,
+     "        fn = self.loss_fn\n        return sum(fn(a, b) for a, b in zip(logits.chunk(2), target.chunk(2))) / 2"),
+    ("loss_module_made_locally", "s32_cross_entropy_loss_module.py", _LOSS_CALL,
+     "        m = CrossEntropyLoss(ignore_index=-100, reduction='mean')\n"
+     "        return sum(m(a, b) for a, b in zip(logits.chunk(2), target.chunk(2))) / 2"),
+    ("loss_module_in_a_comprehension", "s32_cross_entropy_loss_module.py", _LOSS_CALL,
+     "        return sum([self.loss_fn(a, b) for a, b in zip(logits.chunk(2), target.chunk(2))]) / 2"),
+    ("loss_module_reduces_its_input", "s32_cross_entropy_loss_module.py",
+     "loss = loss.sum() / (target != self.ignore_index).sum()",
+     "loss = loss.sum() / (target != self.ignore_index).sum() + input.sum() * 0"),
+    ("loss_unpacked_from_the_input", "s32_cross_entropy_loss_module.py", "        loss, z_loss = cross_entropy_loss(",
+     "        loss, z_loss = input, input\n        _unused = cross_entropy_loss("),
+    ("format_attribute_of_a_field", "s32_layernorm_extra_repr_dict.py", _FORMAT,
+     '"{weight.data}".format(**self.__dict__)'),
+    ("format_nested_field", "s32_layernorm_extra_repr_dict.py", _FORMAT, '"{eps:{eps}}".format(**self.__dict__)'),
+    ("format_private_field", "s32_layernorm_extra_repr_dict.py", _FORMAT,
+     '"{_parameters}".format(**self.__dict__)'),
+    ("format_positional_field", "s32_layernorm_extra_repr_dict.py", _FORMAT, '"{0}".format(**self.__dict__)'),
+    ("dict_copy_of_dunder_dict", "s32_layernorm_extra_repr_dict.py", _FORMAT, "str(dict(**self.__dict__))"),
+    ("tensor_of_host_data", "s32_rmsnorm_scalar_tensor.py", _SCALAR,
+     "        one = torch.tensor(x2.tolist(), device=x.device)"),
+    ("tensor_of_a_table", "s32_rmsnorm_scalar_tensor.py", _SCALAR,
+     "        table = [1.0, 2.0]\n        one = torch.tensor(table, device=x.device)"),
+    ("tensor_of_an_attribute", "s32_rmsnorm_scalar_tensor.py", _SCALAR,
+     "        one = torch.tensor(self.eps, device=x.device)"),
+]
+
+
+# the rule each family is refused by (the layer's own functions and reductions are PyTorch's computation)
+_RULES = {"layer": "torch-compute", "registry": "patching", "loss": "torch-compute", "format": "introspection",
+          "dict": "introspection", "tensor": "torch-compute"}
+
+
+@pytest.mark.parametrize("name,honest,old,new", WALKAROUNDS, ids=[w[0] for w in WALKAROUNDS])
+def test_walkaround_is_refused_statically(name, honest, old, new):
+    source = (HONEST / honest).read_text()
+    assert source.count(old) == 1, f"{honest} no longer holds the text {name} replaces"
+    report = check_source(source.replace(old, new), f"{name}.py")
+    rule = "missing-entry" if name == "layer_without_forward" else _RULES[name.split("_", 1)[0]]
+    assert rule in {v.rule for v in report.violations}, report.violations
+
+
+@pytest.mark.parametrize("honest", sorted({w[1] for w in WALKAROUNDS}))
+def test_the_honest_file_itself_passes(honest):
+    report = check_source((HONEST / honest).read_text(), honest)
+    assert report.ok, report.violations
