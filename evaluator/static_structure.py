@@ -118,20 +118,28 @@ def torch_layer(dotted: str) -> bool:
         found.__module__.startswith("torch.nn.modules.")
 
 
-def _layer_chain(model: ModuleModel, cls: ast.ClassDef) -> tuple[list[ast.ClassDef], str] | None:
-    """``cls`` and the file's classes it derives from, one base each, down to one deriving from one of PyTorch's
-    layers (:func:`torch_layer`), with that layer's dotted name; None for any other shape."""
+def _class_chain(model: ModuleModel, cls: ast.ClassDef, *, strict: bool) -> tuple[list[ast.ClassDef], str] | None:
+    """``cls`` and the file's classes it derives from, one base each, with the dotted name of the last one's base
+    (None for any other shape; ``strict``: also when a class of the chain has keywords, a metaclass, or is bound more
+    than once)."""
     chain: list[ast.ClassDef] = []
     while len(chain) <= 16 and len(cls.bases) == 1:
         chain.append(cls)
+        if strict and (cls.keywords or model.binding_counts.get(cls.name) != 1):
+            return None
         base = cls.bases[0]
         parent = model.classes.get(base.id) if isinstance(base, ast.Name) else None
         if isinstance(parent, ast.ClassDef) and parent not in chain:
             cls = parent
             continue
-        dotted = resolve(base, model.aliases) or ""
-        return (chain, dotted) if torch_layer(dotted) else None
+        return chain, resolve(base, model.aliases) or ""
     return None
+
+
+def _layer_chain(model: ModuleModel, cls: ast.ClassDef) -> tuple[list[ast.ClassDef], str] | None:
+    """:func:`_class_chain` down to one of PyTorch's layers (:func:`torch_layer`), else None."""
+    found = _class_chain(model, cls, strict=False)
+    return found if found is not None and torch_layer(found[1]) else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -172,22 +180,14 @@ def entry_chain(model: ModuleModel, cls: ast.ClassDef) -> list[ast.ClassDef] | N
     layers (:func:`torch_layer`) while a class of the chain defines ``forward`` (the layer's own would be PyTorch's
     computation); None when a class of the chain has another base, several, keywords (a metaclass), or is bound
     more than once."""
-    chain: list[ast.ClassDef] = []
-    while len(chain) <= 16:
-        chain.append(cls)
-        if len(cls.bases) != 1 or cls.keywords or model.binding_counts.get(cls.name) != 1:
-            return None
-        base = cls.bases[0]
-        parent = model.classes.get(base.id) if isinstance(base, ast.Name) else None
-        if isinstance(parent, ast.ClassDef) and parent not in chain:
-            cls = parent
-            continue
-        dotted = resolve(base, model.aliases) or ""
-        if dotted == "torch.nn.Module":
-            return chain
-        defines_forward = any(isinstance(s, ast.FunctionDef) and s.name == "forward" for c in chain for s in c.body)
-        return chain if torch_layer(dotted) and defines_forward else None
-    return None
+    found = _class_chain(model, cls, strict=True)
+    if found is None:
+        return None
+    chain, dotted = found
+    if dotted == "torch.nn.Module":
+        return chain
+    defines_forward = any(isinstance(s, ast.FunctionDef) and s.name == "forward" for c in chain for s in c.body)
+    return chain if torch_layer(dotted) and defines_forward else None
 
 
 def _check_entry_class(cls: ast.ClassDef, report: Report) -> None:
