@@ -47,6 +47,10 @@ POLICIES: dict[str, ModulePolicy] = {
     # (``ABCMeta(name, bases, ns)`` builds classes at run time, ``update_abstractmethods`` edits a class)
     "abc": ModulePolicy(members=frozenset({"ABC", "abstractmethod"}), why_limited="only abc.ABC and "
                         "abc.abstractmethod (abstract classes of your own) are allowed"),
+    # the abstract number types, for isinstance checks (``isinstance(shape, numbers.Integral)``, as PyTorch's own
+    # LayerNorm writes): never registering a class as one (``Integral.register(cls)`` changes what library code sees)
+    "numbers": ModulePolicy(members=frozenset({"Number", "Complex", "Real", "Rational", "Integral"}), type_only=True,
+                            why_limited="the abstract number types are for isinstance checks and annotations"),
     "operator": ModulePolicy(),  # methodcaller/attrgetter: literal names only (evaluator.static_rules)
     "typing": ModulePolicy(excluded={"get_type_hints": _EVALUATES, "ForwardRef": _EVALUATES,
                                      "evaluate_forward_ref": _EVALUATES}),
@@ -172,9 +176,8 @@ RUNTIME_IMPORT_ROOTS = frozenset(name.split(".")[0] for name in POLICIES)
 ALLOWED_SUMMARY = (
     "torch (nn, nn.functional, cuda/xpu/mps probes, library.custom_op/triton_op, utils.cpp_extension.load_inline), "
     "triton, triton.language (incl. extra.libdevice), triton.tools.tensor_descriptor, math, typing, dataclasses, "
-    "functools, itertools, collections, enum, abc.ABC / abstractmethod, operator, contextlib, packaging.version, "
-    "inspect.signature / "
-    "unwrap / is*(), "
+    "functools, itertools, collections, enum, abc.ABC / abstractmethod, numbers (types), operator, contextlib, "
+    "packaging.version, inspect.signature / unwrap / is*(), "
     "importlib.util.find_spec / importlib.metadata.version (literal names), kernelevo.cuda, and for flags and "
     "messages only os.environ.get / os.getenv, sys.version_info / sys.platform, platform.machine, warnings.warn, "
     "logging.getLogger, einops.rearrange / repeat, threading.Lock / RLock"

@@ -162,7 +162,13 @@ def check_annotation(expr: ast.AST, names: ModuleNames, report: Report, *, store
     # generic: they are judged as string annotations, where a name found nowhere (a NameError) may stand
     literal = {id(n) for sub in ast.walk(expr) if isinstance(sub, ast.Subscript)
                and resolve(sub.value, aliases) in _LITERALS for n in ast.walk(sub.slice)}
+    # Literal[-1]: a negative number is a value Literal holds (PEP 586), not code
+    negative = {id(n) for sub in ast.walk(expr) if id(sub) in literal and isinstance(sub, ast.UnaryOp)
+                and isinstance(sub.op, ast.USub) and isinstance(sub.operand, ast.Constant)
+                and type(sub.operand.value) in (int, float) for n in (sub, sub.op)}
     for sub in ast.walk(expr):
+        if id(sub) in negative:
+            continue
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
             _check_string_annotation(sub, sub.value, names, report, stored, lenient=id(sub) in literal)
         elif not isinstance(sub, _ANNOTATION_NODES) or (isinstance(sub, ast.BinOp) and

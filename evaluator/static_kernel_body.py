@@ -121,10 +121,14 @@ def _block_methods() -> frozenset[str]:
 Values = dict[str, list[ast.expr | None]]
 
 
+_NUMBER_TYPES = frozenset({"float", "int", "bool"})
+
+
 def _immutable(node: ast.AST, model: ModuleModel, values: Values, seen: frozenset[str] = frozenset()) -> bool:
     """A module-level value that is the same Python value whenever a kernel reads it: a literal, a tuple of them,
     arithmetic on them, an imported name (``tl.float32``, ``math.pi``), ``tl.constexpr(...)`` or ``math.*`` of such
-    values, or another module-level name bound only to such values."""
+    values, ``float("-inf")`` (the builtin on one literal), or another module-level name bound only to such
+    values."""
     if isinstance(node, ast.Constant):
         return True
     if isinstance(node, ast.Tuple):
@@ -139,6 +143,9 @@ def _immutable(node: ast.AST, model: ModuleModel, values: Values, seen: frozense
         return _immutable(node.left, model, values, seen) and _immutable(node.right, model, values, seen)
     if isinstance(node, ast.Attribute):
         return resolve(node, model.aliases) is not None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _NUMBER_TYPES and \
+            node.func.id not in model.binding_counts:  # float("-inf"): the builtin on a literal
+        return len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Constant)
     if isinstance(node, ast.Call):
         target = resolve(node.func, model.aliases) or ""
         return (target == _CONSTEXPR or target.startswith("math.")) and not node.keywords and all(

@@ -60,6 +60,20 @@ def _class_methods(model: ModuleModel, cls: str) -> list[str]:
             if k.startswith(prefixes) and (not narrow or _may_run(model, k.rsplit(".", 1)[1]))]
 
 
+def _instance_methods(model: ModuleModel, cls: str, use: ast.AST) -> list[str]:
+    """The methods using an instance of ``cls`` that exists already (``self.table(idx)``, at ``use``) may run: not
+    its ``__init__`` or ``__new__``, which ran when it was made (naming the class, where that happens, runs them),
+    unless the use names them (``self.table.__init__(...)`` makes it again)."""
+    methods = _class_methods(model, cls)
+    parent = model.parents.get(id(use))
+    if isinstance(parent, ast.Attribute) and parent.value is use and parent.attr in _CONSTRUCTION:
+        return methods
+    return [k for k in methods if k.rsplit(".", 1)[1] not in _CONSTRUCTION]
+
+
+_CONSTRUCTION = ("__init__", "__new__")
+
+
 def _self_owners(model: ModuleModel, cls: str) -> list[str]:
     """The classes whose method ``self.attr`` in a method of ``cls`` may be: ``cls``, the file's classes it derives
     from (inherited methods) and those deriving from it (overrides: a template method, the base's forward calling
@@ -116,7 +130,7 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                 out.update(_class_methods(model, node.id))
             instance = model.instances.get(node.id, "")
             if instance.startswith("class:"):
-                out.update(_class_methods(model, instance[6:]))
+                out.update(_instance_methods(model, instance[6:], node))
         elif isinstance(node, ast.Attribute) and model.custom_ops:
             op = model.custom_ops.get(custom_op_key(resolve(node, model.aliases) or "") or "")
             if op is not None and op.function:
@@ -139,7 +153,7 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                     out.add(f"{owner}.{attr}")
             instance = model.instances.get(key_, "")
             if instance.startswith("class:"):
-                out.update(_class_methods(model, instance[6:]))
+                out.update(_instance_methods(model, instance[6:], node))
     out.discard(key)
     return out
 

@@ -118,16 +118,21 @@ def torch_layer(dotted: str) -> bool:
         found.__module__.startswith("torch.nn.modules.")
 
 
+def _own_bases(model: ModuleModel, cls: ast.ClassDef) -> list[ast.expr]:
+    """``cls``'s bases but ``abc.ABC`` (``class Base(nn.Module, ABC)``: abstract methods of its own, nothing run)."""
+    return [b for b in cls.bases if resolve(b, model.aliases) != "abc.ABC"]
+
+
 def _class_chain(model: ModuleModel, cls: ast.ClassDef, *, strict: bool) -> tuple[list[ast.ClassDef], str] | None:
-    """``cls`` and the file's classes it derives from, one base each, with the dotted name of the last one's base
-    (None for any other shape; ``strict``: also when a class of the chain has keywords, a metaclass, or is bound more
-    than once)."""
+    """``cls`` and the file's classes it derives from, one base each (and ``abc.ABC``), with the dotted name of the
+    last one's base (None for any other shape; ``strict``: also when a class of the chain has keywords, a metaclass,
+    or is bound more than once)."""
     chain: list[ast.ClassDef] = []
-    while len(chain) <= 16 and len(cls.bases) == 1:
+    while len(chain) <= 16 and len(bases := _own_bases(model, cls)) == 1:
         chain.append(cls)
         if strict and (cls.keywords or model.binding_counts.get(cls.name) != 1):
             return None
-        base = cls.bases[0]
+        base = bases[0]
         parent = model.classes.get(base.id) if isinstance(base, ast.Name) else None
         if isinstance(parent, ast.ClassDef) and parent not in chain:
             cls = parent

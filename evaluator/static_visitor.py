@@ -418,11 +418,34 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self.cls, self.in_forward = outer, outer_forward
 
     def _escapes(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        """A nested function that is returned, stored, passed or decorated can run from anywhere."""
+        """A nested function that is returned, stored, passed or decorated can run from anywhere; except one a
+        module-level factory only returns, where every call of the factory calls what it returns at once
+        (Megatron's ``init_method_normal(sigma)(weight)``): it runs only where the factory's calls do."""
         if node.decorator_list:
             return True
         scope = enclosing_scope(node, self.parents)
-        return any(self._use(n) is not Use.CALLED for n in name_loads(scope, node.name))
+        loads = [n for n in name_loads(scope, node.name) if self._use(n) is not Use.CALLED]
+        if not loads:
+            return False
+        factory = scope.name if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) else ""
+        returned = all(isinstance(self.parents.get(id(n)), ast.Return) and enclosing_scope(n, self.parents) is scope
+                       for n in loads)  # fmt: skip
+        if not (returned and self.model.functions.get(factory) is scope and self._called_at_once(factory)):
+            return True
+        return factory in self.forward_path
+
+    def _called_at_once(self, factory: str) -> bool:
+        """Every load of the module function ``factory`` in the file is ``factory(...)(...)``, and nothing rebinds
+        it: what it returns is never kept."""
+        if self.model.binding_counts.get(factory) != 1:
+            return False
+        for n in name_loads(self.tree, factory):
+            call = self.parents.get(id(n))
+            outer = self.parents.get(id(call))
+            if not (isinstance(call, ast.Call) and call.func is n and isinstance(outer, ast.Call)
+                    and outer.func is call):  # fmt: skip
+                return False
+        return True
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
         if not isinstance(node, ast.Lambda):

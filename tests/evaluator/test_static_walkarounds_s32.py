@@ -92,12 +92,35 @@ WALKAROUNDS = [
      "        table = [1.0, 2.0]\n        one = torch.tensor(table, device=x.device)"),
     ("tensor_of_an_attribute", "s32_rmsnorm_scalar_tensor.py", _SCALAR,
      "        one = torch.tensor(self.eps, device=x.device)"),
+    ("numbers_registers_a_class", "s32_layernorm_numbers_integral.py", "import numbers\n",
+     "import numbers\n\nnumbers.Integral.register(tuple)\n"),
+    ("literal_holds_code", "s32_cosine_literal_negative_dim.py", "dim: Literal[-1] = -1",
+     'dim: Literal[-len("a")] = -1'),
+    ("builtin_float_shadowed", "s32_causal_softmax_float_inf_constant.py",
+     'NEG_INF: tl.constexpr = tl.constexpr(float("-inf"))',
+     'float = lambda text: 0.0  # noqa\nNEG_INF: tl.constexpr = tl.constexpr(float("-inf"))'),
+    ("submodule_made_in_forward", "s32_embedding_bag_submodule_init.py", "        return self.embedding(idx)",
+     "        table = Table(8, idx.shape[0])\n        return table(idx)"),
+    ("submodule_init_called_again", "s32_embedding_bag_submodule_init.py", "        return self.embedding(idx)",
+     "        self.embedding.__init__(8, 8)\n        return self.embedding(idx)"),
+    ("init_factory_closure_kept", "s32_embedding_bag_init_factory.py",
+     "        init_method_normal(1.0)(self.embedding.weight)",
+     "        self.init = init_method_normal(1.0)"),
+    ("init_factory_through_an_alias", "s32_embedding_bag_init_factory.py",
+     "        init_method_normal(1.0)(self.embedding.weight)",
+     "        make = init_method_normal\n        make(1.0)(self.embedding.weight)"),
+    ("init_factory_called_in_forward", "s32_embedding_bag_init_factory.py", "        return self.embedding(idx)",
+     "        init_method_normal(1.0)(self.embedding.weight)\n        return self.embedding(idx)"),
+    ("abc_base_beside_another", "s32_rmsnorm_residual_abc_base.py", "class NormBase(nn.Module, ABC):",
+     "class NormBase(nn.Module, ABC, dict):"),
 ]
 
 
 # the rule each family is refused by (the layer's own functions and reductions are PyTorch's computation)
 _RULES = {"layer": "torch-compute", "registry": "patching", "loss": "torch-compute", "format": "introspection",
-          "dict": "introspection", "tensor": "torch-compute"}
+          "dict": "introspection", "tensor": "torch-compute", "numbers": "banned-import",
+          "literal": "dangerous-builtin", "builtin": "dangerous-builtin", "submodule": "torch-compute",
+          "init": "torch-compute", "abc": "reference"}
 
 
 @pytest.mark.parametrize("name,honest,old,new", WALKAROUNDS, ids=[w[0] for w in WALKAROUNDS])
@@ -105,7 +128,8 @@ def test_walkaround_is_refused_statically(name, honest, old, new):
     source = (HONEST / honest).read_text()
     assert source.count(old) == 1, f"{honest} no longer holds the text {name} replaces"
     report = check_source(source.replace(old, new), f"{name}.py")
-    rule = "missing-entry" if name == "layer_without_forward" else _RULES[name.split("_", 1)[0]]
+    rule = {"layer_without_forward": "missing-entry"}.get(
+        name, _RULES[name.split("_", 1)[0]])
     assert rule in {v.rule for v in report.violations}, report.violations
 
 
