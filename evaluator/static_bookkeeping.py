@@ -17,8 +17,9 @@ the run time, when all of these hold:
   code** (a local name only ever bound to what one of the file's module functions or ``autograd.Function.apply``
   returns, or an item of it, unpacked or subscripted, or a scalar computed from such names by full reductions and
   arithmetic: flash-attention's ``loss, z = f(...); loss = loss.sum() / (target != ignore).sum()`` over the per-row
-  losses its launcher returns), never a parameter or any other value directly; and the call **runs at
-  most once per forward call**: not inside a loop or comprehension, in a module-level function, an
+  losses its launcher returns), never a parameter or any other value directly; and the call **runs a bounded
+  number of times per forward call** (at most :data:`MAX_RUNS`, call sites in a row adding up): not inside a loop or
+  comprehension, in a module-level function, an
   ``autograd.Function.forward``, the entry's ``forward`` or the forward of a module class of the file held once as
   ``self.attr = Cls(...)``, that is not recursive and whose every call site runs once too (so the input cannot be
   reduced chunk by chunk in pieces under the run time's size limit); and the file holds at most :data:`MAX_SITES`
@@ -40,6 +41,7 @@ from evaluator.static_model import binding_key
 from evaluator.static_uses import Use, use_of
 
 MAX_SITES = 8  # mask/buffer bookkeeping calls per file (Liger's cross entropy has four)
+MAX_RUNS = 2  # times a function with bookkeeping may run per forward call (call sites in a row add up)
 REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "any", "all", "count_nonzero"})
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 _ALLOCATIONS = frozenset({"torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_like",
@@ -155,7 +157,30 @@ def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autog
             if key in candidates and any(w is None or (w != "" and w not in once) for w in sites[key]):
                 once.discard(key)
                 changed = True
+        if not changed:  # and at most MAX_RUNS times per forward call in all: call sites in a row add up
+            runs = _runs(once, sites, candidates)
+            over = {k for k in once if runs.get(k, 1) > MAX_RUNS}
+            once -= over
+            changed = bool(over)
     return once
+
+
+def _runs(once: set[str], sites: Mapping[str, list[str | None]], candidates: set[str]) -> dict[str, int]:
+    """How many times each function of ``once`` runs per forward call at most: the entry once, a function as many
+    times as its call sites' functions run, summed (a call at import runs at no forward call)."""
+    runs: dict[str, int] = {}
+
+    def count(key: str, seen: frozenset[str]) -> int:
+        if key not in candidates:
+            return 1  # the entry point
+        if key not in runs:
+            runs[key] = sum(0 if w == "" else count(w, seen | {key}) if w not in seen else MAX_RUNS + 1
+                            for w in sites[key] if w is not None)  # fmt: skip
+        return runs[key]
+
+    for key in once:
+        count(key, frozenset())
+    return runs
 
 
 class Bookkeeping:

@@ -131,9 +131,15 @@ class LookupRules:
 
     def _check_inherited(self, node: ast.AST, owner: ast.AST, name: str) -> None:
         """``super().forward`` / ``self.reset_parameters`` on the forward path of a class deriving from one of
-        PyTorch's layers, where the layer's own function runs: PyTorch's computation."""
-        layer_method = inherited_layer_method(self.model, self.cls, owner, name) if self._compute_rules() else None
-        if layer_method is not None:
+        PyTorch's layers, where the layer's own function runs, or such a function kept as a value anywhere
+        (``forward = Base.forward`` in a class body): PyTorch's computation."""
+        layer_method = inherited_layer_method(self.model, self.cls, owner, name)
+        if layer_method is None:
+            return
+        if self._use(node) is not Use.CALLED:  # kept to run later (forward = Base.forward), wherever it is kept
+            self.report("torch-compute", node, f"keeps a reference to `{layer_method}` (PyTorch's layer, which the "
+                        f"class derives from); {COMPUTE_HINT}")
+        elif self._compute_rules():
             self.report("torch-compute", node, f"forward path reaches `{layer_method}` (PyTorch's layer, which the "
                         f"class derives from); {COMPUTE_HINT}")
 

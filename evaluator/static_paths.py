@@ -61,14 +61,25 @@ def _class_methods(model: ModuleModel, cls: str) -> list[str]:
 
 
 def _instance_methods(model: ModuleModel, cls: str, use: ast.AST) -> list[str]:
-    """The methods using an instance of ``cls`` that exists already (``self.table(idx)``, at ``use``) may run: not
-    its ``__init__`` or ``__new__``, which ran when it was made (naming the class, where that happens, runs them),
-    unless the use names them (``self.table.__init__(...)`` makes it again)."""
+    """The methods using an instance of ``cls`` that exists already (at ``use``) may run: calling it
+    (``self.table(idx)``) runs its forward and what Python and nn.Module call unnamed, reading a method
+    (``self.table.m``) that method too (``self.table.__init__(...)`` makes it again); kept anywhere else, any method
+    but ``__init__`` / ``__new__``, which ran when it was made (naming the class, where that happens, runs them)."""
     methods = _class_methods(model, cls)
     parent = model.parents.get(id(use))
-    if isinstance(parent, ast.Attribute) and parent.value is use and parent.attr in _CONSTRUCTION:
-        return methods
+    if isinstance(parent, ast.Attribute) and parent.value is use:  # self.table.m: m, and what Python runs unnamed
+        return [k for k in methods if _runs_unnamed(k) or k.rsplit(".", 1)[1] == parent.attr]
+    if isinstance(parent, ast.Call) and parent.func is use:  # self.table(idx): forward and the call machinery
+        return [k for k in methods if _runs_unnamed(k) and k.rsplit(".", 1)[1] not in _CONSTRUCTION]
     return [k for k in methods if k.rsplit(".", 1)[1] not in _CONSTRUCTION]
+
+
+def _runs_unnamed(key: str) -> bool:
+    """A method Python or nn.Module may call on an instance without code naming it (``forward``, a dunder,
+    nn.Module's own machinery); a method only the file names runs where the file calls it (:func:`callees`)."""
+    method = key.rsplit(".", 1)[1]
+    return method in ("forward", "__call__") or (method.startswith("__") and method.endswith("__")) or \
+        method in _called_unnamed()
 
 
 _CONSTRUCTION = ("__init__", "__new__")
@@ -76,10 +87,11 @@ _CONSTRUCTION = ("__init__", "__new__")
 
 def _self_owners(model: ModuleModel, cls: str) -> list[str]:
     """The classes whose method ``self.attr`` in a method of ``cls`` may be: ``cls``, the file's classes it derives
-    from (inherited methods) and those deriving from it (overrides: a template method, the base's forward calling
-    ``self.forward_impl`` that the class ModelNew derives from defines)."""
-    return [*module_bases(model, cls), *(name for name in model.classes
-                                         if name != cls and cls in module_bases(model, name))]
+    from (inherited methods) and those deriving from it with their other bases (overrides: a template method, the
+    base's forward calling ``self.forward_impl`` that the class ModelNew derives from defines, or a sibling mixin)."""
+    below = [name for name in model.classes if name != cls and cls in module_bases(model, name)]
+    # and the other bases of those (a sibling mixin defining the method: class Rows(Template, SoftmaxImpl))
+    return list(dict.fromkeys([*module_bases(model, cls), *(b for name in below for b in module_bases(model, name))]))
 
 
 def _plain_or_module(model: ModuleModel, cls: str) -> bool:
@@ -220,11 +232,13 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
     binding no running code reads names (``unread``: ids of those statements, evaluator.static_unread).
     """
     skip: set[int] = set()
+    never: set[int] = set()  # in code that never runs: an unread binding's value, a `__main__` block
     for stmt in tree.body:
         if id(stmt) in (unread or ()):
-            skip.update(id(n) for n in ast.walk(stmt))
+            never.update(id(n) for n in ast.walk(stmt))
         elif isinstance(stmt, ast.If) and main_guard(stmt, tree, model.parents):  # its body never runs (not `else:`)
-            skip.update(id(n) for part in stmt.body for n in ast.walk(part))
+            never.update(id(n) for part in stmt.body for n in ast.walk(part))
+    skip |= never
     functions = {id(f) for f in model.functions.values() if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
     # a lambda made outside any def (at module level, in a class body, a default or a decorator) is a value that can
     # run from anywhere, whatever name it is kept under (a walrus, an attribute): what it calls is a root
@@ -251,6 +265,9 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
     # an enum's members (and what a metaclass makes) exist from the class statement on, wherever they are kept
     roots = [m for cls in model.classes if made_at_definition(model, cls) for m in _class_methods(model, cls)]
     used = _classes_with_instances(model, tree, entry)
+    for kept, where in _escaping_instances(model, tree):
+        if id(where) not in never:  # an instance kept where the checker cannot follow its calls: its methods may run
+            roots.extend(_instance_methods(model, kept, where))
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in skip:
             if node.id in model.functions:
@@ -266,6 +283,35 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
             roots.extend(f"{owner}.{node.attr}" for owner in _self_owners(model, cls)
                          if f"{owner}.{node.attr}" in model.functions)
     return roots
+
+
+def _escaping_instances(model: ModuleModel, tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
+    """(class, node) for each instance of an nn.Module class of the file that leaves the names :func:`callees` follows:
+    made other than as ``name = Cls(...)`` / ``self.attr = Cls(...)`` (in a list, handed on, returned), or such a
+    name read other than to call it or read an attribute of it (``self.rows = [self.total]``, ``fn = self.total``;
+    red team s32)."""
+    modules = {cls for cls in model.classes if _is_module(model, cls)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in modules:
+            up = model.parents.get(id(node))
+            if (isinstance(up, ast.Call) and up.func is node) or isinstance(up, ast.Attribute):
+                continue  # Cls()(x), Cls().method(x): called where it is made (callees follows the class)
+            target = up.targets[0] if isinstance(up, ast.Assign) and len(up.targets) == 1 else None
+            if model.instances.get(binding_key(target) or "" if target is not None else "") != f"class:{node.func.id}":
+                yield node.func.id, node
+        elif isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Load):
+            kind = model.instances.get(binding_key(node) or "", "")
+            up = model.parents.get(id(node))
+            called = isinstance(up, ast.Call) and up.func is node
+            if kind.startswith("class:") and kind[6:] in modules and not called and not isinstance(up, ast.Attribute):
+                yield kind[6:], node
+
+
+def _is_module(model: ModuleModel, cls: str) -> bool:
+    """``cls`` or a class of the file it derives from has ``nn.Module`` as a base: calling an instance runs its
+    forward."""
+    return any(resolve(b, model.aliases) == "torch.nn.Module" for owner in module_bases(model, cls)
+               if isinstance(node := model.classes.get(owner), ast.ClassDef) for b in node.bases)
 
 
 def _classes_with_instances(model: ModuleModel, tree: ast.Module, entry: str | None) -> set[str]:

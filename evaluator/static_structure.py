@@ -102,12 +102,21 @@ def check_entry_definition(tree: ast.Module, model: ModuleModel, entry: str, rep
             _check_entry_class(cls, report)
 
 
+# PyTorch's leaf layers: parameters, buffers and plain settings, no submodules or callables made by their __init__
+# (a TransformerEncoderLayer's self.linear1 / self.activation, an nn.Sequential's children would be PyTorch's
+# computation called unseen: red team s32)
+_LEAF_LAYER_MODULES = frozenset({f"torch.nn.modules.{m}" for m in (
+    "normalization", "batchnorm", "instancenorm", "linear", "sparse", "conv", "dropout", "activation")})
+_LAYERS_WITH_CHILDREN = frozenset({"MultiheadAttention"})
+
+
 @functools.lru_cache(maxsize=64)
 def torch_layer(dotted: str) -> bool:
-    """Whether ``dotted`` names one of PyTorch's own layers (``torch.nn.LayerNorm``, ``torch.nn.Linear``): a base a
-    fused module keeps for its parameters, their names in checkpoints and its ``extra_repr``, overriding ``forward``
-    (many ``FastLayerNorm(nn.LayerNorm)`` classes). Lazy layers are not: they change their parameters in their
-    first call."""
+    """Whether ``dotted`` names one of PyTorch's own leaf layers (``torch.nn.LayerNorm``, ``torch.nn.Linear``,
+    convolutions, embeddings, activations): a base a fused module keeps for its parameters, their names in
+    checkpoints and its ``extra_repr``, overriding ``forward`` (many ``FastLayerNorm(nn.LayerNorm)`` classes).
+    Lazy layers are not (they change their parameters in their first call), nor containers and layers made of other
+    modules."""
     parts = dotted.split(".")
     if len(parts) != 3 or parts[:2] != ["torch", "nn"] or parts[2].startswith(("_", "Lazy")):
         return False
@@ -115,7 +124,7 @@ def torch_layer(dotted: str) -> bool:
 
     found = getattr(torch.nn, parts[2], None)
     return isinstance(found, type) and issubclass(found, torch.nn.Module) and found is not torch.nn.Module and \
-        found.__module__.startswith("torch.nn.modules.")
+        found.__module__ in _LEAF_LAYER_MODULES and found.__name__ not in _LAYERS_WITH_CHILDREN
 
 
 def _own_bases(model: ModuleModel, cls: ast.ClassDef) -> list[ast.expr]:
@@ -160,15 +169,19 @@ def _layer_methods(dotted: str) -> frozenset[str]:
 
 
 def inherited_layer_method(model: ModuleModel, cls_name: str | None, owner: ast.AST, name: str) -> str | None:
-    """``self.name`` or ``super().name`` read in a method of ``cls_name`` where it is a function a PyTorch layer the
-    class derives from defines and no class of the file in between does (``super().forward(x)`` in a
-    ``class FastLayerNorm(nn.LayerNorm)``): PyTorch's computation, named ``torch.nn.Layer.name``; else None."""
-    cls = model.classes.get(cls_name or "")
+    """``self.name`` or ``super().name`` read in a method of ``cls_name``, or ``Base.name`` for a class of the file,
+    where it is a function a PyTorch layer the class derives from defines and no class of the file in between does
+    (``super().forward(x)`` in a ``class FastLayerNorm(nn.LayerNorm)``, ``forward = Base.forward``): PyTorch's
+    computation, named ``torch.nn.Layer.name``; else None."""
+    named = model.classes.get(owner.id) if isinstance(owner, ast.Name) and owner.id != "self" else None
+    cls = named if isinstance(named, ast.ClassDef) else model.classes.get(cls_name or "")  # Base.forward: Base's
     found = _layer_chain(model, cls) if isinstance(cls, ast.ClassDef) else None
     if found is None or name in ("__init__", "extra_repr", "__repr__") or name not in _layer_methods(found[1]):
         return None
     chain, layer = found
-    if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+    if named is not None:
+        pass  # the class named and those it derives from
+    elif isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
         if owner.args or owner.keywords:  # super(Cls, obj): any class of the chain may be skipped
             return f"{layer}.{name}"
         chain = chain[1:]  # super(): the classes after this one

@@ -78,6 +78,7 @@ from evaluator.static_structure import entry_chain
 from evaluator.static_unread import NAMESPACE_HANDLES
 from evaluator.static_uses import (
     Use,
+    assigned_once,
     enclosing_scope,
     in_annotation,
     in_inert_annotation,
@@ -667,12 +668,46 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
                 and isinstance(func.value.value, str)) or call.args or len(call.keywords) != 1:
             return False
         try:
-            fields = [f for _, f, spec, _ in string.Formatter().parse(func.value.value) if f is not None or spec]
-            specs = [spec for _, _, spec, _ in string.Formatter().parse(func.value.value) if spec]
+            parsed = [p for p in string.Formatter().parse(func.value.value) if p[1] is not None or p[2]]
         except ValueError:
             return False
-        return all(f is not None and f.isidentifier() and not f.startswith("_") for f in fields) and \
-            not any("{" in s for s in specs)
+        return all(field is not None and field.isidentifier() and not field.startswith("_") and conversion is None
+                   and "{" not in (spec or "") and self._plain_setting(field)
+                   for _, field, spec, conversion in parsed)  # fmt: skip
+
+    def _plain_setting(self, field: str) -> bool:
+        """``self.field`` is set only in the class's ``__init__``, to constants, ``__init__``'s own parameters (with
+        constant defaults) or tuples and casts of them: a number, a string, a tuple of sizes, whose text reaches no
+        code of the candidate's (red team s32: a stored input or a list of modules would print through their reprs)."""
+        init = self.model.functions.get(f"{self.cls}.__init__")
+        if not isinstance(init, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        args = init.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        defaults = [*([None] * (len(args.posonlyargs) + len(args.args) - len(args.defaults))), *args.defaults,
+                    *args.kw_defaults]
+        plain = {p.arg for p, d in zip(params, defaults, strict=True) if d is None or isinstance(d, ast.Constant)}
+        stores = [n for n in ast.walk(self.tree) if isinstance(n, ast.Attribute) and n.attr == field
+                  and not isinstance(n.ctx, ast.Load)]  # fmt: skip
+        inside = {id(n) for n in ast.walk(init)}
+
+        def settled(value: ast.AST) -> bool:
+            if isinstance(value, ast.Constant):
+                return True
+            if isinstance(value, ast.Name):
+                return value.id in plain and assigned_once(init, value.id)  # the parameter, never rebound
+            if isinstance(value, ast.Tuple | ast.List):
+                return all(settled(e) for e in value.elts)
+            return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+                value.func.id in ("tuple", "int", "float", "bool", "str") and not value.keywords and \
+                all(settled(a) for a in value.args)
+
+        for store in stores:
+            assign = self.parents.get(id(store))
+            if id(store) not in inside or not (isinstance(assign, ast.Assign) and assign.targets == [store]
+                                               and settled(assign.value)):  # fmt: skip
+                return False
+        return bool(stores)
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         """``case C(attr=p)`` reads ``subject.attr`` with no attribute node in the tree: a private attribute, a dunder
@@ -691,6 +726,9 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         elif node.attr in NAMESPACE_HANDLES:
             self.report("introspection", node, f"accesses `{node.attr}`, which hands out a frame or a module's "
                         "namespace (any name in it, by string); remove it and name what you use")
+        elif node.attr == "mro":
+            self.report("introspection", node, "`.mro()` walks a class's bases (to reach a method the checker does "
+                        "not see called); name the class whose method you call")
         if id(node) not in self._inner:
             dotted = self._resolve(node)
             if dotted is not None:

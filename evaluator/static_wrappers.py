@@ -89,15 +89,19 @@ class _Registry:
 
     def table(self, node: ast.AST, receiver: Def, model: ModuleModel) -> bool:
         """``cls.op_registry`` in ``receiver``: an attribute of the factory's ``cls`` (rebound neither there nor in
-        ``receiver``) bound once in the owner's class body and stored nowhere else in the file."""
+        ``receiver``) bound once in the owner's class body to an empty dict, never stored, and read only by the
+        factory to file a class or test a key (what it files is never taken out and patched, called or handed on: red
+        team s32)."""
         params, tree = _arg_nodes(self.factory), _tree(model)
         if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and params and tree is not None
                 and node.value.id == params[0].arg and _own_bindings(self.factory, params[0].arg) == params[:1]
                 and not _own_bindings(receiver, params[0].arg)):  # fmt: skip
             return False
-        stores = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == node.attr
-                  and not isinstance(n.ctx, ast.Load)]  # fmt: skip
-        return len(_own_bindings(self.owner, node.attr)) == 1 and not stores
+        inside = {id(n) for n in ast.walk(self.factory)}
+        uses = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == node.attr
+                and (not isinstance(n.ctx, ast.Load) or id(n) not in inside or not _filing(n, model))]
+        bound = _own_bindings(self.owner, node.attr)
+        return len(bound) == 1 and not uses and _empty_dict(self.owner, node.attr)
 
     def label(self, node: ast.AST, value: ast.AST, model: ModuleModel) -> bool:
         """``op_cls.name = name``: a public attribute no def of the file or ``nn.Module`` names, set to a constant
@@ -111,11 +115,38 @@ class _Registry:
             p.arg == value.id and _own_bindings(self.factory, p.arg) == [p] for p in params))
 
 
+def _filing(node: ast.Attribute, model: ModuleModel) -> bool:
+    """``cls.T[key] = ...`` (the table stored into) or ``key in cls.T`` / ``key not in cls.T`` (a duplicate check):
+    the table's only uses in a registry's factory."""
+    up = model.parents.get(id(node))
+    if isinstance(up, ast.Subscript) and up.value is node:
+        return isinstance(up.ctx, ast.Store)
+    return isinstance(up, ast.Compare) and len(up.ops) == 1 and isinstance(up.ops[0], ast.In | ast.NotIn) and \
+        up.comparators[0] is node
+
+
+def _empty_dict(owner: ast.ClassDef, name: str) -> bool:
+    """``name = {}`` / ``name: Dict[...] = {}`` / ``name = dict()`` in ``owner``'s class body."""
+    for stmt in owner.body:
+        value: ast.expr | None
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign):
+            target, value = stmt.target, stmt.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == name:
+            return (isinstance(value, ast.Dict) and not value.keys) or (
+                isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict"
+                and not value.args and not value.keywords)
+    return False
+
+
 @functools.lru_cache(maxsize=1)
 def _module_attributes() -> frozenset[str]:
     import torch  # local: importing the checker must not import torch
 
-    return frozenset(dir(torch.nn.Module))
+    return frozenset(dir(torch.nn.Module)) | frozenset(getattr(torch.nn.Module, "__annotations__", {}))  # training
 
 
 def _class_factory(target: ast.Attribute, model: ModuleModel) -> tuple[ast.ClassDef, Def] | None:

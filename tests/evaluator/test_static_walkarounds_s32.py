@@ -113,6 +113,33 @@ WALKAROUNDS = [
      "        init_method_normal(1.0)(self.embedding.weight)\n        return self.embedding(idx)"),
     ("abc_base_beside_another", "s32_rmsnorm_residual_abc_base.py", "class NormBase(nn.Module, ABC):",
      "class NormBase(nn.Module, ABC, dict):"),
+    # the red team of the relaxations above
+    ("layer_method_kept_from_a_base_of_the_file", "s32_layernorm_nn_subclass.py", "class ModelNew(nn.LayerNorm):",
+     "class Base(nn.LayerNorm):\n    pass\n\n\nclass ModelNew(Base):\n    layer_forward = Base.forward\n"),
+    ("mro_walk_to_the_layer", "s32_layernorm_nn_subclass.py", _OWN_FORWARD,
+     "        if x.shape[0] % 2:\n            return type(self).mro()[1].forward(self, x)\n" + _OWN_FORWARD),
+    ("base_layer_made_of_modules", "s32_layernorm_nn_subclass.py", "class ModelNew(nn.LayerNorm):",
+     "class ModelNew(nn.TransformerEncoderLayer):"),
+    ("base_container_layer", "s32_layernorm_nn_subclass.py", "class ModelNew(nn.LayerNorm):",
+     "class ModelNew(nn.Sequential):"),
+    ("registry_table_read_and_patched", "s32_swiglu_customop_registry.py", _DECORATOR,
+     _DECORATOR + "\n\n        for made in cls.op_registry.values():\n"
+     "            made.forward_cuda = made.forward_native"),
+    ("registry_table_not_empty", "s32_swiglu_customop_registry.py",
+     "    op_registry: dict[str, type[CustomOp]] = {}",
+     "    op_registry: dict[str, type[CustomOp]] = {'silu': nn.SiLU}"),
+    ("registry_label_training", "s32_swiglu_customop_registry.py", _DECORATOR,
+     _DECORATOR.replace("op_cls.name = name", "op_cls.training = name")),
+    ("format_conversion", "s32_layernorm_extra_repr_dict.py", _FORMAT, '"{eps!r}".format(**self.__dict__)'),
+    ("format_field_holding_modules", "s32_layernorm_extra_repr_dict.py", "        self.normalized_shape = (hidden,)",
+     "        self.normalized_shape = [nn.Linear(1, 1)]"),
+    ("loss_module_called_three_times", "s32_cross_entropy_loss_module.py", _LOSS_CALL,
+     "        a = self.loss_fn(logits, target)\n        b = self.loss_fn(logits, target)\n"
+     "        c = self.loss_fn(logits, target)\n        return (a + b + c) / 3"),
+    ("loss_module_held_in_a_list", "s32_cross_entropy_loss_module.py",
+     '        self.loss_fn = CrossEntropyLoss(ignore_index=-100, reduction="mean")',
+     '        self.losses = [CrossEntropyLoss(ignore_index=-100, reduction="mean")]\n'
+     "        self.loss_fn = self.losses[0]"),
 ]
 
 
@@ -120,7 +147,8 @@ WALKAROUNDS = [
 _RULES = {"layer": "torch-compute", "registry": "patching", "loss": "torch-compute", "format": "introspection",
           "dict": "introspection", "tensor": "torch-compute", "numbers": "banned-import",
           "literal": "dangerous-builtin", "builtin": "dangerous-builtin", "submodule": "torch-compute",
-          "init": "torch-compute", "abc": "reference"}
+          "init": "torch-compute", "abc": "reference", "mro": "introspection",
+          "base": "reference"}
 
 
 @pytest.mark.parametrize("name,honest,old,new", WALKAROUNDS, ids=[w[0] for w in WALKAROUNDS])
