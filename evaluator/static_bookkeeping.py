@@ -149,7 +149,8 @@ def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autog
             sites[key].append(None)  # handed on, called in a loop or by itself: may run any number of times
         else:
             sites[key].append(where)
-    once = {k for k in candidates if k not in reaches(k)} | {f"{entry}.forward", entry}
+    once = {k for k in candidates | {f"{entry}.forward", entry} if k in functions and k not in reaches(k)
+            and not _calls_itself(k, functions[k])}
     changed = True
     while changed:
         changed = False
@@ -163,6 +164,28 @@ def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autog
             once -= over
             changed = bool(over)
     return once
+
+
+def _calls_itself(key: str, fn: ast.AST) -> bool:
+    """``fn`` (function ``key``) calls itself by its own name: ``f(...)`` in ``f``, ``self.m(...)`` /
+    ``type(self).m`` / ``Cls.m`` in method ``Cls.m``, or ``self(...)`` in a ``forward`` (recursion: chunk after chunk
+    of its input, each under the run time's size limit; red team s32)."""
+    cls, _, name = key.rpartition(".")
+    for node in ast.walk(fn):
+        if not cls and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id == name:
+            return True
+        if cls and isinstance(node, ast.Attribute) and node.attr == name and _is_self_or_class(node.value, cls):
+            return True  # self.forward, type(self).forward, Cls.forward
+        if cls and name == "forward" and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "self":  # fmt: skip
+            return True
+    return False
+
+
+def _is_self_or_class(node: ast.AST, cls: str) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in ("self", cls)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
 
 
 def _runs(once: set[str], sites: Mapping[str, list[str | None]], candidates: set[str]) -> dict[str, int]:

@@ -16,7 +16,7 @@ from typing import Protocol
 from evaluator.static_lookups import COMPUTE_HINT
 from evaluator.static_model import ModuleModel, binding_key, const_getattr, scope_bindings
 from evaluator.static_rules import HOST_CONVERSION_METHODS, method_computes
-from evaluator.static_structure import entry_chain
+from evaluator.static_structure import entry_chain, inherited_forward
 
 _HOST_HINT = (
     "it copies tensor data to the host (Python/numpy), where the math would run unseen; do the work in your "
@@ -61,9 +61,10 @@ class ComputeRules:
             instance = self.model.instances.get(binding_key(func.value) or "", "") or instance
         if isinstance(func, ast.Attribute) and func.attr == "forward":
             instance = self.model.instances.get(binding_key(func.value) or "", "") or instance
-        if instance.startswith("torch."):
+        inherited = inherited_forward(self.model, instance[6:]) if instance.startswith("class:") else None
+        if instance.startswith("torch.") or inherited is not None:
             self.report("torch-compute", node, f"forward path calls `{ast.unparse(func)}`, a PyTorch module "
-                        f"({instance}); use its parameters in your kernel instead of calling it")
+                        f"({inherited or instance}); use its parameters in your kernel instead of calling it")
             return
         if self._own_module(func, instance):
             return  # self.norm(x) on a module of this file: its forward is on the path, judged as this file's code

@@ -43,6 +43,7 @@ from evaluator.static_model import (
     scope_bindings,
     triton_rebind,
 )
+from kernelevo import pyast
 
 Report = Callable[[str, ast.AST, str], None]
 
@@ -774,7 +775,7 @@ def calls_back_per_element(source: str) -> int | None:
     that function as Python once per element, so a correct kernel may need minutes there; None when there is none
     (or the source does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     model = build_model(tree)

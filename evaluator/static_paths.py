@@ -135,6 +135,10 @@ def callees(model: ModuleModel, key: str) -> set[str]:
     cls = key.split(".")[0] if "." in key else None
     out: set[str] = set()
     for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and node.attr in _MODULE_ACCESSORS:
+            # self.modules(), self.get_submodule(...): any held module of the file, any method of it by name
+            out.update(m for kind in model.instances.values() if kind.startswith("class:")
+                       for m in _class_methods(model, kind[6:]) if m.rsplit(".", 1)[1] not in _CONSTRUCTION)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in model.functions:
                 out.add(node.id)
@@ -156,8 +160,10 @@ def callees(model: ModuleModel, key: str) -> set[str]:
             else:
                 continue
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
-                    isinstance(node.value.func, ast.Name) and node.value.func.id == "super":  # fmt: skip
-                key_ = "self"  # super().attr: a method of a class this one derives from
+                    isinstance(node.value.func, ast.Name) and node.value.func.id in ("super", "type") and \
+                    (node.value.func.id == "super" or binding_key(node.value.args[0]) == "self"
+                     if node.value.args else node.value.func.id == "super"):  # fmt: skip
+                key_ = "self"  # super().attr, type(self).attr: a method of this class or one it derives from
             if key_ is None:
                 continue
             for owner in _self_owners(model, cls) if key_.split(".")[0] == "self" else [cls]:
@@ -168,6 +174,11 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                 out.update(_instance_methods(model, instance[6:], node))
     out.discard(key)
     return out
+
+
+# nn.Module's accessors that hand out its submodules (red team s32: `for m in self.modules(): m.native(x)`)
+_MODULE_ACCESSORS = frozenset({"children", "named_children", "modules", "named_modules", "get_submodule",
+                               "_modules"})
 
 
 def hook_roots(model: ModuleModel) -> list[str]:
@@ -243,9 +254,12 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
     # a lambda made outside any def (at module level, in a class body, a default or a decorator) is a value that can
     # run from anywhere, whatever name it is kept under (a walrus, an attribute): what it calls is a root
     loose = {id(n) for n in ast.walk(tree) if isinstance(n, ast.Lambda) and not _in_a_body(n, model, functions)}
+    # and one made in a body that leaves it (self.go = lambda t: helper(t), a nested def stored or returned): what
+    # it calls may run from anywhere too (red team s32)
+    loose |= {id(n) for n in ast.walk(tree) if _kept_callable(n, model, functions)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            if not (isinstance(node.func, ast.Name) and _enclosing_lambda(node, model) in loose):
+            if not (isinstance(node.func, ast.Name) and _enclosing_callable(node, model, functions) in loose):
                 skip.add(id(node.func))
             func = node.func
             if (isinstance(func, ast.Name) and func.id in ("super", "isinstance", "issubclass", "type")) or (
@@ -297,7 +311,9 @@ def _escaping_instances(model: ModuleModel, tree: ast.Module) -> Iterator[tuple[
             if (isinstance(up, ast.Call) and up.func is node) or isinstance(up, ast.Attribute):
                 continue  # Cls()(x), Cls().method(x): called where it is made (callees follows the class)
             target = up.targets[0] if isinstance(up, ast.Assign) and len(up.targets) == 1 else None
-            if model.instances.get(binding_key(target) or "" if target is not None else "") != f"class:{node.func.id}":
+            in_class_body = isinstance(model.parents.get(id(up)), ast.ClassDef)  # shared = Impl(): self.shared(x)
+            if in_class_body or model.instances.get(binding_key(target) or "" if target is not None else "") != \
+                    f"class:{node.func.id}":  # fmt: skip
                 yield node.func.id, node
         elif isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Load):
             kind = model.instances.get(binding_key(node) or "", "")
@@ -308,9 +324,9 @@ def _escaping_instances(model: ModuleModel, tree: ast.Module) -> Iterator[tuple[
 
 
 def _is_module(model: ModuleModel, cls: str) -> bool:
-    """``cls`` or a class of the file it derives from has ``nn.Module`` as a base: calling an instance runs its
-    forward."""
-    return any(resolve(b, model.aliases) == "torch.nn.Module" for owner in module_bases(model, cls)
+    """``cls`` or a class of the file it derives from has a base of ``torch.nn`` (``nn.Module``, a layer, the module
+    class under another path): calling an instance runs its forward."""
+    return any((resolve(b, model.aliases) or "").startswith("torch.nn.") for owner in module_bases(model, cls)
                if isinstance(node := model.classes.get(owner), ast.ClassDef) for b in node.bases)
 
 
@@ -349,16 +365,39 @@ def _in_a_body(node: ast.AST, model: ModuleModel, functions: set[int]) -> bool:
     return False
 
 
-def _enclosing_lambda(node: ast.AST, model: ModuleModel) -> int | None:
-    """The id of the innermost lambda around ``node`` when no def stands between them, else None."""
+def _enclosing_callable(node: ast.AST, model: ModuleModel, functions: set[int]) -> int | None:
+    """The id of the innermost lambda or nested def around ``node`` (not one of the module's functions or methods,
+    ``functions``), else None."""
     parent = model.parents.get(id(node))
     while parent is not None:
-        if isinstance(parent, ast.Lambda):
+        if isinstance(parent, ast.Lambda) or (isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef)
+                                              and id(parent) not in functions):  # fmt: skip
             return id(parent)
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module):
             return None
         parent = model.parents.get(id(parent))
     return None
+
+
+def _kept_callable(node: ast.AST, model: ModuleModel, functions: set[int]) -> bool:
+    """A lambda not called where it stands, or a nested def whose name is read other than to call it or return it
+    (stored, handed on; a returned one goes where its factory's callers keep it, a decorator's wrapper among them)."""
+    up = model.parents.get(id(node))
+    if isinstance(node, ast.Lambda):
+        return not (isinstance(up, ast.Call) and up.func is node)
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or id(node) in functions:
+        return False
+    scope = model.parents.get(id(node))
+    while scope is not None and not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        scope = model.parents.get(id(scope))
+    if scope is None:
+        return False
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Name) and n.id == node.name and isinstance(n.ctx, ast.Load):
+            up = model.parents.get(id(n))
+            if not isinstance(up, ast.Return) and not (isinstance(up, ast.Call) and up.func is n):
+                return True
+    return False
 
 
 def reachable(model: ModuleModel, roots: list[str]) -> list[str]:

@@ -185,11 +185,26 @@ def inherited_layer_method(model: ModuleModel, cls_name: str | None, owner: ast.
         if owner.args or owner.keywords:  # super(Cls, obj): any class of the chain may be skipped
             return f"{layer}.{name}"
         chain = chain[1:]  # super(): the classes after this one
-    elif not (isinstance(owner, ast.Name) and owner.id == "self"):
-        return None
+    elif not (isinstance(owner, ast.Name) and owner.id == "self") and not (
+            isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "type"):
+        return None  # self.name, type(self).name: the instance's class
     defined = any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name
                   for c in chain for s in c.body)  # fmt: skip
     return None if defined else f"{layer}.{name}"
+
+
+def inherited_forward(model: ModuleModel, cls_name: str) -> str | None:
+    """``torch.nn.X.forward`` when calling an instance of the file's class ``cls_name`` runs a PyTorch module's own
+    forward: it derives from ``torch.nn.X`` (one base each down to it) and no class of the file in between defines
+    ``forward`` (``class Inner(nn.LayerNorm): pass`` held as ``self.stage``: red team s32)."""
+    cls = model.classes.get(cls_name)
+    found = _class_chain(model, cls, strict=False) if isinstance(cls, ast.ClassDef) else None
+    if found is None or not found[1].startswith("torch.nn.") or found[1] == "torch.nn.Module":
+        return None
+    chain, dotted = found
+    defines = any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name in ("forward", "__call__")
+                  for c in chain for s in c.body)  # fmt: skip
+    return None if defines else f"{dotted}.forward"
 
 
 def entry_chain(model: ModuleModel, cls: ast.ClassDef) -> list[ast.ClassDef] | None:
@@ -292,6 +307,7 @@ def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], re
                    f"`{name}` as `{what}` everywhere, so pick another name")
     top_level = set(model.classes) | {k for k in model.functions if "." not in k} | set(model.jit_kernels)
     tables = set(model.constants)  # module-level names: an item of one may be a class or function of the file
+    methods = {key.rsplit(".", 1)[1] for key, fn in model.functions.items() if "." in key and not _is_property(fn)}
     loop_items = {t.id for n in ast.walk(tree) if isinstance(n, ast.For | ast.AsyncFor | ast.comprehension)
                   for t in ast.walk(n.target) if isinstance(t, ast.Name) and _over_table(n.iter, tables)}
     for node in ast.walk(tree):
@@ -307,6 +323,18 @@ def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], re
                 # REGISTRY["model"].forward = ..., for cls in REGISTRY.values(): cls.forward = ... (red team s31)
                 report("patching", node, f"assigns an attribute of an item of the module-level `{root.id}`, which "
                        "may hold the file's classes or functions; keep state on instances (self) instead")
+            elif node.attr in ("forward", "__call__") or node.attr in methods:
+                # _c = ModelNew; _c.forward = ..., self.forward = partial(...) in a held module (red team s32)
+                report("patching", node, f"assigns `.{node.attr}`, the name of a method (which this object may "
+                       "have): a method is what its def says; store data under another attribute name")
+
+
+def _is_property(fn: ast.AST) -> bool:
+    """A def made a property (``@property``, ``@name.setter``): storing to its name calls the setter."""
+    return isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+        (isinstance(d, ast.Name) and d.id in ("property", "cached_property")) or
+        (isinstance(d, ast.Attribute) and d.attr in ("setter", "getter", "deleter", "cached_property"))
+        for d in fn.decorator_list)
 
 
 def _over_table(node: ast.AST, tables: set[str]) -> bool:

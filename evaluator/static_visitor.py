@@ -15,6 +15,7 @@ is that local, not the module.
 from __future__ import annotations
 
 import ast
+import functools
 import string
 from collections.abc import Callable, Sequence
 
@@ -78,7 +79,6 @@ from evaluator.static_structure import entry_chain
 from evaluator.static_unread import NAMESPACE_HANDLES
 from evaluator.static_uses import (
     Use,
-    assigned_once,
     enclosing_scope,
     in_annotation,
     in_inert_annotation,
@@ -522,9 +522,24 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         launched: set[str] = set()
         for _, call in launch_sites(self.model, node):
             launched.update(a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name))
-        own = frozenset(k for k in self.model.functions if "." not in k)
-        return Bookkeeping(node, self._resolve, launched, self.parents, runs_once=key in self._once, own=own,
-                           autograd=frozenset(self.model.autograd_functions))
+        return Bookkeeping(node, self._resolve, launched, self.parents, runs_once=key in self._once,
+                           own=self._launchers, autograd=self._launching_autograd)
+
+    @functools.cached_property
+    def _launchers(self) -> frozenset[str]:
+        """The file's module functions that launch one of its kernels, themselves or through what they call: what
+        they return is the kernels' (a function returning its argument would pass any tensor off as a result of the
+        candidate's own code: red team s32)."""
+        return frozenset(k for k in self.model.functions if "." not in k and self._launches(k))
+
+    @functools.cached_property
+    def _launching_autograd(self) -> frozenset[str]:
+        return frozenset(c for c in self.model.autograd_functions if self._launches(f"{c}.forward"))
+
+    def _launches(self, key: str) -> bool:
+        functions = [self.model.functions.get(k) for k in reachable(self.model, [key])]
+        return any(next(launch_sites(self.model, fn), None) is not None for fn in functions
+                   if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_function
 
@@ -603,6 +618,9 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
                             "`__version__` and `__doc__` may be bound")
             return
         name = node.id
+        if name == "super" and not self._bound("super") and not self._super_in_place(node):
+            self.report("introspection", node, "`super` kept or handed on (`sup = super()`, `s = super`) hides which "
+                        "class's method runs; call it where it stands: `super().method(...)`")
         if name in self._dormant_names:
             return  # read only where nothing runs: a dead body, its annotations, an unnamed class's bases
         if name in self._type_checking_names and in_annotation(node, self.parents):
@@ -653,6 +671,12 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         parent = self.parents.get(id(node))
         return node.attr == "__class__" and isinstance(parent, ast.Attribute) and parent.attr in _NAME_DUNDERS
 
+    def _super_in_place(self, node: ast.Name) -> bool:
+        """``super().attr`` / ``super(Cls, self).attr``: the super object used where it is made."""
+        call = self.parents.get(id(node))
+        up = self.parents.get(id(call))
+        return isinstance(call, ast.Call) and call.func is node and isinstance(up, ast.Attribute) and up.value is call
+
     def _formats_own_fields(self, node: ast.Attribute) -> bool:
         """``"{normalized_shape}, eps={eps}".format(**self.__dict__)``, as PyTorch's own layers write ``extra_repr``:
         a string of the instance's public plain attributes, named as fields of a literal format string (no ``{a.b}``,
@@ -660,9 +684,14 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         keyword, call = self.parents.get(id(node)), None
         if isinstance(keyword, ast.keyword) and keyword.arg is None:
             call = self.parents.get(id(keyword))
+        method = enclosing_scope(node, self.parents)
         if node.attr != "__dict__" or not isinstance(node.ctx, ast.Load) or not (
                 isinstance(node.value, ast.Name) and node.value.id == "self") or not isinstance(call, ast.Call):
             return False
+        if not (isinstance(method, ast.FunctionDef) and method.name in ("extra_repr", "__repr__", "__str__")
+                and not method.decorator_list and method.args.args and method.args.args[0].arg == "self"
+                and self.model.functions.get(f"{self.cls}.{method.name}") is method):  # fmt: skip
+            return False  # only a module's own text, in the method that makes it
         func = call.func
         if not (isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant)
                 and isinstance(func.value.value, str)) or call.args or len(call.keywords) != 1:
@@ -677,8 +706,9 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
 
     def _plain_setting(self, field: str) -> bool:
         """``self.field`` is set only in the class's ``__init__``, to constants, ``__init__``'s own parameters (with
-        constant defaults) or tuples and casts of them: a number, a string, a tuple of sizes, whose text reaches no
-        code of the candidate's (red team s32: a stored input or a list of modules would print through their reprs)."""
+        constant defaults, rebound there only to such values) or tuples and casts of them: a number, a string, a
+        tuple of sizes, whose text reaches no code of the candidate's (red team s32: a stored input or a list of
+        modules would print through their reprs). An autograd Function's ``ctx.field`` is another object."""
         init = self.model.functions.get(f"{self.cls}.__init__")
         if not isinstance(init, ast.FunctionDef | ast.AsyncFunctionDef):
             return False
@@ -687,27 +717,46 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         defaults = [*([None] * (len(args.posonlyargs) + len(args.args) - len(args.defaults))), *args.defaults,
                     *args.kw_defaults]
         plain = {p.arg for p, d in zip(params, defaults, strict=True) if d is None or isinstance(d, ast.Constant)}
-        stores = [n for n in ast.walk(self.tree) if isinstance(n, ast.Attribute) and n.attr == field
-                  and not isinstance(n.ctx, ast.Load)]  # fmt: skip
-        inside = {id(n) for n in ast.walk(init)}
+        local: dict[str, list[ast.AST]] = {}
+        for n in ast.walk(init):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                local.setdefault(n.targets[0].id, []).append(n.value)
+            elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and n.id in plain:
+                local.setdefault(n.id, []).append(n)  # bound some other way: never settled
+        ctx = {id(f.args.args[0]) for key, f in self.model.functions.items()
+               if key.split(".")[0] in self.model.autograd_functions and isinstance(f, ast.FunctionDef)
+               and f.args.args}  # fmt: skip
 
-        def settled(value: ast.AST) -> bool:
+        def settled(value: ast.AST, seen: frozenset[str] = frozenset()) -> bool:
             if isinstance(value, ast.Constant):
                 return True
             if isinstance(value, ast.Name):
-                return value.id in plain and assigned_once(init, value.id)  # the parameter, never rebound
+                return value.id in plain and (value.id in seen or all(
+                    settled(v, seen | {value.id}) for v in local.get(value.id, [])))
             if isinstance(value, ast.Tuple | ast.List):
-                return all(settled(e) for e in value.elts)
+                return all(settled(e, seen) for e in value.elts)
             return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
                 value.func.id in ("tuple", "int", "float", "bool", "str") and not value.keywords and \
-                all(settled(a) for a in value.args)
+                all(settled(a, seen) for a in value.args)
 
-        for store in stores:
-            assign = self.parents.get(id(store))
-            if id(store) not in inside or not (isinstance(assign, ast.Assign) and assign.targets == [store]
-                                               and settled(assign.value)):  # fmt: skip
+        inside = {id(n) for n in ast.walk(init)}
+        stores = 0
+        for n in ast.walk(self.tree):
+            if not (isinstance(n, ast.Attribute) and n.attr == field and not isinstance(n.ctx, ast.Load)):
+                continue
+            if isinstance(n.value, ast.Name) and any(id(a) in ctx for a in self._ctx_params(n.value)):
+                continue  # ctx.field = ... in an autograd Function
+            assign = self.parents.get(id(n))
+            value = assign.value if isinstance(assign, ast.Assign | ast.AnnAssign) else None
+            if id(n) not in inside or value is None or not settled(value):
                 return False
-        return bool(stores)
+            stores += 1
+        return stores > 0
+
+    def _ctx_params(self, name: ast.Name) -> list[ast.arg]:
+        """The parameters named like ``name`` of the def around it (its ``ctx``, where it is one)."""
+        scope = enclosing_scope(name, self.parents)
+        return [a for a in getattr(getattr(scope, "args", None), "args", []) if a.arg == name.id]
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         """``case C(attr=p)`` reads ``subject.attr`` with no attribute node in the tree: a private attribute, a dunder

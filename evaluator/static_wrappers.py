@@ -101,7 +101,8 @@ class _Registry:
         uses = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == node.attr
                 and (not isinstance(n.ctx, ast.Load) or id(n) not in inside or not _filing(n, model))]
         bound = _own_bindings(self.owner, node.attr)
-        return len(bound) == 1 and not uses and _empty_dict(self.owner, node.attr)
+        named = any(isinstance(n, ast.Constant) and n.value == node.attr for n in ast.walk(tree))  # getattr(C, "T")
+        return len(bound) == 1 and not uses and not named and _empty_dict(self.owner, node.attr)
 
     def label(self, node: ast.AST, value: ast.AST, model: ModuleModel) -> bool:
         """``op_cls.name = name``: a public attribute no def of the file or ``nn.Module`` names, set to a constant

@@ -140,6 +140,43 @@ WALKAROUNDS = [
      '        self.loss_fn = CrossEntropyLoss(ignore_index=-100, reduction="mean")',
      '        self.losses = [CrossEntropyLoss(ignore_index=-100, reduction="mean")]\n'
      "        self.loss_fn = self.losses[0]"),
+    # a second red team (static only): each edit pair is applied in turn
+    ("method_through_type_of_self", "s32_rmsnorm_scalar_tensor.py",
+     ("    def forward(self, x: torch.Tensor) -> torch.Tensor:", _SCALAR),
+     ("    def native(self, x):\n        return torch.nn.functional.rms_norm(x, x.shape[-1:], self.weight, self.eps)"
+      "\n\n    def forward(self, x: torch.Tensor) -> torch.Tensor:",
+      "        if x.shape[0] > 1:\n            return type(self).native(self, x)\n" + _SCALAR)),
+    ("patching_forward_through_an_alias", "s32_layernorm_nn_subclass.py", _OWN_FORWARD,
+     _OWN_FORWARD + "\n        _cls = ModelNew\n        _cls.forward = nn.LayerNorm.forward"),
+    ("patching_held_forward_in_its_init", "s32_embedding_bag_submodule_init.py",
+     "        nn.init.normal_(self.weight)",
+     "        nn.init.normal_(self.weight)\n        self.forward = self.native"),
+    ("layer_held_without_forward", "s32_embedding_bag_submodule_init.py",
+     ("class Table(nn.Module):", "        self.embedding = Table(vocab, dim)", "        return self.embedding(idx)"),
+     ("class Plain(nn.LayerNorm):\n    pass\n\n\nclass Table(nn.Module):",
+      "        self.embedding = Table(vocab, dim)\n        self.norm = Plain(dim)",
+      "        return self.norm(self.embedding(idx))")),
+    ("super_kept_in_a_name", "s32_layernorm_nn_subclass.py", _OWN_FORWARD,
+     "        sup = super()\n        if x.shape[0] % 2:\n            return sup.forward(x)\n" + _OWN_FORWARD),
+    ("lambda_kept_on_self", "s32_rmsnorm_scalar_tensor.py", (_SCALAR, "        super().__init__()"),
+     ("        if x.shape[0] > 1:\n            return self.go(x)\n" + _SCALAR,
+      "        super().__init__()\n        self.go = lambda t: torch.nn.functional.rms_norm(t, t.shape[-1:])")),
+    ("held_module_reached_through_modules", "s32_embedding_bag_submodule_init.py",
+     ("    def forward(self, idx):\n        idx = idx.contiguous()", "        return self.embedding(idx)"),
+     ("    def native(self, idx):\n        return torch.nn.functional.embedding_bag(idx, self.weight)\n\n"
+      "    def forward(self, idx):\n        idx = idx.contiguous()",
+      "        for m in self.modules():\n            if m is not self:\n                return m.native(idx)\n"
+      "        return self.embedding(idx)")),
+    ("instance_made_in_a_class_body", "s32_embedding_bag_submodule_init.py",
+     ("class Table(nn.Module):", "class ModelNew(nn.Module):", "        return self.embedding(idx)"),
+     ("class Native(nn.Module):\n    def forward(self, idx, weight):\n"
+      "        return torch.nn.functional.embedding_bag(idx, weight)\n\n\nclass Table(nn.Module):",
+      "class ModelNew(nn.Module):\n    shared = Native()",
+      "        return self.shared(idx, self.embedding(idx))")),
+    ("bookkeeping_by_recursion", "s32_cross_entropy_loss_module.py", _LOSS_CALL,
+     "        if logits.shape[0] > 1:\n"
+     "            return (self(logits[:1], target[:1]) + self(logits[1:], target[1:])) / 2"
+     "\n" + _LOSS_CALL),
 ]
 
 
@@ -148,14 +185,18 @@ _RULES = {"layer": "torch-compute", "registry": "patching", "loss": "torch-compu
           "dict": "introspection", "tensor": "torch-compute", "numbers": "banned-import",
           "literal": "dangerous-builtin", "builtin": "dangerous-builtin", "submodule": "torch-compute",
           "init": "torch-compute", "abc": "reference", "mro": "introspection",
-          "base": "reference"}
+          "base": "reference", "method": "torch-compute", "patching": "patching", "super": "introspection",
+          "lambda": "torch-compute", "held": "torch-compute", "instance": "torch-compute",
+          "bookkeeping": "torch-compute"}
 
 
 @pytest.mark.parametrize("name,honest,old,new", WALKAROUNDS, ids=[w[0] for w in WALKAROUNDS])
 def test_walkaround_is_refused_statically(name, honest, old, new):
     source = (HONEST / honest).read_text()
-    assert source.count(old) == 1, f"{honest} no longer holds the text {name} replaces"
-    report = check_source(source.replace(old, new), f"{name}.py")
+    for before, after in zip(*((old, new) if isinstance(old, tuple) else ((old,), (new,))), strict=True):
+        assert source.count(before) == 1, f"{honest} no longer holds the text {name} replaces"
+        source = source.replace(before, after)
+    report = check_source(source, f"{name}.py")
     rule = {"layer_without_forward": "missing-entry"}.get(
         name, _RULES[name.split("_", 1)[0]])
     assert rule in {v.rule for v in report.violations}, report.violations
