@@ -41,6 +41,7 @@ from evaluator.static_model import binding_key
 from evaluator.static_uses import Use, use_of
 
 MAX_SITES = 8  # mask/buffer bookkeeping calls per file (Liger's cross entropy has four)
+_VIEWS = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "float", "double", "to"})
 MAX_RUNS = 2  # times a function with bookkeeping may run per forward call (call sites in a row add up)
 REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "any", "all", "count_nonzero"})
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
@@ -211,10 +212,12 @@ class Bookkeeping:
 
     def __init__(self, fn: FunctionNode, resolve: Resolve, launched_args: set[str],
                  parents: dict[int, ast.AST], *, runs_once: bool = False,
-                 own: frozenset[str] = frozenset(), autograd: frozenset[str] = frozenset()) -> None:  # fmt: skip
-        """``own``: the file's module functions; ``autograd``: its ``torch.autograd.Function`` classes."""
+                 own: frozenset[str] = frozenset(), autograd: frozenset[str] = frozenset(),
+                 helpers: frozenset[str] = frozenset()) -> None:  # fmt: skip
+        """``own``: the file's module functions that launch its kernels; ``autograd``: its ``torch.autograd.Function``
+        classes that do; ``helpers``: every module function of the file."""
         self.resolve, self.parents, self.runs_once = resolve, parents, runs_once
-        self.own, self.autograd = own, autograd
+        self.own, self.autograd, self.helpers = own, autograd, helpers
         bindings = _bindings(fn)
         self.masks = {n for n, vs in bindings.items() if vs and all(self._comparison(v) for v in vs)}
         self.buffers = {n for n, vs in bindings.items() if n in launched_args and vs and
@@ -227,10 +230,24 @@ class Bookkeeping:
         set, so a name rebound from itself is one when all its bindings are."""
         names = {n for n, vs in bindings.items() if vs and all(v is not None for v in vs)}
         while True:
-            kept = {n for n in names if all(self._own_result(v) or self._scalar_of(v, names) for v in bindings[n])}
+            kept = {n for n in names if all(self._own_result(v) or self._scalar_of(v, names) or self._reshaped(v, names)
+                                            for v in bindings[n])}
             if kept == names:
                 return names
             names = kept
+
+    def _reshaped(self, value: ast.expr | None, names: set[str]) -> bool:
+        """A view or cast of one of ``names`` (``losses.view(-1)``), or what one of the file's helpers returns when
+        every argument it gets is one of ``names`` (``_as_1d(losses)``): still the kernels' values."""
+        if not isinstance(value, ast.Call) or value.keywords and not all(isinstance(k.value, ast.Constant)
+                                                                           for k in value.keywords):
+            return False
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in _VIEWS:
+            return isinstance(func.value, ast.Name) and func.value.id in names and \
+                all(isinstance(a, ast.Constant | ast.UnaryOp) for a in value.args)
+        return isinstance(func, ast.Name) and func.id in self.helpers and bool(value.args) and \
+            all((isinstance(a, ast.Name) and a.id in names) or self._own_result(a) for a in value.args)
 
     def _scalar_of(self, value: ast.expr | None, names: set[str]) -> bool:
         """Arithmetic over constants, ``names`` and full reductions of ``names``, masks and comparisons."""
@@ -248,7 +265,8 @@ class Bookkeeping:
             return False
         operand = value.func.value
         return self._comparison(operand) or (isinstance(operand, ast.Name) and
-                                             (operand.id in names or operand.id in self.masks))
+                                             (operand.id in names or operand.id in self.masks)) or \
+            self._own_result(operand) or self._reshaped(operand, names)
 
     def _own_result(self, value: ast.expr | None) -> bool:
         """What one of the file's functions or autograd Functions returns (``f(...)``, ``Fn.apply(...)``), or an item
@@ -299,6 +317,9 @@ class Bookkeeping:
             return False
         if isinstance(operand, ast.expr) and self._comparison(operand):
             return True  # (target != ignore_index).sum(): a mask written in place
+        if isinstance(operand, ast.Call | ast.Subscript) and (self._own_result(operand) or
+                                                              self._reshaped(operand, self.results)):
+            return True  # ce_rows(logits, target).sum(): what a launcher of the file returns, reduced in place
         return isinstance(operand, ast.Name) and (operand.id in self.masks or operand.id in self.buffers or
                                                   operand.id in self.results)
 

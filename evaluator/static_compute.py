@@ -15,6 +15,7 @@ from typing import Protocol
 
 from evaluator.static_lookups import COMPUTE_HINT
 from evaluator.static_model import ModuleModel, binding_key, const_getattr, scope_bindings
+from evaluator.static_paths import self_owners
 from evaluator.static_rules import HOST_CONVERSION_METHODS, method_computes
 from evaluator.static_structure import entry_chain, inherited_forward
 
@@ -42,6 +43,7 @@ class ComputeRules:
     # Provided by the host visitor (``evaluator.static_visitor.RuleVisitor``).
     model: ModuleModel
     allow: frozenset[str]
+    cls: str | None  # enclosing module-level class
     loops: int  # loops and comprehensions around the current node, inside the current function
     _torch_locals: dict[str, str]  # loop variables over torch.nn containers -> container
     _element_vars: set[str]  # loop variables that may be tensor elements (for v in x)
@@ -120,8 +122,12 @@ class ComputeRules:
             self.model.classes.get(owner.name) is owner else None
 
     def _class_binds(self, name: str) -> bool:
-        """Some class body of the file binds ``name`` (a class attribute is found before the instance's module)."""
-        return any(bound == name for cls in self.model.classes.values() for bound, _ in scope_bindings(cls))
+        """A class body that ``self`` may be an instance of binds ``name`` (the enclosing class, the file's classes it
+        derives from, those deriving from it and their other bases): a class attribute is found before the
+        instance's module. Unknown where: any class body of the file."""
+        owners = self_owners(self.model, self.cls) if self.cls in self.model.classes else list(self.model.classes)
+        return any(bound == name for owner in owners if isinstance(cls := self.model.classes.get(owner), ast.ClassDef)
+                   for bound, _ in scope_bindings(cls))
 
     def _element_like(self, node: ast.AST) -> bool:
         """``t[i]`` or a loop variable over something that may be a tensor (``for v in x.view(-1)``)."""

@@ -394,7 +394,11 @@ def build_model(tree: ast.Module) -> ModuleModel:
         if key is None or key in model.instances:
             continue
         called = _call_name(value, model.aliases) or ""
-        if called.startswith("torch.nn.") and called.rsplit(".", 1)[1][:1].isupper():
+        if called in _CONTAINERS_OF_MODULES and isinstance(value, ast.Call) and _holds_own_modules(value, model):
+            # nn.ModuleList([Block(...) for _ in range(n)]): the file's modules, whose forward the checker judges
+            # (each instance escapes into the container: evaluator.static_paths), called as `layer(x)`
+            model.instances[key] = f"modules:{called}"
+        elif called.startswith("torch.nn.") and called.rsplit(".", 1)[1][:1].isupper():
             model.instances[key] = called
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             if value.func.id in model.classes and value.func.id not in model.autograd_functions:
@@ -404,6 +408,19 @@ def build_model(tree: ast.Module) -> ModuleModel:
         elif isinstance(value, _CONTAINER_LITERALS):
             model.instances[key] = f"builtin:{type(value).__name__}"
     return model
+
+
+_CONTAINERS_OF_MODULES = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"})
+
+
+def _holds_own_modules(call: ast.Call, model: ModuleModel) -> bool:
+    """The container's arguments make only modules of the file (``Block(...)`` in a list, a comprehension, a dict),
+    at least one, and nothing else that is called."""
+    made = [n for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a) if isinstance(n, ast.Call)]
+    own = [n for n in made if isinstance(n.func, ast.Name) and n.func.id in model.classes
+           and n.func.id not in model.autograd_functions]  # fmt: skip
+    rest = [n for n in made if n not in own and not (isinstance(n.func, ast.Name) and n.func.id == "range")]
+    return bool(own) and not rest
 
 
 def _rebinds_itself(call: ast.Call, name: str, parents: dict[int, ast.AST]) -> int:

@@ -85,7 +85,7 @@ def _runs_unnamed(key: str) -> bool:
 _CONSTRUCTION = ("__init__", "__new__")
 
 
-def _self_owners(model: ModuleModel, cls: str) -> list[str]:
+def self_owners(model: ModuleModel, cls: str) -> list[str]:
     """The classes whose method ``self.attr`` in a method of ``cls`` may be: ``cls``, the file's classes it derives
     from (inherited methods) and those deriving from it with their other bases (overrides: a template method, the
     base's forward calling ``self.forward_impl`` that the class ModelNew derives from defines, or a sibling mixin)."""
@@ -166,7 +166,7 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                 key_ = "self"  # super().attr, type(self).attr: a method of this class or one it derives from
             if key_ is None:
                 continue
-            for owner in _self_owners(model, cls) if key_.split(".")[0] == "self" else [cls]:
+            for owner in self_owners(model, cls) if key_.split(".")[0] == "self" else [cls]:
                 if f"{owner}.{attr}" in model.functions:
                     out.add(f"{owner}.{attr}")
             instance = model.instances.get(key_, "")
@@ -294,7 +294,7 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
                 (cls := _enclosing_class(node, model)) is not None and cls in used:  # fmt: skip
             # a bound method kept as a value (vLLM's ``self._forward_method = self.dispatch_forward()``, which returns
             # ``self.forward_cuda``) by a class that has instances: it may run from anywhere
-            roots.extend(f"{owner}.{node.attr}" for owner in _self_owners(model, cls)
+            roots.extend(f"{owner}.{node.attr}" for owner in self_owners(model, cls)
                          if f"{owner}.{node.attr}" in model.functions)
     return roots
 

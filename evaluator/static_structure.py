@@ -308,6 +308,7 @@ def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], re
     top_level = set(model.classes) | {k for k in model.functions if "." not in k} | set(model.jit_kernels)
     tables = set(model.constants)  # module-level names: an item of one may be a class or function of the file
     methods = {key.rsplit(".", 1)[1] for key, fn in model.functions.items() if "." in key and not _is_property(fn)}
+    class_aliases = _class_aliases(tree, model)
     loop_items = {t.id for n in ast.walk(tree) if isinstance(n, ast.For | ast.AsyncFor | ast.comprehension)
                   for t in ast.walk(n.target) if isinstance(t, ast.Name) and _over_table(n.iter, tables)}
     for node in ast.walk(tree):
@@ -323,10 +324,51 @@ def check_rebinding(tree: ast.Module, model: ModuleModel, imported: set[str], re
                 # REGISTRY["model"].forward = ..., for cls in REGISTRY.values(): cls.forward = ... (red team s31)
                 report("patching", node, f"assigns an attribute of an item of the module-level `{root.id}`, which "
                        "may hold the file's classes or functions; keep state on instances (self) instead")
-            elif node.attr in ("forward", "__call__") or node.attr in methods:
-                # _c = ModelNew; _c.forward = ..., self.forward = partial(...) in a held module (red team s32)
-                report("patching", node, f"assigns `.{node.attr}`, the name of a method (which this object may "
-                       "have): a method is what its def says; store data under another attribute name")
+            elif node.attr in ("forward", "__call__") or (node.attr in methods and isinstance(root, ast.Name) and (
+                    root.id in class_aliases or (root.id == "self" and node.attr in _own_methods(node, model)))):
+                # _c = ModelNew; _c.forward = ..., self.forward = partial(...) in a held module, self.native = ... where
+                # the class defines native (red team s32); self.scale = 1.0 beside another class's scale() is data
+                report("patching", node, f"assigns `.{node.attr}`, replacing a method of the object: a method is "
+                       "what its def says; store data under another attribute name")
+
+
+def _class_aliases(tree: ast.Module, model: ModuleModel) -> set[str]:
+    """Names bound to one of the file's classes other than by its ``class`` statement (``_c = ModelNew``, a loop
+    over ``(ModelNew,)``): an attribute stored on one is stored on the class."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.NamedExpr):
+            value = node.value
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            value, targets = node.iter, [node.target]
+        else:
+            continue
+        items = value.elts if isinstance(value, ast.Tuple | ast.List | ast.Set) else [value]
+        if any(isinstance(n, ast.Name) and n.id in model.classes for n in items):  # the class itself, not a call
+            for target in targets:
+                names = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+                out.update(t.id for t in names if isinstance(t, ast.Name))
+    return out - set(model.classes)
+
+
+def _own_methods(node: ast.AST, model: ModuleModel) -> set[str]:
+    """The methods of the class whose method holds ``node`` (and of the file's classes it derives from)."""
+    parent = model.parents.get(id(node))
+    while parent is not None and not isinstance(parent, ast.ClassDef):
+        parent = model.parents.get(id(parent))
+    if not isinstance(parent, ast.ClassDef):
+        return set()
+    owners = {parent.name}
+    todo = [parent]
+    while todo:
+        cls = todo.pop()
+        for base in cls.bases:
+            found = model.classes.get(base.id) if isinstance(base, ast.Name) else None
+            if isinstance(found, ast.ClassDef) and found.name not in owners:
+                owners.add(found.name)
+                todo.append(found)
+    return {key.rsplit(".", 1)[1] for key in model.functions if key.rsplit(".", 1)[0] in owners}
 
 
 def _is_property(fn: ast.AST) -> bool:

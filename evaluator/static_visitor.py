@@ -523,7 +523,8 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         for _, call in launch_sites(self.model, node):
             launched.update(a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name))
         return Bookkeeping(node, self._resolve, launched, self.parents, runs_once=key in self._once,
-                           own=self._launchers, autograd=self._launching_autograd)
+                           own=self._launchers, autograd=self._launching_autograd,
+                           helpers=frozenset(k for k in self.model.functions if "." not in k))
 
     @functools.cached_property
     def _launchers(self) -> frozenset[str]:
