@@ -37,7 +37,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping
 
-from evaluator.static_model import binding_key
+from evaluator.static_model import binding_key, type_of_self
 from evaluator.static_uses import Use, use_of
 
 MAX_SITES = 8  # mask/buffer bookkeeping calls per file (Liger's cross entropy has four)
@@ -184,9 +184,7 @@ def _calls_itself(key: str, fn: ast.AST) -> bool:
 
 
 def _is_self_or_class(node: ast.AST, cls: str) -> bool:
-    if isinstance(node, ast.Name):
-        return node.id in ("self", cls)
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+    return (isinstance(node, ast.Name) and node.id in ("self", cls)) or type_of_self(node)
 
 
 def _runs(once: set[str], sites: Mapping[str, list[str | None]], candidates: set[str]) -> dict[str, int]:

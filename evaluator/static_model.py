@@ -123,6 +123,12 @@ def chain_root(node: ast.AST) -> ast.Name | None:
             return node if isinstance(node, ast.Name) else None
 
 
+def type_of_self(node: ast.AST) -> bool:
+    """``type(self)``: the instance's class, whose attributes are read as ``self``'s."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" and \
+        len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
+
+
 def binding_key(node: ast.AST) -> str | None:
     """The key a value is stored under: ``k``, ``self.k``, and ``k[]`` / ``self.k[]`` for containers."""
     if isinstance(node, ast.Name):

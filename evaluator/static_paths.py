@@ -17,8 +17,8 @@ import functools
 from collections.abc import Iterator
 
 from evaluator.static_library import WRAP_TRITON, custom_op_key
-from evaluator.static_model import FunctionNode, ModuleModel, binding_key, const_getattr, resolve
-from evaluator.static_uses import in_inert_annotation, main_guard
+from evaluator.static_model import FunctionNode, ModuleModel, binding_key, const_getattr, resolve, type_of_self
+from evaluator.static_uses import Use, enclosing_scope, in_inert_annotation, main_guard, name_loads, use_of
 
 
 def module_bases(model: ModuleModel, cls: str) -> list[str]:
@@ -68,16 +68,15 @@ def _instance_methods(model: ModuleModel, cls: str, use: ast.AST) -> list[str]:
     methods = _class_methods(model, cls)
     parent = model.parents.get(id(use))
     if isinstance(parent, ast.Attribute) and parent.value is use:  # self.table.m: m, and what Python runs unnamed
-        return [k for k in methods if _runs_unnamed(k) or k.rsplit(".", 1)[1] == parent.attr]
+        return [k for k in methods if _runs_unnamed(k.rsplit(".", 1)[1]) or k.rsplit(".", 1)[1] == parent.attr]
     if isinstance(parent, ast.Call) and parent.func is use:  # self.table(idx): forward and the call machinery
-        return [k for k in methods if _runs_unnamed(k) and k.rsplit(".", 1)[1] not in _CONSTRUCTION]
+        return [k for k in methods if _runs_unnamed(k.rsplit(".", 1)[1]) and k.rsplit(".", 1)[1] not in _CONSTRUCTION]
     return [k for k in methods if k.rsplit(".", 1)[1] not in _CONSTRUCTION]
 
 
-def _runs_unnamed(key: str) -> bool:
+def _runs_unnamed(method: str) -> bool:
     """A method Python or nn.Module may call on an instance without code naming it (``forward``, a dunder,
     nn.Module's own machinery); a method only the file names runs where the file calls it (:func:`callees`)."""
-    method = key.rsplit(".", 1)[1]
     return method in ("forward", "__call__") or (method.startswith("__") and method.endswith("__")) or \
         method in _called_unnamed()
 
@@ -109,8 +108,7 @@ def _may_run(model: ModuleModel, method: str) -> bool:
     ``__init__``, a dunder, an override of nn.Module's own machinery such as ``_call_impl``), or one the file names
     anywhere (``self.forward_cuda``, ``forward = forward_cuda``, ``"forward_cuda"``). A method nothing names (vLLM's
     ``forward_native`` reference beside the kernel's ``forward``) never runs."""
-    return method in ("forward", "__init__", "__call__") or (method.startswith("__") and method.endswith("__")) or \
-        method in _called_unnamed() or method in model.mentioned
+    return _runs_unnamed(method) or method in model.mentioned
 
 
 @functools.cache
@@ -159,10 +157,9 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                 key_ = f"self.{attr}"
             else:
                 continue
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
-                    isinstance(node.value.func, ast.Name) and node.value.func.id in ("super", "type") and \
-                    (node.value.func.id == "super" or binding_key(node.value.args[0]) == "self"
-                     if node.value.args else node.value.func.id == "super"):  # fmt: skip
+            if isinstance(node, ast.Attribute) and (type_of_self(node.value) or (
+                    isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                    and node.value.func.id == "super")):  # fmt: skip
                 key_ = "self"  # super().attr, type(self).attr: a method of this class or one it derives from
             if key_ is None:
                 continue
@@ -387,17 +384,9 @@ def _kept_callable(node: ast.AST, model: ModuleModel, functions: set[int]) -> bo
         return not (isinstance(up, ast.Call) and up.func is node)
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or id(node) in functions:
         return False
-    scope = model.parents.get(id(node))
-    while scope is not None and not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
-        scope = model.parents.get(id(scope))
-    if scope is None:
-        return False
-    for n in ast.walk(scope):
-        if isinstance(n, ast.Name) and n.id == node.name and isinstance(n.ctx, ast.Load):
-            up = model.parents.get(id(n))
-            if not isinstance(up, ast.Return) and not (isinstance(up, ast.Call) and up.func is n):
-                return True
-    return False
+    scope = enclosing_scope(node, model.parents)
+    return any(not isinstance(model.parents.get(id(n)), ast.Return) and use_of(n, model.parents) is not Use.CALLED
+               for n in name_loads(scope, node.name))
 
 
 def reachable(model: ModuleModel, roots: list[str]) -> list[str]:

@@ -13,7 +13,8 @@ import ast
 import functools
 from collections.abc import Callable
 
-from evaluator.static_model import ModuleModel, decorator_names, resolve, scope_bindings
+from evaluator.static_model import ModuleModel, decorator_names, resolve, scope_bindings, type_of_self
+from evaluator.static_paths import module_bases
 from evaluator.static_probes import is_constant
 from evaluator.static_rules import module_internals
 from evaluator.static_uses import binding_sites
@@ -179,18 +180,19 @@ def inherited_layer_method(model: ModuleModel, cls_name: str | None, owner: ast.
     if found is None or name in ("__init__", "extra_repr", "__repr__") or name not in _layer_methods(found[1]):
         return None
     chain, layer = found
-    if named is not None:
-        pass  # the class named and those it derives from
-    elif isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+    if named is None and isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
         if owner.args or owner.keywords:  # super(Cls, obj): any class of the chain may be skipped
             return f"{layer}.{name}"
         chain = chain[1:]  # super(): the classes after this one
-    elif not (isinstance(owner, ast.Name) and owner.id == "self") and not (
-            isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "type"):
-        return None  # self.name, type(self).name: the instance's class
-    defined = any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name
-                  for c in chain for s in c.body)  # fmt: skip
-    return None if defined else f"{layer}.{name}"
+    elif named is None and not (isinstance(owner, ast.Name) and owner.id == "self") and not type_of_self(owner):
+        return None  # Base.name: Base and those it derives from; self.name, type(self).name: the instance's class
+    return None if _defines(chain, name) else f"{layer}.{name}"
+
+
+def _defines(chain: list[ast.ClassDef], *names: str) -> bool:
+    """A class of ``chain`` has a def of one of ``names`` in its body."""
+    return any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name in names
+               for c in chain for s in c.body)  # fmt: skip
 
 
 def inherited_forward(model: ModuleModel, cls_name: str) -> str | None:
@@ -202,9 +204,7 @@ def inherited_forward(model: ModuleModel, cls_name: str) -> str | None:
     if found is None or not found[1].startswith("torch.nn.") or found[1] == "torch.nn.Module":
         return None
     chain, dotted = found
-    defines = any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name in ("forward", "__call__")
-                  for c in chain for s in c.body)  # fmt: skip
-    return None if defines else f"{dotted}.forward"
+    return None if _defines(chain, "forward", "__call__") else f"{dotted}.forward"
 
 
 def entry_chain(model: ModuleModel, cls: ast.ClassDef) -> list[ast.ClassDef] | None:
@@ -219,8 +219,7 @@ def entry_chain(model: ModuleModel, cls: ast.ClassDef) -> list[ast.ClassDef] | N
     chain, dotted = found
     if dotted == "torch.nn.Module":
         return chain
-    defines_forward = any(isinstance(s, ast.FunctionDef) and s.name == "forward" for c in chain for s in c.body)
-    return chain if torch_layer(dotted) and defines_forward else None
+    return chain if torch_layer(dotted) and _defines(chain, "forward") else None
 
 
 def _check_entry_class(cls: ast.ClassDef, report: Report) -> None:
@@ -359,24 +358,15 @@ def _own_methods(node: ast.AST, model: ModuleModel) -> set[str]:
         parent = model.parents.get(id(parent))
     if not isinstance(parent, ast.ClassDef):
         return set()
-    owners = {parent.name}
-    todo = [parent]
-    while todo:
-        cls = todo.pop()
-        for base in cls.bases:
-            found = model.classes.get(base.id) if isinstance(base, ast.Name) else None
-            if isinstance(found, ast.ClassDef) and found.name not in owners:
-                owners.add(found.name)
-                todo.append(found)
+    owners = set(module_bases(model, parent.name))
     return {key.rsplit(".", 1)[1] for key in model.functions if key.rsplit(".", 1)[0] in owners}
 
 
 def _is_property(fn: ast.AST) -> bool:
     """A def made a property (``@property``, ``@name.setter``): storing to its name calls the setter."""
-    return isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+    return isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and (_property_accessor(fn, fn.name) or any(
         (isinstance(d, ast.Name) and d.id in ("property", "cached_property")) or
-        (isinstance(d, ast.Attribute) and d.attr in ("setter", "getter", "deleter", "cached_property"))
-        for d in fn.decorator_list)
+        (isinstance(d, ast.Attribute) and d.attr == "cached_property") for d in fn.decorator_list))
 
 
 def _over_table(node: ast.AST, tables: set[str]) -> bool:

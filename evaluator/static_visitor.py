@@ -197,7 +197,6 @@ def _global_names(scope: ast.AST) -> set[str]:
     return out
 
 
-
 def _scalar_literal_tensor(call: ast.Call) -> bool:
     """``torch.tensor(<number literal>[, dtype=, device=, requires_grad=])``: a constant scalar, no host data (a
     list of values computed on the host would be the work done unseen, as ``new_tensor`` is)."""
@@ -206,6 +205,7 @@ def _scalar_literal_tensor(call: ast.Call) -> bool:
         value = value.operand
     return isinstance(value, ast.Constant) and isinstance(value.value, int | float | bool) and \
         all(k.arg in ("dtype", "device", "requires_grad") for k in call.keywords)
+
 
 class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
     """Walks a parsed candidate and calls ``report(rule, node, message)`` for each violation."""

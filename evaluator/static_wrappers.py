@@ -107,7 +107,7 @@ class _Registry:
     def label(self, node: ast.AST, value: ast.AST, model: ModuleModel) -> bool:
         """``op_cls.name = name``: a public attribute no def of the file or ``nn.Module`` names, set to a constant
         or to one of the factory's own parameters (a constant at every decoration: :func:`registers_class`)."""
-        if not (isinstance(node, ast.Attribute) and not node.attr.startswith("_") and node.attr not in model.functions
+        if not (isinstance(node, ast.Attribute) and not node.attr.startswith("_")
                 and not any(node.attr == f.rsplit(".", 1)[-1] for f in model.functions)
                 and node.attr not in _module_attributes()):  # fmt: skip
             return False
