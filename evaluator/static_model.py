@@ -395,6 +395,7 @@ def build_model(tree: ast.Module) -> ModuleModel:
                     found = _kernel_of(model, node.value, name)
                     if found is not None:
                         model.factories[name] = found
+    _class_attribute_kernels(tree, model)
     for target, value in assignments:
         key = binding_key(target)
         if key is None or key in model.instances:
@@ -413,7 +414,56 @@ def build_model(tree: ast.Module) -> ModuleModel:
                 model.instances[key] = f"builtin:{value.func.id}"
         elif isinstance(value, _CONTAINER_LITERALS):
             model.instances[key] = f"builtin:{type(value).__name__}"
+            held = _table_of_instances(tree, model, key, value, written_items)
+            if held is not None:
+                model.instances[f"{key}[]"] = f"class:{held}"
     return model
+
+
+_TABLE_READS = frozenset({"get", "items", "values", "keys"})
+
+
+def _table_of_instances(tree: ast.Module, model: ModuleModel, key: str, value: ast.expr,
+                        written: set[str]) -> str | None:
+    """The class of every item of a literal table of the file's own instances (``self.impls = {"triton":
+    _Launcher(1024)}``, read as ``self.impls[name].run(x)``), bound once and never changed (no item stored or
+    deleted, no method but a read called on it): what a subscript of it reads is an instance of that class."""
+    items = value.values if isinstance(value, ast.Dict) else value.elts if isinstance(value, ast.List | ast.Set) \
+        else []  # fmt: skip
+    if not items or not all(isinstance(i, ast.Call) and isinstance(i.func, ast.Name) for i in items):
+        return None
+    made = {i.func.id for i in items if isinstance(i, ast.Call) and isinstance(i.func, ast.Name)}
+    cls = made.pop() if len(made) == 1 else None
+    if cls is None or cls not in model.classes or cls in model.autograd_functions or key in written or \
+            (model.attribute_stores.get(key) if "." in key else model.binding_counts.get(key)) != 1:  # fmt: skip
+        return None
+    for node in ast.walk(tree):  # read only by subscript or a reading method: never handed on (dict.update(t, ...))
+        if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Load) and binding_key(node) == key:
+            up = model.parents.get(id(node))
+            if not ((isinstance(up, ast.Subscript) and up.value is node) or
+                    (isinstance(up, ast.Attribute) and up.attr in _TABLE_READS)):
+                return None
+    return cls
+
+
+def _class_attribute_kernels(tree: ast.Module, model: ModuleModel) -> None:
+    """``KERNEL = _gelu_kernel`` in a class body, launched as ``self.KERNEL[grid](...)``: ``self.KERNEL`` holds the
+    kernel where that is the name's one binding in the file (no other class, module or function binds it), nothing
+    stores an attribute of that name on any object and no string names it (``setattr``, ``add_module``): whatever
+    class ``self`` is, the attribute it reads is that one or none."""
+    stored = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)}
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for stmt in cls.body:
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
+                stmt.target if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else None
+            if not isinstance(target, ast.Name):
+                continue
+            name = target.id
+            if name in model.launchables and model.binding_counts.get(name) == 1 and name not in stored \
+                    and name not in model.strings and f"self.{name}" not in model.launchables:  # fmt: skip
+                model.launchables[f"self.{name}"] = model.launchables[name]
 
 
 _CONTAINERS_OF_MODULES = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"})

@@ -137,6 +137,10 @@ def callees(model: ModuleModel, key: str) -> set[str]:
             # self.modules(), self.get_submodule(...): any held module of the file, any method of it by name
             out.update(m for kind in model.instances.values() if kind.startswith("class:")
                        for m in _class_methods(model, kind[6:]) if m.rsplit(".", 1)[1] not in _CONSTRUCTION)
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            held = model.instances.get(binding_key(node) or "", "")  # self.impls[name].run(x): a table's instance
+            if held.startswith("class:"):
+                out.update(_instance_methods(model, held[6:], node))
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in model.functions:
                 out.add(node.id)
@@ -149,6 +153,10 @@ def callees(model: ModuleModel, key: str) -> set[str]:
             op = model.custom_ops.get(custom_op_key(resolve(node, model.aliases) or "") or "")
             if op is not None and op.function:
                 out.add(op.function)  # torch.ops.mylib.op(...): runs the function registered as that op
+        if isinstance(node, ast.Attribute) and _unknown_receiver(model, node):
+            # recv[k].m(...) on an item the checker does not follow (a table of several classes, or one changed or
+            # handed on): the method ``m`` of any class of the file
+            out.update(f"{c}.{node.attr}" for c in model.classes if f"{c}.{node.attr}" in model.functions)
         if isinstance(node, ast.Attribute | ast.Call) and cls is not None:
             if isinstance(node, ast.Attribute):
                 key_, attr = binding_key(node), node.attr
@@ -171,6 +179,17 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                 out.update(_instance_methods(model, instance[6:], node))
     out.discard(key)
     return out
+
+
+def _unknown_receiver(model: ModuleModel, node: ast.Attribute) -> bool:
+    """``node`` is ``recv.m`` called, ``recv`` an item of a table whose items the checker does not know (not one of
+    :data:`ModuleModel.instances`). (Other receivers it does not follow, a loop variable over a table's values, a
+    call's result, are left to the run time, which sees every op and launch: an over-approximation by method name
+    would take in classes nothing running instantiates, such as fla's backend registry.)"""
+    recv, up = node.value, model.parents.get(id(node))
+    if not (isinstance(up, ast.Call) and up.func is node):
+        return False
+    return isinstance(recv, ast.Subscript) and model.instances.get(binding_key(recv) or "", "") == ""
 
 
 # nn.Module's accessors that hand out its submodules (red team s32: `for m in self.modules(): m.native(x)`)

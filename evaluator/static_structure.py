@@ -233,6 +233,9 @@ def _check_entry_class(cls: ast.ClassDef, report: Report) -> None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             names.extend((t.id, t) for t in targets if isinstance(t, ast.Name))
         for name, node in names:
+            if name in seen and name not in ("forward", "__call__") and _property_accessor(node, name) and \
+                    _is_property(seen[name]):  # fmt: skip
+                continue  # ``@name.setter`` after ``@property def name``: the property's next accessor
             if name in seen and (name in methods or name in ("forward", "__call__")):
                 report("missing-entry", node, f"{cls.name}.{name} is defined twice (first at line "
                        f"{getattr(seen[name], 'lineno', '?')}); define each method once")
@@ -244,7 +247,8 @@ def _check_entry_class(cls: ast.ClassDef, report: Report) -> None:
     for node in ast.walk(cls):
         if (isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
                 and isinstance(node.value, ast.Name) and node.value.id == "self"
-                and (node.attr in methods or node.attr in ("forward", "__call__"))):  # fmt: skip
+                and ((node.attr in methods and not _is_property(methods[node.attr]))
+                     or node.attr in ("forward", "__call__"))):  # fmt: skip
             report("patching", node, f"assigns self.{node.attr}, replacing the method {cls.name}.{node.attr}; "
                    "store data under another attribute name")
 

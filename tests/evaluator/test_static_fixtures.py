@@ -15,6 +15,13 @@ run time refuses torch ops on large tensors.)
 
 (Session 32's walk-arounds are edits of its honest candidates: ``test_static_walkarounds_s32.py``.)
 
+``static_s33/honest/``: a property with an ``@x.setter`` in ModelNew, a kernel bound as a class attribute and launched
+as ``self.KERNEL[grid]``, a literal table of one class's launcher objects (``self.impls[name].run(x)``).
+``static_s33/redteam/``: setters, getters, ``.getter`` accessors and deleters that compute with torch, a property
+named ``forward``; the class attribute overridden in a subclass, stored on the instance or ``type(self)``, set by
+``setattr`` or ``locals()``, also bound at module level; tables of two classes, changed through ``dict.update``,
+``setdefault``, an alias or a function they are handed to, and a launcher whose method computes with torch.
+
 Each walk-around is refused by the static checker itself, not left to the run time.
 """
 
