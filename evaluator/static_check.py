@@ -199,6 +199,7 @@ from evaluator.static_structure import (
     check_hooks,
     check_rebinding,
     entry_chain,
+    property_roots,
 )
 from evaluator.static_uses import module_bindings
 from evaluator.static_visitor import RuleVisitor
@@ -437,7 +438,8 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_rebinding(tree, model, model.imported, out.report)
     check_class_members(tree, out.report)
     check_hooks(tree, out.report)
-    path, starts = _forward_path(tree, model, entry, roots + hook_roots(model) + implementation_roots(model, tree))
+    path, starts = _forward_path(tree, model, entry, roots + hook_roots(model) + implementation_roots(model, tree)
+                                 + [key for key in property_roots(tree) if key in model.functions])
     launched: list[str] = []
     resolve_here = lambda n: _resolve(n, model.aliases)  # noqa: E731
     for key in path:

@@ -52,8 +52,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from evaluator.static_library import custom_op_key
-from evaluator.static_model import AUTOGRAD_FUNCTION, ModuleModel, resolve, scope_bindings
-from evaluator.static_paths import made_at_definition, module_bases
+from evaluator.static_model import AUTOGRAD_FUNCTION, ModuleModel, module_bases, resolve, scope_bindings
+from evaluator.static_paths import made_at_definition
 from evaluator.static_probes import is_constant
 from evaluator.static_rules import AMP_DECORATORS, COMPILER_OPT_OUTS
 from evaluator.static_unread import deferred_bindings

@@ -11,6 +11,7 @@ those into the forward path).
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -420,50 +421,114 @@ def build_model(tree: ast.Module) -> ModuleModel:
     return model
 
 
-_TABLE_READS = frozenset({"get", "items", "values", "keys"})
+def module_bases(model: ModuleModel, cls: str) -> list[str]:
+    """``cls`` and the module's own classes it derives from, transitively (an instance runs their methods)."""
+    out, todo = [], [cls]
+    while todo:
+        name = todo.pop()
+        node = model.classes.get(name)
+        if name in out or node is None:
+            continue
+        out.append(name)
+        todo.extend(b.id for b in node.bases if isinstance(b, ast.Name))
+    return out or [cls]
+
+
+def _named_anywhere(model: ModuleModel, tree: ast.Module, name: str) -> bool:
+    """``name`` is stored as an attribute of any object, passed as a keyword (a dataclass or namedtuple field set at
+    construction), or a word of any string of the file (``setattr``, ``getattr``, ``namedtuple("T", "KERNEL X")``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.keyword) and node.arg == name:
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", node.value):  # fmt: skip
+            return True
+    return False
+
+
+def _plain_class(cls: ast.ClassDef) -> bool:
+    """No decorator (``@dataclass`` makes fields constructor arguments), no keywords (a metaclass)."""
+    return not cls.decorator_list and not cls.keywords
+
+
+def _an_item(default: list[ast.expr], key: str, cls: str) -> bool:
+    """``table.get(k)``'s default, where given, is an item of the table itself or another instance of its class."""
+    if not default:
+        return True
+    value = default[0]
+    if isinstance(value, ast.Subscript):
+        return binding_key(value.value) == key
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == cls
+
+
+def _class_attribute_kernels(tree: ast.Module, model: ModuleModel) -> None:
+    """``KERNEL = _gelu_kernel`` in a plain class's body, launched as ``self.KERNEL[grid](...)``: ``self.KERNEL`` holds
+    the kernel where that is the name's one binding in the file (no other class, module or function binds it), it is
+    read as ``self.KERNEL`` only in methods of that class and of the file's classes deriving from it, and nothing can
+    set an attribute of that name (:func:`_named_anywhere`): whatever ``self`` is there, the attribute is that one."""
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef) or not _plain_class(cls):
+            continue
+        for stmt in cls.body:
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
+                stmt.target if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else None  # KERNEL: ClassVar
+            if not isinstance(target, ast.Name):
+                continue
+            name = target.id
+            if name not in model.launchables or model.binding_counts.get(name) != 1 or \
+                    f"self.{name}" in model.launchables or _named_anywhere(model, tree, name):  # fmt: skip
+                continue
+            readers = {key.split(".")[0] for key, fn in model.functions.items() if "." in key
+                       for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == name}  # fmt: skip
+            if all(cls.name in module_bases(model, reader) and _plain_class(model.classes[reader])
+                   for reader in readers):  # fmt: skip
+                model.launchables[f"self.{name}"] = model.launchables[name]
+
+
+_TABLE_READS = frozenset({"items", "values", "keys"})
 
 
 def _table_of_instances(tree: ast.Module, model: ModuleModel, key: str, value: ast.expr,
                         written: set[str]) -> str | None:
     """The class of every item of a literal table of the file's own instances (``self.impls = {"triton":
-    _Launcher(1024)}``, read as ``self.impls[name].run(x)``), bound once and never changed (no item stored or
-    deleted, no method but a read called on it): what a subscript of it reads is an instance of that class."""
+    _Launcher(1024)}``, read as ``self.impls[name].run(x)``), bound once and never changed: the attribute (or name)
+    is bound nowhere else on any object, no item of anything by that name is stored or deleted, no class defines it
+    (a property), no string names it, and it is read only by subscript, ``.get(k)`` (whose default is an item of it
+    or another instance of the class) or ``items``/``values``/``keys`` (never handed on): what a subscript or a
+    ``get`` of it reads is an instance of that class."""
     items = value.values if isinstance(value, ast.Dict) else value.elts if isinstance(value, ast.List | ast.Set) \
         else []  # fmt: skip
     if not items or not all(isinstance(i, ast.Call) and isinstance(i.func, ast.Name) for i in items):
         return None
     made = {i.func.id for i in items if isinstance(i, ast.Call) and isinstance(i.func, ast.Name)}
     cls = made.pop() if len(made) == 1 else None
+    name = key.rsplit(".", 1)[-1]
     if cls is None or cls not in model.classes or cls in model.autograd_functions or key in written or \
-            (model.attribute_stores.get(key) if "." in key else model.binding_counts.get(key)) != 1:  # fmt: skip
+            (model.attribute_stores.get(key) if "." in key else model.binding_counts.get(key)) != 1 or \
+            any(k.endswith(f".{name}") for k in model.functions) or name in model.strings:  # fmt: skip
         return None
-    for node in ast.walk(tree):  # read only by subscript or a reading method: never handed on (dict.update(t, ...))
-        if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Load) and binding_key(node) == key:
-            up = model.parents.get(id(node))
-            if not ((isinstance(up, ast.Subscript) and up.value is node) or
-                    (isinstance(up, ast.Attribute) and up.attr in _TABLE_READS)):
-                return None
-    return cls
-
-
-def _class_attribute_kernels(tree: ast.Module, model: ModuleModel) -> None:
-    """``KERNEL = _gelu_kernel`` in a class body, launched as ``self.KERNEL[grid](...)``: ``self.KERNEL`` holds the
-    kernel where that is the name's one binding in the file (no other class, module or function binds it), nothing
-    stores an attribute of that name on any object and no string names it (``setattr``, ``add_module``): whatever
-    class ``self`` is, the attribute it reads is that one or none."""
-    stored = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)}
-    for cls in tree.body:
-        if not isinstance(cls, ast.ClassDef):
+    stores = 0
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Name | ast.Attribute) or \
+                (node.attr if isinstance(node, ast.Attribute) else node.id) != name:  # fmt: skip
             continue
-        for stmt in cls.body:
-            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
-                stmt.target if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else None
-            if not isinstance(target, ast.Name):
-                continue
-            name = target.id
-            if name in model.launchables and model.binding_counts.get(name) == 1 and name not in stored \
-                    and name not in model.strings and f"self.{name}" not in model.launchables:  # fmt: skip
-                model.launchables[f"self.{name}"] = model.launchables[name]
+        if not isinstance(node.ctx, ast.Load):
+            stores += 1
+            continue
+        up = model.parents.get(id(node))
+        if isinstance(up, ast.Subscript) and up.value is node:
+            if not isinstance(up.ctx, ast.Load):
+                return None  # an item stored or deleted, through whatever holds the table
+            continue
+        call = model.parents.get(id(up))
+        if isinstance(up, ast.Attribute) and (up.attr in _TABLE_READS or (
+                up.attr == "get" and isinstance(call, ast.Call) and call.func is up and not call.keywords
+                and len(call.args) in (1, 2) and _an_item(call.args[1:], key, cls))):  # fmt: skip
+            continue
+        return None
+    return cls if stores == 1 else None
 
 
 _CONTAINERS_OF_MODULES = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"})

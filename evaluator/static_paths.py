@@ -17,21 +17,16 @@ import functools
 from collections.abc import Iterator
 
 from evaluator.static_library import WRAP_TRITON, custom_op_key
-from evaluator.static_model import FunctionNode, ModuleModel, binding_key, const_getattr, resolve, type_of_self
+from evaluator.static_model import (
+    FunctionNode,
+    ModuleModel,
+    binding_key,
+    const_getattr,
+    module_bases,
+    resolve,
+    type_of_self,
+)
 from evaluator.static_uses import Use, enclosing_scope, in_inert_annotation, main_guard, name_loads, use_of
-
-
-def module_bases(model: ModuleModel, cls: str) -> list[str]:
-    """``cls`` and the module's own classes it derives from, transitively (an instance runs their methods)."""
-    out, todo = [], [cls]
-    while todo:
-        name = todo.pop()
-        node = model.classes.get(name)
-        if name in out or node is None:
-            continue
-        out.append(name)
-        todo.extend(b.id for b in node.bases if isinstance(b, ast.Name))
-    return out or [cls]
 
 
 def made_at_definition(model: ModuleModel, cls: str) -> bool:
@@ -137,8 +132,8 @@ def callees(model: ModuleModel, key: str) -> set[str]:
             # self.modules(), self.get_submodule(...): any held module of the file, any method of it by name
             out.update(m for kind in model.instances.values() if kind.startswith("class:")
                        for m in _class_methods(model, kind[6:]) if m.rsplit(".", 1)[1] not in _CONSTRUCTION)
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-            held = model.instances.get(binding_key(node) or "", "")  # self.impls[name].run(x): a table's instance
+        if (item := _item_key(node)) is not None:
+            held = model.instances.get(item, "")  # self.impls[name].run(x), self.impls.get(k).run(x): its instance
             if held.startswith("class:"):
                 out.update(_instance_methods(model, held[6:], node))
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -157,6 +152,11 @@ def callees(model: ModuleModel, key: str) -> set[str]:
             # recv[k].m(...) on an item the checker does not follow (a table of several classes, or one changed or
             # handed on): the method ``m`` of any class of the file
             out.update(f"{c}.{node.attr}" for c in model.classes if f"{c}.{node.attr}" in model.functions)
+        elif isinstance(node, ast.Attribute) and _unknown_name(model, node):
+            # me.m(...) on a name the checker does not follow (``me = self``, a parameter handed ``self``, a loop
+            # variable): the method ``m`` of any nn.Module class of the file (ModelNew's own among them)
+            out.update(f"{c}.{node.attr}" for c in model.classes if f"{c}.{node.attr}" in model.functions
+                       and node.attr not in _CONSTRUCTION and _is_module(model, c))  # fmt: skip
         if isinstance(node, ast.Attribute | ast.Call) and cls is not None:
             if isinstance(node, ast.Attribute):
                 key_, attr = binding_key(node), node.attr
@@ -181,15 +181,35 @@ def callees(model: ModuleModel, key: str) -> set[str]:
     return out
 
 
+def _unknown_name(model: ModuleModel, node: ast.Attribute) -> bool:
+    """``node`` is ``name.m`` called, ``name`` a plain name that is not ``self``, a class of the file, an instance it
+    made (:data:`ModuleModel.instances`) or an import."""
+    recv, up = node.value, model.parents.get(id(node))
+    return isinstance(up, ast.Call) and up.func is node and isinstance(recv, ast.Name) and recv.id != "self" and \
+        recv.id not in model.classes and recv.id not in model.instances and resolve(recv, model.aliases) is None
+
+
+def _item_key(node: ast.AST) -> str | None:
+    """``t[]`` for ``t[k]`` read and ``t.get(k, ...)`` (an item of the table bound as ``t``), else None."""
+    if isinstance(node, ast.Subscript):
+        return binding_key(node) if isinstance(node.ctx, ast.Load) else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        inner = binding_key(node.func.value)
+        return None if inner is None or inner.endswith("[]") else f"{inner}[]"
+    return None
+
+
 def _unknown_receiver(model: ModuleModel, node: ast.Attribute) -> bool:
-    """``node`` is ``recv.m`` called, ``recv`` an item of a table whose items the checker does not know (not one of
-    :data:`ModuleModel.instances`). (Other receivers it does not follow, a loop variable over a table's values, a
-    call's result, are left to the run time, which sees every op and launch: an over-approximation by method name
-    would take in classes nothing running instantiates, such as fla's backend registry.)"""
+    """``node`` is ``recv.m`` called, ``recv`` an item of a table (``t[k]``, ``t.get(k)``) whose items the checker
+    does not know (not one of :data:`ModuleModel.instances`). (Other receivers it does not follow, a loop variable
+    over a table's values, a call's result, a name holding ``self``, are left to the run time, which sees every op
+    and launch: an over-approximation by method name would take in classes nothing running instantiates, such as
+    fla's backend registry.)"""
     recv, up = node.value, model.parents.get(id(node))
     if not (isinstance(up, ast.Call) and up.func is node):
         return False
-    return isinstance(recv, ast.Subscript) and model.instances.get(binding_key(recv) or "", "") == ""
+    item = _item_key(recv)
+    return item is not None and model.instances.get(item, "") == ""
 
 
 # nn.Module's accessors that hand out its submodules (red team s32: `for m in self.modules(): m.native(x)`)

@@ -13,8 +13,7 @@ import ast
 import functools
 from collections.abc import Callable
 
-from evaluator.static_model import ModuleModel, decorator_names, resolve, scope_bindings, type_of_self
-from evaluator.static_paths import module_bases
+from evaluator.static_model import ModuleModel, decorator_names, module_bases, resolve, scope_bindings, type_of_self
 from evaluator.static_probes import is_constant
 from evaluator.static_rules import module_internals
 from evaluator.static_uses import binding_sites
@@ -364,6 +363,14 @@ def _own_methods(node: ast.AST, model: ModuleModel) -> set[str]:
         return set()
     owners = set(module_bases(model, parent.name))
     return {key.rsplit(".", 1)[1] for key in model.functions if key.rsplit(".", 1)[0] in owners}
+
+
+def property_roots(tree: ast.Module) -> list[str]:
+    """Every property accessor of the file's classes (getter, setter, deleter: ``Cls.name``): Python runs one on a
+    read, store or ``del`` of the attribute through any name holding the instance (``me = self; me.p = x``, a
+    function's parameter), which the call graph does not follow, so each is judged as forward-path code."""
+    return [f"{cls.name}.{fn.name}" for cls in tree.body if isinstance(cls, ast.ClassDef)
+            for fn in cls.body if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and _is_property(fn)]
 
 
 def _is_property(fn: ast.AST) -> bool:

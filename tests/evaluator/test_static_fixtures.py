@@ -20,7 +20,12 @@ as ``self.KERNEL[grid]``, a literal table of one class's launcher objects (``sel
 ``static_s33/redteam/``: setters, getters, ``.getter`` accessors and deleters that compute with torch, a property
 named ``forward``; the class attribute overridden in a subclass, stored on the instance or ``type(self)``, set by
 ``setattr`` or ``locals()``, also bound at module level; tables of two classes, changed through ``dict.update``,
-``setdefault``, an alias or a function they are handed to, and a launcher whose method computes with torch.
+``setdefault``, an alias or a function they are handed to, and a launcher whose method computes with torch. The
+``rt_*`` files come from a red team of those relaxations: stores, ``del`` and method calls through a name holding
+``self`` (``me = self``, a walrus, a loop or comprehension target, a function's parameter), a property binding the
+table, a namedtuple or dataclass field of the kernel's name, ``getattr(self, "impls")[k] = ...``, a ``get`` default
+from elsewhere; and honest variations of the three patterns (``ClassVar`` kernels, inherited class attributes,
+``get`` with a default of the table's own).
 
 Each walk-around is refused by the static checker itself, not left to the run time.
 """
