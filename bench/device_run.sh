@@ -7,7 +7,8 @@
 #             whose entries are kept and not run again)
 #   check     the GPU tests in TESTS (CHECK_S seconds), then the candidate suite on the tasks' small cases (SUITE_S seconds)
 #   suite     the candidate suite alone (SUITE_S, SUITE_ONLY, RESUME as above)
-#   verifier  bench/verifier_bench.py (BENCH_S; READY processes started ahead; PLAIN=1: with the plain run) then the
+#   verifier  bench/verifier_bench.py (BENCH_S; READY processes started ahead; PLAIN=1: with the plain run; REPEATS;
+#             PROFILE=1: under py-spy, every process's stacks in profile-verifier.txt) then the
 #             candidate suite (SUITE_S)
 #   search    bench/run.py on OPS (comma-separated), MINUTES per op, PARALLEL evaluations (0: auto)
 #   celery    bench/celery_throughput.py: the same OPS as Celery jobs on a worker of this GPU and in-process
@@ -63,6 +64,11 @@ suite() {  # the candidate suite on the tasks' small cases, time-boxed; prints p
   tail -2 "$OUT/suite-$tag.log"
 }
 
+profiler() {  # PROFILE=1: the command under py-spy (carried in .whl/), every process's sampled stacks in $OUT/profile-<name>.txt
+  [ "${PROFILE:-0}" = 1 ] && [ -x "/tmp/site-$tag/bin/py-spy" ] \
+    && echo "/tmp/site-$tag/bin/py-spy record --subprocesses --nonblocking --rate 250 --format raw -o $OUT/profile-$1.txt --"
+}
+
 # At most 8 files come back from $OUT: everything a call wrote goes back as one archive (results-$tag.tgz), with the
 # GPU line beside it (unpack here: tar xzf results-a.tgz).
 bundle() {
@@ -98,8 +104,8 @@ PY
     suite
     ;;
   verifier)
-    timeout "${BENCH_S:-280}" python3 bench/verifier_bench.py --out /tmp/verifier --only "${BENCH_ONLY:-}" \
-      ${READY:+--ready "$READY"} ${PLAIN:+--plain-run} 2>&1 \
+    timeout "${BENCH_S:-280}" $(profiler verifier) python3 bench/verifier_bench.py --out /tmp/verifier \
+      --only "${BENCH_ONLY:-}" ${READY:+--ready "$READY"} ${PLAIN:+--plain-run} ${REPEATS:+--repeats "$REPEATS"} 2>&1 \
       | tee "$OUT/verifier_bench-$tag.log" | tail -30
     tar czf "$OUT/verifier-$tag.tgz" -C /tmp verifier
     suite

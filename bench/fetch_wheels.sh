@@ -13,10 +13,12 @@ pkgs=(pydantic==2.13.4 pydantic-core==2.46.4 pydantic-settings==2.14.1 python-do
       tzlocal tzdata redis==8.1.0 tenacity==9.2.1
       # honest public kernels of tests/public_corpus
       liger-kernel==0.8.5 fla-core==0.6.0 einops
+      # PROFILE=1 in bench/device_run.sh: sampled Python stacks of every process of a run
+      py-spy==0.4.3
       "$@")
 for pkg in "${pkgs[@]}"; do
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
-    --platform manylinux2014_x86_64 -d .whl "$pkg"
+    --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl "$pkg"
 done
 ls .whl

@@ -15,6 +15,7 @@ import os
 import random
 import secrets
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -200,11 +201,43 @@ def start_load(session: EvaluationSession, worker: processes.Worker, source: str
             os.close(fd)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What a plain run judges besides the session's input sets, made before it starts (:func:`prepare`): its secret
+    random order, the reference's near-duplicate inputs and parameter step, and what could not be made (``flags``)."""
+
+    rng: random.Random
+    sets: list[InputSet]
+    near: list[tuple[InputSet, InputSet, int]]
+    follows: frozenset[int]
+    step_key: int
+    step: str | None
+    flags: list[str]
+
+
+def prepare(session: EvaluationSession) -> Prepared:
+    """The plain run's near-duplicates and parameter step, made by the reference process from fresh secrets. Where a
+    plain run may follow (``kernelevo eval`` on a GPU host) the session asks for them as the guarded run starts, on a
+    thread of its own: the reference makes them while the candidate's process is busy with its calls (they are
+    reference work the candidate's processes never see, shared with checks as any reference request, never with
+    timing)."""
+    rng = random.Random(secrets.randbits(64))
+    sets = [InputSet(int(i["case"]), int(i["seed"]), i["file"], session.distribution_of(int(i["seed"])))
+            for i in session.plan["inputs"]]
+    made: dict[str, Any] = {"flags": []}
+    near, follows = _near_duplicates(session, sets, rng, made)
+    step_key = secrets.randbits(62)
+    step = _parameter_step(session, step_key, made)
+    return Prepared(rng, sets, near, follows, step_key, step, list(made["flags"]))
+
+
 def confirm(session: EvaluationSession, source: str, verdict: Verdict,
-            worker: processes.Worker | None = None, loading: bool = False) -> Verdict:
+            worker: processes.Worker | None = None, loading: bool = False,
+            prepared: Future[Prepared] | None = None) -> Verdict:
     """``verdict`` (an acceptance) kept, with the plain run's checks added to its evidence, or the rejection the
     plain run calls for; ``worker``: a plain process started earlier that has seen no candidate (else one is
-    started here), or, with ``loading``, one that :func:`start_load` has asked to load this candidate."""
+    started here), or, with ``loading``, one that :func:`start_load` has asked to load this candidate;
+    ``prepared``: its near-duplicates and step, asked for earlier (else made here)."""
     started = time.perf_counter()
     evidence = verdict.to_dict()
     for key in ("verdict", "reason", "detail"):
@@ -212,9 +245,6 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     guarded_logs = evidence.pop("logs", "")  # a rejection below carries the plain process's own
     handoff = evidence["overhead"].get("output_handoff")  # the guarded run's, which judging below would overwrite
     timeout = session.options.timeout_s
-    rng = random.Random(secrets.randbits(64))
-    sets = [InputSet(int(i["case"]), int(i["seed"]), i["file"], session.distribution_of(int(i["seed"])))
-            for i in session.plan["inputs"]]
     varied_file = session.plan.get("varied_init_file")
     guarded_calls = int(evidence["overhead"].get("checked_calls") or 0)
     if session.device == "cuda":  # and the timed calls
@@ -222,18 +252,19 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     phases: dict[str, float] = {}
     mark = _Stopwatch(phases)
     worker = worker or spawn_plain(session)
-    step_key = secrets.randbits(62)
     try:  # a failure before the run must not leave the process running
         if not loading:
             start_load(session, worker, source)  # it loads while the reference makes the near-duplicates
         mark("stage_s")  # the candidate and its kept builds in the process's folder
-        near, follows = _near_duplicates(session, sets, rng, evidence)
-        step = _parameter_step(session, step_key, evidence)
+        made = prepared.result() if prepared is not None else prepare(session)
     except BaseException:
         worker.kill()
         worker.remove_private()
         raise
-    mark("near_duplicates_s")
+    mark("near_duplicates_s")  # what is left of making them (asked for as the guarded run started, where it was)
+    rng, sets, near, follows, step_key, step = made.rng, made.sets, made.near, made.follows, made.step_key, made.step
+    if made.flags:
+        evidence.setdefault("flags", []).extend(made.flags)
     # each, and a base call before all but the first of a base and those that follow the one before them
     added = 2 * len(near) - len({base for base, _duplicate, _key in near}) - len(follows)
     calls = plan_plain_calls(sets, rng, varied_init=bool(varied_file),
@@ -249,18 +280,16 @@ def confirm(session: EvaluationSession, source: str, verdict: Verdict,
     # the run makes more calls than the guarded run checked: its limit grows with them (at most MAX_RUN_SCALE times)
     run_timeout = timeout * min(MAX_RUN_SCALE, max(1.0, len(calls) / max(1, guarded_calls)))
     try:
-        call_worker(worker, None, timeout, evidence)
+        ready = call_worker(worker, None, timeout, evidence)
         mark("ready_s")  # what is left of the wait for its start-up (it was started ahead where processes are)
+        _add_figures(phases, "startup.", ready.get("startup_phases"))
         call_worker(worker, {"op": "load"}, timeout, evidence, already_sent=True)
         mark("load_s")  # what is left of its load (begun before the near-duplicates, or with the guarded run)
         with session.gpu.shared():  # other evaluations may check at the same time, none is timing
             ran = call_worker(worker, {"op": "run", "calls": [c.request(index) for c in calls]},
                               run_timeout, evidence, files=files)
         mark("calls_s")
-        inside = ran.get("phases")
-        if isinstance(inside, dict):  # the plain process's own account of calls_s (its figures: for measuring only)
-            phases.update({f"calls.{key}": float(value) for key, value in inside.items()
-                           if isinstance(value, (int, float)) and not isinstance(value, bool)})
+        _add_figures(phases, "calls.", ran.get("phases"))  # the plain process's own account of calls_s
         reply_sent = ran.get("sent")
         sent: dict[str, Any] = reply_sent if isinstance(reply_sent, dict) else {}
         channel = OutputChannel(worker, secrets.randbits(62))
@@ -305,6 +334,13 @@ class _Stopwatch:
         now = time.perf_counter()
         self.into[name] = round(now - self.last, 3)
         self.last = now
+
+
+def _add_figures(phases: dict[str, float], prefix: str, reported: Any) -> None:
+    """The plain process's own timings (its figures: reported for measuring only, no decision reads them)."""
+    if isinstance(reported, dict):
+        phases.update({f"{prefix}{key}": float(value) for key, value in reported.items()
+                       if isinstance(value, (int, float)) and not isinstance(value, bool)})
 
 
 def _described(sent: dict[str, Any], name: str) -> Any:

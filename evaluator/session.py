@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ class EvaluationSession:
         self.placement = place_for(self.task_path, _text(self.task_path))
         self._prefetched: dict[str, processes.Worker] = {}
         self._plain: processes.Worker | None = None  # a plain process started ahead that has seen no candidate
+        self._preparing: ThreadPoolExecutor | None = None  # makes plain runs' near-duplicates ahead (a GPU host)
         self._closed = False
         # evaluate_source may run on several threads at once (the search's parallel evaluations)
         self._lock = threading.Lock()  # the prefetched candidates
@@ -227,6 +229,7 @@ class EvaluationSession:
         with self._lock:
             worker = self._prefetched.pop(_source_key(source), None)
         plain = self._take_plain()
+        prepared = self._prepare_plain() if plain is not None else None
         loading = False
         try:
             if plain is not None and loads_during_guarded_run(report.backend):
@@ -236,7 +239,9 @@ class EvaluationSession:
             verdict.overhead["static_s"] = static_s
             if self.options.plain_run and verdict.accepted:
                 used, plain = plain, None
-                verdict = self.confirm_plain(source, verdict, used, loading)  # it ends the process it is given
+                if used is not None:  # the next evaluation's starts up while this one's plain run goes on
+                    self._return_plain(None)
+                verdict = self.confirm_plain(source, verdict, used, loading, prepared)  # it ends the process
         finally:
             if loading and plain is not None:  # it has had this candidate: never kept for another one
                 plain.kill()
@@ -267,8 +272,9 @@ class EvaluationSession:
 
     def _return_plain(self, unused: processes.Worker | None) -> None:
         """After an evaluation: a plain process it did not use (its candidate was rejected) is kept for the next one,
-        else the next one is started now, so that it is ready by the next acceptance. Unused means it has seen
-        no candidate: nothing was written to its folder and its start-up message is still unread."""
+        else the next one is started now (or already was, when the guarded run accepted: while this evaluation's
+        plain run goes on), so that it is ready by the next acceptance. Unused means it has seen no candidate:
+        nothing was written to its folder and its start-up message is still unread."""
         if not (self.options.plain_run and self.starts_ahead()) or self._closed:
             if unused is not None:
                 unused.kill()
@@ -291,13 +297,23 @@ class EvaluationSession:
             started.kill()
 
     def confirm_plain(self, source: str, verdict: Verdict, worker: processes.Worker | None = None,
-                      loading: bool = False) -> Verdict:
+                      loading: bool = False, prepared: Future[Any] | None = None) -> Verdict:
         """An accepted verdict kept only if the candidate computes the same in a plain process, as a user's program
         runs it (:mod:`evaluator.plain_run`; ``worker``: a plain process started earlier, ``loading``: one already
-        loading this candidate)."""
+        loading this candidate, ``prepared``: its near-duplicates, asked for as the guarded run started)."""
         from evaluator.plain_run import confirm
 
-        return confirm(self, source, verdict, worker, loading)
+        return confirm(self, source, verdict, worker, loading, prepared)
+
+    def _prepare_plain(self) -> Future[Any]:
+        """The next plain run's near-duplicates and parameter step, asked for now (:func:`evaluator.plain_run.prepare`)
+        on the session's one preparing thread; a rejected candidate leaves them unused."""
+        from evaluator.plain_run import prepare
+
+        with self._lock:
+            if self._preparing is None:
+                self._preparing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelevo-plain-prepare")
+            return self._preparing.submit(prepare, self)
 
     def _sanitized(self, source: str, verdict: Verdict) -> Verdict:
         """An accepted verdict checked once more under compute-sanitizer: errors reject it as incorrect."""
@@ -376,6 +392,9 @@ class EvaluationSession:
             plain, self._plain = self._plain, None
             prefetched = list(self._prefetched.values())
             self._prefetched.clear()
+            preparing, self._preparing = self._preparing, None
+        if preparing is not None:  # a preparation in flight fails once the reference is gone; nobody waits for it
+            preparing.shutdown(wait=False, cancel_futures=True)
         for worker in [*prefetched, *([plain] if plain is not None else [])]:
             worker.kill()
         self.pool.close()

@@ -40,7 +40,9 @@ def test_prefetch_is_off_on_cpu_by_default():
 
 def test_a_plain_process_started_ahead_waits_for_the_next_acceptance():
     """Started with the session; a rejected candidate leaves it unused (kept, never shown a candidate); the next
-    acceptance's plain run uses it, and the one after that is started at once."""
+    acceptance's plain run uses it, and the one after that is started as soon as the guarded run accepts. Each
+    evaluation asks for its plain run's near-duplicates as it starts (made on the session's preparing thread while
+    the guarded run goes on); a rejection leaves them unused, and the acceptance's plain run judges its own."""
     honest = (HONEST / "softmax_rowwise.py").read_text()
     wrong = honest.replace("num / den", "num / (den * 0.99)")
     with EvaluationSession(TASK, options=EvalOptions(prefetch=True, seeds=1)) as session:
@@ -49,11 +51,16 @@ def test_a_plain_process_started_ahead_waits_for_the_next_acceptance():
         rejected = session.evaluate_source(wrong, "wrong")
         assert not rejected.accepted and rejected.reason.value == "incorrect"
         assert session._plain is ahead and ahead.process.poll() is None
+        assert session._preparing is not None  # asked for at the start of the rejected evaluation too
         accepted = session.evaluate_source(honest, "honest")
         assert accepted.accepted and "plain process" in accepted.detail
         assert ahead.process.poll() is not None  # used, then ended with its evaluation
         following = session._plain
         assert following is not None and following is not ahead and following.process.poll() is None
+        phases = accepted.overhead.plain_phases
+        assert {"near_duplicates_s", "calls_s", "judge_s"} <= set(phases)
+        near = [c for case in accepted.correctness.cases for c in case.checks if "near-duplicate" in c.phase]
+        assert near and all(c.ok for c in near)  # the prepared near-duplicates were judged
     assert following.process.poll() is not None  # closed with the session
 
 
