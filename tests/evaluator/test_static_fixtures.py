@@ -25,7 +25,8 @@ named ``forward``; the class attribute overridden in a subclass, stored on the i
 ``self`` (``me = self``, a walrus, a loop or comprehension target, a function's parameter), a property binding the
 table, a namedtuple or dataclass field of the kernel's name, ``getattr(self, "impls")[k] = ...``, a ``get`` default
 from elsewhere; and honest variations of the three patterns (``ClassVar`` kernels, inherited class attributes,
-``get`` with a default of the table's own).
+``get`` with a default of the table's own). Most start ``# head: NAME``: the imports, kernel and launcher they share
+are ``static_s33/heads/NAME.py``.
 
 Each walk-around is refused by the static checker itself, not left to the run time.
 """
@@ -43,14 +44,24 @@ def _fixtures(kind: str) -> list[Path]:
     return sorted(HERE.glob(f"static_s*/{kind}/*.py"))
 
 
+def _source(path: Path) -> str:
+    """The fixture's text; one starting ``# head: NAME`` is its folder's ``heads/NAME.py`` (imports, a kernel and
+    its launcher, shared by many fixtures) followed by the rest."""
+    text = path.read_text()
+    first, _, rest = text.partition("\n")
+    if first.startswith("# head: "):
+        return (path.parent.parent / "heads" / f"{first.removeprefix('# head: ').strip()}.py").read_text() + rest
+    return text
+
+
 @pytest.mark.parametrize("path", _fixtures("honest"), ids=lambda p: f"{p.parent.parent.name}-{p.stem}")
 def test_honest_library_pattern_passes_and_launches(path):
-    report = check_source(path.read_text(), path.name)
+    report = check_source(_source(path), path.name)
     assert report.ok, report.violations
     assert report.launched, path.name
 
 
 @pytest.mark.parametrize("path", _fixtures("redteam"), ids=lambda p: f"{p.parent.parent.name}-{p.stem}")
 def test_walkaround_of_a_relaxation_is_refused_statically(path):
-    report = check_source(path.read_text(), path.name)
+    report = check_source(_source(path), path.name)
     assert not report.ok, path.name
