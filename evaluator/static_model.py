@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from evaluator.static_library import WRAP_TRITON, CustomOp, find_custom_ops
 from evaluator.static_uses import binding_counts, parent_map
@@ -53,6 +54,7 @@ class ModuleModel:
     module_assigns: list[ast.Assign] = field(default_factory=list)  # the module's own top-level assignments
     # binding ("k", "self.k", "self.ks[]") -> kernel names, for kernel[grid](...) / k[grid, block](...)
     launchables: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    class_kernels: dict[str, str] = field(default_factory=dict)  # "KERNEL" -> the class whose body binds it
     extensions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # binding -> load_inline module
     factories: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # fn -> (kind, names)
     instances: dict[str, str] = field(default_factory=dict)  # binding -> torch.nn.X, class:C, builtin:set
@@ -418,6 +420,7 @@ def build_model(tree: ast.Module) -> ModuleModel:
             held = _table_of_instances(tree, model, key, value, written_items)
             if held is not None:
                 model.instances[f"{key}[]"] = f"class:{held}"
+    _class_attribute_instances(tree, model)
     return model
 
 
@@ -463,11 +466,11 @@ def _an_item(default: list[ast.expr], key: str, cls: str) -> bool:
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == cls
 
 
-def _class_attribute_kernels(tree: ast.Module, model: ModuleModel) -> None:
-    """``KERNEL = _gelu_kernel`` in a plain class's body, launched as ``self.KERNEL[grid](...)``: ``self.KERNEL`` holds
-    the kernel where that is the name's one binding in the file (no other class, module or function binds it), it is
-    read as ``self.KERNEL`` only in methods of that class and of the file's classes deriving from it, and nothing can
-    set an attribute of that name (:func:`_named_anywhere`): whatever ``self`` is there, the attribute is that one."""
+def _class_attributes(tree: ast.Module, model: ModuleModel, table: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(class, name) for each ``name = ...`` in a plain class's body that ``table`` knows (a kernel, an instance of a
+    class of the file) and that ``self.name`` / ``Cls.name`` reads wherever it is read: the name's one binding in the
+    file (no other class, module or function binds it), read as an attribute only in methods of that class and of the
+    file's classes deriving from it, and nothing can set an attribute of that name (:func:`_named_anywhere`)."""
     for cls in tree.body:
         if not isinstance(cls, ast.ClassDef) or not _plain_class(cls):
             continue
@@ -477,14 +480,29 @@ def _class_attribute_kernels(tree: ast.Module, model: ModuleModel) -> None:
             if not isinstance(target, ast.Name):
                 continue
             name = target.id
-            if name not in model.launchables or model.binding_counts.get(name) != 1 or \
-                    f"self.{name}" in model.launchables or _named_anywhere(model, tree, name):  # fmt: skip
+            if name not in table or model.binding_counts.get(name) != 1 or f"self.{name}" in table or \
+                    _named_anywhere(model, tree, name):  # fmt: skip
                 continue
             readers = {key.split(".")[0] for key, fn in model.functions.items() if "." in key
                        for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == name}  # fmt: skip
             if all(cls.name in module_bases(model, reader) and _plain_class(model.classes[reader])
                    for reader in readers):  # fmt: skip
-                model.launchables[f"self.{name}"] = model.launchables[name]
+                yield cls.name, name
+
+
+def _class_attribute_kernels(tree: ast.Module, model: ModuleModel) -> None:
+    """``KERNEL = _gelu_kernel`` in a class body, launched as ``self.KERNEL[grid](...)`` (:func:`_class_attributes`)."""
+    for cls, name in list(_class_attributes(tree, model, model.launchables)):
+        model.launchables[f"self.{name}"] = model.launchables[name]
+        model.class_kernels[name] = cls
+
+
+def _class_attribute_instances(tree: ast.Module, model: ModuleModel) -> None:
+    """``launcher = _Launcher()`` in a class body, called as ``self.launcher(x)``: an instance of that class of the
+    file (:func:`_class_attributes`); nn.Module instances kept there stay escaping (evaluator.static_paths)."""
+    for _cls, name in list(_class_attributes(tree, model, model.instances)):
+        if model.instances[name].startswith("class:"):
+            model.instances[f"self.{name}"] = model.instances[name]
 
 
 _TABLE_READS = frozenset({"items", "values", "keys"})

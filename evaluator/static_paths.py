@@ -157,6 +157,16 @@ def callees(model: ModuleModel, key: str) -> set[str]:
             # variable): the method ``m`` of any nn.Module class of the file (ModelNew's own among them)
             out.update(f"{c}.{node.attr}" for c in model.classes if f"{c}.{node.attr}" in model.functions
                        and node.attr not in _CONSTRUCTION and _is_module(model, c))  # fmt: skip
+        elif isinstance(node, ast.Attribute) and _unknown_attribute(model, node.value, node):
+            # self.helper.m(...) on an attribute holding what the checker does not know (a factory's instance):
+            # the method ``m`` of any class of the file
+            out.update(f"{c}.{node.attr}" for c in model.classes if f"{c}.{node.attr}" in model.functions
+                       and node.attr not in _CONSTRUCTION)  # fmt: skip
+        elif isinstance(node, ast.Attribute) and cls is not None and _unknown_attribute(model, node, node) and \
+                not any(f"{owner}.{node.attr}" in model.functions for owner in self_owners(model, cls)):  # fmt: skip
+            # self.helper(x): what calling an instance runs, of any other class of the file
+            out.update(f"{c}.{m}" for c in model.classes if c not in self_owners(model, cls)
+                       for m in ("__call__", "forward") if f"{c}.{m}" in model.functions)  # fmt: skip
         if isinstance(node, ast.Attribute | ast.Call) and cls is not None:
             if isinstance(node, ast.Attribute):
                 key_, attr = binding_key(node), node.attr
@@ -187,6 +197,15 @@ def _unknown_name(model: ModuleModel, node: ast.Attribute) -> bool:
     recv, up = node.value, model.parents.get(id(node))
     return isinstance(up, ast.Call) and up.func is node and isinstance(recv, ast.Name) and recv.id != "self" and \
         recv.id not in model.classes and recv.id not in model.instances and resolve(recv, model.aliases) is None
+
+
+def _unknown_attribute(model: ModuleModel, recv: ast.expr, called: ast.Attribute) -> bool:
+    """``called`` is called (``self.attr.m(...)`` or ``self.attr(...)``), ``recv`` is ``self.attr``, which holds no
+    instance the file made (:data:`ModuleModel.instances`), kernel or extension the checker knows."""
+    up = model.parents.get(id(called))
+    key = binding_key(recv) if isinstance(recv, ast.Attribute) else None
+    return isinstance(up, ast.Call) and up.func is called and key is not None and key.startswith("self.") and \
+        "[" not in key and key not in model.instances and key not in model.launchables and key not in model.extensions
 
 
 def _item_key(node: ast.AST) -> str | None:
@@ -467,6 +486,9 @@ def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, as
             continue
         owner = func.value
         names: tuple[str, ...] = table.get(binding_key(owner) or "", ())
+        if not names and isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and \
+                model.class_kernels.get(owner.attr) in module_bases(model, owner.value.id):  # fmt: skip
+            names = table.get(f"self.{owner.attr}", ())  # ModelNew.KERNEL[grid](...): the class attribute's kernel
         if not names and isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name):
             factory = model.factories.get(owner.func.id)
             if factory is not None and factory[0] == kind:

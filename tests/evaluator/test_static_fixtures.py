@@ -25,7 +25,9 @@ named ``forward``; the class attribute overridden in a subclass, stored on the i
 ``self`` (``me = self``, a walrus, a loop or comprehension target, a function's parameter), a property binding the
 table, a namedtuple or dataclass field of the kernel's name, ``getattr(self, "impls")[k] = ...``, a ``get`` default
 from elsewhere; and honest variations of the three patterns (``ClassVar`` kernels, inherited class attributes,
-``get`` with a default of the table's own). Most start ``# head: NAME``: the imports, kernel and launcher they share
+``get`` with a default of the table's own); then ``ModelNew.KERNEL[grid]`` and a class-body launcher instance
+(honest), and the holes they sat beside (a class-body instance bound twice, one whose ``__call__`` computes, a factory's
+instance whose method computes). Most start ``# head: NAME``: the imports, kernel and launcher they share
 are ``static_s33/heads/NAME.py``.
 
 Each walk-around is refused by the static checker itself, not left to the run time.
