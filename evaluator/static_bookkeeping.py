@@ -150,8 +150,8 @@ def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autog
             sites[key].append(None)  # handed on, called in a loop or by itself: may run any number of times
         else:
             sites[key].append(where)
-    once = {k for k in candidates | {f"{entry}.forward", entry} if k in functions and k not in reaches(k)
-            and not _calls_itself(k, functions[k])}
+    once = {k for k in candidates | {_entry_forward(tree, functions, entry), entry} if k in functions
+            and k not in reaches(k) and not _calls_itself(k, functions[k])}  # fmt: skip
     changed = True
     while changed:
         changed = False
@@ -165,6 +165,20 @@ def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autog
             once -= over
             changed = bool(over)
     return once
+
+
+def _entry_forward(tree: ast.Module, functions: Mapping[str, ast.AST], entry: str) -> str:
+    """The forward the entry class runs: its own, or the nearest along its file classes, one base each (``class
+    ModelNew(CrossEntropyLoss): pass``)."""
+    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
+    cls, seen = entry, set()
+    while f"{cls}.forward" not in functions and cls in classes and cls not in seen:
+        seen.add(cls)
+        bases = [b for b in classes[cls].bases if isinstance(b, ast.Name) and b.id in classes]
+        if len(bases) != 1:
+            break
+        cls = bases[0].id
+    return f"{cls}.forward"
 
 
 def _calls_itself(key: str, fn: ast.AST) -> bool:

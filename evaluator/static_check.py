@@ -408,7 +408,10 @@ def _check_jit_bodies(tree: ast.Module, model: ModuleModel, out: _Collector) -> 
                     "@triton.jit: Triton would be handed what that decorator returns (functools.wraps points the "
                     "CPU interpreter at another function's source), not the def the checker judged; put "
                     "@triton.jit directly above the def")
-        for inner in ast.walk(node):
+        # not its decorators: `@triton.heuristics({"FP16": lambda args: args["Y"].dtype == torch.float16})` runs on
+        # the host at each launch and is judged as forward-path code there (evaluator.static_visitor)
+        body = [child for child in ast.iter_child_nodes(node) if not any(child is d for d in node.decorator_list)]
+        for inner in (n for child in body for n in ast.walk(child)):
             if isinstance(inner, ast.Name) and model.aliases.get(inner.id, "").split(".")[0] in ("torch", "numpy"):
                 out.add("torch-compute", inner.lineno, inner.col_offset, f"kernel `{name}` uses `{inner.id}` "
                         "inside its body; kernels may use only triton.language (tl.*), math and other kernels")

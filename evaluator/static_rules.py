@@ -108,7 +108,10 @@ COMPILER_OPT_OUTS = frozenset({"torch.compiler.disable"})
 PROFILE_LABELS = frozenset({"torch.profiler.record_function", "torch.autograd.profiler.record_function"})
 INERT_PROBES = INERT_PROBES | STATE_QUERIES | COMPILER_OPT_OUTS | PROFILE_LABELS
 _USABLE_INSIDE_REFUSED = AMP_DECORATORS | INERT_PROBES | GROUP_ONLY  # the names above, each usable anywhere
-IMPORTABLE_FROM_REFUSED = AMP_DECORATORS | PROFILE_LABELS  # `from torch.amp import custom_fwd`, `... record_function`
+# `from torch.amp import custom_fwd`, `... record_function`, and Triton's tutorials' `from triton.runtime import
+# driver`: the name is followed, so each use is judged by its full name (`driver.active.utils.get_device_properties`
+# is a probe; anything else of triton.runtime stays refused, the bare `driver` as a value too)
+IMPORTABLE_FROM_REFUSED = AMP_DECORATORS | PROFILE_LABELS | frozenset({"triton.runtime.driver"})
 # Namespaces of those decorators and probes: allowed in a test (``getattr(torch.npu, "amp", None) is not None``).
 PROBED_NAMESPACES = frozenset(a.rsplit(".", 1)[0] for a in AMP_DECORATORS) | PROBE_OWNERS
 _NAME_RULES_LEAVES: frozenset[str] = frozenset()  # filled below: stream/state names are not compute

@@ -31,6 +31,14 @@ def _module_methods() -> frozenset[str]:
     return frozenset(n for n in dir(torch.nn.Module) if callable(getattr(torch.nn.Module, n, None)))
 
 
+@functools.lru_cache(maxsize=1)
+def _module_attributes() -> frozenset[str]:
+    """Every name ``nn.Module`` defines (methods and class attributes: ``training``, ``call_super_init``...)."""
+    import torch  # local: importing the checker must not import torch
+
+    return frozenset(dir(torch.nn.Module))
+
+
 def _is_placeholder(node: ast.AST) -> bool:
     """A constant (None, (), False, 0, "") or an empty class: what an import fallback binds instead."""
     if isinstance(node, ast.ClassDef):
@@ -128,8 +136,25 @@ def torch_layer(dotted: str) -> bool:
 
 
 def _own_bases(model: ModuleModel, cls: ast.ClassDef) -> list[ast.expr]:
-    """``cls``'s bases but ``abc.ABC`` (``class Base(nn.Module, ABC)``: abstract methods of its own, nothing run)."""
-    return [b for b in cls.bases if resolve(b, model.aliases) != "abc.ABC"]
+    """``cls``'s bases but ``abc.ABC`` (``class Base(nn.Module, ABC)``: abstract methods of its own, nothing run) and
+    plain mixins of the file (:func:`_plain_mixin`)."""
+    return [b for b in cls.bases if resolve(b, model.aliases) != "abc.ABC" and not _plain_mixin(model, b)]
+
+
+def _plain_mixin(model: ModuleModel, base: ast.expr, depth: int = 0) -> bool:
+    """``base`` is a class of the file made only of helper methods (``class BlockMixin: def block(self, n): ...``):
+    bound once, undecorated, no metaclass, deriving from nothing but ``object``, ``abc.ABC`` or other such mixins, and
+    binding no special name, ``forward`` or name ``nn.Module`` defines (a method or a class attribute, by ``def`` or
+    assignment): in ``class ModelNew(BlockMixin, nn.Module)`` it adds methods that ``self.block(n)`` runs (followed
+    like the class's own), and changes nothing PyTorch or the harness calls."""
+    node = model.classes.get(base.id) if isinstance(base, ast.Name) else None
+    if node is None or depth > 8 or node.keywords or node.decorator_list or model.binding_counts.get(node.name) != 1:
+        return False
+    bound = {name for name, _node in scope_bindings(node)}  # defs, assignments, imports: whatever the class holds
+    if any(name.startswith("__") or name in ("forward", "__call__") for name in bound) or bound & _module_attributes():
+        return False
+    return all(resolve(b, model.aliases) in ("abc.ABC", "object") or _plain_mixin(model, b, depth + 1)
+               for b in node.bases)  # fmt: skip
 
 
 def _class_chain(model: ModuleModel, cls: ast.ClassDef, *, strict: bool) -> tuple[list[ast.ClassDef], str] | None:

@@ -46,6 +46,7 @@ from evaluator.static_model import (
     device_functions,
     is_import_only_try,
     resolve,
+    scope_bindings,
 )
 from evaluator.static_optional import (
     IMPORT_MODULE,
@@ -197,6 +198,16 @@ def _global_names(scope: ast.AST) -> set[str]:
     return out
 
 
+def _imported_here(scope: Scope) -> set[str]:
+    """Names ``scope`` binds only by import statements (``def forward(...): import math``): the module the file's
+    imports name, not a local value hiding it (``model.aliases`` holds every import of the file, with the others of a
+    name that several bind, which the rules check too)."""
+    by_name: dict[str, list[ast.AST]] = {}
+    for name, node in scope_bindings(scope):
+        by_name.setdefault(name, []).append(node)
+    return {name for name, nodes in by_name.items() if all(isinstance(n, ast.alias) for n in nodes)}
+
+
 def _scalar_literal_tensor(call: ast.Call) -> bool:
     """``torch.tensor(<number literal>[, dtype=, device=, requires_grad=])``: a constant scalar, no host data (a
     list of values computed on the host would be the work done unseen, as ``new_tensor`` is)."""
@@ -318,7 +329,7 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         function_scope = not isinstance(node, ast.ClassDef | ast.Module)
         if function_scope:
             globals_ = _global_names(node) if not isinstance(node, ast.Lambda) else set()
-            self.shadowed.append((names & self.model.imported) - globals_)
+            self.shadowed.append((names & self.model.imported) - globals_ - _imported_here(node))
         for child in children:
             self.visit(child)
         if function_scope:
