@@ -31,8 +31,7 @@ instance whose method computes); ``lib_*``: a false-reject hunt in library style
 driver``, ``import math`` in a function, a heuristics lambda naming ``torch``, plain mixins, an inherited forward's
 bookkeeping) and their walk-arounds (the driver's other attributes, local imports of torch, heuristics and pre-hooks
 that compute, mixins binding ``__call__``, ``forward``, ``_apply`` or ``__getattr__``). Most start ``# head: NAME``:
-the imports, kernel and launcher they share
-are ``static_s33/heads/NAME.py``.
+the imports, kernel and launcher they share are ``static_s33/heads/NAME.py``.
 
 Each walk-around is refused by the static checker itself, not left to the run time.
 """
