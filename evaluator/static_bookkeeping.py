@@ -150,8 +150,9 @@ def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autog
             sites[key].append(None)  # handed on, called in a loop or by itself: may run any number of times
         else:
             sites[key].append(where)
+    classes = frozenset(c.name for c in tree.body if isinstance(c, ast.ClassDef))
     once = {k for k in candidates | {_entry_forward(tree, functions, entry), entry} if k in functions
-            and k not in reaches(k) and not _calls_itself(k, functions[k])}  # fmt: skip
+            and k not in reaches(k) and not _calls_itself(k, functions[k], classes)}  # fmt: skip
     changed = True
     while changed:
         changed = False
@@ -181,20 +182,30 @@ def _entry_forward(tree: ast.Module, functions: Mapping[str, ast.AST], entry: st
     return f"{cls}.forward"
 
 
-def _calls_itself(key: str, fn: ast.AST) -> bool:
+def _calls_itself(key: str, fn: ast.AST, classes: frozenset[str] = frozenset()) -> bool:
     """``fn`` (function ``key``) calls itself by its own name: ``f(...)`` in ``f``, ``self.m(...)`` /
-    ``type(self).m`` / ``Cls.m`` in method ``Cls.m``, or ``self(...)`` in a ``forward`` (recursion: chunk after chunk
-    of its input, each under the run time's size limit; red team s32)."""
+    ``type(self).m`` / ``super(Sub, self).m`` / ``Cls.m`` (any class of the file, ``classes``: a subclass's name
+    reaches an inherited method) in method ``Cls.m``, or ``self(...)`` in a ``forward`` (recursion: chunk after
+    chunk of its input, each under the run time's size limit; red team s32, and s33's inherited forward)."""
     cls, _, name = key.rpartition(".")
     for node in ast.walk(fn):
         if not cls and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id == name:
             return True
-        if cls and isinstance(node, ast.Attribute) and node.attr == name and _is_self_or_class(node.value, cls):
-            return True  # self.forward, type(self).forward, Cls.forward
+        if cls and isinstance(node, ast.Attribute) and node.attr == name and (
+                _is_self_or_class(node.value, cls) or (isinstance(node.value, ast.Name) and node.value.id in classes)
+                or _super_from_below(node.value, cls)):  # fmt: skip
+            return True  # self.forward, type(self).forward, super(ModelNew, self).forward, Cls.forward
         if cls and name == "forward" and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id == "self":  # fmt: skip
             return True
     return False
+
+
+def _super_from_below(node: ast.AST, cls: str) -> bool:
+    """``super(X, self)`` with ``X`` another class than ``cls`` (a subclass's name, in a method ``cls`` defines: the
+    lookup starts below ``cls`` and may find the method itself again); ``super()`` starts above ``cls``."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and \
+        bool(node.args) and not (isinstance(node.args[0], ast.Name) and node.args[0].id == cls)
 
 
 def _is_self_or_class(node: ast.AST, cls: str) -> bool:

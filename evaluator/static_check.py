@@ -186,6 +186,7 @@ from evaluator.static_paths import (
     hook_roots,
     implementation_roots,
     launch_sites,
+    made_helper_roots,
     passed_kernels,
     reachable,
     stored_roots,
@@ -441,8 +442,12 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     check_rebinding(tree, model, model.imported, out.report)
     check_class_members(tree, out.report)
     check_hooks(tree, out.report)
-    path, starts = _forward_path(tree, model, entry, roots + hook_roots(model) + implementation_roots(model, tree)
-                                 + [key for key in property_roots(tree) if key in model.functions])
+    starts = roots + hook_roots(model) + implementation_roots(model, tree) + \
+        [key for key in property_roots(tree) if key in model.functions]
+    path, starts = _forward_path(tree, model, entry, starts)
+    helpers = [key for key in made_helper_roots(model, entry, path) if key not in path]
+    if helpers:  # the methods of helper instances made while the model is built or runs, and what they reach
+        path, starts = _forward_path(tree, model, entry, starts + helpers)
     launched: list[str] = []
     resolve_here = lambda n: _resolve(n, model.aliases)  # noqa: E731
     for key in path:

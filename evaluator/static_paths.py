@@ -236,14 +236,36 @@ _MODULE_ACCESSORS = frozenset({"children", "named_children", "modules", "named_m
                                "_modules"})
 
 
+def made_helper_roots(model: ModuleModel, entry: str, path: list[str]) -> list[str]:
+    """Every method (but construction) of a plain class of the file whose instance is made while ``entry`` is built or
+    runs (``Cls(...)`` in a function reachable from its ``__init__`` or on the forward ``path``: ``self.helper =
+    make()`` with ``make`` returning ``_Helper()``): once made, the instance may reach forward through names the call
+    graph cannot type (a local, ``next(iter(...))``, a bound method kept as a value, ``getattr``), so its methods are
+    judged as forward-path code. nn.Module classes are not: calling a held module runs its forward, and their other
+    methods (``reset_parameters``) stay construction."""
+    inits = [f"{c}.__init__" for c in module_bases(model, entry) if f"{c}.__init__" in model.functions]
+    made: set[str] = set()
+    for key in dict.fromkeys([*reachable(model, inits), *path]):
+        for node in ast.walk(model.functions[key]):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in model.classes and \
+                    node.func.id not in model.autograd_functions and not _is_module(model, node.func.id):  # fmt: skip
+                made.add(node.func.id)
+    return [m for cls in sorted(made) for m in _class_methods(model, cls) if m.rsplit(".", 1)[1] not in _CONSTRUCTION]
+
+
 def hook_roots(model: ModuleModel) -> list[str]:
-    """Functions named in the decorators of Triton kernels (autotune/heuristics hooks run at each launch)."""
+    """Functions named in the decorators of Triton kernels (autotune/heuristics hooks run at each launch), and the
+    methods of the file's classes named there as an attribute of a name."""
     roots = []
     for node in model.jit_kernels.values():
         for dec in getattr(node, "decorator_list", []):
             for sub in ast.walk(dec):
                 if isinstance(sub, ast.Name) and sub.id in model.functions:
                     roots.append(sub.id)
+                elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and \
+                        resolve(sub.value, model.aliases) is None:  # fmt: skip
+                    # _hooks.fill, Hooks.fill: a method of the file's classes (an instance's, a class's)
+                    roots.extend(f"{c}.{sub.attr}" for c in model.classes if f"{c}.{sub.attr}" in model.functions)
     return roots
 
 

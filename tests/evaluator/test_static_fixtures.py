@@ -24,13 +24,15 @@ named ``forward``; the class attribute overridden in a subclass, stored on the i
 ``rt_*`` files come from a red team of those relaxations: stores, ``del`` and method calls through a name holding
 ``self`` (``me = self``, a walrus, a loop or comprehension target, a function's parameter), a property binding the
 table, a namedtuple or dataclass field of the kernel's name, ``getattr(self, "impls")[k] = ...``, a ``get`` default
-from elsewhere; and honest variations of the three patterns (``ClassVar`` kernels, inherited class attributes,
-``get`` with a default of the table's own); then ``ModelNew.KERNEL[grid]`` and a class-body launcher instance
-(honest), and the holes they sat beside (a class-body instance bound twice, one whose ``__call__`` computes, a factory's
-instance whose method computes); ``lib_*``: a false-reject hunt in library styles (``from triton.runtime import
-driver``, ``import math`` in a function, a heuristics lambda naming ``torch``, plain mixins, an inherited forward's
-bookkeeping) and their walk-arounds (the driver's other attributes, local imports of torch, heuristics and pre-hooks
-that compute, mixins binding ``__call__``, ``forward``, ``_apply`` or ``__getattr__``). Most start ``# head: NAME``:
+from elsewhere; and honest variations of the three patterns (``ClassVar`` kernels, inherited class attributes, ``get``
+with a default of the table's own); then ``ModelNew.KERNEL[grid]`` and a class-body launcher instance (honest), and
+the holes they sat beside (a class-body instance bound twice, one whose ``__call__`` computes, a factory's instance
+whose method computes); ``lib_*``: a false-reject hunt in library styles (``from triton.runtime import driver``,
+``import math`` in a function, a heuristics lambda naming ``torch``, plain mixins, an inherited forward's bookkeeping)
+and their walk-arounds (the driver's other attributes, local imports of torch, heuristics and pre-hooks that compute,
+mixins binding ``__call__``, ``forward``, ``_apply`` or ``__getattr__``); ``rtb_*``: a second red team (an inherited
+forward recursing through ``super(ModelNew, self)`` or ``ModelNew.forward``, hooks that are methods of module-level
+instances, and a factory-made helper reached through names the call graph cannot type). Most start ``# head: NAME``:
 the imports, kernel and launcher they share are ``static_s33/heads/NAME.py``.
 
 Each walk-around is refused by the static checker itself, not left to the run time.
