@@ -55,6 +55,8 @@ class ModuleModel:
     # binding ("k", "self.k", "self.ks[]") -> kernel names, for kernel[grid](...) / k[grid, block](...)
     launchables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     class_kernels: dict[str, str] = field(default_factory=dict)  # "KERNEL" -> the class whose body binds it
+    # a module-level table of rows (``((1 << 20, k1), (1 << 62, k2))``) -> position -> the kernels every row holds there
+    row_tables: dict[str, dict[int, tuple[str, ...]]] = field(default_factory=dict)
     extensions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # binding -> load_inline module
     factories: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # fn -> (kind, names)
     instances: dict[str, str] = field(default_factory=dict)  # binding -> torch.nn.X, class:C, builtin:set
@@ -399,6 +401,7 @@ def build_model(tree: ast.Module) -> ModuleModel:
                     if found is not None:
                         model.factories[name] = found
     _class_attribute_kernels(tree, model)
+    _row_tables(tree, model, written_items)
     for target, value in assignments:
         key = binding_key(target)
         if key is None or key in model.instances:
@@ -464,6 +467,25 @@ def _an_item(default: list[ast.expr], key: str, cls: str) -> bool:
     if isinstance(value, ast.Subscript):
         return binding_key(value.value) == key
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == cls
+
+
+def _row_tables(tree: ast.Module, model: ModuleModel, written: set[str]) -> None:
+    """``_BY_SIZE = ((1 << 20, _small), (1 << 62, _wide))`` at module level, a tuple bound once: at each
+    position where every row holds a kernel, the kernels a row read there launches (``for limit, k in _BY_SIZE``,
+    ``_BY_SIZE[i][1][grid]``)."""
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Tuple) and stmt.value.elts):  # fmt: skip (a tuple: nothing changes it)
+            continue
+        name, rows = stmt.targets[0].id, [r for r in stmt.value.elts if isinstance(r, ast.Tuple)]
+        width = len(rows[0].elts) if rows else 0
+        if model.binding_counts.get(name) != 1 or name in written or len(rows) != len(stmt.value.elts) or \
+                any(len(r.elts) != width for r in rows):  # fmt: skip
+            continue
+        for position in range(width):
+            found = [_kernel_of(model, r.elts[position], name) for r in rows]
+            if all(f is not None and f[0] == "launchable" for f in found):
+                model.row_tables.setdefault(name, {})[position] = tuple(n for f in found if f is not None for n in f[1])
 
 
 def _class_attributes(tree: ast.Module, model: ModuleModel, table: dict[str, Any]) -> Iterator[tuple[str, str]]:

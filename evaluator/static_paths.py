@@ -508,6 +508,8 @@ def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, as
             continue
         owner = func.value
         names: tuple[str, ...] = table.get(binding_key(owner) or "", ())
+        if not names and kind == "launchable":
+            names = _row_kernels(model, fn, owner)
         if not names and isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and \
                 model.class_kernels.get(owner.attr) in module_bases(model, owner.value.id):  # fmt: skip
             names = table.get(f"self.{owner.attr}", ())  # ModelNew.KERNEL[grid](...): the class attribute's kernel
@@ -520,6 +522,28 @@ def launch_sites(model: ModuleModel, fn: FunctionNode) -> Iterator[tuple[str, as
                 names = model.launchables.get(binding_key(owner.args[0]) or "", ())
         for name in names:
             yield name, node
+
+
+def _row_kernels(model: ModuleModel, fn: FunctionNode, owner: ast.expr) -> tuple[str, ...]:
+    """The kernels a row table holds where ``owner`` reads it (:data:`ModuleModel.row_tables`): ``T[i][p]``, or a name
+    bound only as position ``p`` of a ``for`` target over ``T`` (``for limit, k in T: k[grid](...)``)."""
+    if isinstance(owner, ast.Subscript) and isinstance(owner.slice, ast.Constant) and \
+            type(owner.slice.value) is int and isinstance(owner.value, ast.Subscript) and \
+            isinstance(owner.value.value, ast.Name):  # fmt: skip
+        return model.row_tables.get(owner.value.value.id, {}).get(owner.slice.value, ())
+    if not isinstance(owner, ast.Name):
+        return ()
+    loops = [n for n in ast.walk(fn) if isinstance(n, ast.For | ast.AsyncFor) and isinstance(n.target, ast.Tuple)
+             and isinstance(n.iter, ast.Name) and n.iter.id in model.row_tables
+             and any(isinstance(e, ast.Name) and e.id == owner.id for e in n.target.elts)]  # fmt: skip
+    bindings = [n for n in ast.walk(fn)
+                if isinstance(n, ast.Name) and n.id == owner.id and not isinstance(n.ctx, ast.Load)]
+    if len(loops) != 1 or len(bindings) != 1:
+        return ()  # bound anywhere else in the function (or by two loops): not only a row's kernel
+    loop = loops[0]
+    assert isinstance(loop.target, ast.Tuple) and isinstance(loop.iter, ast.Name)
+    position = next(k for k, e in enumerate(loop.target.elts) if isinstance(e, ast.Name) and e.id == owner.id)
+    return model.row_tables[loop.iter.id].get(position, ())
 
 
 def _partial_launches(model: ModuleModel, fn: FunctionNode) -> dict[str, tuple[ast.Subscript, tuple[str, ...]]]:
