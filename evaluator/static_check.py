@@ -445,7 +445,7 @@ def _analyse(tree: ast.Module, entry: str, allow: frozenset[str], out: _Collecto
     starts = roots + hook_roots(model) + implementation_roots(model, tree) + \
         [key for key in property_roots(tree) if key in model.functions]
     path, starts = _forward_path(tree, model, entry, starts)
-    helpers = [key for key in made_helper_roots(model, entry, path) if key not in path]
+    helpers = [key for key in made_helper_roots(model, tree, entry, path) if key not in path]
     if helpers:  # the methods of helper instances made while the model is built or runs, and what they reach
         path, starts = _forward_path(tree, model, entry, starts + helpers)
     launched: list[str] = []

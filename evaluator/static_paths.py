@@ -236,17 +236,19 @@ _MODULE_ACCESSORS = frozenset({"children", "named_children", "modules", "named_m
                                "_modules"})
 
 
-def made_helper_roots(model: ModuleModel, entry: str, path: list[str]) -> list[str]:
-    """Every method (but construction) of a plain class of the file whose instance is made while ``entry`` is built or
-    runs (``Cls(...)`` in a function reachable from its ``__init__`` or on the forward ``path``: ``self.helper =
-    make()`` with ``make`` returning ``_Helper()``): once made, the instance may reach forward through names the call
+def made_helper_roots(model: ModuleModel, tree: ast.Module, entry: str, path: list[str]) -> list[str]:
+    """Every method (but construction) of a plain class of the file whose instance is made at import or while
+    ``entry`` is built or runs (``Cls(...)`` in the module's own statements, in a function reachable from its
+    ``__init__`` or on the forward ``path``: ``self.helper = make()`` with ``make`` returning ``_Helper()``,
+    ``_REFS = [_Eager()]``): once made, the instance may reach forward through names the call
     graph cannot type (a local, ``next(iter(...))``, a bound method kept as a value, ``getattr``), so its methods are
     judged as forward-path code. nn.Module classes are not: calling a held module runs its forward, and their other
     methods (``reset_parameters``) stay construction."""
     inits = [f"{c}.__init__" for c in module_bases(model, entry) if f"{c}.__init__" in model.functions]
     made: set[str] = set()
-    for key in dict.fromkeys([*reachable(model, inits), *path]):
-        for node in ast.walk(model.functions[key]):
+    module_level = [s for s in tree.body if not isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
+    for scope in [*(model.functions[key] for key in dict.fromkeys([*reachable(model, inits), *path])), *module_level]:
+        for node in ast.walk(scope):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in model.classes and \
                     node.func.id not in model.autograd_functions and not _is_module(model, node.func.id):  # fmt: skip
                 made.add(node.func.id)
