@@ -108,8 +108,10 @@ def _enclosing_key(node: ast.AST, parents: dict[int, ast.AST], keys: dict[int, s
 
 def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autograd: set[str], entry: str,
                        parents: dict[int, ast.AST], reaches: Callable[[str], set[str]],
-                       modules: Mapping[str, str] | None = None) -> set[str]:  # fmt: skip
-    """Keys of the functions that run at most once per forward call: the entry's forward, module-level functions
+                       modules: Mapping[str, str] | None = None,
+                       entry_forward: str | None = None) -> set[str]:  # fmt: skip
+    """Keys of the functions that run at most once per forward call: the entry's forward (``entry_forward``, its own
+    or the one it inherits; default ``{entry}.forward``), module-level functions
     and autograd forwards called only directly (``f(...)``, ``Cls.apply(...)``), and the forward of a module class
     of the file whose instances are only made as ``self.attr = Cls(...)`` (``modules``: ``"self.attr"`` -> ``Cls``,
     each bound once) and called as ``self.attr(...)``: outside loops, from functions that run once themselves (or at
@@ -151,7 +153,7 @@ def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autog
         else:
             sites[key].append(where)
     classes = frozenset(c.name for c in tree.body if isinstance(c, ast.ClassDef))
-    once = {k for k in candidates | {_entry_forward(tree, functions, entry), entry} if k in functions
+    once = {k for k in candidates | {entry_forward or f"{entry}.forward", entry} if k in functions
             and k not in reaches(k) and not _calls_itself(k, functions[k], classes)}  # fmt: skip
     changed = True
     while changed:
@@ -166,20 +168,6 @@ def run_once_functions(tree: ast.Module, functions: Mapping[str, ast.AST], autog
             once -= over
             changed = bool(over)
     return once
-
-
-def _entry_forward(tree: ast.Module, functions: Mapping[str, ast.AST], entry: str) -> str:
-    """The forward the entry class runs: its own, or the nearest along its file classes, one base each (``class
-    ModelNew(CrossEntropyLoss): pass``)."""
-    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
-    cls, seen = entry, set()
-    while f"{cls}.forward" not in functions and cls in classes and cls not in seen:
-        seen.add(cls)
-        bases = [b for b in classes[cls].bases if isinstance(b, ast.Name) and b.id in classes]
-        if len(bases) != 1:
-            break
-        cls = bases[0].id
-    return f"{cls}.forward"
 
 
 def _calls_itself(key: str, fn: ast.AST, classes: frozenset[str] = frozenset()) -> bool:

@@ -199,7 +199,7 @@ from evaluator.static_structure import (
     check_entry_definition,
     check_hooks,
     check_rebinding,
-    entry_chain,
+    entry_method,
     property_roots,
 )
 from evaluator.static_uses import module_bindings
@@ -260,9 +260,7 @@ def _entry_roots(tree: ast.Module, model: ModuleModel, entry: str, out: _Collect
     """Forward-path roots of the entry point and its definition; reports ``missing-entry``."""
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef) and stmt.name == entry:
-            owners = [c.name for c in entry_chain(model, stmt) or [stmt]]  # the nearest class defining it runs
-            roots = [next(f"{c}.{m}" for c in owners if f"{c}.{m}" in model.functions)
-                     for m in ("forward", "__call__") if any(f"{c}.{m}" in model.functions for c in owners)]
+            roots = [key for m in ("forward", "__call__") if (key := entry_method(model, stmt, m)) is not None]
             if not any(r.endswith(".forward") for r in roots):
                 out.report("missing-entry", stmt, f"class {entry} has no forward method; define "
                            f"`def forward(self, ...)` with the same signature as the task's Model.forward")

@@ -440,6 +440,16 @@ def module_bases(model: ModuleModel, cls: str) -> list[str]:
     return out or [cls]
 
 
+def enclosing_class(node: ast.AST, model: ModuleModel) -> str | None:
+    """The module-level class whose method ``node`` stands in (where ``self`` is its instance), else None."""
+    parent = model.parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.ClassDef):
+            return parent.name if parent.name in model.classes and model.classes[parent.name] is parent else None
+        parent = model.parents.get(id(parent))
+    return None
+
+
 def _named_anywhere(model: ModuleModel, tree: ast.Module, name: str) -> bool:
     """``name`` is stored as an attribute of any object, passed as a keyword (a dataclass or namedtuple field set at
     construction), or a word of any string of the file (``setattr``, ``getattr``, ``namedtuple("T", "KERNEL X")``)."""

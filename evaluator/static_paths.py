@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from evaluator.static_library import WRAP_TRITON, custom_op_key
 from evaluator.static_model import (
@@ -22,6 +22,7 @@ from evaluator.static_model import (
     ModuleModel,
     binding_key,
     const_getattr,
+    enclosing_class,
     module_bases,
     resolve,
     type_of_self,
@@ -151,22 +152,22 @@ def callees(model: ModuleModel, key: str) -> set[str]:
         if isinstance(node, ast.Attribute) and _unknown_receiver(model, node):
             # recv[k].m(...) on an item the checker does not follow (a table of several classes, or one changed or
             # handed on): the method ``m`` of any class of the file
-            out.update(f"{c}.{node.attr}" for c in model.classes if f"{c}.{node.attr}" in model.functions)
-        elif isinstance(node, ast.Attribute) and _unknown_name(model, node):
+            out.update(_methods_named(model, node.attr))
+        elif isinstance(node, ast.Attribute) and _unknown_name(model, node) and node.attr not in _CONSTRUCTION:
             # me.m(...) on a name the checker does not follow (``me = self``, a parameter handed ``self``, a loop
             # variable): the method ``m`` of any nn.Module class of the file (ModelNew's own among them)
-            out.update(f"{c}.{node.attr}" for c in model.classes if f"{c}.{node.attr}" in model.functions
-                       and node.attr not in _CONSTRUCTION and _is_module(model, c))  # fmt: skip
-        elif isinstance(node, ast.Attribute) and _unknown_attribute(model, node.value, node):
+            out.update(_methods_named(model, node.attr, lambda c: _is_module(model, c)))
+        elif isinstance(node, ast.Attribute) and _unknown_attribute(model, node.value, node) and \
+                node.attr not in _CONSTRUCTION:  # fmt: skip
             # self.helper.m(...) on an attribute holding what the checker does not know (a factory's instance):
             # the method ``m`` of any class of the file
-            out.update(f"{c}.{node.attr}" for c in model.classes if f"{c}.{node.attr}" in model.functions
-                       and node.attr not in _CONSTRUCTION)  # fmt: skip
-        elif isinstance(node, ast.Attribute) and cls is not None and _unknown_attribute(model, node, node) and \
-                not any(f"{owner}.{node.attr}" in model.functions for owner in self_owners(model, cls)):  # fmt: skip
-            # self.helper(x): what calling an instance runs, of any other class of the file
-            out.update(f"{c}.{m}" for c in model.classes if c not in self_owners(model, cls)
-                       for m in ("__call__", "forward") if f"{c}.{m}" in model.functions)  # fmt: skip
+            out.update(_methods_named(model, node.attr))
+        elif isinstance(node, ast.Attribute) and cls is not None and _unknown_attribute(model, node, node):
+            owners = self_owners(model, cls)
+            if not any(f"{owner}.{node.attr}" in model.functions for owner in owners):
+                # self.helper(x): what calling an instance runs, of any other class of the file
+                out.update(m for called in ("__call__", "forward") for m in _methods_named(model, called)
+                           if m.rsplit(".", 1)[0] not in owners)  # fmt: skip
         if isinstance(node, ast.Attribute | ast.Call) and cls is not None:
             if isinstance(node, ast.Attribute):
                 key_, attr = binding_key(node), node.attr
@@ -189,6 +190,11 @@ def callees(model: ModuleModel, key: str) -> set[str]:
                 out.update(_instance_methods(model, instance[6:], node))
     out.discard(key)
     return out
+
+
+def _methods_named(model: ModuleModel, name: str, keep: Callable[[str], bool] = lambda _cls: True) -> list[str]:
+    """``Cls.name`` for each class of the file defining a method ``name`` that ``keep`` keeps."""
+    return [f"{c}.{name}" for c in model.classes if f"{c}.{name}" in model.functions and keep(c)]
 
 
 def _unknown_name(model: ModuleModel, node: ast.Attribute) -> bool:
@@ -220,10 +226,8 @@ def _item_key(node: ast.AST) -> str | None:
 
 def _unknown_receiver(model: ModuleModel, node: ast.Attribute) -> bool:
     """``node`` is ``recv.m`` called, ``recv`` an item of a table (``t[k]``, ``t.get(k)``) whose items the checker
-    does not know (not one of :data:`ModuleModel.instances`). (Other receivers it does not follow, a loop variable
-    over a table's values, a call's result, a name holding ``self``, are left to the run time, which sees every op
-    and launch: an over-approximation by method name would take in classes nothing running instantiates, such as
-    fla's backend registry.)"""
+    does not know (not one of :data:`ModuleModel.instances`). Other receivers it does not type are
+    :func:`_unknown_name` and :func:`_unknown_attribute`, and :func:`made_helper_roots` covers the rest."""
     recv, up = node.value, model.parents.get(id(node))
     if not (isinstance(up, ast.Call) and up.func is node):
         return False
@@ -267,7 +271,7 @@ def hook_roots(model: ModuleModel) -> list[str]:
                 elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and \
                         resolve(sub.value, model.aliases) is None:  # fmt: skip
                     # _hooks.fill, Hooks.fill: a method of the file's classes (an instance's, a class's)
-                    roots.extend(f"{c}.{sub.attr}" for c in model.classes if f"{c}.{sub.attr}" in model.functions)
+                    roots.extend(_methods_named(model, sub.attr))
     return roots
 
 
@@ -370,7 +374,7 @@ def stored_roots(model: ModuleModel, tree: ast.Module, unread: set[int] | None =
                 roots.extend(m for m in _class_methods(model, node.id) if not m.endswith(".__init__"))
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and id(node) not in skip and \
                 isinstance(node.value, ast.Name) and node.value.id == "self" and \
-                (cls := _enclosing_class(node, model)) is not None and cls in used:  # fmt: skip
+                (cls := enclosing_class(node, model)) is not None and cls in used:  # fmt: skip
             # a bound method kept as a value (vLLM's ``self._forward_method = self.dispatch_forward()``, which returns
             # ``self.forward_cuda``) by a class that has instances: it may run from anywhere
             roots.extend(f"{owner}.{node.attr}" for owner in self_owners(model, cls)
@@ -416,19 +420,9 @@ def _classes_with_instances(model: ModuleModel, tree: ast.Module, entry: str | N
     named = {entry} if entry in model.classes else set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in model.classes and \
-                _enclosing_class(node, model) != node.id:  # fmt: skip
+                enclosing_class(node, model) != node.id:  # fmt: skip
             named.add(node.id)
     return {base for cls in named for base in module_bases(model, cls)}
-
-
-def _enclosing_class(node: ast.AST, model: ModuleModel) -> str | None:
-    """The module-level class whose method ``node`` stands in (where ``self`` is its instance), else None."""
-    parent = model.parents.get(id(node))
-    while parent is not None:
-        if isinstance(parent, ast.ClassDef):
-            return parent.name if parent.name in model.classes and model.classes[parent.name] is parent else None
-        parent = model.parents.get(id(parent))
-    return None
 
 
 def _in_a_body(node: ast.AST, model: ModuleModel, functions: set[int]) -> bool:

@@ -13,7 +13,15 @@ import ast
 import functools
 from collections.abc import Callable
 
-from evaluator.static_model import ModuleModel, decorator_names, module_bases, resolve, scope_bindings, type_of_self
+from evaluator.static_model import (
+    ModuleModel,
+    decorator_names,
+    enclosing_class,
+    module_bases,
+    resolve,
+    scope_bindings,
+    type_of_self,
+)
 from evaluator.static_probes import is_constant
 from evaluator.static_rules import module_internals
 from evaluator.static_uses import binding_sites
@@ -246,6 +254,13 @@ def entry_chain(model: ModuleModel, cls: ast.ClassDef) -> list[ast.ClassDef] | N
     return chain if torch_layer(dotted) and _defines(chain, "forward") else None
 
 
+def entry_method(model: ModuleModel, cls: ast.ClassDef, name: str) -> str | None:
+    """The key of the ``name`` method the entry class runs (``forward``, ``__call__``): its own, or the nearest class
+    of its :func:`entry_chain` defining it (``class ModelNew(CrossEntropyLoss): pass``); None where none does."""
+    owners = [c.name for c in entry_chain(model, cls) or [cls]]
+    return next((f"{c}.{name}" for c in owners if f"{c}.{name}" in model.functions), None)
+
+
 def _check_entry_class(cls: ast.ClassDef, report: Report) -> None:
     methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
     seen: dict[str, ast.AST] = {}
@@ -381,12 +396,10 @@ def _class_aliases(tree: ast.Module, model: ModuleModel) -> set[str]:
 
 def _own_methods(node: ast.AST, model: ModuleModel) -> set[str]:
     """The methods of the class whose method holds ``node`` (and of the file's classes it derives from)."""
-    parent = model.parents.get(id(node))
-    while parent is not None and not isinstance(parent, ast.ClassDef):
-        parent = model.parents.get(id(parent))
-    if not isinstance(parent, ast.ClassDef):
+    cls = enclosing_class(node, model)
+    if cls is None:
         return set()
-    owners = set(module_bases(model, parent.name))
+    owners = set(module_bases(model, cls))
     return {key.rsplit(".", 1)[1] for key in model.functions if key.rsplit(".", 1)[0] in owners}
 
 

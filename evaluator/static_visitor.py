@@ -76,7 +76,7 @@ from evaluator.static_rules import (
     torch_computes,
     why_module,
 )
-from evaluator.static_structure import entry_chain
+from evaluator.static_structure import entry_chain, entry_method
 from evaluator.static_unread import NAMESPACE_HANDLES
 from evaluator.static_uses import (
     Use,
@@ -254,8 +254,10 @@ class RuleVisitor(LookupRules, ComputeRules, ast.NodeVisitor):
         self._bookkeeping_sites: set[int] = set()
         layers = {key: kind.removeprefix("class:") for key, kind in model.instances.items()
                   if kind.startswith("class:") and key.startswith("self.") and model.attribute_stores.get(key) == 1}
+        entry_class = model.classes.get(entry)
         self._once = run_once_functions(self.tree, model.functions, model.autograd_functions, entry, model.parents,
-                                        lambda key: set(reachable(model, sorted(callees(model, key)))), layers)
+                                        lambda key: set(reachable(model, sorted(callees(model, key)))), layers,
+                                        entry_method(model, entry_class, "forward") if entry_class else None)
         devices = device_functions(self.tree, model)
         self._device_functions = set(devices)
         self._device_defs = {id(d) for defs in devices.values() for d in defs}
